@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * lib/roce: the RoCEv2 wire format.
+ *
+ * Typed big-endian header structs, a parser that validates a whole frame and
+ * yields one parsed record (struct roce_pkt) or a drop reason, a builder that
+ * writes Ethernet/IP/UDP/BTH/extension headers from a record, the ICRC
+ * (IBTA Annex A17.3.3) computed in chunks, and 24-bit PSN arithmetic.
+ *
+ * Pure C, no DPDK: the daemon, the tools, the tests and the fuzzer share it.
+ * All multi-byte wire fields are big-endian (`roce_be*_t`); the parsed record
+ * holds host-order values.
+ */
+#ifndef ROCE_H
+#define ROCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "roce_opcode.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint16_t roce_be16_t; /**< big-endian 16-bit wire field */
+typedef uint32_t roce_be32_t; /**< big-endian 32-bit wire field */
+typedef uint64_t roce_be64_t; /**< big-endian 64-bit wire field (may be unaligned: use accessors) */
+
+#define ROCE_UDP_PORT 4791       /**< IANA RoCEv2 destination port */
+#define ROCE_ICRC_LEN 4
+#define ROCE_BTH_LEN 12
+#define ROCE_PSN_MASK 0xffffffu
+#define ROCE_QPN_MASK 0xffffffu
+#define ROCE_DEFAULT_PKEY 0xffff
+#define ROCE_GSI_QKEY 0x80010000u
+#define ROCE_ETHERTYPE_IPV4 0x0800
+#define ROCE_ETHERTYPE_IPV6 0x86dd
+#define ROCE_ETHERTYPE_VLAN 0x8100
+#define ROCE_ETHERTYPE_ARP 0x0806
+
+/** @name Wire header layouts (packed, network byte order) @{ */
+struct roce_eth_hdr {
+	uint8_t dst[6];
+	uint8_t src[6];
+	roce_be16_t ethertype;
+} __attribute__((packed));
+
+struct roce_vlan_hdr {
+	roce_be16_t tci;
+	roce_be16_t ethertype;
+} __attribute__((packed));
+
+struct roce_ipv4_hdr {
+	uint8_t version_ihl;
+	uint8_t tos;
+	roce_be16_t total_length;
+	roce_be16_t id;
+	roce_be16_t frag_off;  /**< flags (DF = 0x4000) + fragment offset */
+	uint8_t ttl;
+	uint8_t protocol;
+	roce_be16_t checksum;
+	uint8_t src[4];
+	uint8_t dst[4];
+} __attribute__((packed));
+
+struct roce_ipv6_hdr {
+	roce_be32_t vtc_flow;  /**< version(4) traffic class(8) flow label(20) */
+	roce_be16_t payload_len;
+	uint8_t next_header;
+	uint8_t hop_limit;
+	uint8_t src[16];
+	uint8_t dst[16];
+} __attribute__((packed));
+
+struct roce_udp_hdr {
+	roce_be16_t src_port;
+	roce_be16_t dst_port;
+	roce_be16_t length;
+	roce_be16_t checksum;
+} __attribute__((packed));
+
+/** Base Transport Header (IBTA 9.2). Odd fields through accessors below. */
+struct roce_bth {
+	uint8_t opcode;
+	uint8_t flags;          /**< SE(7) M(6) PadCnt(5:4) TVer(3:0) */
+	roce_be16_t pkey;
+	roce_be32_t qpn;        /**< FECN(31) BECN(30) resv6a(29:24) DestQP(23:0) */
+	roce_be32_t apsn;       /**< AckReq(31) resv7(30:24) PSN(23:0) */
+} __attribute__((packed));
+
+struct roce_reth {
+	roce_be64_t va;
+	roce_be32_t rkey;
+	roce_be32_t length;
+} __attribute__((packed));
+
+struct roce_aeth {
+	roce_be32_t smsn;       /**< syndrome(31:24) MSN(23:0) */
+} __attribute__((packed));
+
+struct roce_atmeth {
+	roce_be64_t va;
+	roce_be32_t rkey;
+	roce_be64_t swap_add;
+	roce_be64_t compare;
+} __attribute__((packed));
+
+struct roce_atmack {
+	roce_be64_t orig;
+} __attribute__((packed));
+
+struct roce_deth {
+	roce_be32_t qkey;
+	roce_be32_t sqp;        /**< reserved(31:24) SrcQP(23:0) */
+} __attribute__((packed));
+/** @} */
+
+_Static_assert(sizeof(struct roce_bth) == 12, "BTH is 12 bytes");
+_Static_assert(sizeof(struct roce_reth) == 16, "RETH is 16 bytes");
+_Static_assert(sizeof(struct roce_aeth) == 4, "AETH is 4 bytes");
+_Static_assert(sizeof(struct roce_atmeth) == 28, "AtomicETH is 28 bytes");
+_Static_assert(sizeof(struct roce_atmack) == 8, "AtomicAckETH is 8 bytes");
+_Static_assert(sizeof(struct roce_deth) == 8, "DETH is 8 bytes");
+_Static_assert(sizeof(struct roce_ipv4_hdr) == 20, "IPv4 header is 20 bytes");
+_Static_assert(sizeof(struct roce_ipv6_hdr) == 40, "IPv6 header is 40 bytes");
+
+/** AETH syndromes (IBTA 9.7.5.1.3; Linux rxe_hdr.h). */
+enum roce_aeth_syndrome {
+	ROCE_AETH_TYPE_MASK = 0xe0,
+	ROCE_AETH_ACK = 0x00,        /**< low 5 bits: credit count */
+	ROCE_AETH_RNR_NAK = 0x20,    /**< low 5 bits: RNR timer code */
+	ROCE_AETH_NAK = 0x60,
+	ROCE_AETH_NAK_PSN_SEQ_ERROR = 0x60,
+	ROCE_AETH_NAK_INVALID_REQ = 0x61,
+	ROCE_AETH_NAK_REM_ACC_ERR = 0x62,
+	ROCE_AETH_NAK_REM_OP_ERR = 0x63,
+	ROCE_AETH_NAK_INV_RD_REQ = 0x64,
+	ROCE_AETH_ACK_UNLIMITED = 0x1f, /**< credit count "invalid" (rxe sends it) */
+};
+
+/*
+ * Drop reasons: one list, expanded into the enum and names. Every frame the
+ * parser rejects gets exactly one of these; callers count them.
+ */
+#define ROCE_DROP_LIST(X) \
+	X(NONE, "accepted") \
+	X(ETH_TRUNCATED, "frame shorter than Ethernet header") \
+	X(NOT_IP, "ethertype is not IPv4/IPv6") \
+	X(IP_TRUNCATED, "frame shorter than IP header") \
+	X(IP_VERSION, "IP version does not match ethertype") \
+	X(IP_IHL, "IPv4 header length is not 20 (options unsupported)") \
+	X(IP_CHECKSUM, "IPv4 header checksum mismatch") \
+	X(IP_LENGTH, "IP length inconsistent with frame") \
+	X(IP_FRAGMENT, "IPv4 fragment") \
+	X(NOT_UDP, "IP protocol/next header is not UDP") \
+	X(UDP_TRUNCATED, "frame shorter than UDP header") \
+	X(NOT_ROCE_PORT, "UDP destination port is not 4791") \
+	X(UDP_LENGTH, "UDP length inconsistent with IP length") \
+	X(BTH_TRUNCATED, "UDP payload shorter than BTH + ICRC") \
+	X(BTH_TVER, "BTH transport version is not 0") \
+	X(OPCODE_INVALID, "opcode not valid") \
+	X(HDR_TRUNCATED, "packet shorter than its extension headers + ICRC") \
+	X(PAD, "pad count inconsistent with payload") \
+	X(PAYLOAD_LENGTH, "payload length invalid for opcode") \
+	X(ICRC, "ICRC mismatch")
+
+enum roce_drop_reason {
+#define ROCE_DROP_ENUM(sym, text) ROCE_DROP_##sym,
+	ROCE_DROP_LIST(ROCE_DROP_ENUM)
+#undef ROCE_DROP_ENUM
+	ROCE_DROP_COUNT
+};
+
+/** @return a short description of @p reason ("accepted" for NONE). */
+const char *roce_drop_reason_str(enum roce_drop_reason reason);
+/** @return the symbol of @p reason ("ICRC", ...). */
+const char *roce_drop_reason_name(enum roce_drop_reason reason);
+
+/** Addresses and L2/L3 fields of a frame (what the builder needs to emit one). */
+struct roce_l3 {
+	uint8_t dmac[6];
+	uint8_t smac[6];
+	bool vlan_present;
+	uint16_t vlan_tci;
+	bool ipv6;              /**< IPv6 when true, IPv4 otherwise */
+	uint8_t sgid[16];       /**< source; IPv4 as ::ffff:a.b.c.d */
+	uint8_t dgid[16];       /**< destination; IPv4 as ::ffff:a.b.c.d */
+	uint8_t traffic_class;  /**< IPv4 TOS / IPv6 traffic class */
+	uint8_t hop_limit;      /**< IPv4 TTL / IPv6 hop limit */
+	uint32_t flow_label;    /**< IPv6 only, 20 bits */
+	uint16_t ip_id;         /**< IPv4 identification */
+	uint16_t udp_sport;     /**< entropy, constant per QP (roce_udp_sport()) */
+};
+
+/**
+ * One parsed RoCEv2 packet: every header field in host order. Produced by
+ * roce_parse(), consumed by lib/qp, and accepted back by roce_build() so a
+ * packet rebuilt from its record is byte-identical to the original.
+ */
+struct roce_pkt {
+	struct roce_l3 l3;
+	/* BTH */
+	uint8_t opcode;
+	bool se;                /**< solicited event */
+	bool migreq;
+	uint8_t pad;            /**< pad count 0..3 */
+	uint8_t tver;
+	uint16_t pkey;
+	bool fecn;
+	bool becn;
+	uint8_t resv6a;         /**< reserved bits of BTH byte 4 (kept for rebuild) */
+	uint32_t dest_qpn;      /**< 24 bits */
+	bool ack_req;
+	uint8_t resv7;          /**< reserved bits of BTH byte 8 (kept for rebuild) */
+	uint32_t psn;           /**< 24 bits */
+	/* extension headers: valid when roce_pkt_has(pkt, ROCE_HDR_x) */
+	uint16_t hdrs;          /**< enum roce_hdr_bit set, from the opcode */
+	struct { uint64_t va; uint32_t rkey; uint32_t length; } reth;
+	struct { uint8_t syndrome; uint32_t msn; } aeth;
+	struct { uint64_t va; uint32_t rkey; uint64_t swap_add; uint64_t compare; } atmeth;
+	uint64_t atmack_orig;
+	struct { uint32_t qkey; uint32_t src_qpn; uint8_t resv; } deth;
+	uint32_t imm;           /**< ImmDt, as on the wire (big-endian value in host int) */
+	uint32_t ieth_rkey;
+	/* payload: points into the parsed frame (or the caller's buffer when building) */
+	const uint8_t *payload;
+	uint32_t payload_len;   /**< without pad */
+	uint32_t icrc;          /**< as received (host order of the LE wire word) */
+	uint16_t l3_offset;     /**< offset of the IP header in the frame */
+	uint16_t bth_offset;    /**< offset of the BTH in the frame */
+	uint32_t frame_len;     /**< total bytes parsed, ICRC included */
+};
+
+/** @return true if @p pkt carries extension header @p bit. */
+static inline bool
+roce_pkt_has(const struct roce_pkt *pkt, enum roce_hdr_bit bit)
+{
+	return (pkt->hdrs & bit) != 0;
+}
+
+/**
+ * Validate and parse a whole RoCEv2 frame (Ethernet onward, no FCS).
+ * Checks: lengths at every layer, IP version/IHL/checksum, UDP port and
+ * length, BTH TVer, opcode validity, extension header and payload lengths,
+ * pad count, and (unless @p skip_icrc) the ICRC. Never reads past
+ * frame[len - 1].
+ *
+ * @param frame  frame bytes
+ * @param len    frame length
+ * @param[out] pkt  filled on success; payload points into @p frame
+ * @return ROCE_DROP_NONE, or the reason the frame must be dropped
+ */
+enum roce_drop_reason roce_parse(const uint8_t *frame, size_t len, struct roce_pkt *pkt);
+
+/** As roce_parse() without the ICRC check (for loopback and offloaded ICRC). */
+enum roce_drop_reason roce_parse_no_icrc(const uint8_t *frame, size_t len, struct roce_pkt *pkt);
+
+/**
+ * @return bytes of Ethernet + (VLAN) + IP + UDP + BTH + extension headers
+ * that roce_build_headers() writes for @p pkt.
+ */
+size_t roce_headers_len(const struct roce_pkt *pkt);
+
+/**
+ * Write every header of @p pkt (Ethernet through the last extension header)
+ * into @p buf. IP/UDP lengths account for pkt->payload_len, pkt->pad and the
+ * ICRC; the IPv4 checksum is computed; the UDP checksum is 0.
+ *
+ * @return bytes written, or 0 if @p cap is too small or the opcode invalid
+ */
+size_t roce_build_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
+
+/**
+ * Build a complete frame: headers, pkt->payload, pad bytes (zero) and ICRC.
+ * @return frame length, or 0 if @p cap is too small or the opcode invalid
+ */
+size_t roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
+
+/** @name ICRC (IBTA Annex A17.3.3), computed in chunks
+ * crc = roce_icrc_headers(frame + l3_offset, hdr_len_from_l3);
+ * crc = roce_icrc_update(crc, payload_segment, n); ... (payload + pad)
+ * wire = roce_icrc_final(crc);  -> store little-endian after the pad
+ * @{ */
+/** Start: 8 bytes of 0xff, then the IP/UDP/BTH headers with variant fields masked. */
+uint32_t roce_icrc_headers(const uint8_t *l3, size_t hdr_len);
+/** Continue over more covered bytes (extension headers, payload, pad). */
+uint32_t roce_icrc_update(uint32_t crc, const void *data, size_t len);
+/** Finish: the value to store in the last 4 bytes, least significant byte first. */
+uint32_t roce_icrc_final(uint32_t crc);
+/** Whole-frame ICRC over @p len bytes from the IP header (excluding the ICRC itself). */
+uint32_t roce_icrc_compute(const uint8_t *l3, size_t len);
+/** Seedable reflected CRC-32 (IEEE), zlib-compatible: crc32(crc32(0,a),b) chaining. */
+uint32_t roce_crc32(uint32_t crc, const void *data, size_t len);
+/** @} */
+
+/** @name 24-bit PSN arithmetic (IBTA 9.7.1) @{ */
+/** @return <0, 0, >0 as @p a is before, equal to, after @p b modulo 2^24. */
+static inline int32_t
+roce_psn_cmp(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8);
+}
+/** @return (@p psn + @p n) mod 2^24. */
+static inline uint32_t
+roce_psn_add(uint32_t psn, uint32_t n)
+{
+	return (psn + n) & ROCE_PSN_MASK;
+}
+/** @return (@p a - @p b) mod 2^24. */
+static inline uint32_t
+roce_psn_diff(uint32_t a, uint32_t b)
+{
+	return (a - b) & ROCE_PSN_MASK;
+}
+/** @} */
+
+/** @name UDP source port (entropy) as the Linux kernel computes it @{ */
+/** rdma_calc_flow_label(): symmetric 20-bit label from the two QPNs. */
+uint32_t roce_flow_label_from_qpns(uint32_t lqpn, uint32_t rqpn);
+/** rdma_flow_label_to_udp_sport(): fold 20 bits to 14, OR 0xC000. */
+uint16_t roce_flow_label_to_udp_sport(uint32_t flow_label);
+/** rdma_get_udp_sport(): AH flow label if non-zero, else from the QPNs. */
+uint16_t roce_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
+/** @} */
+
+/** @name Timer encodings (IBTA 9.7.5.2.8 and 9.7.6.1.3) @{ */
+/** RNR NAK timer code (0..31) -> minimum delay in microseconds (IBTA table). */
+uint32_t roce_rnr_timer_usec(uint8_t code);
+/** Local ACK timeout code (0..31) -> nanoseconds; 0 means infinite (returns 0). */
+uint64_t roce_ack_timeout_nsec(uint8_t code);
+/** @} */
+
+/** @return bytes of payload per packet for an IB MTU enum (1..5 -> 256..4096), 0 if invalid. */
+static inline uint32_t
+roce_mtu_bytes(uint8_t mtu_enum)
+{
+	return (mtu_enum >= 1 && mtu_enum <= 5) ? 128u << mtu_enum : 0;
+}
+
+/** Write a one-line human description of @p pkt (used by roce-dump). */
+int roce_pkt_format(const struct roce_pkt *pkt, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ROCE_H */
