@@ -15,6 +15,7 @@
 #ifndef ROCE_H
 #define ROCE_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -154,11 +155,12 @@ enum roce_aeth_syndrome {
 	X(IP_IHL, "IPv4 header length is not 20 (options unsupported)") \
 	X(IP_CHECKSUM, "IPv4 header checksum mismatch") \
 	X(IP_LENGTH, "IP length inconsistent with frame") \
-	X(IP_FRAGMENT, "IPv4 fragment") \
+	X(IP_FRAGMENT, "IPv4 fragment (MF/offset) or reserved flag set") \
 	X(NOT_UDP, "IP protocol/next header is not UDP") \
 	X(UDP_TRUNCATED, "frame shorter than UDP header") \
 	X(NOT_ROCE_PORT, "UDP destination port is not 4791") \
 	X(UDP_LENGTH, "UDP length inconsistent with IP length") \
+	X(UDP_CHECKSUM, "non-zero UDP checksum mismatch") \
 	X(BTH_TRUNCATED, "UDP payload shorter than BTH + ICRC") \
 	X(BTH_TVER, "BTH transport version is not 0") \
 	X(OPCODE_INVALID, "opcode not valid") \
@@ -192,7 +194,9 @@ struct roce_l3 {
 	uint8_t hop_limit;      /**< IPv4 TTL / IPv6 hop limit */
 	uint32_t flow_label;    /**< IPv6 only, 20 bits */
 	uint16_t ip_id;         /**< IPv4 identification */
+	bool ipv4_df_clear;     /**< IPv4 DF flag clear (default false: DF set, as rxe sends) */
 	uint16_t udp_sport;     /**< entropy, constant per QP (roce_udp_sport()) */
+	bool udp_csum;          /**< UDP checksum present (default false: sent as 0, as rxe does) */
 };
 
 /**
@@ -243,10 +247,18 @@ roce_pkt_has(const struct roce_pkt *pkt, enum roce_hdr_bit bit)
 
 /**
  * Validate and parse a whole RoCEv2 frame (Ethernet onward, no FCS).
- * Checks: lengths at every layer, IP version/IHL/checksum, UDP port and
- * length, BTH TVer, opcode validity, extension header and payload lengths,
- * pad count, and (unless @p skip_icrc) the ICRC. Never reads past
- * frame[len - 1].
+ * Checks, in this order (the first failure is returned): Ethernet/VLAN
+ * length, ethertype, IP header length, IP version, IPv4 IHL, IPv4 header
+ * checksum, IP total length vs frame, IPv4 fragment, protocol UDP, UDP
+ * length/port, UDP checksum when non-zero, BTH length, TVer, opcode validity
+ * (RC/UC/UD/CNP only), extension header lengths, payload/pad rules, ICRC.
+ * The IP length, not @p len, bounds the packet: trailing Ethernet padding
+ * (frames padded to 60 bytes) is ignored. Never reads past frame[len - 1].
+ *
+ * Payload/pad rules: opcodes without payload (READ request, ACK, atomics,
+ * CNP) must have none and pad 0; otherwise payload + pad is a multiple of 4,
+ * pad <= payload + pad, and FIRST/MIDDLE packets have pad 0 and a non-empty
+ * payload. The path-MTU size of FIRST/MIDDLE is a QP check, not done here.
  *
  * @param frame  frame bytes
  * @param len    frame length
@@ -267,15 +279,21 @@ size_t roce_headers_len(const struct roce_pkt *pkt);
 /**
  * Write every header of @p pkt (Ethernet through the last extension header)
  * into @p buf. IP/UDP lengths account for pkt->payload_len, pkt->pad and the
- * ICRC; the IPv4 checksum is computed; the UDP checksum is 0.
+ * ICRC; the IPv4 checksum is computed; the UDP checksum is written as 0 (it
+ * covers the payload and ICRC, so only roce_build() can fill it in when
+ * pkt->l3.udp_csum is set). The CNP's 16 reserved bytes are written as zero.
  *
  * @return bytes written, or 0 if @p cap is too small or the opcode invalid
  */
 size_t roce_build_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
 
 /**
- * Build a complete frame: headers, pkt->payload, pad bytes (zero) and ICRC.
- * @return frame length, or 0 if @p cap is too small or the opcode invalid
+ * Build a complete frame: headers, pkt->payload, pad bytes (zero) and ICRC,
+ * then the UDP checksum if pkt->l3.udp_csum. A record from roce_parse() is
+ * rebuilt byte for byte (up to frame_len; trailing Ethernet padding is not
+ * reproduced).
+ * @return frame length, or 0 if @p cap is too small, the opcode invalid, the
+ *         lengths overflow IP, or payload_len > 0 with a NULL payload
  */
 size_t roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
 
@@ -284,16 +302,29 @@ size_t roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
  * crc = roce_icrc_update(crc, payload_segment, n); ... (payload + pad)
  * wire = roce_icrc_final(crc);  -> store little-endian after the pad
  * @{ */
-/** Start: 8 bytes of 0xff, then the IP/UDP/BTH headers with variant fields masked. */
+/** zlib-convention CRC-32 of the 8 bytes of 0xff that stand in for the LRH. */
+#define ROCE_ICRC_SEED 0x2144df1cu
+/**
+ * Start: 8 bytes of 0xff, then @p hdr_len bytes from the IP header with the
+ * variant fields of the IP header, UDP header and BTH (those that lie within
+ * @p hdr_len) masked to ones. Bytes past the BTH are covered as they are.
+ * The IP version is read from l3[0] (6: IPv6, anything else: IPv4).
+ */
 uint32_t roce_icrc_headers(const uint8_t *l3, size_t hdr_len);
 /** Continue over more covered bytes (extension headers, payload, pad). */
 uint32_t roce_icrc_update(uint32_t crc, const void *data, size_t len);
-/** Finish: the value to store in the last 4 bytes, least significant byte first. */
+/**
+ * Finish: the value to store in the last 4 bytes, least significant byte
+ * first. Running values are zlib-convention (already complemented), so this
+ * is the identity today; call it anyway.
+ */
 uint32_t roce_icrc_final(uint32_t crc);
 /** Whole-frame ICRC over @p len bytes from the IP header (excluding the ICRC itself). */
 uint32_t roce_icrc_compute(const uint8_t *l3, size_t len);
 /** Seedable reflected CRC-32 (IEEE), zlib-compatible: crc32(crc32(0,a),b) chaining. */
 uint32_t roce_crc32(uint32_t crc, const void *data, size_t len);
+/** @return the CRC-32 implementation behind roce_crc32(): "isa-l" or "zlib". */
+const char *roce_crc32_impl(void);
 /** @} */
 
 /** @name 24-bit PSN arithmetic (IBTA 9.7.1) @{ */
@@ -340,8 +371,46 @@ roce_mtu_bytes(uint8_t mtu_enum)
 	return (mtu_enum >= 1 && mtu_enum <= 5) ? 128u << mtu_enum : 0;
 }
 
-/** Write a one-line human description of @p pkt (used by roce-dump). */
+/**
+ * Write a one-line human description of @p pkt (used by roce-dump): opcode,
+ * addresses, UDP source port, QPN, PSN, flags, extension header fields and
+ * payload length. No trailing newline.
+ * @return as snprintf(): the length of the full line (truncated if >= @p cap)
+ */
 int roce_pkt_format(const struct roce_pkt *pkt, char *buf, size_t cap);
+
+/** @name BTH accessors for the fields that are not whole bytes (IBTA 9.2) @{ */
+/** @return destination QPN of @p bth. */
+static inline uint32_t
+roce_bth_qpn(const struct roce_bth *bth)
+{
+	return be32toh(bth->qpn) & ROCE_QPN_MASK;
+}
+/** @return PSN of @p bth. */
+static inline uint32_t
+roce_bth_psn(const struct roce_bth *bth)
+{
+	return be32toh(bth->apsn) & ROCE_PSN_MASK;
+}
+/** @return true if AckReq is set in @p bth. */
+static inline bool
+roce_bth_ack_req(const struct roce_bth *bth)
+{
+	return (be32toh(bth->apsn) >> 31) != 0;
+}
+/** @return pad count of @p bth. */
+static inline uint8_t
+roce_bth_pad(const struct roce_bth *bth)
+{
+	return (bth->flags >> 4) & 3;
+}
+/** @return transport header version of @p bth. */
+static inline uint8_t
+roce_bth_tver(const struct roce_bth *bth)
+{
+	return bth->flags & 0xf;
+}
+/** @} */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Transmit side: write a frame from struct roce_pkt. The inverse of
+ * roce_parse(): every field the parser records (reserved bits included) is
+ * written back, so parse -> build reproduces a captured frame exactly.
+ */
+#include <string.h>
+
+#include "roce.h"
+#include "roce_internal.h"
+
+static inline void
+wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void
+wr32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline void
+wr64(uint8_t *p, uint64_t v)
+{
+	wr32(p, (uint32_t)(v >> 32));
+	wr32(p + 4, (uint32_t)v);
+}
+
+static size_t
+l2_len(const struct roce_pkt *pkt)
+{
+	return sizeof(struct roce_eth_hdr) +
+	       (pkt->l3.vlan_present ? sizeof(struct roce_vlan_hdr) : 0);
+}
+
+static size_t
+ip_len(const struct roce_pkt *pkt)
+{
+	return pkt->l3.ipv6 ? sizeof(struct roce_ipv6_hdr) : sizeof(struct roce_ipv4_hdr);
+}
+
+size_t
+roce_headers_len(const struct roce_pkt *pkt)
+{
+	const struct roce_opcode_desc *desc = roce_opcode_desc(pkt->opcode);
+
+	if (!desc)
+		return 0;
+	return l2_len(pkt) + ip_len(pkt) + sizeof(struct roce_udp_hdr) + desc->hdr_len;
+}
+
+static uint8_t *
+write_eth(const struct roce_pkt *pkt, uint8_t *p)
+{
+	memcpy(p, pkt->l3.dmac, 6);
+	memcpy(p + 6, pkt->l3.smac, 6);
+	p += 12;
+	if (pkt->l3.vlan_present) {
+		wr16(p, ROCE_ETHERTYPE_VLAN);
+		wr16(p + 2, pkt->l3.vlan_tci);
+		p += 4;
+	}
+	wr16(p, pkt->l3.ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
+	return p + 2;
+}
+
+static uint8_t *
+write_ip(const struct roce_pkt *pkt, uint8_t *p, size_t udp_len)
+{
+	const struct roce_l3 *l3 = &pkt->l3;
+
+	if (l3->ipv6) {
+		struct roce_ipv6_hdr *ip = (void *)p;
+		ip->vtc_flow = htobe32(6u << 28 | (uint32_t)l3->traffic_class << 20 |
+				       (l3->flow_label & 0xfffff));
+		ip->payload_len = htobe16((uint16_t)udp_len);
+		ip->next_header = 17;
+		ip->hop_limit = l3->hop_limit;
+		memcpy(ip->src, l3->sgid, 16);
+		memcpy(ip->dst, l3->dgid, 16);
+		return p + sizeof(*ip);
+	}
+	struct roce_ipv4_hdr *ip = (void *)p;
+	ip->version_ihl = 0x45;
+	ip->tos = l3->traffic_class;
+	ip->total_length = htobe16((uint16_t)(sizeof(*ip) + udp_len));
+	ip->id = htobe16(l3->ip_id);
+	ip->frag_off = htobe16(l3->ipv4_df_clear ? 0 : 0x4000);
+	ip->ttl = l3->hop_limit;
+	ip->protocol = 17;
+	ip->checksum = 0;
+	memcpy(ip->src, l3->sgid + 12, 4);
+	memcpy(ip->dst, l3->dgid + 12, 4);
+	ip->checksum = htobe16((uint16_t)~roce_csum_fold(roce_csum_add(0, ip, sizeof(*ip))));
+	return p + sizeof(*ip);
+}
+
+static void
+write_bth(const struct roce_pkt *pkt, uint8_t *p)
+{
+	p[0] = pkt->opcode;
+	p[1] = (uint8_t)(pkt->se << 7 | pkt->migreq << 6 | (pkt->pad & 3) << 4 | (pkt->tver & 0xf));
+	wr16(p + 2, pkt->pkey);
+	wr32(p + 4, (uint32_t)pkt->fecn << 31 | (uint32_t)pkt->becn << 30 |
+		    (uint32_t)(pkt->resv6a & 0x3f) << 24 | (pkt->dest_qpn & ROCE_QPN_MASK));
+	wr32(p + 8, (uint32_t)pkt->ack_req << 31 | (uint32_t)(pkt->resv7 & 0x7f) << 24 |
+		    (pkt->psn & ROCE_PSN_MASK));
+}
+
+static void
+write_ext(const struct roce_pkt *pkt, const struct roce_opcode_desc *desc, uint8_t *bth)
+{
+	uint8_t *p;
+
+	if (desc->hdrs & ROCE_HDR_RDETH)
+		memset(bth + desc->offset[__builtin_ctz(ROCE_HDR_RDETH)], 0, 4);
+	if (desc->hdrs & ROCE_HDR_DETH) {
+		p = bth + desc->offset[__builtin_ctz(ROCE_HDR_DETH)];
+		wr32(p, pkt->deth.qkey);
+		wr32(p + 4, (uint32_t)pkt->deth.resv << 24 | (pkt->deth.src_qpn & ROCE_QPN_MASK));
+	}
+	if (desc->hdrs & ROCE_HDR_RETH) {
+		p = bth + desc->offset[__builtin_ctz(ROCE_HDR_RETH)];
+		wr64(p, pkt->reth.va);
+		wr32(p + 8, pkt->reth.rkey);
+		wr32(p + 12, pkt->reth.length);
+	}
+	if (desc->hdrs & ROCE_HDR_ATMETH) {
+		p = bth + desc->offset[__builtin_ctz(ROCE_HDR_ATMETH)];
+		wr64(p, pkt->atmeth.va);
+		wr32(p + 8, pkt->atmeth.rkey);
+		wr64(p + 12, pkt->atmeth.swap_add);
+		wr64(p + 20, pkt->atmeth.compare);
+	}
+	if (desc->hdrs & ROCE_HDR_AETH)
+		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_AETH)],
+		     (uint32_t)pkt->aeth.syndrome << 24 | (pkt->aeth.msn & 0xffffff));
+	if (desc->hdrs & ROCE_HDR_ATMACK)
+		wr64(bth + desc->offset[__builtin_ctz(ROCE_HDR_ATMACK)], pkt->atmack_orig);
+	if (desc->hdrs & ROCE_HDR_IMMDT)
+		memcpy(bth + desc->offset[__builtin_ctz(ROCE_HDR_IMMDT)], &pkt->imm, 4);
+	if (desc->hdrs & ROCE_HDR_IETH)
+		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_IETH)], pkt->ieth_rkey);
+	if (desc->hdrs & ROCE_HDR_CNP)
+		memset(bth + desc->offset[__builtin_ctz(ROCE_HDR_CNP)], 0, 16);
+}
+
+/* UDP length of @p pkt, or 0 if it does not fit the IP length fields. */
+static size_t
+udp_len_of(const struct roce_pkt *pkt, const struct roce_opcode_desc *desc)
+{
+	size_t len = sizeof(struct roce_udp_hdr) + desc->hdr_len + (size_t)pkt->payload_len +
+		     (pkt->pad & 3) + ROCE_ICRC_LEN;
+	size_t limit = pkt->l3.ipv6 ? 0xffff : 0xffff - sizeof(struct roce_ipv4_hdr);
+
+	return len <= limit ? len : 0;
+}
+
+size_t
+roce_build_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
+{
+	const struct roce_opcode_desc *desc = roce_opcode_desc(pkt->opcode);
+	size_t hlen = roce_headers_len(pkt);
+
+	if (!desc || cap < hlen)
+		return 0;
+	size_t udp_len = udp_len_of(pkt, desc);
+	if (udp_len == 0)
+		return 0;
+
+	uint8_t *p = write_eth(pkt, buf);
+	p = write_ip(pkt, p, udp_len);
+	struct roce_udp_hdr *udp = (void *)p;
+	udp->src_port = htobe16(pkt->l3.udp_sport);
+	udp->dst_port = htobe16(ROCE_UDP_PORT);
+	udp->length = htobe16((uint16_t)udp_len);
+	udp->checksum = 0;
+	p += sizeof(*udp);
+	write_bth(pkt, p);
+	write_ext(pkt, desc, p);
+	return hlen;
+}
+
+size_t
+roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
+{
+	size_t hlen = roce_headers_len(pkt);
+	size_t pad = pkt->pad & 3;
+	size_t total = hlen + (size_t)pkt->payload_len + pad + ROCE_ICRC_LEN;
+
+	if (hlen == 0 || cap < total || (pkt->payload_len && !pkt->payload))
+		return 0;
+	if (roce_build_headers(pkt, buf, cap) != hlen)
+		return 0;
+
+	uint8_t *p = buf + hlen;
+	if (pkt->payload_len)
+		memcpy(p, pkt->payload, pkt->payload_len);
+	memset(p + pkt->payload_len, 0, pad);
+
+	size_t l3_off = l2_len(pkt);
+	uint32_t icrc = roce_icrc_compute(buf + l3_off, total - ROCE_ICRC_LEN - l3_off);
+	uint8_t *tail = buf + total - ROCE_ICRC_LEN;
+	tail[0] = (uint8_t)icrc;                /* least significant byte first */
+	tail[1] = (uint8_t)(icrc >> 8);
+	tail[2] = (uint8_t)(icrc >> 16);
+	tail[3] = (uint8_t)(icrc >> 24);
+
+	if (pkt->l3.udp_csum) {
+		/* Covers the ICRC, so it comes last; the ICRC masks this field. */
+		size_t udp_off = l3_off + ip_len(pkt);
+		uint16_t sum = roce_udp_csum_sum(buf + l3_off, pkt->l3.ipv6, buf + udp_off,
+						 total - udp_off);
+		uint16_t csum = (uint16_t)~sum;
+		wr16(buf + udp_off + offsetof(struct roce_udp_hdr, checksum),
+		     csum ? csum : 0xffff);
+	}
+	return total;
+}
