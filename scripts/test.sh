@@ -34,7 +34,7 @@ run_suite() { # name builddir meson-setup-args...
   fi
 }
 
-run_suite release build -Dtests=enabled
+run_suite release build -Dtests=enabled -Dfuzz=true
 run_suite asan build-asan -Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false \
   -Dbuildtype=debug
 
