@@ -1,0 +1,813 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Transport engine: the QP object, packet dispatch to the roles, the
+ * activation loop, timers, completions, the error state and its flush,
+ * scatter/gather helpers and the frame builder.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xport_internal.h"
+
+static const char *const counter_names[] = {
+#define XPORT_COUNTER_NAME(sym, desc) #sym,
+	XPORT_COUNTER_LIST(XPORT_COUNTER_NAME)
+#undef XPORT_COUNTER_NAME
+};
+
+static const char *const counter_descs[] = {
+#define XPORT_COUNTER_DESC(sym, desc) desc,
+	XPORT_COUNTER_LIST(XPORT_COUNTER_DESC)
+#undef XPORT_COUNTER_DESC
+};
+
+static const char *const err_names[] = {
+#define XPORT_ERR_NAME(sym, desc) #sym,
+	XPORT_ERR_LIST(XPORT_ERR_NAME)
+#undef XPORT_ERR_NAME
+};
+
+const char *
+xport_counter_name(enum xport_counter c)
+{
+	return (unsigned)c < XPORT_CNT_COUNT ? counter_names[c] : "?";
+}
+
+const char *
+xport_counter_desc(enum xport_counter c)
+{
+	return (unsigned)c < XPORT_CNT_COUNT ? counter_descs[c] : "?";
+}
+
+const char *
+xport_err_name(enum xport_err e)
+{
+	return (unsigned)e < XPORT_ERR_COUNT ? err_names[e] : "?";
+}
+
+const uint64_t *
+xport_qp_counters(const struct xport_qp *qp)
+{
+	return qp->cnt;
+}
+
+enum xport_state
+xport_qp_state(const struct xport_qp *qp)
+{
+	return (enum xport_state)qp->state;
+}
+
+uint32_t
+xport_qp_sq_psn(const struct xport_qp *qp)
+{
+	return qp->req.psn;
+}
+
+uint32_t
+xport_qp_rq_psn(const struct xport_qp *qp)
+{
+	return qp->resp.epsn;
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+static bool
+ring_ok(const struct spsc_ring *r, uint32_t elem_size)
+{
+	return r && r->elem_size == elem_size && r->size && (r->size & (r->size - 1)) == 0;
+}
+
+static bool
+cfg_valid(const struct xport_cfg *cfg)
+{
+	if (cfg->type != XPORT_RC && cfg->type != XPORT_UC && cfg->type != XPORT_UD)
+		return false;
+	if (roce_mtu_bytes(cfg->path_mtu) == 0 || cfg->qpn > ROCE_QPN_MASK ||
+	    cfg->dest_qpn > ROCE_QPN_MASK)
+		return false;
+	if (!ring_ok(cfg->sq, sizeof(struct sq_wqe)) || !cfg->send_cq || !cfg->recv_cq ||
+	    !ring_ok(cfg->send_cq->ring, sizeof(struct cqe)) ||
+	    !ring_ok(cfg->recv_cq->ring, sizeof(struct cqe)) || !cfg->mrs)
+		return false;
+	if (cfg->srq ? !ring_ok(cfg->srq->ring, sizeof(struct rq_wqe))
+		     : !ring_ok(cfg->rq, sizeof(struct rq_wqe)))
+		return false;
+	if (cfg->type == XPORT_RC &&
+	    (cfg->max_rd_atomic > XPORT_MAX_RD_ATOMIC || cfg->max_dest_rd_atomic == 0 ||
+	     cfg->max_dest_rd_atomic > XPORT_MAX_RD_ATOMIC || cfg->retry_cnt > 7 ||
+	     cfg->rnr_retry > 7 || cfg->timeout > 31 || cfg->min_rnr_timer > 31))
+		return false;
+	return true;
+}
+
+size_t
+xport_qp_mem_size(const struct xport_cfg *cfg)
+{
+	if (!cfg_valid(cfg))
+		return 0;
+	size_t obj = (sizeof(struct xport_qp) + 63) & ~(size_t)63;
+	return obj + (size_t)cfg->sq->size * sizeof(struct xport_swqe);
+}
+
+static void
+l3_from_av(struct roce_l3 *l3, const struct wr_av *av, uint32_t lqpn, uint32_t rqpn)
+{
+	memset(l3, 0, sizeof(*l3));
+	memcpy(l3->dmac, av->dmac, 6);
+	memcpy(l3->smac, av->smac, 6);
+	l3->vlan_present = av->vlan_present != 0;
+	l3->vlan_tci = av->vlan_tci;
+	l3->ipv6 = av->ipv6 != 0;
+	memcpy(l3->sgid, av->sgid, 16);
+	memcpy(l3->dgid, av->dgid, 16);
+	l3->traffic_class = av->traffic_class;
+	l3->hop_limit = av->hop_limit ? av->hop_limit : 64;
+	l3->flow_label = av->flow_label & 0xfffff;
+	l3->udp_sport = av->udp_sport ? av->udp_sport
+				      : roce_udp_sport(av->flow_label & 0xfffff, lqpn, rqpn);
+}
+
+/* Header template for frames of this QP (towards the connected peer). */
+static void
+tmpl_init(struct xport_qp *qp)
+{
+	struct roce_pkt *t = &qp->tmpl;
+	memset(t, 0, sizeof(*t));
+	l3_from_av(&t->l3, &qp->cfg.av, qp->cfg.qpn, qp->cfg.dest_qpn);
+	t->pkey = qp->cfg.pkey;
+	t->dest_qpn = qp->cfg.dest_qpn;
+}
+
+void
+xport_frame_set_av(struct xport_frame *f, const struct wr_av *av, uint32_t lqpn, uint32_t rqpn)
+{
+	l3_from_av(&f->pkt.l3, av, lqpn, rqpn);
+}
+
+static void derive(struct xport_qp *qp);
+
+static void
+qp_reset_progress(struct xport_qp *qp)
+{
+	xport_req_reset(qp);
+	xport_comp_reset(qp);
+	xport_resp_reset(qp);
+	memset(qp->timer_at, 0, sizeof(qp->timer_at));
+	qp->last_wqe_event = false;
+	qp->comm_est_event = false;
+	qp->drained_event = false;
+}
+
+struct xport_qp *
+xport_qp_init(void *mem, const struct xport_cfg *cfg)
+{
+	size_t size = xport_qp_mem_size(cfg);
+	if (!mem || size == 0)
+		return NULL;
+	memset(mem, 0, size);
+	struct xport_qp *qp = mem;
+	qp->cfg = *cfg;
+	qp->state = XPORT_STATE_RESET;
+	derive(qp);
+	size_t obj = (sizeof(struct xport_qp) + 63) & ~(size_t)63;
+	qp->swqe = (struct xport_swqe *)((uint8_t *)mem + obj);
+	qp->sq_mask = cfg->sq->size - 1;
+	tmpl_init(qp);
+	qp_reset_progress(qp);
+	return qp;
+}
+
+/* Values derived from the configuration. */
+static void
+derive(struct xport_qp *qp)
+{
+	const struct xport_cfg *cfg = &qp->cfg;
+	qp->mtu = roce_mtu_bytes(cfg->path_mtu);
+	qp->mtu_shift = (uint8_t)(7 + cfg->path_mtu);
+	qp->ack_req_every = cfg->ack_req_every ? cfg->ack_req_every : XPORT_ACK_REQ_EVERY;
+	qp->max_unacked = cfg->max_unacked ? cfg->max_unacked : XPORT_MAX_UNACKED;
+	if (qp->max_unacked > (1u << 22))
+		qp->max_unacked = 1u << 22;
+	if (qp->cfg.max_rd_atomic == 0)
+		qp->cfg.max_rd_atomic = 1;
+	if (qp->cfg.max_dest_rd_atomic == 0)
+		qp->cfg.max_dest_rd_atomic = 1;
+	qp->ack_timeout_ns = cfg->type == XPORT_RC ? roce_ack_timeout_nsec(cfg->timeout) : 0;
+}
+
+int
+xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
+{
+	const struct xport_cfg *o = &qp->cfg;
+	if (!cfg_valid(cfg) || cfg->type != o->type || cfg->qpn != o->qpn || cfg->sq != o->sq ||
+	    cfg->rq != o->rq || cfg->srq != o->srq || cfg->send_cq != o->send_cq ||
+	    cfg->recv_cq != o->recv_cq || cfg->mrs != o->mrs || cfg->handle != o->handle)
+		return -EINVAL;
+	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
+	uint16_t ip_id = qp->tmpl.l3.ip_id;
+	qp->cfg = *cfg;
+	derive(qp);
+	tmpl_init(qp);
+	qp->tmpl.l3.ip_id = ip_id;
+	if (qp->state == XPORT_STATE_RESET) {
+		qp_reset_progress(qp); /* the PSNs start here */
+	} else {
+		/* live QP: the PSNs are progress, not configuration */
+		qp->cfg.sq_psn = sq_psn;
+		qp->cfg.rq_psn = rq_psn;
+		if (qp->resp.res_next >= qp->cfg.max_dest_rd_atomic)
+			qp->resp.res_next = 0;
+		if (qp->resp.res_emit >= qp->cfg.max_dest_rd_atomic)
+			qp->resp.res_emit = qp->resp.res_next;
+	}
+	return 0;
+}
+
+struct xport_qp *
+xport_qp_create(const struct xport_cfg *cfg)
+{
+	size_t size = xport_qp_mem_size(cfg);
+	if (size == 0)
+		return NULL;
+	void *mem = aligned_alloc(64, (size + 63) & ~(size_t)63);
+	if (!mem)
+		return NULL;
+	struct xport_qp *qp = xport_qp_init(mem, cfg);
+	if (!qp)
+		free(mem);
+	return qp;
+}
+
+void
+xport_qp_destroy(struct xport_qp *qp)
+{
+	free(qp);
+}
+
+/* ---- outputs ----------------------------------------------------------- */
+
+void
+xport_event(struct xport_out *out, enum xport_event_type type, uint8_t code, uint32_t handle)
+{
+	for (uint32_t i = 0; i < out->nevents; i++) {
+		const struct xport_event *e = &out->events[i];
+		if (e->type == type && e->code == code && e->handle == handle)
+			return; /* already reported in this context */
+	}
+	if (out->nevents == XPORT_OUT_EVENTS)
+		return; /* the caller sizes its flushes (see xport_out) */
+	out->events[out->nevents++] = (struct xport_event){
+		.type = (uint8_t)type, .code = code, .handle = handle };
+}
+
+/* Slow path of xport_cq_reserve(): the cached consumer index says full. */
+struct cqe *
+xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
+{
+	struct spsc_ring *r = cq->ring;
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED); /* engine: sole producer */
+
+	if (!cq->overflowed) {
+		cq->cons_cache = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+		if (prod - cq->cons_cache < r->size)
+			return spsc_ring_slot(r, prod);
+		/* CQ overrun -> affiliated async CQ_ERR, the QP goes to error */
+		cq->overflowed = true;
+		xport_event(out, XPORT_EV_ASYNC, ASYNC_CQ_ERR, cq->handle);
+		xport_qp_enter_error(qp, XPORT_ERR_CQ_OVERFLOW, out);
+	}
+	cnt_inc(qp, XPORT_CNT_CQ_OVERFLOW);
+	return NULL;
+}
+
+/* Slow path of xport_cq_commit(): the CQ is armed for notification. */
+void
+xport_cq_notify(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
+{
+	uint32_t a = __atomic_load_n(cq->arm, __ATOMIC_ACQUIRE);
+	if (a == XPORT_CQ_ARM_NEXT ||
+	    (a == XPORT_CQ_ARM_SOLICITED && (solicited || c->status != WC_SUCCESS))) {
+		if (__atomic_exchange_n(cq->arm, XPORT_CQ_ARM_NONE, __ATOMIC_ACQ_REL))
+			xport_event(out, XPORT_EV_CQ_NOTIFY, 0, cq->handle);
+	}
+}
+
+bool
+xport_cq_post(struct xport_qp *qp, struct xport_cq *cq, const struct cqe *c, bool solicited,
+	      struct xport_out *out)
+{
+	struct cqe *slot = xport_cq_reserve(qp, cq, out);
+	if (!slot)
+		return false;
+	*slot = *c;
+	xport_cq_commit(cq, slot, solicited, out);
+	return true;
+}
+
+void
+xport_qp_enter_error(struct xport_qp *qp, enum xport_err why, struct xport_out *out)
+{
+	if (qp->state == XPORT_STATE_ERR)
+		return;
+	qp->state = XPORT_STATE_ERR;
+	xport_event(out, XPORT_EV_QP_ERROR, (uint8_t)why, qp->cfg.handle);
+	out->more = true; /* the flush runs in xport_qp_poll() */
+}
+
+/* enum wr_opcode -> enum wc_opcode */
+static const uint8_t wc_opcode_of[16] = {
+	[WR_RDMA_WRITE] = WC_RDMA_WRITE,
+	[WR_RDMA_WRITE_WITH_IMM] = WC_RDMA_WRITE,
+	[WR_SEND] = WC_SEND,
+	[WR_SEND_WITH_IMM] = WC_SEND,
+	[WR_RDMA_READ] = WC_RDMA_READ,
+	[WR_ATOMIC_CMP_AND_SWP] = WC_COMP_SWAP,
+	[WR_ATOMIC_FETCH_AND_ADD] = WC_FETCH_ADD,
+	[WR_LOCAL_INV] = WC_LOCAL_INV,
+	[WR_BIND_MW] = WC_BIND_MW,
+	[WR_SEND_WITH_INV] = WC_SEND,
+};
+
+/*
+ * Complete the WQE at the SQ head with its status (CQE when signaled or in
+ * error: IBA 10.7.3.1 errors always complete) and give the slot back.
+ * @return false if the QP went to error (CQ overflow)
+ */
+bool
+xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	uint32_t head = qp->comp.head;
+	struct xport_swqe *w = swqe_at(qp, head);
+	bool ok = true;
+
+	if (w->signaled || w->status != WC_SUCCESS) {
+		struct cqe *c = xport_cq_reserve(qp, qp->cfg.send_cq, out);
+		if (c) {
+			*c = (struct cqe){
+				.wr_id = w->wqe.wr_id,
+				.status = w->status,
+				.opcode = wc_opcode_of[w->wqe.opcode & 15],
+				.vendor_err = w->err,
+				.byte_len = w->length,
+				.qp_num = qp->cfg.qpn,
+				.timestamp = now,
+			};
+			xport_cq_commit(qp->cfg.send_cq, c, false, out);
+		} else {
+			ok = false;
+		}
+	}
+	if ((w->kind == SWQE_READ || w->kind == SWQE_ATOMIC) &&
+	    (int32_t)(qp->req.cur - head) > 0 && qp->req.rd_inflight)
+		qp->req.rd_inflight--;
+	qp->req.kick = true; /* a limit (rd_atomic, fence, window) may have opened */
+	qp->comp.head = head + 1;
+	spsc_ring_release_to(qp->cfg.sq, qp->comp.head);
+	if ((int32_t)(qp->req.cur - qp->comp.head) < 0) {
+		qp->req.cur = qp->comp.head;
+		qp->req.offset = 0;
+	}
+	return ok;
+}
+
+/* ---- scatter/gather ---------------------------------------------------- */
+
+uint32_t
+xport_sg_total(const struct wr_sge *sg, uint32_t nsge)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < nsge; i++)
+		total += sg[i].length;
+	return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+}
+
+/* Gather list of [offset, offset + len) of a WQE's SGEs (general case). */
+int
+xport_sg_gather_slow(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset,
+		     uint32_t len, struct xport_frame *f)
+{
+	const struct wr_sge *sg = w->wqe.sg_list;
+	uint32_t i = 0, n = 0;
+	uint8_t *host;
+
+	while (offset >= sg[i].length) { /* offset < message length: terminates */
+		offset -= sg[i].length;
+		i++;
+	}
+	while (len) {
+		uint32_t take = sg[i].length - offset;
+		if (take > len)
+			take = len;
+		if (mr_check(qp->cfg.mrs, sg[i].lkey, qp->cfg.pd, sg[i].addr + offset, take, 0,
+			     &host) != MR_OK)
+			return -1;
+		f->seg[n].addr = host;
+		f->seg[n].len = take;
+		n++;
+		len -= take;
+		offset = 0;
+		i++;
+	}
+	f->nseg = n;
+	return 0;
+}
+
+/* Place [offset, offset + len) into a scatter list (general case). */
+enum mr_status
+xport_sg_scatter_slow(struct xport_qp *qp, const struct wr_sge *sg, uint32_t nsge,
+		      uint32_t offset, const uint8_t *src, uint32_t len)
+{
+	uint32_t i = 0;
+	while (i < nsge && offset >= sg[i].length) {
+		offset -= sg[i].length;
+		i++;
+	}
+	while (len) {
+		if (i >= nsge)
+			return MR_ERR_RANGE;
+		uint32_t put = sg[i].length - offset;
+		if (put > len)
+			put = len;
+		uint8_t *host;
+		enum mr_status st = mr_check(qp->cfg.mrs, sg[i].lkey, qp->cfg.pd,
+					     sg[i].addr + offset, put, MR_ACCESS_LOCAL_WRITE, &host);
+		if (st != MR_OK)
+			return st;
+		memcpy(host, src, put);
+		src += put;
+		len -= put;
+		offset = 0;
+		i++;
+	}
+	return MR_OK;
+}
+
+/* ---- error state flush ------------------------------------------------- */
+
+static void
+flush_recv(struct xport_qp *qp, uint64_t wr_id, struct xport_out *out, uint64_t now)
+{
+	struct cqe c = {
+		.wr_id = wr_id,
+		.status = WC_WR_FLUSH_ERR,
+		.opcode = WC_RECV,
+		.vendor_err = XPORT_ERR_FLUSHED,
+		.qp_num = qp->cfg.qpn,
+		.timestamp = now,
+	};
+	xport_cq_post(qp, qp->cfg.recv_cq, &c, false, out);
+}
+
+/* Flush up to XPORT_FLUSH_BUDGET posted WQEs (IBA: all outstanding and
+ * newly posted WRs complete with WR_FLUSH_ERR in the error state). */
+static void
+flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	uint32_t budget = XPORT_FLUSH_BUDGET;
+	struct spsc_ring *sq = qp->cfg.sq;
+	uint32_t avail = spsc_ring_prod_acquire(sq) - qp->comp.head;
+
+	if (avail > sq->size)
+		avail = sq->size;
+	while (avail && budget) {
+		uint32_t head = qp->comp.head;
+		struct xport_swqe *w = swqe_at(qp, head);
+		if ((int32_t)(qp->req.fetch - head) <= 0) {
+			/* never fetched: take wr_id/opcode from the ring */
+			const struct sq_wqe *rw = spsc_ring_slot(sq, head);
+			w->wqe.wr_id = rw->wr_id;
+			w->wqe.opcode = rw->opcode;
+			w->status = WC_SUCCESS;
+			w->kind = SWQE_SEND;
+			w->length = 0;
+			qp->req.fetch = head + 1;
+		}
+		if (w->status == WC_SUCCESS) {
+			w->status = WC_WR_FLUSH_ERR;
+			w->err = XPORT_ERR_FLUSHED;
+			w->length = 0;
+		}
+		xport_sq_complete_head(qp, now, out);
+		avail--;
+		budget--;
+	}
+	qp->req.cur = qp->req.fetch = qp->comp.head;
+	qp->req.offset = 0;
+	qp->req.rd_inflight = 0;
+
+	xport_resp_flush(qp, now, out);
+	if (qp->resp.have_recv) {
+		flush_recv(qp, qp->resp.recv.wr_id, out, now);
+		qp->resp.have_recv = false;
+	}
+	if (qp->cfg.rq) {
+		struct rq_wqe rw;
+		while (budget && spsc_ring_pop(qp->cfg.rq, &rw)) {
+			flush_recv(qp, rw.wr_id, out, now);
+			budget--;
+		}
+	} else if (qp->cfg.srq && !qp->last_wqe_event) {
+		/* an SRQ QP in error -> Last WQE Reached (affiliated async event) */
+		qp->last_wqe_event = true;
+		xport_event(out, XPORT_EV_ASYNC, ASYNC_QP_LAST_WQE_REACHED, qp->cfg.handle);
+	}
+	if (budget == 0)
+		out->more = true;
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+static bool
+timer_action(struct xport_qp *qp, struct xport_out *out, enum xport_timer t, uint64_t at)
+{
+	if (out->ntimers == XPORT_OUT_TIMERS) {
+		out->more = true;
+		return false;
+	}
+	out->timers[out->ntimers++] = (struct xport_timer_action){
+		.qp_handle = qp->cfg.handle,
+		.timer = (uint8_t)t,
+		.arm = at != 0,
+		.expires_ns = at,
+	};
+	qp->timer_at[t] = at;
+	return true;
+}
+
+static bool
+rc_outstanding(const struct xport_qp *qp)
+{
+	return psn_lt(qp->comp.psn, qp->req.psn_max) || qp->comp.head != qp->req.cur;
+}
+
+/* Bring the armed timers in line with what the QP needs now. */
+static void
+sync_timers(struct xport_qp *qp, struct xport_out *out)
+{
+	bool live = qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD;
+	uint64_t at = qp->timer_at[XPORT_TIMER_RETRY];
+	uint64_t want = 0;
+
+	if (live && qp->req.rnr_wait) {
+		want = qp->req.rnr_until;
+		if (at != want)
+			timer_action(qp, out, XPORT_TIMER_RETRY, want);
+	} else {
+		if (live && qp->ack_timeout_ns && rc_outstanding(qp))
+			want = qp->comp.progress_ns + qp->ack_timeout_ns;
+		/* lazy: an earlier deadline stays armed and is re-checked on expiry */
+		if (want ? (at == 0 || at > want) : at != 0)
+			timer_action(qp, out, XPORT_TIMER_RETRY, want);
+	}
+	uint64_t pace = (live && qp->req.pace_wait) ? qp->req.pace_next : 0;
+	if (pace != qp->timer_at[XPORT_TIMER_PACE])
+		timer_action(qp, out, XPORT_TIMER_PACE, pace);
+}
+
+/* ---- activation -------------------------------------------------------- */
+
+/* SQ Drained (affiliated async event) once nothing is outstanding in SQD. */
+static void
+check_drained(struct xport_qp *qp, struct xport_out *out)
+{
+	if (qp->state == XPORT_STATE_SQD && !qp->drained_event &&
+	    qp->comp.head == qp->req.cur && qp->req.offset == 0 &&
+	    !psn_lt(qp->comp.psn, qp->req.psn_max)) {
+		qp->drained_event = true;
+		xport_event(out, XPORT_EV_ASYNC, ASYNC_SQ_DRAINED, qp->cfg.handle);
+	}
+}
+
+static void
+activate(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	switch (qp->state) {
+	case XPORT_STATE_RTS:
+	case XPORT_STATE_SQD:
+		xport_resp_emit(qp, now, out);
+		xport_req_run(qp, now, out);
+		check_drained(qp, out);
+		break;
+	case XPORT_STATE_RTR:
+		xport_resp_emit(qp, now, out);
+		break;
+	case XPORT_STATE_ERR:
+		flush_step(qp, now, out);
+		break;
+	default:
+		break;
+	}
+	sync_timers(qp, out);
+}
+
+/* After received packets: only the work they can have created. */
+static void
+activate_after_rx(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	if (qp->state != XPORT_STATE_RTS && qp->state != XPORT_STATE_SQD &&
+	    qp->state != XPORT_STATE_RTR) {
+		activate(qp, now, out);
+		return;
+	}
+	if (qp->resp.ack_pending || qp->resp.res_pending)
+		xport_resp_emit(qp, now, out);
+	if (qp->req.kick && qp->state != XPORT_STATE_RTR)
+		xport_req_run(qp, now, out);
+	if (__builtin_expect(qp->state == XPORT_STATE_SQD, 0))
+		check_drained(qp, out);
+	if (qp->cfg.type == XPORT_RC)
+		sync_timers(qp, out);
+}
+
+void
+xport_qp_poll(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	activate(qp, now, out);
+}
+
+static uint8_t
+transport_of(const struct xport_qp *qp)
+{
+	switch (qp->cfg.type) {
+	case XPORT_RC:
+		return ROCE_TRANSPORT_RC;
+	case XPORT_UC:
+		return ROCE_TRANSPORT_UC;
+	default:
+		return ROCE_TRANSPORT_UD;
+	}
+}
+
+static bool
+gid_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t a0, a1, b0, b1;
+	memcpy(&a0, a, 8);
+	memcpy(&a1, a + 8, 8);
+	memcpy(&b0, b, 8);
+	memcpy(&b1, b + 8, 8);
+	return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
+/* Checks common to both directions; @return the counter to drop with, or
+ * XPORT_CNT_COUNT to accept. */
+static enum xport_counter
+rx_filter(const struct xport_qp *qp, const struct roce_pkt *pkt)
+{
+	if (pkt->dest_qpn != qp->cfg.qpn)
+		return XPORT_CNT_DROP_DEST_QP;
+	if (roce_opcode_transport(pkt->opcode) != transport_of(qp))
+		return XPORT_CNT_DROP_TRANSPORT;
+	if (((pkt->pkey ^ qp->cfg.pkey) & 0x7fff) != 0)
+		return XPORT_CNT_DROP_PKEY;
+	if (qp->cfg.type != XPORT_UD && !gid_eq(pkt->l3.sgid, qp->cfg.av.dgid))
+		return XPORT_CNT_DROP_SOURCE;
+	return XPORT_CNT_COUNT;
+}
+
+void
+xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint32_t n,
+		  uint64_t now, struct xport_out *out)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct roce_pkt *pkt = pkts[i];
+		const struct roce_opcode_desc *d = roce_opcode_desc(pkt->opcode);
+		enum xport_counter drop = rx_filter(qp, pkt);
+
+		if (drop != XPORT_CNT_COUNT || !d) {
+			cnt_inc(qp, d ? drop : XPORT_CNT_DROP_TRANSPORT);
+			continue;
+		}
+		bool request = (d->kind & ROCE_KIND_REQUEST) != 0;
+		if (qp->state == XPORT_STATE_RESET || qp->state == XPORT_STATE_ERR ||
+		    (!request && qp->state == XPORT_STATE_RTR)) {
+			cnt_inc(qp, XPORT_CNT_DROP_STATE);
+			continue;
+		}
+		qp->cnt[XPORT_CNT_RX_PKTS]++;
+		qp->cnt[XPORT_CNT_RX_BYTES] += pkt->payload_len;
+		if (__builtin_expect(qp->state == XPORT_STATE_RTR && !qp->comm_est_event, 0)) {
+			/* first packet received in RTR -> Communication Established */
+			qp->comm_est_event = true;
+			xport_event(out, XPORT_EV_ASYNC, ASYNC_COMM_EST, qp->cfg.handle);
+		}
+		if (request)
+			xport_resp_rx(qp, pkt, now, out);
+		else
+			xport_comp_rx(qp, pkt, now, out);
+	}
+	activate_after_rx(qp, now, out);
+}
+
+void
+xport_qp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now, struct xport_out *out)
+{
+	xport_qp_rx_burst(qp, &pkt, 1, now, out);
+}
+
+void
+xport_qp_timer_expired(struct xport_qp *qp, enum xport_timer timer, uint64_t now,
+		       struct xport_out *out)
+{
+	if ((unsigned)timer >= XPORT_TIMER_COUNT)
+		return;
+	if (qp->timer_at[timer] == 0 || now < qp->timer_at[timer]) {
+		activate(qp, now, out); /* stale expiry: nothing armed that is due */
+		return;
+	}
+	qp->timer_at[timer] = 0;
+	if (qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD) {
+		if (timer == XPORT_TIMER_PACE) {
+			qp->req.pace_wait = false;
+		} else if (qp->req.rnr_wait) {
+			if (now >= qp->req.rnr_until) {
+				qp->req.rnr_wait = false; /* resend from the NAKed PSN */
+				qp->comp.progress_ns = now; /* the ACK timer restarts */
+			}
+		} else {
+			xport_comp_timeout(qp, now, out);
+		}
+	}
+	activate(qp, now, out);
+}
+
+void
+xport_qp_set_state(struct xport_qp *qp, enum xport_state state, uint64_t now,
+		   struct xport_out *out)
+{
+	switch (state) {
+	case XPORT_STATE_RESET:
+		/* to RESET: posted WRs are removed without completions (IBA 10.3.1) */
+		qp->state = XPORT_STATE_RESET;
+		spsc_ring_release_to(qp->cfg.sq, spsc_ring_prod_acquire(qp->cfg.sq));
+		if (qp->cfg.rq)
+			spsc_ring_release_to(qp->cfg.rq, spsc_ring_prod_acquire(qp->cfg.rq));
+		for (int t = 0; t < XPORT_TIMER_COUNT; t++)
+			if (qp->timer_at[t])
+				timer_action(qp, out, (enum xport_timer)t, 0);
+		qp_reset_progress(qp);
+		break;
+	case XPORT_STATE_ERR:
+		xport_qp_enter_error(qp, XPORT_ERR_MODIFY, out);
+		break;
+	case XPORT_STATE_RTR:
+	case XPORT_STATE_RTS:
+	case XPORT_STATE_SQD:
+		if (qp->state == XPORT_STATE_RESET) {
+			/* first activation: sync progress with the configured PSNs */
+			qp_reset_progress(qp);
+		}
+		if (qp->state != XPORT_STATE_ERR) {
+			if (state == XPORT_STATE_SQD && qp->state != XPORT_STATE_SQD)
+				qp->drained_event = false;
+			qp->state = (uint8_t)state;
+		}
+		break;
+	}
+	if (state == XPORT_STATE_RTS)
+		qp->comp.progress_ns = now;
+	activate(qp, now, out);
+}
+
+void
+xport_qp_cq_error(struct xport_qp *qp, struct xport_cq *cq, uint64_t now, struct xport_out *out)
+{
+	cq->overflowed = true;
+	xport_event(out, XPORT_EV_ASYNC, ASYNC_CQ_ERR, cq->handle);
+	xport_qp_enter_error(qp, XPORT_ERR_CQ_OVERFLOW, out);
+	activate(qp, now, out);
+}
+
+/* ---- frame builder ----------------------------------------------------- */
+
+size_t
+xport_frame_build(const struct xport_frame *f, uint8_t *buf, size_t cap)
+{
+	size_t hlen = roce_headers_len(&f->pkt);
+	size_t pad = f->pkt.pad & 3;
+	size_t total = hlen + f->pkt.payload_len + pad + ROCE_ICRC_LEN;
+
+	if (hlen == 0 || total > cap || roce_build_headers(&f->pkt, buf, cap) != hlen)
+		return 0;
+	size_t l3 = sizeof(struct roce_eth_hdr) +
+		    (f->pkt.l3.vlan_present ? sizeof(struct roce_vlan_hdr) : 0);
+	uint32_t crc = roce_icrc_headers(buf + l3, hlen - l3);
+	uint8_t *p = buf + hlen;
+	for (uint32_t i = 0; i < f->nseg; i++) {
+		memcpy(p, f->seg[i].addr, f->seg[i].len);
+		crc = roce_icrc_update(crc, p, f->seg[i].len);
+		p += f->seg[i].len;
+	}
+	if (pad) {
+		memset(p, 0, pad);
+		crc = roce_icrc_update(crc, p, pad);
+		p += pad;
+	}
+	crc = roce_icrc_final(crc);
+	p[0] = (uint8_t)crc;
+	p[1] = (uint8_t)(crc >> 8);
+	p[2] = (uint8_t)(crc >> 16);
+	p[3] = (uint8_t)(crc >> 24);
+	return total;
+}

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Reliable-transport engine: requester, responder and completer of one QP
+ * (RC, UC, UD over RoCEv2), as a pure library driven by its owner.
+ *
+ * Model
+ * - One lcore owns a QP and makes every call on it: no locks, no atomics
+ *   except on application memory (ATOMIC operations) and on the shared rings.
+ * - The engine never reads a clock and never sends: each entry point takes
+ *   `now` (nanoseconds, any monotonic origin) and an output context
+ *   (struct xport_out) into which it writes frames to transmit, timer
+ *   actions, and events. The caller flushes the context after the call.
+ *   Completions go straight into the CQ rings (struct xport_cq): the CQ
+ *   full check must happen where the CQE is produced (CQ overflow is a QP
+ *   error).
+ * - Inputs: the send queue and receive queue rings (queue.h, filled by the
+ *   verbs shim), parsed packets (struct roce_pkt from roce_parse()), and
+ *   timer expiries of the timers the engine asked for.
+ * - Work per call is bounded: at most XPORT_OUT_FRAMES frames, and at most
+ *   XPORT_FLUSH_BUDGET flushed WQEs; xport_out.more says the QP wants to be
+ *   polled again.
+ *
+ * Frame output (zero-copy-ish gather): a struct xport_frame is a complete
+ * header record (struct roce_pkt, payload pointer NULL) plus up to
+ * XPORT_FRAME_MAX_SEG payload segments given as host addresses into the
+ * registered memory (or the engine's copy of inline data). The caller
+ * either builds a contiguous frame with xport_frame_build() (headers,
+ * payload, pad, ICRC), or writes the headers with roce_build_headers() and
+ * attaches the segments as external buffers, chaining the ICRC with
+ * roce_icrc_update(). Segments are valid until the next call into the engine
+ * for the same lcore (memory registration changes only happen between calls).
+ *
+ * Timers: two per QP (enum xport_timer). The engine emits ARM/CANCEL
+ * actions for them with an absolute expiry; the caller runs them on its
+ * timer wheel (handle = qp handle << 1 | timer id) and calls
+ * xport_qp_timer_expired() when one fires. Stale expiries are harmless.
+ * The ACK timer is re-armed lazily: it keeps its first deadline and, when it
+ * fires before the real one (last progress + timeout), asks to be re-armed.
+ *
+ * Memory access: host address = MR host + (IOVA - MR IOVA) via mr_check();
+ * every access is checked (key, PD, access flags, range) right before it.
+ */
+#ifndef QP_XPORT_H
+#define QP_XPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mr.h"
+#include "queue.h"
+#include "roce.h"
+#include "wqe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @name Limits @{ */
+#define XPORT_OUT_FRAMES 64        /**< frames one xport_out holds (cap per activation) */
+#define XPORT_OUT_TIMERS 16        /**< timer actions one xport_out holds */
+#define XPORT_OUT_EVENTS 16        /**< events one xport_out holds */
+#define XPORT_FRAME_MAX_SEG (WQE_MAX_SGE + 1) /**< payload segments per frame */
+#define XPORT_FLUSH_BUDGET 256     /**< WQEs flushed per call in the error state */
+#define XPORT_MAX_RD_ATOMIC 16     /**< max of max_rd_atomic / max_dest_rd_atomic */
+#define XPORT_ACK_REQ_EVERY 64     /**< default: AckReq at least every N packets */
+#define XPORT_MAX_UNACKED 1024     /**< default: window of unacknowledged PSNs */
+#define XPORT_UD_GRH_LEN 40        /**< GRH bytes at the head of a UD receive buffer */
+/** @} */
+
+/** QP transport types (= enum ibv_qp_type values). */
+enum xport_qp_type {
+	XPORT_RC = 2,
+	XPORT_UC = 3,
+	XPORT_UD = 4,
+};
+
+/**
+ * Engine state, set by the owner from the QP semantics object
+ * (xport_qp_set_state()), or moved to ERR by the engine itself.
+ */
+enum xport_state {
+	XPORT_STATE_RESET = 0, /**< drops everything */
+	XPORT_STATE_RTR,       /**< responder only */
+	XPORT_STATE_RTS,       /**< requester, responder, completer */
+	XPORT_STATE_SQD,       /**< as RTS but no new send WQEs are started */
+	XPORT_STATE_ERR,       /**< everything posted is flushed */
+};
+
+/**
+ * A completion queue as the engine sees it. The ring holds struct cqe and
+ * may be shared by several QPs of the same lcore.
+ */
+struct xport_cq {
+	struct spsc_ring *ring;   /**< CQE ring: the engine is the producer */
+	uint32_t *arm;            /**< shared word written by req_notify_cq: 1 next, 2 solicited; NULL: none */
+	uint32_t handle;          /**< daemon CQ handle, echoed in events */
+	bool overflowed;          /**< a CQE did not fit: the CQ is in error */
+	uint32_t cons_cache;      /**< engine's copy of the ring's consumer index */
+};
+
+/** CQ arm word values (struct xport_cq.arm). */
+enum xport_cq_arm {
+	XPORT_CQ_ARM_NONE = 0,
+	XPORT_CQ_ARM_NEXT = 1,
+	XPORT_CQ_ARM_SOLICITED = 2,
+};
+
+/** A shared receive queue: all its QPs live on one lcore (single consumer). */
+struct xport_srq {
+	struct spsc_ring *ring;   /**< struct rq_wqe ring: the engine is the consumer */
+	uint32_t handle;          /**< daemon SRQ handle, echoed in events */
+	uint32_t limit;           /**< srq_limit: event when the count falls below it */
+	bool limit_armed;         /**< set by modify_srq; cleared when the event fires */
+};
+
+/**
+ * Configuration of one QP, filled by the daemon from the QP semantics
+ * object (ibv_qp_attr and create attributes). Ring and table pointers must
+ * outlive the engine QP.
+ */
+struct xport_cfg {
+	uint32_t handle;          /**< daemon QP index (timer handles, events) */
+	uint8_t type;             /**< enum xport_qp_type */
+	uint32_t qpn;
+	uint32_t pd;              /**< protection domain handle (MR checks) */
+	uint16_t pkey;            /**< P_Key sent, and accepted (low 15 bits) */
+	uint32_t qkey;            /**< UD Q_Key */
+	/* connected QPs (RC/UC) */
+	uint32_t dest_qpn;
+	struct wr_av av;          /**< path to the peer (its GID filters received packets) */
+	uint8_t path_mtu;         /**< IB MTU enum 1..5 (256..4096) */
+	uint32_t sq_psn;          /**< first PSN sent */
+	uint32_t rq_psn;          /**< first PSN expected */
+	uint8_t timeout;          /**< local ACK timeout code, 0 = infinite (IBTA 9.7.6.1.3) */
+	uint8_t retry_cnt;        /**< 0..7 transport retries */
+	uint8_t rnr_retry;        /**< 0..7, 7 = infinite */
+	uint8_t min_rnr_timer;    /**< RNR timer code sent in RNR NAKs */
+	uint8_t max_rd_atomic;    /**< outstanding READ/ATOMIC as requester, 1..16 */
+	uint8_t max_dest_rd_atomic; /**< responder resources, 1..16 */
+	uint32_t access_flags;    /**< qp_access_flags (enum mr_access REMOTE_*) */
+	bool sq_sig_all;          /**< every send WQE is signaled */
+	uint32_t rate_limit_kbps; /**< 0 = unlimited (ibv_qp_attr.rate_limit) */
+	uint32_t ack_req_every;   /**< AckReq every N packets of a message; 0 = XPORT_ACK_REQ_EVERY */
+	uint32_t max_unacked;     /**< unacked PSN window; 0 = XPORT_MAX_UNACKED */
+	/* queues */
+	struct spsc_ring *sq;     /**< struct sq_wqe ring (engine = consumer) */
+	struct spsc_ring *rq;     /**< struct rq_wqe ring, or NULL with an SRQ */
+	struct xport_srq *srq;    /**< or NULL */
+	struct xport_cq *send_cq;
+	struct xport_cq *recv_cq;
+	struct mr_table *mrs;
+};
+
+/*
+ * Per-QP counters: one list, expanded into the enum and the name table.
+ * X(symbol, description)
+ */
+#define XPORT_COUNTER_LIST(X) \
+	X(TX_PKTS, "packets sent (all roles)") \
+	X(TX_BYTES, "payload bytes sent") \
+	X(RX_PKTS, "packets accepted") \
+	X(RX_BYTES, "payload bytes accepted") \
+	X(RETRANSMIT_PKTS, "request packets sent again (go-back-N)") \
+	X(RETRY_TIMEOUT, "local ACK timeouts") \
+	X(RETRY_SEQ_NAK, "go-back-N after a PSN sequence NAK") \
+	X(RETRY_IMPLIED_NAK, "go-back-N after an implied NAK (skipped READ/ATOMIC response)") \
+	X(ACK_TX, "ACKs sent") \
+	X(ACK_RX, "ACKs received") \
+	X(NAK_SEQ_TX, "PSN sequence error NAKs sent") \
+	X(NAK_INV_REQ_TX, "invalid request NAKs sent") \
+	X(NAK_ACCESS_TX, "remote access error NAKs sent") \
+	X(NAK_OP_TX, "remote operational error NAKs sent") \
+	X(RNR_NAK_TX, "RNR NAKs sent") \
+	X(NAK_SEQ_RX, "PSN sequence error NAKs received") \
+	X(NAK_INV_REQ_RX, "invalid request NAKs received") \
+	X(NAK_ACCESS_RX, "remote access error NAKs received") \
+	X(NAK_OP_RX, "remote operational error NAKs received") \
+	X(RNR_NAK_RX, "RNR NAKs received") \
+	X(DUP_REQ, "duplicate requests received") \
+	X(DUP_READ_REPLAY, "READ responses replayed from responder resources") \
+	X(DUP_ATOMIC_REPLAY, "ATOMIC results replayed from responder resources") \
+	X(PACE_WAIT, "times the rate limiter held the requester") \
+	X(DROP_STATE, "dropped: QP state does not accept the packet") \
+	X(DROP_DEST_QP, "dropped: destination QPN is not this QP") \
+	X(DROP_TRANSPORT, "dropped: opcode of another transport") \
+	X(DROP_SOURCE, "dropped: source GID is not the connected peer") \
+	X(DROP_PKEY, "dropped: P_Key mismatch") \
+	X(DROP_QKEY, "dropped: Q_Key mismatch (UD)") \
+	X(DROP_PSN_OOS, "dropped: out of sequence after a NAK was sent") \
+	X(DROP_DUP_UNKNOWN, "dropped: duplicate READ/ATOMIC not in the resources") \
+	X(DROP_STALE_RESP, "dropped: stale or unexpected response") \
+	X(DROP_BAD_RESP, "dropped: response inconsistent with the request") \
+	X(DROP_UC_MSG, "dropped: UC packet of a broken message") \
+	X(DROP_NO_RECV, "dropped: UC/UD SEND without a receive WQE") \
+	X(DROP_UD_LEN, "dropped: UD SEND larger than the receive WQE") \
+	X(CQ_OVERFLOW, "CQEs that did not fit their CQ")
+
+/** Counter indices. */
+enum xport_counter {
+#define XPORT_COUNTER_ENUM(sym, desc) XPORT_CNT_##sym,
+	XPORT_COUNTER_LIST(XPORT_COUNTER_ENUM)
+#undef XPORT_COUNTER_ENUM
+	XPORT_CNT_COUNT
+};
+
+/** Engine detail codes in cqe.vendor_err and error events. */
+#define XPORT_ERR_LIST(X) \
+	X(NONE, "no error") \
+	X(LOC_KEY, "local key check failed") \
+	X(LOC_LEN, "message length invalid for the transport") \
+	X(LOC_OPCODE, "work request opcode not supported on this QP") \
+	X(REM_NAK, "the responder answered with a NAK") \
+	X(RETRY_EXC, "transport retries exhausted") \
+	X(RNR_EXC, "RNR retries exhausted") \
+	X(BAD_RESP, "malformed response") \
+	X(RESP_CLASS_C, "responder detected a class C error (invalid request, access, length)") \
+	X(RESP_OP, "responder could not place data (local protection)") \
+	X(CQ_OVERFLOW, "completion queue overflow") \
+	X(FLUSHED, "flushed in the error state") \
+	X(MODIFY, "moved to error by modify_qp")
+
+enum xport_err {
+#define XPORT_ERR_ENUM(sym, desc) XPORT_ERR_##sym,
+	XPORT_ERR_LIST(XPORT_ERR_ENUM)
+#undef XPORT_ERR_ENUM
+	XPORT_ERR_COUNT
+};
+
+/** The two timers of a QP. */
+enum xport_timer {
+	XPORT_TIMER_RETRY = 0, /**< local ACK timeout, or RNR back-off wait */
+	XPORT_TIMER_PACE = 1,  /**< rate limiter: requester may send again */
+	XPORT_TIMER_COUNT
+};
+
+/** Timer action for the caller's wheel. */
+struct xport_timer_action {
+	uint32_t qp_handle;
+	uint8_t timer;         /**< enum xport_timer */
+	uint8_t arm;           /**< 1: arm (or re-arm) at expires_ns; 0: cancel */
+	uint64_t expires_ns;
+};
+
+/** Kinds of event. */
+enum xport_event_type {
+	XPORT_EV_ASYNC = 1,    /**< an ibv async event: code = enum async_event, on object `handle` */
+	XPORT_EV_CQ_NOTIFY,    /**< armed CQ `handle` got a CQE: signal its completion channel */
+	XPORT_EV_QP_ERROR,     /**< the engine moved QP `handle` to ERR: code = enum xport_err */
+};
+
+/** One event. */
+struct xport_event {
+	uint8_t type;          /**< enum xport_event_type */
+	uint8_t code;          /**< enum async_event or enum xport_err */
+	uint16_t reserved;
+	uint32_t handle;       /**< QP, CQ or SRQ handle, per type/code */
+};
+
+/** A frame to transmit: full header record + payload gather list. */
+struct xport_frame {
+	struct roce_pkt pkt;   /**< every header field; pkt.payload is NULL, payload_len/pad set */
+	uint32_t nseg;
+	struct {
+		const uint8_t *addr; /**< host address */
+		uint32_t len;
+	} seg[XPORT_FRAME_MAX_SEG];
+};
+
+/** Output context of one or more engine calls; the caller flushes and resets it. */
+struct xport_out {
+	uint32_t nframes;
+	uint32_t ntimers;
+	uint32_t nevents;
+	bool more;             /**< some QP stopped early (budget/space): poll it again */
+	struct xport_timer_action timers[XPORT_OUT_TIMERS];
+	struct xport_event events[XPORT_OUT_EVENTS];
+	struct xport_frame frames[XPORT_OUT_FRAMES];
+};
+
+/** Empty @p out (after flushing it). */
+static inline void
+xport_out_reset(struct xport_out *out)
+{
+	out->nframes = 0;
+	out->ntimers = 0;
+	out->nevents = 0;
+	out->more = false;
+}
+
+struct xport_qp;
+
+/** @name Lifetime (control path) @{ */
+/**
+ * @return bytes of engine memory a QP with @p cfg needs (QP object, shadow
+ * send queue, responder resources), or 0 if @p cfg is invalid.
+ */
+size_t xport_qp_mem_size(const struct xport_cfg *cfg);
+
+/**
+ * Initialise a QP in @p mem (xport_qp_mem_size() bytes, 64-byte aligned) in
+ * state RESET. Validates @p cfg (type, MTU, rings, CQs, rd_atomic limits).
+ * @return the QP, or NULL if @p cfg is invalid
+ */
+struct xport_qp *xport_qp_init(void *mem, const struct xport_cfg *cfg);
+
+/** As xport_qp_init() in memory from aligned_alloc(); free with xport_qp_destroy(). */
+struct xport_qp *xport_qp_create(const struct xport_cfg *cfg);
+void xport_qp_destroy(struct xport_qp *qp);
+
+/**
+ * Apply a changed configuration (modify_qp): timeout, retry counts,
+ * min_rnr_timer, rd_atomic limits, access flags, P_Key/Q_Key, AV, path MTU,
+ * rate limit, AckReq period and window. Rings, CQs, SRQ, MR table, type,
+ * QPN and handle cannot change. sq_psn/rq_psn apply only in RESET (they
+ * are taken when the QP leaves RESET); on a live QP they are ignored. A
+ * path MTU change applies to packets built afterwards: change it only
+ * where IBA allows it (INIT->RTR, SQD).
+ * @return 0, or -EINVAL (invalid or immutable field changed)
+ */
+int xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg);
+
+/**
+ * Move the engine to @p state (the semantics object validated the
+ * transition). ERR flushes everything posted (IBV_WC_WR_FLUSH_ERR), in
+ * bounded steps continued by xport_qp_poll(). RESET removes posted WRs
+ * without completions, cancels the timers and forgets all progress; leaving
+ * RESET starts from cfg.sq_psn / cfg.rq_psn.
+ */
+void xport_qp_set_state(struct xport_qp *qp, enum xport_state state, uint64_t now,
+			struct xport_out *out);
+
+/** @return the engine state. */
+enum xport_state xport_qp_state(const struct xport_qp *qp);
+/** @} */
+
+/** @name Data path (owner lcore) @{ */
+/**
+ * Process received packets addressed to this QP (the caller dispatched by
+ * BTH DestQP). Requests go to the responder, responses to the completer.
+ * ACKs owed are coalesced: one per call.
+ */
+void xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[],
+		       uint32_t n, uint64_t now, struct xport_out *out);
+
+/** One packet: xport_qp_rx_burst() with n = 1. */
+void xport_qp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
+		 struct xport_out *out);
+
+/**
+ * Run the requester on newly posted WQEs, continue pending READ responses
+ * and flushes. Sets out->more if work remains.
+ */
+void xport_qp_poll(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+
+/** Timer @p timer of this QP fired at @p now. */
+void xport_qp_timer_expired(struct xport_qp *qp, enum xport_timer timer, uint64_t now,
+			    struct xport_out *out);
+
+/**
+ * The owner could not deliver CQEs (kept for a daemon-side CQ): treat as
+ * CQ overflow: IBV_EVENT_CQ_ERR on @p cq, QP to ERR.
+ */
+void xport_qp_cq_error(struct xport_qp *qp, struct xport_cq *cq, uint64_t now,
+		       struct xport_out *out);
+/** @} */
+
+/** @name Introspection @{ */
+/** @return the counter array (XPORT_CNT_COUNT entries). */
+const uint64_t *xport_qp_counters(const struct xport_qp *qp);
+/** @return the symbol of counter @p c ("TX_PKTS"). */
+const char *xport_counter_name(enum xport_counter c);
+/** @return the description of counter @p c. */
+const char *xport_counter_desc(enum xport_counter c);
+/** @return the symbol of detail code @p e. */
+const char *xport_err_name(enum xport_err e);
+/** @return the next PSN the requester will send. */
+uint32_t xport_qp_sq_psn(const struct xport_qp *qp);
+/** @return the PSN the responder expects next. */
+uint32_t xport_qp_rq_psn(const struct xport_qp *qp);
+/** @} */
+
+/**
+ * Build @p f into a contiguous frame: headers (roce_build_headers()),
+ * gathered payload, pad and ICRC.
+ * @return frame length, or 0 if @p cap is too small
+ */
+size_t xport_frame_build(const struct xport_frame *f, uint8_t *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QP_XPORT_H */

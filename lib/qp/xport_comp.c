@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completer: consumes RC responses (ACK/NAK, READ responses, ATOMIC ACKs)
+ * and completes send WQEs in order (IBTA Vol. 1 9.7.5, 9.9; Linux rxe_comp.c).
+ *
+ * - A response with PSN p acknowledges every request PSN before p; a
+ *   positive ACK also acknowledges p (coalesced ACKs).
+ * - A response beyond an outstanding READ/ATOMIC means its response was
+ *   lost: implied NAK, go back to it.
+ * - Responses before the oldest unacknowledged PSN are stale and ignored.
+ * - PSN sequence NAK and local ACK timeout: go-back-N, retry_cnt times
+ *   without progress; RNR NAK: wait the NAK's timer, rnr_retry times
+ *   (7 = infinite). Exhaustion completes the WQE with RETRY_EXC_ERR /
+ *   RNR_RETRY_EXC_ERR and the QP goes to error.
+ */
+#include "xport_internal.h"
+
+#define COMP_STEP_LIST(X) \
+	X(GET_WQE, "the oldest uncompleted WQE the response may concern") \
+	X(CHECK_PSN, "complete SEND/WRITE WQEs the response covers; implied NAK") \
+	X(CHECK_ACK, "classify the response against the WQE") \
+	X(ACK, "positive ACK inside a WQE: progress") \
+	X(READ, "place READ response payload") \
+	X(ATOMIC, "store the original value") \
+	X(COMPLETE, "complete the WQE") \
+	X(NEXT, "continue with the next WQE if the response covers more") \
+	X(SEQ_NAK, "PSN sequence NAK: progress up to its PSN, then go back") \
+	X(RETRY, "go-back-N from the oldest unacknowledged PSN") \
+	X(RNR, "RNR NAK: back off, then resend") \
+	X(REMOTE_ERROR, "NAK with an error syndrome") \
+	X(ERROR, "complete the WQE with its error, QP to error") \
+	X(DROP, "exit: stale or unexpected response (counted)") \
+	X(DONE, "exit")
+
+enum comp_step {
+#define COMP_STEP_ENUM(sym, desc) COMP_##sym,
+	COMP_STEP_LIST(COMP_STEP_ENUM)
+#undef COMP_STEP_ENUM
+	COMP_STEP_COUNT
+};
+
+static const char *const comp_step_names[] = {
+#define COMP_STEP_NAME(sym, desc) #sym,
+	COMP_STEP_LIST(COMP_STEP_NAME)
+#undef COMP_STEP_NAME
+};
+
+const char *
+xport_comp_step_name(unsigned step)
+{
+	return step < COMP_STEP_COUNT ? comp_step_names[step] : "?";
+}
+
+struct comp_ctx {
+	const struct roce_pkt *pkt;
+	struct xport_swqe *w;
+	enum xport_counter drop;  /* reason for COMP_DROP */
+	enum xport_counter retry; /* reason for COMP_RETRY */
+};
+
+void
+xport_comp_reset(struct xport_qp *qp)
+{
+	struct xport_comp *c = &qp->comp;
+	c->head = spsc_ring_cons_index(qp->cfg.sq);
+	c->psn = qp->cfg.sq_psn & ROCE_PSN_MASK;
+	c->retry_left = qp->cfg.retry_cnt;
+	c->rnr_left = qp->cfg.rnr_retry;
+	c->retrying = false;
+	c->progress_ns = 0;
+}
+
+/* Forward progress up to (not including) @p psn: reset the retry budgets. */
+static void
+progress(struct xport_qp *qp, uint32_t psn, uint64_t now)
+{
+	struct xport_comp *c = &qp->comp;
+	c->psn = psn;
+	c->retry_left = qp->cfg.retry_cnt;
+	c->rnr_left = qp->cfg.rnr_retry;
+	c->retrying = false;
+	c->progress_ns = now;
+}
+
+static bool
+is_positive_ack(const struct roce_pkt *pkt)
+{
+	return pkt->opcode == ROCE_OP_RC_ACKNOWLEDGE &&
+	       (pkt->aeth.syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_ACK;
+}
+
+static enum comp_step
+comp_get_wqe(struct xport_qp *qp, struct comp_ctx *ctx)
+{
+	uint32_t psn = ctx->pkt->psn;
+
+	ctx->drop = XPORT_CNT_DROP_STALE_RESP;
+	if (!psn_lt(psn, qp->req.psn_max) || psn_lt(psn, qp->comp.psn))
+		return COMP_DROP; /* never requested, or stale */
+	if (qp->comp.head == qp->req.fetch)
+		return COMP_DROP;
+	ctx->w = swqe_at(qp, qp->comp.head);
+	if (!ctx->w->started)
+		return COMP_DROP;
+	return COMP_CHECK_PSN;
+}
+
+static enum comp_step
+comp_check_psn(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	const struct xport_swqe *w = ctx->w;
+	uint32_t psn = ctx->pkt->psn;
+
+	if (w->kind == SWQE_SEND || w->kind == SWQE_WRITE) {
+		if (psn_lt(w->last_psn, psn) || (psn == w->last_psn && is_positive_ack(ctx->pkt))) {
+			progress(qp, roce_psn_add(w->last_psn, 1), now);
+			return COMP_COMPLETE;
+		}
+		return COMP_CHECK_ACK;
+	}
+	if (psn_lt(w->last_psn, psn)) {
+		ctx->retry = XPORT_CNT_RETRY_IMPLIED_NAK;
+		return COMP_RETRY;
+	}
+	return COMP_CHECK_ACK;
+}
+
+static enum comp_step
+comp_check_ack(struct xport_qp *qp, struct comp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	const struct xport_swqe *w = ctx->w;
+	uint8_t syn = pkt->aeth.syndrome;
+
+	ctx->drop = XPORT_CNT_DROP_BAD_RESP;
+	switch (pkt->opcode) {
+	case ROCE_OP_RC_ACKNOWLEDGE:
+		switch (syn & ROCE_AETH_TYPE_MASK) {
+		case ROCE_AETH_ACK:
+			cnt_inc(qp, XPORT_CNT_ACK_RX);
+			return COMP_ACK;
+		case ROCE_AETH_RNR_NAK:
+			cnt_inc(qp, XPORT_CNT_RNR_NAK_RX);
+			return COMP_RNR;
+		case ROCE_AETH_NAK:
+			if (syn == ROCE_AETH_NAK_PSN_SEQ_ERROR) {
+				cnt_inc(qp, XPORT_CNT_NAK_SEQ_RX);
+				return COMP_SEQ_NAK;
+			}
+			return COMP_REMOTE_ERROR;
+		default:
+			return COMP_DROP;
+		}
+	case ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST:
+	case ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE:
+	case ROCE_OP_RC_RDMA_READ_RESPONSE_LAST:
+	case ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY:
+		if (w->kind != SWQE_READ)
+			return COMP_DROP;
+		if (pkt->psn != qp->comp.psn) {
+			/* an earlier response of this READ is missing */
+			ctx->retry = XPORT_CNT_RETRY_IMPLIED_NAK;
+			return COMP_RETRY;
+		}
+		return COMP_READ;
+	case ROCE_OP_RC_ATOMIC_ACKNOWLEDGE:
+		if (w->kind != SWQE_ATOMIC || pkt->psn != w->first_psn)
+			return COMP_DROP;
+		return COMP_ATOMIC;
+	default:
+		return COMP_DROP;
+	}
+}
+
+static enum comp_step
+comp_ack(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	/* ACK of part of a SEND/WRITE; inside a READ/ATOMIC it tells nothing */
+	if (ctx->w->kind == SWQE_SEND || ctx->w->kind == SWQE_WRITE)
+		progress(qp, roce_psn_add(ctx->pkt->psn, 1), now);
+	return COMP_DONE;
+}
+
+static enum comp_step
+comp_read(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct xport_swqe *w = ctx->w;
+	uint32_t offset = roce_psn_diff(pkt->psn, w->first_psn) << qp->mtu_shift;
+	uint32_t rest = w->length - offset;
+	uint32_t expect = rest < qp->mtu ? rest : qp->mtu;
+	bool last = pkt->psn == w->last_psn;
+	const struct roce_opcode_desc *d = roce_opcode_desc(pkt->opcode);
+
+	ctx->drop = XPORT_CNT_DROP_BAD_RESP;
+	if (pkt->payload_len != expect || last != ((d->kind & ROCE_KIND_LAST) != 0) ||
+	    (roce_pkt_has(pkt, ROCE_HDR_AETH) &&
+	     (pkt->aeth.syndrome & ROCE_AETH_TYPE_MASK) != ROCE_AETH_ACK))
+		return COMP_DROP;
+	/* local write access to the scatter list */
+	if (xport_sg_scatter(qp, w->wqe.sg_list, w->wqe.num_sge, offset, pkt->payload,
+			     pkt->payload_len) != MR_OK) {
+		w->status = WC_LOC_PROT_ERR;
+		w->err = XPORT_ERR_LOC_KEY;
+		return COMP_ERROR;
+	}
+	progress(qp, roce_psn_add(pkt->psn, 1), now);
+	return last ? COMP_COMPLETE : COMP_DONE;
+}
+
+static enum comp_step
+comp_atomic(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	struct xport_swqe *w = ctx->w;
+	uint64_t orig = ctx->pkt->atmack_orig;
+
+	if (xport_sg_scatter(qp, w->wqe.sg_list, w->wqe.num_sge, 0, (const uint8_t *)&orig,
+			     sizeof(orig)) != MR_OK) {
+		w->status = WC_LOC_PROT_ERR;
+		w->err = XPORT_ERR_LOC_KEY;
+		return COMP_ERROR;
+	}
+	progress(qp, roce_psn_add(ctx->pkt->psn, 1), now);
+	return COMP_COMPLETE;
+}
+
+static enum comp_step
+comp_complete(struct xport_qp *qp, struct xport_out *out, uint64_t now)
+{
+	if (!xport_sq_complete_head(qp, now, out))
+		return COMP_DONE;
+	return COMP_NEXT;
+}
+
+static enum comp_step
+comp_next(struct xport_qp *qp, struct comp_ctx *ctx)
+{
+	/* a coalesced ACK may cover the next WQEs too */
+	if (psn_lt(ctx->pkt->psn, qp->comp.psn) || qp->state == XPORT_STATE_ERR)
+		return COMP_DONE;
+	return COMP_GET_WQE;
+}
+
+static enum comp_step
+comp_seq_nak(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	uint32_t psn = ctx->pkt->psn;
+
+	if (qp->req.rnr_wait)
+		return COMP_DONE; /* already going back after the RNR wait */
+	if (psn_lt(qp->comp.psn, psn))
+		progress(qp, psn, now); /* the NAK acknowledges every PSN before it */
+	ctx->retry = XPORT_CNT_RETRY_SEQ_NAK;
+	return COMP_RETRY;
+}
+
+static enum comp_step
+comp_retry(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	struct xport_comp *c = &qp->comp;
+
+	if (c->retrying || qp->req.rnr_wait)
+		return COMP_DONE; /* one go-back per loss until progress */
+	if (c->retry_left == 0) {
+		ctx->w = swqe_at(qp, c->head);
+		ctx->w->status = WC_RETRY_EXC_ERR;
+		ctx->w->err = XPORT_ERR_RETRY_EXC;
+		return COMP_ERROR;
+	}
+	c->retry_left--;
+	c->retrying = true;
+	c->progress_ns = now;
+	cnt_inc(qp, ctx->retry);
+	xport_req_rewind(qp, c->psn);
+	return COMP_DONE;
+}
+
+static enum comp_step
+comp_rnr(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	struct xport_comp *c = &qp->comp;
+	uint32_t psn = ctx->pkt->psn;
+
+	if (psn_lt(c->psn, psn))
+		progress(qp, psn, now);
+	if (qp->req.rnr_wait)
+		return COMP_DONE;
+	if (c->rnr_left == 0) {
+		ctx->w->status = WC_RNR_RETRY_EXC_ERR;
+		ctx->w->err = XPORT_ERR_RNR_EXC;
+		return COMP_ERROR;
+	}
+	if (qp->cfg.rnr_retry != 7) /* IBTA 9.7.5.2.8: 7 means retry forever */
+		c->rnr_left--;
+	c->retrying = true;
+	xport_req_rewind(qp, psn);
+	qp->req.rnr_wait = true;
+	qp->req.rnr_until = now + (uint64_t)roce_rnr_timer_usec(ctx->pkt->aeth.syndrome & 0x1f) * 1000;
+	return COMP_DONE;
+}
+
+static enum comp_step
+comp_remote_error(struct xport_qp *qp, struct comp_ctx *ctx)
+{
+	struct xport_swqe *w = ctx->w;
+
+	/* NAK syndrome -> completion status (IBTA 9.9, roce-wire.md 4.6) */
+	switch (ctx->pkt->aeth.syndrome) {
+	case ROCE_AETH_NAK_INVALID_REQ:
+		cnt_inc(qp, XPORT_CNT_NAK_INV_REQ_RX);
+		w->status = WC_REM_INV_REQ_ERR;
+		break;
+	case ROCE_AETH_NAK_REM_ACC_ERR:
+		cnt_inc(qp, XPORT_CNT_NAK_ACCESS_RX);
+		w->status = WC_REM_ACCESS_ERR;
+		break;
+	case ROCE_AETH_NAK_REM_OP_ERR:
+		cnt_inc(qp, XPORT_CNT_NAK_OP_RX);
+		w->status = WC_REM_OP_ERR;
+		break;
+	case ROCE_AETH_NAK_INV_RD_REQ:
+		w->status = WC_REM_INV_RD_REQ_ERR;
+		break;
+	default:
+		ctx->drop = XPORT_CNT_DROP_BAD_RESP;
+		return COMP_DROP;
+	}
+	w->err = XPORT_ERR_REM_NAK;
+	return COMP_ERROR;
+}
+
+static enum comp_step
+comp_error(struct xport_qp *qp, struct comp_ctx *ctx, struct xport_out *out, uint64_t now)
+{
+	enum xport_err why = (enum xport_err)ctx->w->err;
+	xport_sq_complete_head(qp, now, out); /* errors always complete (IBA 10.7.3.1) */
+	xport_qp_enter_error(qp, why, out);
+	return COMP_DONE;
+}
+
+void
+xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
+	      struct xport_out *out)
+{
+	struct comp_ctx ctx = { .pkt = pkt };
+	enum comp_step step = COMP_GET_WQE;
+
+	for (;;) {
+		switch (step) {
+		case COMP_GET_WQE:
+			step = comp_get_wqe(qp, &ctx);
+			break;
+		case COMP_CHECK_PSN:
+			step = comp_check_psn(qp, &ctx, now);
+			break;
+		case COMP_CHECK_ACK:
+			step = comp_check_ack(qp, &ctx);
+			break;
+		case COMP_ACK:
+			step = comp_ack(qp, &ctx, now);
+			break;
+		case COMP_READ:
+			step = comp_read(qp, &ctx, now);
+			break;
+		case COMP_ATOMIC:
+			step = comp_atomic(qp, &ctx, now);
+			break;
+		case COMP_COMPLETE:
+			step = comp_complete(qp, out, now);
+			break;
+		case COMP_NEXT:
+			step = comp_next(qp, &ctx);
+			break;
+		case COMP_SEQ_NAK:
+			step = comp_seq_nak(qp, &ctx, now);
+			break;
+		case COMP_RETRY:
+			step = comp_retry(qp, &ctx, now);
+			break;
+		case COMP_RNR:
+			step = comp_rnr(qp, &ctx, now);
+			break;
+		case COMP_REMOTE_ERROR:
+			step = comp_remote_error(qp, &ctx);
+			break;
+		case COMP_ERROR:
+			step = comp_error(qp, &ctx, out, now);
+			break;
+		case COMP_DROP:
+			cnt_inc(qp, ctx.drop);
+			step = COMP_DONE;
+			break;
+		case COMP_DONE:
+		default:
+			/* the requester never resends what is acknowledged */
+			if (qp->state != XPORT_STATE_ERR && psn_lt(qp->req.psn, qp->comp.psn))
+				xport_req_rewind(qp, qp->comp.psn);
+			return;
+		}
+	}
+}
+
+/* Local ACK timer expired (IBTA 9.7.6.1.3). */
+void
+xport_comp_timeout(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	struct xport_comp *c = &qp->comp;
+
+	if (!qp->ack_timeout_ns || now < c->progress_ns + qp->ack_timeout_ns)
+		return; /* progress since it was armed: re-armed lazily */
+	if (!psn_lt(c->psn, qp->req.psn_max) && c->head == qp->req.cur)
+		return; /* nothing outstanding */
+	cnt_inc(qp, XPORT_CNT_RETRY_TIMEOUT);
+	if (c->retry_left == 0) {
+		struct comp_ctx ctx = { .w = swqe_at(qp, c->head) };
+		ctx.w->status = WC_RETRY_EXC_ERR;
+		ctx.w->err = XPORT_ERR_RETRY_EXC;
+		comp_error(qp, &ctx, out, now);
+		return;
+	}
+	c->retry_left--;
+	c->retrying = true;
+	c->progress_ns = now;
+	xport_req_rewind(qp, c->psn);
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Transport engine internals: the QP object with one sub-struct per role
+ * (as rxe_qp has req/comp/resp), and the prototypes shared by the role
+ * files, grouped by defining file (as rxe_loc.h).
+ *
+ * Indices: SQ positions are free-running ring indices (uint32_t). The
+ * completer's head equals the ring's consumer index; the requester's fetch
+ * index is how far WQEs were copied into the shadow array swqe[], which is
+ * owned by the engine (the application cannot change a WQE under it).
+ *
+ *   ring cons == comp.head <= req.cur <= req.fetch <= ring prod
+ */
+#ifndef QP_XPORT_INTERNAL_H
+#define QP_XPORT_INTERNAL_H
+
+#include <string.h>
+
+#include "xport.h"
+
+/* Rate limiter: bytes charged per frame on top of the payload (Ethernet
+ * preamble/IFG 20 + Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4,
+ * rounded up to cover extension headers). */
+#define XPORT_PACE_OVERHEAD 96u
+
+/* Kinds of send WQE, from the WR opcode. */
+enum swqe_kind {
+	SWQE_SEND,
+	SWQE_WRITE,
+	SWQE_READ,
+	SWQE_ATOMIC,
+};
+
+/* Engine copy of one send WQE plus its transport state. */
+struct xport_swqe {
+	struct sq_wqe wqe;     /* header + used SGEs / inline bytes */
+	uint32_t length;       /* message bytes */
+	uint32_t npkts;        /* PSNs the message uses */
+	uint32_t first_psn;    /* valid when started */
+	uint32_t last_psn;
+	uint8_t kind;          /* enum swqe_kind */
+	bool started;          /* PSNs assigned (sticky across go-back-N) */
+	bool signaled;
+	uint8_t status;        /* enum wc_status to complete with (error marks) */
+	uint8_t err;           /* enum xport_err */
+};
+
+/* Requester (xport_req.c). */
+struct xport_req {
+	uint32_t fetch;        /* next SQ index to copy from the ring */
+	uint32_t cur;          /* SQ index being sent */
+	uint32_t offset;       /* bytes of cur already sent in this pass */
+	uint32_t psn;          /* next PSN to send */
+	uint32_t psn_max;      /* one past the highest PSN ever sent */
+	uint32_t pkts_since_ack_req;
+	uint32_t rd_inflight;  /* READ/ATOMIC WQEs sent, not completed */
+	uint64_t pace_next;    /* rate limiter: earliest time of the next frame */
+	uint64_t rnr_until;    /* RNR back-off end */
+	bool rnr_wait;
+	bool pace_wait;        /* held by the rate limiter */
+	bool kick;             /* held by a limit or rewound: run after the completer */
+};
+
+/* Completer (xport_comp.c). */
+struct xport_comp {
+	uint32_t head;         /* oldest uncompleted SQ index (== ring cons) */
+	uint32_t psn;          /* oldest unacknowledged PSN */
+	uint8_t retry_left;
+	uint8_t rnr_left;
+	bool retrying;         /* go-back-N started: ignore NAK triggers until progress */
+	uint64_t progress_ns;  /* last forward progress (ACK timer base) */
+};
+
+/* Responder resource: one READ or ATOMIC kept for replay of duplicates. */
+enum res_type {
+	RES_FREE = 0,
+	RES_READ,
+	RES_ATOMIC,
+};
+
+struct xport_res {
+	uint8_t type;          /* enum res_type */
+	bool pending;          /* responses still to emit */
+	uint32_t first_psn;
+	uint32_t last_psn;
+	uint32_t next_psn;     /* next response PSN to emit */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+	uint64_t atomic_orig;
+};
+
+/* Inbound message in progress (RC/UC). */
+enum resp_msg {
+	RESP_MSG_NONE = 0,
+	RESP_MSG_SEND,
+	RESP_MSG_WRITE,
+};
+
+/* Responder (xport_resp.c). */
+struct xport_resp {
+	uint32_t epsn;         /* expected PSN */
+	uint32_t msn;          /* completed inbound messages (AETH MSN) */
+	bool nak_sent;         /* sequence/RNR NAK sent: drop out-of-sequence silently */
+	uint8_t msg;           /* enum resp_msg */
+	uint32_t msg_len;      /* bytes received in the current message */
+	/* SEND target: the receive WQE taken at FIRST/ONLY */
+	bool have_recv;
+	struct rq_wqe recv;
+	uint32_t recv_cap;
+	/* WRITE target from the RETH */
+	uint64_t write_va;
+	uint32_t write_rkey;
+	uint32_t write_len;
+	/* coalesced acknowledgement */
+	bool ack_pending;
+	uint8_t ack_syndrome;
+	uint32_t ack_psn;
+	bool error_after_ack;  /* class C: enter ERR when the NAK is out */
+	uint8_t error_code;    /* enum xport_err for that */
+	/* resources */
+	uint32_t res_next;     /* slot of the next resource (= oldest when full) */
+	uint32_t res_pending;  /* resources with pending responses */
+	uint32_t res_emit;     /* slot emitting now (oldest pending), a hint */
+	struct xport_res res[XPORT_MAX_RD_ATOMIC];
+};
+
+struct xport_qp {
+	struct xport_cfg cfg;
+	uint8_t state;         /* enum xport_state */
+	uint8_t mtu_shift;     /* log2(path MTU bytes) */
+	uint32_t mtu;
+	uint32_t ack_req_every;
+	uint32_t max_unacked;
+	uint64_t ack_timeout_ns; /* 0 = none */
+	struct roce_pkt tmpl;  /* header template towards the connected peer */
+	struct xport_req req;
+	struct xport_comp comp;
+	struct xport_resp resp;
+	uint64_t timer_at[XPORT_TIMER_COUNT]; /* armed expiry, 0 = not armed */
+	bool last_wqe_event;   /* SRQ QP: LAST_WQE_REACHED sent */
+	bool comm_est_event;   /* COMM_EST sent (first packet received in RTR) */
+	bool drained_event;    /* SQ_DRAINED sent for the current SQD period */
+	struct xport_swqe *swqe; /* sq->size entries, after the object */
+	uint32_t sq_mask;
+	uint64_t cnt[XPORT_CNT_COUNT];
+};
+
+static inline struct xport_swqe *
+swqe_at(const struct xport_qp *qp, uint32_t idx)
+{
+	return &qp->swqe[idx & qp->sq_mask];
+}
+
+static inline void
+cnt_inc(struct xport_qp *qp, enum xport_counter c)
+{
+	qp->cnt[c]++;
+}
+
+static inline bool
+qp_is_rc(const struct xport_qp *qp)
+{
+	return qp->cfg.type == XPORT_RC;
+}
+
+/* PSN arithmetic shortcuts. */
+static inline bool
+psn_lt(uint32_t a, uint32_t b)
+{
+	return roce_psn_cmp(a, b) < 0;
+}
+
+static inline bool
+psn_le(uint32_t a, uint32_t b)
+{
+	return roce_psn_cmp(a, b) <= 0;
+}
+
+/* xport.c */
+struct cqe *xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out);
+void xport_cq_notify(struct xport_cq *cq, const struct cqe *c, bool solicited,
+		     struct xport_out *out);
+bool xport_cq_post(struct xport_qp *qp, struct xport_cq *cq, const struct cqe *c,
+		   bool solicited, struct xport_out *out);
+void xport_frame_set_av(struct xport_frame *f, const struct wr_av *av, uint32_t lqpn,
+			uint32_t rqpn);
+void xport_event(struct xport_out *out, enum xport_event_type type, uint8_t code,
+		 uint32_t handle);
+void xport_qp_enter_error(struct xport_qp *qp, enum xport_err why, struct xport_out *out);
+int xport_sg_gather_slow(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset,
+			 uint32_t len, struct xport_frame *f);
+enum mr_status xport_sg_scatter_slow(struct xport_qp *qp, const struct wr_sge *sg,
+				     uint32_t nsge, uint32_t offset, const uint8_t *src,
+				     uint32_t len);
+uint32_t xport_sg_total(const struct wr_sge *sg, uint32_t nsge);
+bool xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+
+/* xport_req.c */
+void xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+void xport_req_rewind(struct xport_qp *qp, uint32_t psn);
+void xport_req_reset(struct xport_qp *qp);
+const char *xport_req_step_name(unsigned step);
+
+/* xport_resp.c */
+void xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
+		   struct xport_out *out);
+void xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+void xport_resp_reset(struct xport_qp *qp);
+void xport_resp_flush(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+const char *xport_resp_step_name(unsigned step);
+
+/* xport_comp.c */
+void xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
+		   struct xport_out *out);
+void xport_comp_timeout(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+void xport_comp_reset(struct xport_qp *qp);
+void xport_comp_progress(struct xport_qp *qp, uint64_t now);
+const char *xport_comp_step_name(unsigned step);
+
+/* ---- hot-path helpers (inline) ---- */
+
+/*
+ * A frame slot in @p out preset from the QP's header template, or NULL
+ * (out->more set) when the output context is full.
+ */
+static inline struct xport_frame *
+xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint32_t psn)
+{
+	if (out->nframes >= XPORT_OUT_FRAMES) {
+		out->more = true;
+		return NULL;
+	}
+	struct xport_frame *f = &out->frames[out->nframes];
+	f->pkt = qp->tmpl;
+	f->pkt.opcode = opcode;
+	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
+	f->pkt.psn = psn;
+	f->nseg = 0;
+	return f;
+}
+
+/* Count @p f as sent (payload_len set by the caller). */
+static inline void
+xport_frame_commit(struct xport_qp *qp, struct xport_out *out, struct xport_frame *f)
+{
+	f->pkt.pad = (uint8_t)(-f->pkt.payload_len & 3);
+	f->pkt.l3.ip_id = qp->tmpl.l3.ip_id++;
+	out->nframes++;
+	qp->cnt[XPORT_CNT_TX_PKTS]++;
+	qp->cnt[XPORT_CNT_TX_BYTES] += f->pkt.payload_len;
+}
+
+/*
+ * The slot for the next CQE of @p cq, or NULL on overflow. The engine is
+ * the ring's only producer; the consumer index (written by the shim) is
+ * re-read with acquire only when the cached copy says full.
+ */
+static inline struct cqe *
+xport_cq_reserve(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
+{
+	struct spsc_ring *r = cq->ring;
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
+	if (__builtin_expect(prod - cq->cons_cache >= r->size || cq->overflowed, 0))
+		return xport_cq_full(qp, cq, out);
+	return spsc_ring_slot(r, prod);
+}
+
+/* Publish the CQE written into the reserved slot (release); notify if armed. */
+static inline void
+xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
+{
+	spsc_ring_publish(cq->ring, 1);
+	if (cq->arm && __atomic_load_n(cq->arm, __ATOMIC_RELAXED))
+		xport_cq_notify(cq, c, solicited, out);
+}
+
+/*
+ * Payload segments of [offset, offset + len) of a send WQE into @p f, each
+ * checked with its lkey (range, PD). @return 0, or -1 on a key error.
+ */
+static inline int
+xport_sg_gather(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset, uint32_t len,
+		struct xport_frame *f)
+{
+	const struct wr_sge *sg = w->wqe.sg_list;
+	uint8_t *host;
+
+	if (len == 0)
+		return 0;
+	if (w->wqe.send_flags & WR_FLAG_INLINE) {
+		f->seg[0].addr = w->wqe.inline_data + offset;
+		f->seg[0].len = len;
+		f->nseg = 1;
+		return 0;
+	}
+	if (offset + len > sg[0].length)
+		return xport_sg_gather_slow(qp, w, offset, len, f);
+	if (mr_check(qp->cfg.mrs, sg[0].lkey, qp->cfg.pd, sg[0].addr + offset, len, 0, &host) !=
+	    MR_OK)
+		return -1;
+	f->seg[0].addr = host;
+	f->seg[0].len = len;
+	f->nseg = 1;
+	return 0;
+}
+
+/*
+ * Copy @p len bytes to [offset, offset + len) of a scatter list, each piece
+ * checked with its lkey for local write access.
+ * @return MR_OK, or why not (nothing is written past the failing piece)
+ */
+static inline enum mr_status
+xport_sg_scatter(struct xport_qp *qp, const struct wr_sge *sg, uint32_t nsge, uint32_t offset,
+		 const uint8_t *src, uint32_t len)
+{
+	uint8_t *host;
+	enum mr_status st;
+
+	if (nsge == 0 || (uint64_t)offset + len > sg[0].length)
+		return xport_sg_scatter_slow(qp, sg, nsge, offset, src, len);
+	st = mr_check(qp->cfg.mrs, sg[0].lkey, qp->cfg.pd, sg[0].addr + offset, len,
+		      MR_ACCESS_LOCAL_WRITE, &host);
+	if (st == MR_OK)
+		memcpy(host, src, len);
+	return st;
+}
+
+#endif /* QP_XPORT_INTERNAL_H */

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Requester: turns send WQEs into request packets (IBTA Vol. 1 ch. 9).
+ *
+ * Segmentation by path MTU, one PSN per packet (a READ of L bytes takes
+ * ceil(L / MTU) PSNs), AckReq on the last packet of a message
+ * and every ack_req_every packets, limits (max_rd_atomic, fence, unacked
+ * window), rate pacing, and go-back-N rewinds requested by the completer.
+ * UC and UD complete a WQE as soon as its last packet is out.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "xport_internal.h"
+
+#define REQ_STEP_LIST(X) \
+	X(GET_WQE, "take the WQE at cur, copying it from the ring on first use") \
+	X(CHECK_LIMITS, "rd_atomic, fence, unacked window, rate limit") \
+	X(BUILD, "build the next packet of the WQE") \
+	X(ADVANCE, "PSN, offset and WQE bookkeeping after a packet") \
+	X(LOCAL_ERROR, "complete the WQE in error, QP to error") \
+	X(OUT_FULL, "exit: output context full, poll again") \
+	X(IDLE, "exit: nothing to send now")
+
+enum req_step {
+#define REQ_STEP_ENUM(sym, desc) REQ_##sym,
+	REQ_STEP_LIST(REQ_STEP_ENUM)
+#undef REQ_STEP_ENUM
+	REQ_STEP_COUNT
+};
+
+static const char *const req_step_names[] = {
+#define REQ_STEP_NAME(sym, desc) #sym,
+	REQ_STEP_LIST(REQ_STEP_NAME)
+#undef REQ_STEP_NAME
+};
+
+const char *
+xport_req_step_name(unsigned step)
+{
+	return step < REQ_STEP_COUNT ? req_step_names[step] : "?";
+}
+
+/* What one iteration carries from step to step. */
+struct req_ctx {
+	struct xport_swqe *w;
+	struct xport_frame *f;
+	uint32_t payload;   /* payload bytes of the packet */
+	uint32_t psns;      /* PSNs the packet consumes */
+	bool last;          /* last packet of the WQE */
+};
+
+/*
+ * Opcodes of SEND/WRITE packets (RC values; UC = | 0x20), IBTA 9.2:
+ * [write][variant: 0 plain, 1 immediate, 2 invalidate][FIRST, MIDDLE, LAST, ONLY]
+ */
+static const uint8_t data_opcode[2][3][4] = {
+	{ { ROCE_OP_RC_SEND_FIRST, ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST,
+	    ROCE_OP_RC_SEND_ONLY },
+	  { ROCE_OP_RC_SEND_FIRST, ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE,
+	    ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE },
+	  { ROCE_OP_RC_SEND_FIRST, ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST_WITH_INVALIDATE,
+	    ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE } },
+	{ { ROCE_OP_RC_RDMA_WRITE_FIRST, ROCE_OP_RC_RDMA_WRITE_MIDDLE, ROCE_OP_RC_RDMA_WRITE_LAST,
+	    ROCE_OP_RC_RDMA_WRITE_ONLY },
+	  { ROCE_OP_RC_RDMA_WRITE_FIRST, ROCE_OP_RC_RDMA_WRITE_MIDDLE,
+	    ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE },
+	  { 0, 0, 0, 0 } },
+};
+
+void
+xport_req_reset(struct xport_qp *qp)
+{
+	uint32_t cons = spsc_ring_cons_index(qp->cfg.sq);
+	memset(&qp->req, 0, sizeof(qp->req));
+	qp->req.fetch = qp->req.cur = cons;
+	qp->req.psn = qp->req.psn_max = qp->cfg.sq_psn & ROCE_PSN_MASK;
+}
+
+/* Copy WQE @p idx from the ring into the shadow and validate it. */
+static void
+fetch_wqe(struct xport_qp *qp, uint32_t idx)
+{
+	const struct sq_wqe *src = spsc_ring_slot(qp->cfg.sq, idx);
+	struct xport_swqe *w = swqe_at(qp, idx);
+	uint8_t type = qp->cfg.type;
+
+	/* the fields up to the address vector; the AV only for UD */
+	memcpy(&w->wqe, src, offsetof(struct sq_wqe, av));
+	if (type == XPORT_UD)
+		w->wqe.av = src->av;
+	w->status = WC_SUCCESS;
+	w->err = XPORT_ERR_NONE;
+	w->started = false;
+	w->signaled = qp->cfg.sq_sig_all || (w->wqe.send_flags & WR_FLAG_SIGNALED);
+	w->length = 0;
+	w->npkts = 1;
+
+	bool ok_op;
+	switch (w->wqe.opcode) {
+	case WR_SEND:
+	case WR_SEND_WITH_IMM:
+		w->kind = SWQE_SEND;
+		ok_op = true;
+		break;
+	case WR_SEND_WITH_INV:
+		w->kind = SWQE_SEND;
+		ok_op = type == XPORT_RC;
+		break;
+	case WR_RDMA_WRITE:
+	case WR_RDMA_WRITE_WITH_IMM:
+		w->kind = SWQE_WRITE;
+		ok_op = type != XPORT_UD;
+		break;
+	case WR_RDMA_READ:
+		w->kind = SWQE_READ;
+		ok_op = type == XPORT_RC;
+		break;
+	case WR_ATOMIC_CMP_AND_SWP:
+	case WR_ATOMIC_FETCH_AND_ADD:
+		w->kind = SWQE_ATOMIC;
+		ok_op = type == XPORT_RC;
+		break;
+	default:
+		w->kind = SWQE_SEND;
+		ok_op = false;
+		break;
+	}
+	bool is_inline = (w->wqe.send_flags & WR_FLAG_INLINE) != 0;
+	if (!ok_op || (is_inline && (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC))) {
+		w->status = WC_LOC_QP_OP_ERR;
+		w->err = XPORT_ERR_LOC_OPCODE;
+		return;
+	}
+	uint64_t len = 0;
+	if (is_inline) {
+		if (w->wqe.inline_len > WQE_MAX_INLINE)
+			goto len_err;
+		memcpy(w->wqe.inline_data, src->inline_data, w->wqe.inline_len);
+		len = w->wqe.inline_len;
+	} else {
+		if (w->wqe.num_sge > WQE_MAX_SGE)
+			goto len_err;
+		for (uint32_t i = 0; i < w->wqe.num_sge; i++) {
+			w->wqe.sg_list[i] = src->sg_list[i];
+			len += w->wqe.sg_list[i].length;
+		}
+	}
+	if (len > (1u << 31) || (type == XPORT_UD && len > qp->mtu) ||
+	    (w->kind == SWQE_ATOMIC && len != 8))
+		goto len_err;
+	w->length = (uint32_t)len;
+	if (w->kind != SWQE_ATOMIC && len)
+		w->npkts = (uint32_t)((len + qp->mtu - 1) >> qp->mtu_shift);
+	return;
+len_err:
+	w->status = WC_LOC_LEN_ERR;
+	w->err = XPORT_ERR_LOC_LEN;
+}
+
+static enum req_step
+req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
+{
+	struct xport_req *req = &qp->req;
+
+	if (req->rnr_wait || qp->state == XPORT_STATE_ERR)
+		return REQ_IDLE;
+	if (req->cur == req->fetch) {
+		struct spsc_ring *sq = qp->cfg.sq;
+		uint32_t prod = spsc_ring_prod_acquire(sq);
+		/* the shim may not run ahead by more than the ring (untrusted index) */
+		if (prod == req->fetch || req->fetch - qp->comp.head >= sq->size ||
+		    prod - qp->comp.head > sq->size)
+			return REQ_IDLE;
+		if (qp->state == XPORT_STATE_SQD)
+			return REQ_IDLE; /* drain: start nothing new */
+		fetch_wqe(qp, req->fetch);
+		req->fetch++;
+	}
+	ctx->w = swqe_at(qp, req->cur);
+	if (ctx->w->status != WC_SUCCESS)
+		return REQ_LOCAL_ERROR;
+	return REQ_CHECK_LIMITS;
+}
+
+static enum req_step
+req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
+{
+	struct xport_req *req = &qp->req;
+	const struct xport_swqe *w = ctx->w;
+
+	if (qp_is_rc(qp)) {
+		bool rd_atomic = w->kind == SWQE_READ || w->kind == SWQE_ATOMIC;
+		/* at most max_rd_atomic READ/ATOMIC outstanding (initiator depth) */
+		if (rd_atomic && req->rd_inflight >= qp->cfg.max_rd_atomic)
+			return REQ_IDLE;
+		/* fence: wait for every prior READ/ATOMIC to complete */
+		if ((w->wqe.send_flags & WR_FLAG_FENCE) && req->offset == 0 && req->rd_inflight)
+			return REQ_IDLE;
+		if (roce_psn_diff(req->psn, qp->comp.psn) >= qp->max_unacked)
+			return REQ_IDLE;
+	}
+	if (qp->cfg.rate_limit_kbps && now < req->pace_next) {
+		if (!req->pace_wait)
+			cnt_inc(qp, XPORT_CNT_PACE_WAIT);
+		req->pace_wait = true; /* sync_timers arms the pace timer */
+		return REQ_IDLE;
+	}
+	return REQ_BUILD;
+}
+
+static void
+build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
+{
+	const struct xport_swqe *w = ctx->w;
+	const struct sq_wqe *wqe = &w->wqe;
+	uint32_t offset = qp->req.offset;
+	bool first = offset == 0;
+	bool last = ctx->last;
+	struct roce_pkt *p = &f->pkt;
+
+	if (first && w->kind == SWQE_WRITE) {
+		p->reth.va = wqe->wr.rdma.remote_addr;
+		p->reth.rkey = wqe->wr.rdma.rkey;
+		p->reth.length = w->length;
+	}
+	if (last) {
+		if (wqe->opcode == WR_SEND_WITH_IMM || wqe->opcode == WR_RDMA_WRITE_WITH_IMM)
+			p->imm = wqe->imm_data;
+		else if (wqe->opcode == WR_SEND_WITH_INV)
+			p->ieth_rkey = wqe->imm_data;
+		p->se = (wqe->send_flags & WR_FLAG_SOLICITED) != 0;
+	}
+	p->payload_len = ctx->payload;
+}
+
+static uint8_t
+data_opcode_of(const struct xport_qp *qp, const struct xport_swqe *w, bool first, bool last)
+{
+	uint8_t variant = 0;
+	if (w->wqe.opcode == WR_SEND_WITH_IMM || w->wqe.opcode == WR_RDMA_WRITE_WITH_IMM)
+		variant = 1;
+	else if (w->wqe.opcode == WR_SEND_WITH_INV)
+		variant = 2;
+	if (qp->cfg.type == XPORT_UD)
+		return variant ? ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE : ROCE_OP_UD_SEND_ONLY;
+	unsigned pos = first ? (last ? 3 : 0) : (last ? 2 : 1);
+	uint8_t op = data_opcode[w->kind == SWQE_WRITE][variant][pos];
+	return qp->cfg.type == XPORT_UC ? (uint8_t)(op | ROCE_TRANSPORT_UC) : op;
+}
+
+static enum req_step
+req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
+{
+	struct xport_req *req = &qp->req;
+	struct xport_swqe *w = ctx->w;
+	uint32_t offset = req->offset;
+	struct xport_frame *f;
+	uint8_t opcode;
+
+	if (!w->started) {
+		w->first_psn = req->psn;
+		w->last_psn = roce_psn_add(req->psn, w->npkts - 1);
+		w->started = true;
+	}
+	switch (w->kind) {
+	case SWQE_READ: {
+		uint32_t rest = w->length - offset;
+		f = xport_frame_new(qp, out, ROCE_OP_RC_RDMA_READ_REQUEST, req->psn);
+		if (!f)
+			return REQ_OUT_FULL;
+		f->pkt.reth.va = w->wqe.wr.rdma.remote_addr + offset;
+		f->pkt.reth.rkey = w->wqe.wr.rdma.rkey;
+		f->pkt.reth.length = rest;
+		f->pkt.ack_req = true;
+		f->pkt.payload_len = 0;
+		ctx->payload = rest;
+		ctx->psns = rest ? (rest + qp->mtu - 1) >> qp->mtu_shift : 1;
+		ctx->last = true;
+		break;
+	}
+	case SWQE_ATOMIC: {
+		bool cas = w->wqe.opcode == WR_ATOMIC_CMP_AND_SWP;
+		f = xport_frame_new(qp, out, cas ? ROCE_OP_RC_COMPARE_SWAP : ROCE_OP_RC_FETCH_ADD,
+				    req->psn);
+		if (!f)
+			return REQ_OUT_FULL;
+		f->pkt.atmeth.va = w->wqe.wr.atomic.remote_addr;
+		f->pkt.atmeth.rkey = w->wqe.wr.atomic.rkey;
+		f->pkt.atmeth.swap_add = cas ? w->wqe.wr.atomic.swap : w->wqe.wr.atomic.compare_add;
+		f->pkt.atmeth.compare = cas ? w->wqe.wr.atomic.compare_add : 0;
+		f->pkt.ack_req = true;
+		f->pkt.payload_len = 0;
+		ctx->payload = 8;
+		ctx->psns = 1;
+		ctx->last = true;
+		break;
+	}
+	default: {
+		uint32_t rest = w->length - offset;
+		ctx->payload = rest < qp->mtu ? rest : qp->mtu;
+		ctx->psns = 1;
+		ctx->last = ctx->payload == rest;
+		opcode = data_opcode_of(qp, w, offset == 0, ctx->last);
+		f = xport_frame_new(qp, out, opcode, req->psn);
+		if (!f)
+			return REQ_OUT_FULL;
+		build_data(qp, ctx, f);
+		if (qp->cfg.type == XPORT_UD) {
+			const struct sq_wqe *wqe = &w->wqe;
+			xport_frame_set_av(f, &wqe->av, qp->cfg.qpn, wqe->wr.ud.remote_qpn);
+			f->pkt.dest_qpn = wqe->wr.ud.remote_qpn & ROCE_QPN_MASK;
+			/* a WR Q_Key with the MSB set means "use the QP's Q_Key" */
+			f->pkt.deth.qkey = (wqe->wr.ud.remote_qkey & 0x80000000u)
+						   ? qp->cfg.qkey
+						   : wqe->wr.ud.remote_qkey;
+			f->pkt.deth.src_qpn = qp->cfg.qpn;
+		} else if (qp_is_rc(qp)) {
+			/* AckReq at the end of a message, every N packets, and on the
+			 * packet that fills the window (else nothing would open it) */
+			f->pkt.ack_req = ctx->last ||
+					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
+					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= qp->max_unacked;
+		}
+		if (xport_sg_gather(qp, w, offset, ctx->payload, f) != 0) {
+			w->status = WC_LOC_PROT_ERR;
+			w->err = XPORT_ERR_LOC_KEY;
+			return REQ_LOCAL_ERROR;
+		}
+		break;
+	}
+	}
+	ctx->f = f;
+	return REQ_ADVANCE;
+}
+
+static enum req_step
+req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	struct xport_req *req = &qp->req;
+	struct xport_swqe *w = ctx->w;
+	bool rc = qp_is_rc(qp);
+
+	if (rc) {
+		/* ACK timer base: the first packet after an idle period */
+		if (req->psn_max == qp->comp.psn && req->psn == req->psn_max)
+			qp->comp.progress_ns = now;
+		if (psn_lt(req->psn, req->psn_max))
+			cnt_inc(qp, XPORT_CNT_RETRANSMIT_PKTS);
+		if (ctx->f->pkt.ack_req)
+			req->pkts_since_ack_req = 0;
+		else
+			req->pkts_since_ack_req++;
+	}
+	xport_frame_commit(qp, out, ctx->f);
+	req->psn = roce_psn_add(req->psn, ctx->psns);
+	if (psn_lt(req->psn_max, req->psn))
+		req->psn_max = req->psn;
+	if (qp->cfg.rate_limit_kbps) {
+		uint64_t bits = (uint64_t)(ctx->f->pkt.payload_len + XPORT_PACE_OVERHEAD) * 8;
+		uint64_t start = req->pace_next > now ? req->pace_next : now;
+		req->pace_next = start + bits * 1000000u / qp->cfg.rate_limit_kbps;
+	}
+	if (!ctx->last) {
+		req->offset += ctx->payload;
+		return REQ_GET_WQE;
+	}
+	/* message fully sent */
+	req->offset = 0;
+	req->cur++;
+	if (rc) {
+		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+			req->rd_inflight++;
+	} else {
+		/* UC/UD: no response will come, complete now */
+		if (!xport_sq_complete_head(qp, now, out))
+			return REQ_IDLE;
+		qp->comp.psn = req->psn;
+	}
+	return REQ_GET_WQE;
+}
+
+static enum req_step
+req_local_error(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
+{
+	(void)ctx; /* its status is set: the flush completes it with that status */
+	xport_qp_enter_error(qp, (enum xport_err)ctx->w->err, out);
+	return REQ_IDLE;
+}
+
+void
+xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	struct req_ctx ctx = { 0 };
+	enum req_step step = REQ_GET_WQE;
+
+	qp->req.kick = false;
+	for (;;) {
+		switch (step) {
+		case REQ_GET_WQE:
+			step = req_get_wqe(qp, &ctx);
+			break;
+		case REQ_CHECK_LIMITS:
+			step = req_check_limits(qp, &ctx, now);
+			break;
+		case REQ_BUILD:
+			step = req_build(qp, &ctx, out);
+			break;
+		case REQ_ADVANCE:
+			step = req_advance(qp, &ctx, now, out);
+			break;
+		case REQ_LOCAL_ERROR:
+			step = req_local_error(qp, &ctx, out);
+			break;
+		case REQ_OUT_FULL:
+		case REQ_IDLE:
+		default:
+			return;
+		}
+	}
+}
+
+/*
+ * Go back to @p psn (go-back-N): the next packet sent is the
+ * one with that PSN, rebuilt from the WQE containing it; READ requests
+ * restart mid-message with the remaining range. WQEs keep their PSNs.
+ */
+void
+xport_req_rewind(struct xport_qp *qp, uint32_t psn)
+{
+	struct xport_req *req = &qp->req;
+	uint32_t idx = qp->comp.head;
+	const struct xport_swqe *w = NULL;
+
+	req->rd_inflight = 0;
+	for (; idx != req->fetch; idx++) {
+		w = swqe_at(qp, idx);
+		if (!w->started || psn_le(psn, w->last_psn))
+			break;
+		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+			req->rd_inflight++;
+		w = NULL;
+	}
+	req->cur = idx;
+	req->offset = 0;
+	if (w && w->started && psn_le(w->first_psn, psn) && w->kind != SWQE_ATOMIC)
+		req->offset = roce_psn_diff(psn, w->first_psn) << qp->mtu_shift;
+	req->psn = psn;
+	req->pkts_since_ack_req = 0;
+	req->kick = true;
+}

@@ -1,0 +1,843 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Responder: executes inbound requests and owes responses
+ * (IBTA Vol. 1 9.7, 9.9; Linux rxe_resp.c).
+ *
+ * Per packet: sequence check (new / duplicate / out of sequence), opcode
+ * sequence and validity, resources (receive WQE; READ/ATOMIC resource),
+ * lengths, R_Key check before any byte moves, then execution. Responses
+ * are not sent from the packet path: the packet path records what is owed
+ * (responder resources with pending READ responses / ATOMIC ACKs, and one
+ * coalesced ACK/NAK), and xport_resp_emit() sends it in PSN order, bounded
+ * by the output space. A READ is answered in as many activations as it
+ * needs; the ACK owed for later requests waits behind it.
+ *
+ * Error classes (IBTA 9.9.3): B (sequence, RNR) -> NAK, QP stays;
+ * C (invalid request, access, length, operational) -> NAK then QP error;
+ * D (duplicate not in the resources) -> silent drop. UC/UD never NAK:
+ * they drop (and count).
+ */
+#include <string.h>
+
+#include "xport_internal.h"
+
+#define RESP_STEP_LIST(X) \
+	X(CHECK_PSN, "new, duplicate or out of sequence") \
+	X(CHECK_OP_SEQ, "FIRST/MIDDLE/LAST order") \
+	X(CHECK_OP_VALID, "QP access flags; UD Q_Key") \
+	X(CHECK_RESOURCE, "receive WQE for SEND and WRITE-with-immediate; READ/ATOMIC resource") \
+	X(CHECK_LENGTH, "payload vs MTU, message vs buffer and RETH, atomic alignment") \
+	X(CHECK_RKEY, "R_Key, PD, access, range before any byte moves") \
+	X(EXECUTE, "place data, run the atomic, record the READ") \
+	X(COMPLETE, "receive completion at the end of the message") \
+	X(ACKNOWLEDGE, "owe an ACK when AckReq is set") \
+	X(DUPLICATE, "re-ACK SEND/WRITE, replay READ/ATOMIC from the resources") \
+	X(NAK_SEQ, "owe one PSN sequence error NAK") \
+	X(RNR, "owe an RNR NAK carrying min_rnr_timer") \
+	X(CLASS_C, "owe an error NAK, then the QP goes to error") \
+	X(UC_DROP, "UC: drop the message in progress") \
+	X(RECV_ERROR, "UC/UD: complete the receive WQE in error") \
+	X(DROP, "exit: drop the packet (counted)") \
+	X(DONE, "exit")
+
+enum resp_step {
+#define RESP_STEP_ENUM(sym, desc) RESP_##sym,
+	RESP_STEP_LIST(RESP_STEP_ENUM)
+#undef RESP_STEP_ENUM
+	RESP_STEP_COUNT
+};
+
+static const char *const resp_step_names[] = {
+#define RESP_STEP_NAME(sym, desc) #sym,
+	RESP_STEP_LIST(RESP_STEP_NAME)
+#undef RESP_STEP_NAME
+};
+
+const char *
+xport_resp_step_name(unsigned step)
+{
+	return step < RESP_STEP_COUNT ? resp_step_names[step] : "?";
+}
+
+/* Test an opcode property of the packet being processed. */
+#define HAS(ctx, KIND) (((ctx)->kind & ROCE_KIND_##KIND) != 0)
+
+struct resp_ctx {
+	const struct roce_pkt *pkt;
+	uint16_t kind;            /* enum roce_kind_bit set of the opcode (tested directly) */
+	uint8_t nak;              /* CLASS_C syndrome */
+	uint8_t recv_status;      /* status for the receive WQE in CLASS_C / RECV_ERROR */
+	enum xport_counter drop;  /* DROP reason */
+	uint8_t *host;            /* checked address (ATOMIC, first WRITE) */
+};
+
+void
+xport_resp_reset(struct xport_qp *qp)
+{
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->resp.epsn = qp->cfg.rq_psn & ROCE_PSN_MASK;
+}
+
+void
+xport_resp_flush(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	(void)now;
+	(void)out;
+	struct xport_resp *r = &qp->resp;
+	r->res_pending = 0;
+	for (unsigned i = 0; i < XPORT_MAX_RD_ATOMIC; i++)
+		r->res[i].pending = false;
+	r->ack_pending = false;
+	r->msg = RESP_MSG_NONE;
+}
+
+static inline void
+owe(struct xport_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	qp->resp.ack_pending = true;
+	qp->resp.ack_syndrome = syndrome;
+	qp->resp.ack_psn = psn;
+}
+
+/* Take the next receive WQE from the SRQ or the RQ. */
+static bool
+take_recv(struct xport_qp *qp, struct xport_out *out)
+{
+	struct xport_resp *r = &qp->resp;
+	struct xport_srq *srq = qp->cfg.srq;
+	struct spsc_ring *ring = srq ? srq->ring : qp->cfg.rq;
+
+	if (spsc_ring_count(ring) == 0)
+		return false;
+	const struct rq_wqe *src = spsc_ring_cons_slot(ring, 0);
+	r->recv.wr_id = src->wr_id;
+	r->recv.num_sge = src->num_sge;
+	if (r->recv.num_sge > WQE_MAX_SGE)
+		r->recv.num_sge = 0; /* malformed: capacity 0, the message will not fit */
+	uint64_t cap = 0;
+	for (uint32_t i = 0; i < r->recv.num_sge; i++) {
+		r->recv.sg_list[i] = src->sg_list[i];
+		cap += src->sg_list[i].length;
+	}
+	spsc_ring_release(ring, 1);
+	r->recv_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+	r->have_recv = true;
+	/* SRQ limit event when the count falls below the limit (one shot) */
+	if (srq && srq->limit_armed && spsc_ring_count(ring) < srq->limit) {
+		srq->limit_armed = false;
+		xport_event(out, XPORT_EV_ASYNC, ASYNC_SRQ_LIMIT_REACHED, srq->handle);
+	}
+	return true;
+}
+
+static enum resp_step
+resp_check_psn(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	struct xport_resp *r = &qp->resp;
+	uint32_t psn = ctx->pkt->psn;
+
+	switch (qp->cfg.type) {
+	case XPORT_UD:
+		return RESP_CHECK_OP_VALID;
+	case XPORT_UC:
+		if (psn != r->epsn) {
+			/* UC: a packet was lost, the message in progress is dropped */
+			if (r->msg != RESP_MSG_NONE)
+				cnt_inc(qp, XPORT_CNT_DROP_UC_MSG);
+			r->msg = RESP_MSG_NONE;
+			r->epsn = psn;
+		}
+		return RESP_CHECK_OP_SEQ;
+	default:
+		break;
+	}
+	if (r->error_after_ack) {
+		ctx->drop = XPORT_CNT_DROP_STATE;
+		return RESP_DROP;
+	}
+	int32_t d = roce_psn_cmp(psn, r->epsn);
+	if (d < 0)
+		return RESP_DUPLICATE;
+	if (d > 0) {
+		ctx->drop = XPORT_CNT_DROP_PSN_OOS;
+		return r->nak_sent ? RESP_DROP : RESP_NAK_SEQ;
+	}
+	r->nak_sent = false;
+	return RESP_CHECK_OP_SEQ;
+}
+
+static enum resp_step
+resp_check_op_seq(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	struct xport_resp *r = &qp->resp;
+	bool ok;
+
+	switch (r->msg) {
+	case RESP_MSG_SEND:
+		ok = HAS(ctx, SEND) && !HAS(ctx, FIRST);
+		break;
+	case RESP_MSG_WRITE:
+		ok = HAS(ctx, WRITE) && !HAS(ctx, FIRST);
+		break;
+	default:
+		ok = HAS(ctx, FIRST);
+		break;
+	}
+	if (ok)
+		return RESP_CHECK_OP_VALID;
+	if (qp_is_rc(qp)) {
+		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
+		return RESP_CLASS_C;
+	}
+	if HAS(ctx, FIRST) { /* UC: the previous message lost its end; start over */
+		cnt_inc(qp, XPORT_CNT_DROP_UC_MSG);
+		r->msg = RESP_MSG_NONE;
+		return RESP_CHECK_OP_VALID;
+	}
+	return RESP_UC_DROP;
+}
+
+static enum resp_step
+resp_check_op_valid(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	uint32_t need = 0;
+
+	if (qp->cfg.type == XPORT_UD) {
+		/* drop on Q_Key mismatch */
+		if (ctx->pkt->deth.qkey != qp->cfg.qkey) {
+			ctx->drop = XPORT_CNT_DROP_QKEY;
+			return RESP_DROP;
+		}
+		return RESP_CHECK_RESOURCE;
+	}
+	if (HAS(ctx, WRITE) && HAS(ctx, FIRST))
+		need = MR_ACCESS_REMOTE_WRITE;
+	else if HAS(ctx, READ)
+		need = MR_ACCESS_REMOTE_READ;
+	else if HAS(ctx, ATOMIC)
+		need = MR_ACCESS_REMOTE_ATOMIC;
+	if ((qp->cfg.access_flags & need) == need)
+		return RESP_CHECK_RESOURCE;
+	if (qp_is_rc(qp)) {
+		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
+		return RESP_CLASS_C;
+	}
+	return RESP_UC_DROP;
+}
+
+static enum resp_step
+resp_check_resource(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out *out)
+{
+	struct xport_resp *r = &qp->resp;
+	bool need_recv = (HAS(ctx, SEND) && HAS(ctx, FIRST)) ||
+			 (HAS(ctx, WRITE) && HAS(ctx, IMM) && HAS(ctx, LAST));
+
+	if (need_recv && !r->have_recv && !take_recv(qp, out)) {
+		if (qp_is_rc(qp))
+			return RESP_RNR;
+		ctx->drop = XPORT_CNT_DROP_NO_RECV;
+		if (qp->cfg.type == XPORT_UC)
+			r->msg = RESP_MSG_NONE;
+		return qp->cfg.type == XPORT_UC ? RESP_UC_DROP : RESP_DROP;
+	}
+	if (HAS(ctx, READ) || HAS(ctx, ATOMIC)) {
+		/* the oldest resource is reused; still sending it = too many RD/ATOMIC */
+		if (r->res[r->res_next].pending) {
+			ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
+			return RESP_CLASS_C;
+		}
+	}
+	return RESP_CHECK_LENGTH;
+}
+
+static enum resp_step
+class_c_or_drop(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t nak)
+{
+	if (qp_is_rc(qp)) {
+		ctx->nak = nak;
+		return RESP_CLASS_C;
+	}
+	return RESP_UC_DROP;
+}
+
+static enum resp_step
+resp_check_length(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct xport_resp *r = &qp->resp;
+	uint32_t len = pkt->payload_len;
+
+	if HAS(ctx, READ) {
+		if (pkt->reth.length > (1u << 31))
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+		return RESP_CHECK_RKEY;
+	}
+	if HAS(ctx, ATOMIC) {
+		if (pkt->atmeth.va & 7) /* misaligned atomic -> invalid request */
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+		return RESP_CHECK_RKEY;
+	}
+	/* FIRST and MIDDLE carry exactly one MTU, LAST/ONLY at most one */
+	if (len > qp->mtu || (!HAS(ctx, LAST) && len != qp->mtu)) {
+		if (qp->cfg.type == XPORT_UD) {
+			ctx->drop = XPORT_CNT_DROP_UD_LEN;
+			return RESP_DROP;
+		}
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+	}
+	if HAS(ctx, SEND) {
+		uint32_t have = HAS(ctx, FIRST) ? 0 : r->msg_len;
+		uint32_t grh = qp->cfg.type == XPORT_UD ? XPORT_UD_GRH_LEN : 0;
+		if ((uint64_t)have + grh + len > r->recv_cap) {
+			ctx->recv_status = WC_LOC_LEN_ERR;
+			if (qp->cfg.type == XPORT_UD) {
+				cnt_inc(qp, XPORT_CNT_DROP_UD_LEN);
+				return RESP_RECV_ERROR;
+			}
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+		}
+		return RESP_EXECUTE;
+	}
+	/* WRITE: the RETH length bounds the message and must match it at the end */
+	uint64_t total = (uint64_t)(HAS(ctx, FIRST) ? 0 : r->msg_len) + len;
+	uint32_t dma_len = HAS(ctx, FIRST) ? pkt->reth.length : r->write_len;
+	if (total > dma_len || (HAS(ctx, LAST) && total != dma_len))
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+	return HAS(ctx, FIRST) ? RESP_CHECK_RKEY : RESP_EXECUTE;
+}
+
+static enum resp_step
+resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	uint64_t va;
+	uint32_t rkey, len, access;
+
+	if HAS(ctx, ATOMIC) {
+		va = pkt->atmeth.va;
+		rkey = pkt->atmeth.rkey;
+		len = 8;
+		access = MR_ACCESS_REMOTE_ATOMIC;
+	} else {
+		va = pkt->reth.va;
+		rkey = pkt->reth.rkey;
+		len = pkt->reth.length;
+		access = HAS(ctx, READ) ? MR_ACCESS_REMOTE_READ : MR_ACCESS_REMOTE_WRITE;
+		if (len == 0)
+			return RESP_EXECUTE; /* a zero-length RDMA checks no R_Key */
+	}
+	if (mr_check(qp->cfg.mrs, rkey, qp->cfg.pd, va, len, access, &ctx->host) != MR_OK)
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
+	return RESP_EXECUTE;
+}
+
+/* The 40-byte GRH at the head of a UD receive buffer: the
+ * IPv6 header, or 20 zero bytes then the IPv4 header (as Linux does). */
+static enum mr_status
+write_ud_grh(struct xport_qp *qp, const struct roce_pkt *pkt)
+{
+	uint8_t hdr[128];
+	uint8_t grh[XPORT_UD_GRH_LEN] = { 0 };
+	size_t l2 = sizeof(struct roce_eth_hdr) +
+		    (pkt->l3.vlan_present ? sizeof(struct roce_vlan_hdr) : 0);
+
+	if (roce_build_headers(pkt, hdr, sizeof(hdr)) != 0) {
+		if (pkt->l3.ipv6)
+			memcpy(grh, hdr + l2, sizeof(struct roce_ipv6_hdr));
+		else
+			memcpy(grh + 20, hdr + l2, sizeof(struct roce_ipv4_hdr));
+	}
+	return xport_sg_scatter(qp, qp->resp.recv.sg_list, qp->resp.recv.num_sge, 0, grh,
+				sizeof(grh));
+}
+
+static void
+record_resource(struct xport_qp *qp, const struct xport_res *res)
+{
+	struct xport_resp *r = &qp->resp;
+	if (r->res_pending == 0)
+		r->res_emit = r->res_next; /* the oldest with responses to send */
+	r->res[r->res_next] = *res;
+	if (++r->res_next == qp->cfg.max_dest_rd_atomic)
+		r->res_next = 0;
+	r->res_pending++;
+	/* the response covers every ACK or NAK owed before it */
+	if (r->ack_pending && psn_le(r->ack_psn, res->first_psn))
+		r->ack_pending = false;
+}
+
+static enum resp_step
+resp_execute(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct xport_resp *r = &qp->resp;
+	uint32_t psn = pkt->psn;
+
+	if HAS(ctx, READ) {
+		uint32_t len = pkt->reth.length;
+		uint32_t n = len ? (len + qp->mtu - 1) >> qp->mtu_shift : 1;
+		struct xport_res res = {
+			.type = RES_READ, .pending = true,
+			.first_psn = psn, .last_psn = roce_psn_add(psn, n - 1), .next_psn = psn,
+			.va = pkt->reth.va, .rkey = pkt->reth.rkey, .length = len,
+		};
+		record_resource(qp, &res);
+		r->epsn = roce_psn_add(psn, n);
+		r->msn++;
+		return RESP_DONE;
+	}
+	if HAS(ctx, ATOMIC) {
+		/* executed once, on the owning lcore; the application may read concurrently */
+		uint64_t *p = (uint64_t *)(void *)ctx->host;
+		uint64_t orig;
+		if (pkt->opcode == ROCE_OP_RC_COMPARE_SWAP) {
+			orig = pkt->atmeth.compare;
+			__atomic_compare_exchange_n(p, &orig, pkt->atmeth.swap_add, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		} else {
+			orig = __atomic_fetch_add(p, pkt->atmeth.swap_add, __ATOMIC_SEQ_CST);
+		}
+		struct xport_res res = {
+			.type = RES_ATOMIC, .pending = true,
+			.first_psn = psn, .last_psn = psn, .next_psn = psn,
+			.va = pkt->atmeth.va, .rkey = pkt->atmeth.rkey, .length = 8,
+			.atomic_orig = orig,
+		};
+		record_resource(qp, &res);
+		r->epsn = roce_psn_add(psn, 1);
+		r->msn++;
+		return RESP_DONE;
+	}
+	uint32_t len = pkt->payload_len;
+	if HAS(ctx, FIRST) {
+		r->msg_len = 0;
+		r->msg = HAS(ctx, LAST) ? RESP_MSG_NONE : (HAS(ctx, SEND) ? RESP_MSG_SEND : RESP_MSG_WRITE);
+		if HAS(ctx, WRITE) {
+			r->write_va = pkt->reth.va;
+			r->write_rkey = pkt->reth.rkey;
+			r->write_len = pkt->reth.length;
+		}
+	} else if HAS(ctx, LAST) {
+		r->msg = RESP_MSG_NONE;
+	}
+	if HAS(ctx, SEND) {
+		if (qp->cfg.type == XPORT_UD) {
+			if (write_ud_grh(qp, pkt) != MR_OK)
+				goto op_err;
+			r->msg_len = XPORT_UD_GRH_LEN;
+		}
+		if (len && xport_sg_scatter(qp, r->recv.sg_list, r->recv.num_sge, r->msg_len,
+					    pkt->payload, len) != MR_OK)
+			goto op_err;
+	} else if (len) {
+		uint8_t *host = ctx->host; /* FIRST/ONLY: checked for the whole message */
+		/* later packets: revalidate, the key may have been invalidated meanwhile */
+		if (!HAS(ctx, FIRST) &&
+		    mr_check(qp->cfg.mrs, r->write_rkey, qp->cfg.pd, r->write_va + r->msg_len, len,
+			     MR_ACCESS_REMOTE_WRITE, &host) != MR_OK)
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
+		memcpy(host, pkt->payload, len);
+	}
+	r->msg_len += len;
+	if (qp->cfg.type != XPORT_UD)
+		r->epsn = roce_psn_add(psn, 1);
+	if HAS(ctx, LAST) {
+		r->msn++;
+		if (HAS(ctx, SEND) || HAS(ctx, IMM))
+			return RESP_COMPLETE;
+	}
+	return RESP_ACKNOWLEDGE;
+op_err:
+	/* the receive buffer is not writable: local protection at the
+	 * responder, remote operational error for the requester (9.9.3.1.3) */
+	ctx->recv_status = WC_LOC_PROT_ERR;
+	if (qp->cfg.type == XPORT_UD)
+		return RESP_RECV_ERROR;
+	return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_OP_ERR);
+}
+
+static bool
+post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_t now,
+	      struct xport_out *out)
+{
+	struct xport_resp *r = &qp->resp;
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct cqe *c = xport_cq_reserve(qp, qp->cfg.recv_cq, out);
+
+	r->have_recv = false;
+	if (!c)
+		return false; /* CQ overflow: the QP is in error */
+	uint32_t flags = 0, imm = 0;
+	if (status == WC_SUCCESS) {
+		if (HAS(ctx, IMM)) {
+			imm = pkt->imm;
+			flags = WC_FLAG_WITH_IMM;
+		} else if (HAS(ctx, INV)) {
+			imm = pkt->ieth_rkey;
+			flags = WC_FLAG_WITH_INV;
+		}
+		if (qp->cfg.type == XPORT_UD)
+			flags |= WC_FLAG_GRH;
+	}
+	*c = (struct cqe){
+		.wr_id = r->recv.wr_id,
+		.status = status,
+		.opcode = HAS(ctx, WRITE) ? WC_RECV_RDMA_WITH_IMM : WC_RECV,
+		.vendor_err = status == WC_SUCCESS ? XPORT_ERR_NONE : XPORT_ERR_RESP_CLASS_C,
+		.byte_len = status != WC_SUCCESS ? 0 : HAS(ctx, WRITE) ? r->write_len : r->msg_len,
+		.imm_data = imm,
+		.qp_num = qp->cfg.qpn,
+		.src_qp = qp->cfg.type == XPORT_UD ? pkt->deth.src_qpn : 0,
+		.wc_flags = flags,
+		.timestamp = now,
+	};
+	xport_cq_commit(qp->cfg.recv_cq, c, pkt->se, out);
+	return true;
+}
+
+static enum resp_step
+resp_complete(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	if (HAS(ctx, INV) && mr_invalidate(qp->cfg.mrs, ctx->pkt->ieth_rkey, qp->cfg.pd) != 0) {
+		/* SEND with Invalidate of a key we cannot invalidate */
+		ctx->recv_status = WC_REM_INV_REQ_ERR;
+		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
+		return RESP_CLASS_C;
+	}
+	if (!post_recv_cqe(qp, ctx, WC_SUCCESS, now, out))
+		return RESP_DONE; /* CQ overflow: the QP is in error */
+	return RESP_ACKNOWLEDGE;
+}
+
+static enum resp_step
+resp_acknowledge(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	/* ACK coalescing: the latest AckReq PSN wins (9.7.5.1.2) */
+	if (qp_is_rc(qp) && ctx->pkt->ack_req)
+		owe(qp, ROCE_AETH_ACK_UNLIMITED, ctx->pkt->psn);
+	return RESP_DONE;
+}
+
+static struct xport_res *
+find_resource(struct xport_qp *qp, uint8_t type, uint32_t psn)
+{
+	for (unsigned i = 0; i < qp->cfg.max_dest_rd_atomic; i++) {
+		struct xport_res *res = &qp->resp.res[i];
+		if (res->type == type && psn_le(res->first_psn, psn) && psn_le(psn, res->last_psn))
+			return res;
+	}
+	return NULL;
+}
+
+static enum resp_step
+resp_duplicate(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct xport_resp *r = &qp->resp;
+	struct xport_res *res;
+
+	cnt_inc(qp, XPORT_CNT_DUP_REQ);
+	ctx->drop = XPORT_CNT_DROP_DUP_UNKNOWN;
+	if (HAS(ctx, SEND) || HAS(ctx, WRITE)) {
+		/* C9-105: not executed again, acknowledged with ePSN - 1 */
+		owe(qp, ROCE_AETH_ACK_UNLIMITED, roce_psn_add(r->epsn, ROCE_PSN_MASK));
+		return RESP_DONE;
+	}
+	if HAS(ctx, READ) {
+		res = find_resource(qp, RES_READ, pkt->psn);
+		if (!res)
+			return RESP_DROP;
+		/* the retry must ask for the rest of the original request */
+		uint64_t off = (uint64_t)roce_psn_diff(pkt->psn, res->first_psn) << qp->mtu_shift;
+		if (pkt->reth.rkey != res->rkey || pkt->reth.va != res->va + off ||
+		    (uint64_t)pkt->reth.length + off != res->length)
+			return RESP_DROP;
+		if (res->pending && psn_le(res->next_psn, pkt->psn))
+			return RESP_DONE; /* still to be sent anyway */
+		res->next_psn = pkt->psn;
+		if (!res->pending) {
+			res->pending = true;
+			r->res_pending++;
+			r->res_emit = r->res_next; /* rescan from the oldest */
+		}
+		cnt_inc(qp, XPORT_CNT_DUP_READ_REPLAY);
+		return RESP_DONE;
+	}
+	/* ATOMIC: replay the saved result, never execute again */
+	res = find_resource(qp, RES_ATOMIC, pkt->psn);
+	if (!res)
+		return RESP_DROP;
+	if (!res->pending) {
+		res->pending = true;
+		r->res_pending++;
+		r->res_emit = r->res_next; /* rescan from the oldest */
+	}
+	cnt_inc(qp, XPORT_CNT_DUP_ATOMIC_REPLAY);
+	return RESP_DONE;
+}
+
+static enum resp_step
+resp_nak_seq(struct xport_qp *qp)
+{
+	/* one NAK per gap, then silence until ePSN arrives (rxe sent_psn_nak) */
+	qp->resp.nak_sent = true;
+	owe(qp, ROCE_AETH_NAK_PSN_SEQ_ERROR, qp->resp.epsn);
+	return RESP_DONE;
+}
+
+static enum resp_step
+resp_rnr(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	/* 9.7.5.2.8: RNR NAK; the following packets are out of sequence: drop them */
+	qp->resp.nak_sent = true;
+	owe(qp, (uint8_t)(ROCE_AETH_RNR_NAK | qp->cfg.min_rnr_timer), ctx->pkt->psn);
+	return RESP_DONE;
+}
+
+static enum resp_step
+resp_class_c(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	struct xport_resp *r = &qp->resp;
+
+	if (r->have_recv && ctx->recv_status != WC_SUCCESS && (HAS(ctx, SEND) || HAS(ctx, IMM)))
+		post_recv_cqe(qp, ctx, ctx->recv_status, now, out);
+	owe(qp, ctx->nak, ctx->pkt->psn);
+	r->error_after_ack = true;
+	r->error_code = ctx->nak == ROCE_AETH_NAK_REM_OP_ERR ? XPORT_ERR_RESP_OP
+							      : XPORT_ERR_RESP_CLASS_C;
+	return RESP_DONE;
+}
+
+static enum resp_step
+resp_uc_drop(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	qp->resp.msg = RESP_MSG_NONE;
+	qp->resp.epsn = roce_psn_add(ctx->pkt->psn, 1);
+	cnt_inc(qp, XPORT_CNT_DROP_UC_MSG);
+	return RESP_DONE;
+}
+
+static enum resp_step
+resp_recv_error(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	post_recv_cqe(qp, ctx, ctx->recv_status, now, out);
+	if (qp->cfg.type == XPORT_UC)
+		return resp_uc_drop(qp, ctx);
+	return RESP_DONE;
+}
+
+void
+xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
+	      struct xport_out *out)
+{
+	struct resp_ctx ctx = {
+		.pkt = pkt,
+		.kind = roce_opcode_table[pkt->opcode].kind,
+	};
+	enum resp_step step = RESP_CHECK_PSN;
+
+	for (;;) {
+		switch (step) {
+		case RESP_CHECK_PSN:
+			step = resp_check_psn(qp, &ctx);
+			break;
+		case RESP_CHECK_OP_SEQ:
+			step = resp_check_op_seq(qp, &ctx);
+			break;
+		case RESP_CHECK_OP_VALID:
+			step = resp_check_op_valid(qp, &ctx);
+			break;
+		case RESP_CHECK_RESOURCE:
+			step = resp_check_resource(qp, &ctx, out);
+			break;
+		case RESP_CHECK_LENGTH:
+			step = resp_check_length(qp, &ctx);
+			break;
+		case RESP_CHECK_RKEY:
+			step = resp_check_rkey(qp, &ctx);
+			break;
+		case RESP_EXECUTE:
+			step = resp_execute(qp, &ctx);
+			break;
+		case RESP_COMPLETE:
+			step = resp_complete(qp, &ctx, now, out);
+			break;
+		case RESP_ACKNOWLEDGE:
+			step = resp_acknowledge(qp, &ctx);
+			break;
+		case RESP_DUPLICATE:
+			step = resp_duplicate(qp, &ctx);
+			break;
+		case RESP_NAK_SEQ:
+			step = resp_nak_seq(qp);
+			break;
+		case RESP_RNR:
+			step = resp_rnr(qp, &ctx);
+			break;
+		case RESP_CLASS_C:
+			step = resp_class_c(qp, &ctx, now, out);
+			break;
+		case RESP_UC_DROP:
+			step = resp_uc_drop(qp, &ctx);
+			break;
+		case RESP_RECV_ERROR:
+			step = resp_recv_error(qp, &ctx, now, out);
+			break;
+		case RESP_DROP:
+			cnt_inc(qp, ctx.drop);
+			return;
+		case RESP_DONE:
+		default:
+			return;
+		}
+	}
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static uint8_t
+read_resp_opcode(bool first, bool last)
+{
+	if (first)
+		return last ? ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY : ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
+	return last ? ROCE_OP_RC_RDMA_READ_RESPONSE_LAST : ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+}
+
+/* Emit the next response of @p res. @return false if the output is full. */
+static bool
+emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
+{
+	struct xport_resp *r = &qp->resp;
+	uint32_t psn = res->next_psn;
+	struct xport_frame *f;
+
+	if (res->type == RES_ATOMIC) {
+		f = xport_frame_new(qp, out, ROCE_OP_RC_ATOMIC_ACKNOWLEDGE, psn);
+		if (!f)
+			return false;
+		f->pkt.aeth.syndrome = ROCE_AETH_ACK_UNLIMITED;
+		f->pkt.aeth.msn = r->msn;
+		f->pkt.atmack_orig = res->atomic_orig;
+		f->pkt.payload_len = 0;
+	} else {
+		uint32_t offset = roce_psn_diff(psn, res->first_psn) << qp->mtu_shift;
+		uint32_t rest = res->length - offset;
+		uint32_t len = rest < qp->mtu ? rest : qp->mtu;
+		bool first = psn == res->first_psn, last = psn == res->last_psn;
+		uint8_t *host = NULL;
+
+		if (len && mr_check(qp->cfg.mrs, res->rkey, qp->cfg.pd, res->va + offset, len,
+				    MR_ACCESS_REMOTE_READ, &host) != MR_OK) {
+			/* the region went away after the request was accepted */
+			res->pending = false;
+			r->res_pending--;
+			owe(qp, ROCE_AETH_NAK_REM_ACC_ERR, psn);
+			r->error_after_ack = true;
+			r->error_code = XPORT_ERR_RESP_CLASS_C;
+			return true;
+		}
+		f = xport_frame_new(qp, out, read_resp_opcode(first, last), psn);
+		if (!f)
+			return false;
+		if (first || last) {
+			f->pkt.aeth.syndrome = ROCE_AETH_ACK_UNLIMITED;
+			f->pkt.aeth.msn = r->msn;
+		}
+		f->pkt.payload_len = len;
+		if (len) {
+			f->seg[0].addr = host;
+			f->seg[0].len = len;
+			f->nseg = 1;
+		}
+	}
+	xport_frame_commit(qp, out, f);
+	if (psn == res->last_psn) {
+		res->pending = false;
+		r->res_pending--;
+	} else {
+		res->next_psn = roce_psn_add(psn, 1);
+	}
+	return true;
+}
+
+static enum xport_counter
+ack_counter(uint8_t syndrome)
+{
+	switch (syndrome & ROCE_AETH_TYPE_MASK) {
+	case ROCE_AETH_ACK:
+		return XPORT_CNT_ACK_TX;
+	case ROCE_AETH_RNR_NAK:
+		return XPORT_CNT_RNR_NAK_TX;
+	default:
+		break;
+	}
+	switch (syndrome) {
+	case ROCE_AETH_NAK_PSN_SEQ_ERROR:
+		return XPORT_CNT_NAK_SEQ_TX;
+	case ROCE_AETH_NAK_REM_ACC_ERR:
+		return XPORT_CNT_NAK_ACCESS_TX;
+	case ROCE_AETH_NAK_REM_OP_ERR:
+		return XPORT_CNT_NAK_OP_TX;
+	default:
+		return XPORT_CNT_NAK_INV_REQ_TX;
+	}
+}
+
+void
+xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+{
+	struct xport_resp *r = &qp->resp;
+	(void)now;
+
+	if (!qp_is_rc(qp))
+		return;
+	while (r->res_pending) {
+		/* oldest first: responses leave in PSN order. res_emit is the
+		 * oldest pending resource; after it, walk the ring in age order. */
+		unsigned n = qp->cfg.max_dest_rd_atomic;
+		struct xport_res *res = &r->res[r->res_emit];
+		if (!res->pending) {
+			/* no pending resource is older than res_emit (replays reset it
+			 * to the oldest slot): the next pending one is usually the
+			 * next slot, else scan in age order */
+			unsigned i = r->res_emit + 1 == n ? 0 : r->res_emit + 1, k;
+			if (r->res[i].pending) {
+				r->res_emit = i;
+				if (!emit_resource(qp, &r->res[i], out))
+					return;
+				continue;
+			}
+			i = r->res_next;
+			for (k = 0; k < n && !r->res[i].pending; k++)
+				if (++i == n)
+					i = 0;
+			if (k == n) {
+				r->res_pending = 0;
+				break;
+			}
+			r->res_emit = i;
+			res = &r->res[i];
+		}
+		if (!emit_resource(qp, res, out))
+			return;
+	}
+	if (!r->ack_pending)
+		return;
+	struct xport_frame *f = xport_frame_new(qp, out, ROCE_OP_RC_ACKNOWLEDGE, r->ack_psn);
+	if (!f)
+		return;
+	f->pkt.aeth.syndrome = r->ack_syndrome;
+	f->pkt.aeth.msn = r->msn;
+	f->pkt.payload_len = 0;
+	xport_frame_commit(qp, out, f);
+	cnt_inc(qp, ack_counter(r->ack_syndrome));
+	r->ack_pending = false;
+	if (r->error_after_ack) {
+		/* affiliated async errors of the responder's work queue */
+		uint8_t ev = r->ack_syndrome == ROCE_AETH_NAK_REM_ACC_ERR ? ASYNC_QP_ACCESS_ERR
+			     : r->ack_syndrome == ROCE_AETH_NAK_INVALID_REQ ? ASYNC_QP_REQ_ERR
+									  : ASYNC_QP_FATAL;
+		xport_event(out, XPORT_EV_ASYNC, ev, qp->cfg.handle);
+		xport_qp_enter_error(qp, (enum xport_err)r->error_code, out);
+	}
+}

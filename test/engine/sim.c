@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Deterministic simulated link between two engines (see sim.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+struct sim_frame {
+	uint64_t at;
+	uint64_t seq;
+	int dst;
+	uint32_t len;
+	uint8_t data[];
+};
+
+#define SIM_FRAME_MAX (4096 + 256)
+
+uint64_t
+sim_rand(struct sim *s)
+{
+	/* xorshift64* */
+	uint64_t x = s->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	s->rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t
+sim_below(struct sim *s, uint64_t n)
+{
+	return n ? sim_rand(s) % n : 0;
+}
+
+static bool
+chance(struct sim *s, uint32_t ppm)
+{
+	return ppm && sim_below(s, 1000000) < ppm;
+}
+
+void
+sim_trace_add(struct sim *s, const void *data, uint64_t len)
+{
+	const uint8_t *p = data;
+	uint64_t h = s->trace;
+	for (uint64_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	s->trace = h;
+}
+
+/* ---- frame heap ordered by (at, seq) ---- */
+
+static bool
+frame_before(const struct sim_frame *a, const struct sim_frame *b)
+{
+	return a->at < b->at || (a->at == b->at && a->seq < b->seq);
+}
+
+static void
+heap_push(struct sim *s, struct sim_frame *f)
+{
+	if (s->heap_len == s->heap_cap) {
+		s->heap_cap = s->heap_cap ? s->heap_cap * 2 : 256;
+		s->heap = realloc(s->heap, s->heap_cap * sizeof(*s->heap));
+	}
+	uint32_t i = s->heap_len++;
+	s->heap[i] = f;
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!frame_before(s->heap[i], s->heap[p]))
+			break;
+		struct sim_frame *t = s->heap[p];
+		s->heap[p] = s->heap[i];
+		s->heap[i] = t;
+		i = p;
+	}
+}
+
+static struct sim_frame *
+heap_pop(struct sim *s)
+{
+	struct sim_frame *top = s->heap[0];
+	s->heap[0] = s->heap[--s->heap_len];
+	uint32_t i = 0;
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < s->heap_len && frame_before(s->heap[l], s->heap[m]))
+			m = l;
+		if (r < s->heap_len && frame_before(s->heap[r], s->heap[m]))
+			m = r;
+		if (m == i)
+			break;
+		struct sim_frame *t = s->heap[m];
+		s->heap[m] = s->heap[i];
+		s->heap[i] = t;
+		i = m;
+	}
+	return top;
+}
+
+/* ---- outputs ---- */
+
+static void
+enqueue(struct sim *s, int dst, const uint8_t *data, uint32_t len, uint64_t at)
+{
+	struct sim_frame *f = malloc(sizeof(*f) + len);
+	f->at = at;
+	f->seq = s->seq++;
+	f->dst = dst;
+	f->len = len;
+	memcpy(f->data, data, len);
+	heap_push(s, f);
+}
+
+static void
+flush_out(struct sim *s, int from)
+{
+	struct xport_out *out = &s->out;
+	struct sim_host *h = &s->h[from];
+	uint8_t buf[SIM_FRAME_MAX];
+
+	for (uint32_t i = 0; i < out->ntimers; i++) {
+		const struct xport_timer_action *t = &out->timers[i];
+		h->timer_at[t->timer] = t->arm ? t->expires_ns : 0;
+	}
+	for (uint32_t i = 0; i < out->nevents; i++) {
+		const struct xport_event *e = &out->events[i];
+		if (e->type == XPORT_EV_QP_ERROR)
+			h->qp_errors++;
+		else if (e->type == XPORT_EV_ASYNC && e->code < 32)
+			h->async[e->code]++;
+		else if (e->type == XPORT_EV_CQ_NOTIFY)
+			h->notifies++;
+	}
+	for (uint32_t i = 0; i < out->nframes; i++) {
+		const struct xport_frame *fr = &out->frames[i];
+		size_t len = xport_frame_build(fr, buf, sizeof(buf));
+		if (len == 0)
+			abort(); /* the engine produced something unbuildable */
+		s->frames_sent++;
+		if (s->verbose) {
+			char line[256];
+			roce_pkt_format(&fr->pkt, line, sizeof(line));
+			fprintf(stderr, "%12lu %d> %s\n", (unsigned long)s->now, from, line);
+		}
+		sim_trace_add(s, &s->now, sizeof(s->now));
+		sim_trace_add(s, buf, len);
+		if (s->filter && !s->filter(s->filter_arg, from, &fr->pkt))
+			continue;
+		const struct sim_faults *fl = &s->faults;
+		if (chance(s, fl->loss_ppm)) {
+			s->frames_lost++;
+			continue;
+		}
+		if (chance(s, fl->corrupt_ppm)) {
+			/* flip one byte after the Ethernet header: the IP checksum,
+			 * lengths or the ICRC catch it */
+			size_t at = 14 + sim_below(s, len - 14);
+			buf[at] ^= (uint8_t)(1u << sim_below(s, 8));
+			s->frames_corrupt++;
+		}
+		uint64_t t = s->now + fl->delay_ns;
+		if (chance(s, fl->reorder_ppm)) {
+			t += 1 + sim_below(s, fl->reorder_ns ? fl->reorder_ns : 1);
+			s->frames_reordered++;
+		}
+		enqueue(s, 1 - from, buf, (uint32_t)len, t);
+		if (chance(s, fl->dup_ppm)) {
+			s->frames_dup++;
+			enqueue(s, 1 - from, buf, (uint32_t)len,
+				t + 1 + sim_below(s, fl->reorder_ns ? fl->reorder_ns : 1000));
+		}
+	}
+	xport_out_reset(out);
+}
+
+void
+sim_poll(struct sim *s)
+{
+	for (int h = 0; h < 2; h++) {
+		for (int i = 0; i < 100000; i++) {
+			xport_out_reset(&s->out);
+			xport_qp_poll(s->h[h].qp, s->now, &s->out);
+			bool more = s->out.more;
+			bool any = s->out.nframes || s->out.ntimers || s->out.nevents;
+			flush_out(s, h);
+			if (!more && !any)
+				break;
+			if (!more)
+				break;
+		}
+	}
+}
+
+void
+sim_inject(struct sim *s, int h, const struct roce_pkt *pkt)
+{
+	xport_out_reset(&s->out);
+	xport_qp_rx(s->h[h].qp, pkt, s->now, &s->out);
+	flush_out(s, h);
+}
+
+static void
+deliver(struct sim *s, struct sim_frame *f)
+{
+	struct roce_pkt pkt;
+	struct sim_host *h = &s->h[f->dst];
+
+	if (roce_parse(f->data, f->len, &pkt) != ROCE_DROP_NONE) {
+		h->parse_drops++;
+		return;
+	}
+	if (s->verbose) {
+		char line[256];
+		roce_pkt_format(&pkt, line, sizeof(line));
+		fprintf(stderr, "%12lu %d< %s (epsn %06x)\n", (unsigned long)s->now, f->dst, line,
+			xport_qp_rq_psn(h->qp));
+	}
+	static int watch_h = -1;
+	static uint64_t watch_off;
+	static uint8_t watch_val;
+	if (watch_h < 0 && getenv("ROCE_WATCH")) {
+		watch_h = atoi(getenv("ROCE_WATCH"));
+		watch_off = strtoull(strchr(getenv("ROCE_WATCH"), ':') + 1, NULL, 16);
+		watch_val = s->h[watch_h].arena[watch_off];
+	}
+	xport_out_reset(&s->out);
+	xport_qp_rx(h->qp, &pkt, s->now, &s->out);
+	flush_out(s, f->dst);
+	if (watch_h >= 0 && s->h[watch_h].arena[watch_off] != watch_val) {
+		watch_val = s->h[watch_h].arena[watch_off];
+		fprintf(stderr, "%12lu WATCH changed to %02x\n", (unsigned long)s->now, watch_val);
+	}
+}
+
+bool
+sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg, uint64_t deadline)
+{
+	for (;;) {
+		sim_poll(s);
+		if (done(s, arg))
+			return true;
+		uint64_t next = UINT64_MAX;
+		if (s->heap_len)
+			next = s->heap[0]->at;
+		for (int h = 0; h < 2; h++)
+			for (int t = 0; t < XPORT_TIMER_COUNT; t++)
+				if (s->h[h].timer_at[t] && s->h[h].timer_at[t] < next)
+					next = s->h[h].timer_at[t];
+		if (next == UINT64_MAX || next > deadline)
+			return done(s, arg);
+		if (next > s->now)
+			s->now = next;
+		while (s->heap_len && s->heap[0]->at <= s->now) {
+			struct sim_frame *f = heap_pop(s);
+			deliver(s, f);
+			free(f);
+		}
+		for (int h = 0; h < 2; h++) {
+			for (int t = 0; t < XPORT_TIMER_COUNT; t++) {
+				uint64_t at = s->h[h].timer_at[t];
+				if (at && at <= s->now) {
+					if (s->verbose)
+						fprintf(stderr, "%12lu %d timer %d\n",
+							(unsigned long)s->now, h, t);
+					s->h[h].timer_at[t] = 0;
+					xport_out_reset(&s->out);
+					xport_qp_timer_expired(s->h[h].qp, (enum xport_timer)t, s->now,
+							       &s->out);
+					flush_out(s, h);
+				}
+			}
+		}
+	}
+}
+
+/* ---- setup ---- */
+
+void
+sim_default_params(struct sim_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->type = XPORT_RC;
+	p->mtu = 3;
+	p->psn[0] = 0x100;
+	p->psn[1] = 0x2000;
+	p->sq_size = 256;
+	p->rq_size = 256;
+	p->cq_size = 1024;
+	p->arena_len = 1u << 20;
+	p->timeout = 10;       /* 4.2 ms */
+	p->retry_cnt = 7;
+	p->rnr_retry = 7;
+	p->min_rnr_timer = 1;  /* 10 us */
+	p->max_rd_atomic = 4;
+}
+
+static struct spsc_ring *
+ring_new(uint32_t size, uint32_t elem)
+{
+	size_t bytes = spsc_ring_bytes(size, elem);
+	struct spsc_ring *r = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	spsc_ring_init(r, size, elem);
+	return r;
+}
+
+static void
+host_av(struct wr_av *av, int self, bool ipv6)
+{
+	int peer = 1 - self;
+	memset(av, 0, sizeof(*av));
+	uint8_t mac_self[6] = { 0x02, 0, 0, 0, 0, (uint8_t)(1 + self) };
+	uint8_t mac_peer[6] = { 0x02, 0, 0, 0, 0, (uint8_t)(1 + peer) };
+	memcpy(av->smac, mac_self, 6);
+	memcpy(av->dmac, mac_peer, 6);
+	if (ipv6) {
+		/* 2001:db8::1 / ::2 */
+		av->ipv6 = 1;
+		av->sgid[0] = 0x20; av->sgid[1] = 0x01; av->sgid[2] = 0x0d; av->sgid[3] = 0xb8;
+		memcpy(av->dgid, av->sgid, 16);
+		av->sgid[15] = (uint8_t)(1 + self);
+		av->dgid[15] = (uint8_t)(1 + peer);
+		av->flow_label = 0x12345;
+	} else {
+		/* ::ffff:198.18.0.1 / .2 */
+		av->sgid[10] = av->sgid[11] = 0xff;
+		av->sgid[12] = 198; av->sgid[13] = 18; av->sgid[14] = 0;
+		memcpy(av->dgid, av->sgid, 16);
+		av->sgid[15] = (uint8_t)(1 + self);
+		av->dgid[15] = (uint8_t)(1 + peer);
+	}
+	av->hop_limit = 64;
+	av->traffic_class = 0x02;
+}
+
+int
+sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
+{
+	memset(s, 0, sizeof(*s));
+	s->rng = seed * 0x9E3779B97F4A7C15ULL + 0x1234567;
+	if (s->rng == 0)
+		s->rng = 1;
+	s->trace = 0xcbf29ce484222325ULL;
+	s->now = 1000;
+	s->verbose = getenv("ROCE_SIM_TRACE") != NULL;
+	for (int i = 0; i < 2; i++) {
+		struct sim_host *h = &s->h[i];
+		h->mrs = mr_table_create(64);
+		h->arena_len = p->arena_len;
+		h->arena = aligned_alloc(4096, (p->arena_len + 4095) & ~(uint64_t)4095);
+		memset(h->arena, 0, p->arena_len);
+		h->arena_iova = 0x10000000ull * (uint64_t)(i + 1);
+		mr_reg(h->mrs, SIM_PD, (uintptr_t)h->arena, h->arena_iova, h->arena_len,
+		       MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+			       MR_ACCESS_REMOTE_ATOMIC,
+		       &h->arena_key);
+		h->sq = ring_new(p->sq_size, sizeof(struct sq_wqe));
+		h->scq_ring = ring_new(p->cq_size, sizeof(struct cqe));
+		h->rcq_ring = ring_new(p->cq_size, sizeof(struct cqe));
+		h->scq = (struct xport_cq){ .ring = h->scq_ring, .handle = (uint32_t)(10 + i * 2) };
+		h->rcq = (struct xport_cq){ .ring = h->rcq_ring, .handle = (uint32_t)(11 + i * 2),
+					    .arm = &h->cq_arm };
+		struct xport_cfg *c = &h->cfg;
+		c->handle = (uint32_t)i;
+		c->type = p->type;
+		c->qpn = 0x100 + 0x11 * (uint32_t)i;
+		c->dest_qpn = 0x100 + 0x11 * (uint32_t)(1 - i);
+		c->pd = SIM_PD;
+		c->pkey = 0xffff;
+		c->qkey = 0x11111111;
+		host_av(&c->av, i, p->ipv6);
+		c->path_mtu = p->mtu;
+		c->sq_psn = p->psn[i];
+		c->rq_psn = p->psn[1 - i];
+		c->timeout = p->timeout;
+		c->retry_cnt = p->retry_cnt;
+		c->rnr_retry = p->rnr_retry;
+		c->min_rnr_timer = p->min_rnr_timer;
+		c->max_rd_atomic = p->max_rd_atomic;
+		c->max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC;
+		c->access_flags = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+				  MR_ACCESS_REMOTE_ATOMIC;
+		c->sq_sig_all = p->sq_sig_all;
+		c->rate_limit_kbps = p->rate_limit_kbps;
+		c->ack_req_every = p->ack_req_every;
+		c->max_unacked = p->max_unacked;
+		c->sq = h->sq;
+		if (p->srq && i == 1) {
+			h->srq_ring = ring_new(p->rq_size, sizeof(struct rq_wqe));
+			h->srq = (struct xport_srq){ .ring = h->srq_ring, .handle = 77 };
+			c->srq = &h->srq;
+		} else {
+			h->rq = ring_new(p->rq_size, sizeof(struct rq_wqe));
+			c->rq = h->rq;
+		}
+		c->send_cq = &h->scq;
+		c->recv_cq = &h->rcq;
+		c->mrs = h->mrs;
+		h->qp = xport_qp_create(c);
+		if (!h->qp)
+			return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		xport_out_reset(&s->out);
+		xport_qp_set_state(s->h[i].qp, XPORT_STATE_RTR, s->now, &s->out);
+		flush_out(s, i);
+		xport_qp_set_state(s->h[i].qp, XPORT_STATE_RTS, s->now, &s->out);
+		flush_out(s, i);
+	}
+	return 0;
+}
+
+void
+sim_fini(struct sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		struct sim_host *h = &s->h[i];
+		xport_qp_destroy(h->qp);
+		mr_table_destroy(h->mrs);
+		free(h->arena);
+		free(h->sq);
+		free(h->rq);
+		free(h->srq_ring);
+		free(h->scq_ring);
+		free(h->rcq_ring);
+	}
+	while (s->heap_len)
+		free(heap_pop(s));
+	free(s->heap);
+}
+
+bool
+sim_post_send(struct sim *s, int h, const struct sq_wqe *w)
+{
+	return spsc_ring_push(s->h[h].sq, w) == 1;
+}
+
+bool
+sim_post_recv(struct sim *s, int h, const struct rq_wqe *w)
+{
+	struct sim_host *host = &s->h[h];
+	return spsc_ring_push(host->srq_ring ? host->srq_ring : host->rq, w) == 1;
+}
+
+bool
+sim_poll_cq(struct sim *s, int h, bool recv, struct cqe *c)
+{
+	struct spsc_ring *r = recv ? s->h[h].rcq_ring : s->h[h].scq_ring;
+	if (!spsc_ring_pop(r, c))
+		return false;
+	struct cqe t = *c;
+	t.timestamp = 0;
+	sim_trace_add(s, &t, sizeof(t));
+	return true;
+}
+
+void
+sim_set_state(struct sim *s, int h, enum xport_state state)
+{
+	xport_out_reset(&s->out);
+	xport_qp_set_state(s->h[h].qp, state, s->now, &s->out);
+	flush_out(s, h);
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Deterministic simulated link between two transport engines in one process.
+ *
+ * Each host has one QP with its own rings (SQ, RQ or SRQ, two CQs), an MR
+ * table with one large "arena" region, and a model of the timer wheel
+ * (absolute expiries of the two engine timers). Frames leave an engine as
+ * struct xport_frame, are built into bytes (xport_frame_build: headers,
+ * gathered payload, pad, ICRC), go through the faulty link (seeded loss,
+ * duplication, reordering, corruption, delay) and are parsed with
+ * roce_parse() (so the ICRC catches corruption) before reaching the peer.
+ *
+ * Time is simulated: the loop jumps to the next frame arrival or timer
+ * expiry; everything is ordered by (time, sequence number), so one seed
+ * gives one trace. The trace hash covers every frame on the wire and every
+ * CQE.
+ */
+#ifndef TEST_ENGINE_SIM_H
+#define TEST_ENGINE_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xport.h"
+
+#define SIM_PD 1
+
+struct sim_faults {
+	uint32_t loss_ppm;
+	uint32_t dup_ppm;
+	uint32_t reorder_ppm;
+	uint32_t corrupt_ppm;
+	uint64_t delay_ns;        /* base one-way delay */
+	uint64_t reorder_ns;      /* extra delay (random up to) of a reordered frame */
+};
+
+struct sim_host {
+	struct mr_table *mrs;
+	uint8_t *arena;
+	uint64_t arena_len;
+	uint32_t arena_key;       /* all access rights, PD SIM_PD */
+	uint64_t arena_iova;      /* application VA of arena[0] */
+	struct spsc_ring *sq, *rq, *srq_ring, *scq_ring, *rcq_ring;
+	struct xport_cq scq, rcq;
+	struct xport_srq srq;
+	uint32_t cq_arm;          /* arm word of the recv CQ */
+	struct xport_cfg cfg;
+	struct xport_qp *qp;
+	uint64_t timer_at[XPORT_TIMER_COUNT];
+	uint32_t qp_errors;       /* XPORT_EV_QP_ERROR events seen */
+	uint32_t async[32];       /* async events seen, by code */
+	uint32_t notifies;        /* CQ_NOTIFY events */
+	uint64_t parse_drops;     /* frames the parser rejected (ICRC ...) */
+};
+
+struct sim_frame;
+
+/* Optional hook on every frame leaving host @p from: return false to drop it. */
+typedef bool (*sim_filter_fn)(void *arg, int from, const struct roce_pkt *pkt);
+
+struct sim {
+	struct sim_host h[2];
+	struct sim_faults faults;
+	uint64_t now;
+	uint64_t rng;
+	uint64_t seq;
+	uint64_t trace;           /* FNV-1a over frames and CQEs */
+	uint64_t frames_sent;
+	uint64_t frames_lost, frames_dup, frames_reordered, frames_corrupt;
+	struct sim_frame **heap;
+	uint32_t heap_len, heap_cap;
+	struct xport_out out;
+	bool verbose;             /* ROCE_SIM_TRACE: print every frame */
+	sim_filter_fn filter;
+	void *filter_arg;
+};
+
+struct sim_params {
+	uint8_t type;             /* enum xport_qp_type */
+	uint8_t mtu;              /* 1..5 */
+	uint32_t psn[2];          /* sq_psn of host 0 / host 1 */
+	uint32_t sq_size, rq_size, cq_size;
+	bool srq;                 /* host 1 uses an SRQ */
+	uint64_t arena_len;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint32_t max_unacked, ack_req_every;
+	uint32_t rate_limit_kbps;
+	bool sq_sig_all;
+	bool ipv6;
+};
+
+void sim_default_params(struct sim_params *p);
+/* Create both hosts, QPs in RTS. @return 0 */
+int sim_init(struct sim *s, const struct sim_params *p, uint64_t seed);
+void sim_fini(struct sim *s);
+
+uint64_t sim_rand(struct sim *s);
+/* uniform in [0, n) */
+uint64_t sim_below(struct sim *s, uint64_t n);
+
+/* Post a send WQE on host @p h. @return false if the SQ is full. */
+bool sim_post_send(struct sim *s, int h, const struct sq_wqe *w);
+/* Post a receive WQE on host @p h (its RQ or SRQ). */
+bool sim_post_recv(struct sim *s, int h, const struct rq_wqe *w);
+/* Pop one CQE from host @p h's send (recv=false) or recv CQ. */
+bool sim_poll_cq(struct sim *s, int h, bool recv, struct cqe *c);
+
+/* Application VA of arena offset @p off of host @p h. */
+static inline uint64_t
+sim_va(const struct sim *s, int h, uint64_t off)
+{
+	return s->h[h].arena_iova + off;
+}
+
+/* Run until @p done returns true or the simulated clock passes @p deadline
+ * or nothing is left to happen. @return true if @p done became true. */
+bool sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg,
+	     uint64_t deadline);
+
+/* Poll both QPs and flush their outputs (no time advance). */
+void sim_poll(struct sim *s);
+
+/* Change the engine state of host @p h's QP, flushing what that produces. */
+void sim_set_state(struct sim *s, int h, enum xport_state state);
+
+/* Deliver a hand-made packet to host @p h now (as if received). */
+void sim_inject(struct sim *s, int h, const struct roce_pkt *pkt);
+
+void sim_trace_add(struct sim *s, const void *data, uint64_t len);
+
+#endif

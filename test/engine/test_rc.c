@@ -1,0 +1,627 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* RC through the simulated link: each operation on a clean link, then the
+ * targeted NAK / RNR / retry / duplicate rules with hooks on the link. */
+#include <criterion/criterion.h>
+
+#include "util.h"
+#include "xport_internal.h"
+
+static struct sim S;
+static struct collect K;
+
+static void
+setup_with(const struct sim_params *p)
+{
+	cr_assert_eq(sim_init(&S, p, 1), 0);
+	collect_init(&K);
+}
+
+static void
+teardown(void)
+{
+	collect_fini(&K);
+	sim_fini(&S);
+}
+
+static void
+setup_default(void)
+{
+	struct sim_params p;
+	sim_default_params(&p);
+	setup_with(&p);
+}
+
+static const uint64_t *
+cnt(int h)
+{
+	return xport_qp_counters(S.h[h].qp);
+}
+
+TestSuite(rc, .init = setup_default, .fini = teardown, .timeout = 30);
+
+Test(rc, write_multi_packet_lands)
+{
+	uint32_t len = 10000; /* 10 packets at MTU 1024 */
+	fill(S.h[0].arena, len, 7);
+	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 42, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), len, S.h[0].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1, 4096);
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].wr_id, 42);
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(K.c[0][0][0].opcode, WC_RDMA_WRITE);
+	cr_assert_eq(check_fill(S.h[1].arena + 4096, len, 7), -1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_TX_PKTS], 10);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRANSMIT_PKTS], 0);
+	cr_assert_eq(K.n[1][1], 0, "a plain WRITE consumes no receive WQE");
+}
+
+Test(rc, send_with_imm_scatter)
+{
+	uint32_t len = 3000;
+	fill(S.h[0].arena, len, 9);
+	/* three receive SGEs */
+	struct rq_wqe r = rwqe_new(5, sim_va(&S, 1, 100), 1000, S.h[1].arena_key);
+	r.sg_list[1] = (struct wr_sge){ sim_va(&S, 1, 5000), 1500, S.h[1].arena_key };
+	r.sg_list[2] = (struct wr_sge){ sim_va(&S, 1, 9000), 1000, S.h[1].arena_key };
+	r.num_sge = 3;
+	cr_assert(sim_post_recv(&S, 1, &r));
+	struct sq_wqe w = wqe_new(WR_SEND_WITH_IMM, 1, WR_FLAG_SIGNALED | WR_FLAG_SOLICITED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 1234, S.h[0].arena_key);
+	wqe_add_sge(&w, sim_va(&S, 0, 1234), len - 1234, S.h[0].arena_key);
+	w.imm_data = 0xdeadbeef;
+	S.h[1].cq_arm = XPORT_CQ_ARM_SOLICITED;
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 1;
+	K.want[1][1] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	const struct cqe *rc = &K.c[1][1][0];
+	cr_assert_eq(rc->wr_id, 5);
+	cr_assert_eq(rc->status, WC_SUCCESS);
+	cr_assert_eq(rc->opcode, WC_RECV);
+	cr_assert_eq(rc->byte_len, len);
+	cr_assert_eq(rc->wc_flags, WC_FLAG_WITH_IMM);
+	cr_assert_eq(rc->imm_data, 0xdeadbeef);
+	cr_assert_eq(rc->qp_num, S.h[1].cfg.qpn);
+	cr_assert_eq(S.h[1].notifies, 1, "solicited completion signals the armed CQ");
+	cr_assert_eq(S.h[1].cq_arm, 0);
+	uint8_t got[3000];
+	memcpy(got, S.h[1].arena + 100, 1000);
+	memcpy(got + 1000, S.h[1].arena + 5000, 1500);
+	memcpy(got + 2500, S.h[1].arena + 9000, 500);
+	cr_assert_eq(check_fill(got, len, 9), -1);
+}
+
+Test(rc, read_multi_packet)
+{
+	uint32_t len = 5000;
+	fill(S.h[1].arena + 8192, len, 3);
+	struct sq_wqe w = wqe_new(WR_RDMA_READ, 77, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 2000, S.h[0].arena_key);
+	wqe_add_sge(&w, sim_va(&S, 0, 4000), 3000, S.h[0].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1, 8192);
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	uint32_t psn0 = xport_qp_sq_psn(S.h[0].qp);
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(K.c[0][0][0].opcode, WC_RDMA_READ);
+	cr_assert_eq(K.c[0][0][0].byte_len, len);
+	uint8_t got[5000];
+	memcpy(got, S.h[0].arena, 2000);
+	memcpy(got + 2000, S.h[0].arena + 4000, 3000);
+	cr_assert_eq(check_fill(got, len, 3), -1);
+	/* IBTA 9.7.1.1: a READ of 5000 B at MTU 1024 uses 5 PSNs */
+	cr_assert_eq(roce_psn_diff(xport_qp_sq_psn(S.h[0].qp), psn0), 5);
+	cr_assert_eq(xport_qp_rq_psn(S.h[1].qp), roce_psn_add(psn0, 5));
+}
+
+Test(rc, atomics)
+{
+	uint64_t *slot = (uint64_t *)(void *)(S.h[1].arena + 64);
+	*slot = 100;
+	struct sq_wqe w = wqe_new(WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
+	w.wr.atomic.remote_addr = sim_va(&S, 1, 64);
+	w.wr.atomic.rkey = S.h[1].arena_key;
+	w.wr.atomic.compare_add = 5;
+	cr_assert(sim_post_send(&S, 0, &w));
+	w = wqe_new(WR_ATOMIC_CMP_AND_SWP, 2, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 8), 8, S.h[0].arena_key);
+	w.wr.atomic.remote_addr = sim_va(&S, 1, 64);
+	w.wr.atomic.rkey = S.h[1].arena_key;
+	w.wr.atomic.compare_add = 105;
+	w.wr.atomic.swap = 7;
+	cr_assert(sim_post_send(&S, 0, &w));
+	w.wr_id = 3; /* compare fails now (value is 7) */
+	w.sg_list[0].addr = sim_va(&S, 0, 16);
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 3;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS);
+		cr_assert_eq(K.c[0][0][i].wr_id, (uint64_t)i + 1);
+	}
+	cr_assert_eq(K.c[0][0][0].opcode, WC_FETCH_ADD);
+	cr_assert_eq(K.c[0][0][1].opcode, WC_COMP_SWAP);
+	uint64_t *res = (uint64_t *)(void *)S.h[0].arena;
+	cr_assert_eq(res[0], 100);
+	cr_assert_eq(res[1], 105);
+	cr_assert_eq(res[2], 7);
+	cr_assert_eq(*slot, 7);
+}
+
+/* ---- requester / completer rules over the link ---- */
+
+static struct capture CAP;
+
+static void
+setup_params(void (*tweak)(struct sim_params *))
+{
+	struct sim_params p;
+	sim_default_params(&p);
+	if (tweak)
+		tweak(&p);
+	cr_assert_eq(sim_init(&S, &p, 1), 0);
+	collect_init(&K);
+	capture_attach(&S, &CAP);
+	S.faults.delay_ns = 10000;
+}
+
+static void
+post_write(int h, uint64_t wr_id, uint64_t loff, uint64_t roff, uint32_t len, uint32_t flags)
+{
+	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, wr_id, flags);
+	wqe_add_sge(&w, sim_va(&S, h, loff), len, S.h[h].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1 - h, roff);
+	w.wr.rdma.rkey = S.h[1 - h].arena_key;
+	cr_assert(sim_post_send(&S, h, &w));
+}
+
+static void
+post_read(int h, uint64_t wr_id, uint64_t loff, uint64_t roff, uint32_t len)
+{
+	struct sq_wqe w = wqe_new(WR_RDMA_READ, wr_id, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, h, loff), len, S.h[h].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1 - h, roff);
+	w.wr.rdma.rkey = S.h[1 - h].arena_key;
+	cr_assert(sim_post_send(&S, h, &w));
+}
+
+static void
+post_send(int h, uint64_t wr_id, uint64_t loff, uint32_t len)
+{
+	struct sq_wqe w = wqe_new(WR_SEND, wr_id, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, h, loff), len, S.h[h].arena_key);
+	cr_assert(sim_post_send(&S, h, &w));
+}
+
+static void
+retry3(struct sim_params *p)
+{
+	p->retry_cnt = 3;
+}
+
+Test(rc, retry_exhaustion_completes_with_error_and_flushes, .init = NULL)
+{
+	setup_params(retry3);
+	CAP.drop[1] = true; /* the responder's answers never arrive */
+	post_write(0, 1, 0, 0, 3000, WR_FLAG_SIGNALED);
+	post_write(0, 2, 0, 4096, 100, 0);
+	post_write(0, 3, 0, 8192, 100, WR_FLAG_SIGNALED);
+	K.want[0][0] = 3;
+	uint64_t t0 = S.now;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].wr_id, 1);
+	cr_assert_eq(K.c[0][0][0].status, WC_RETRY_EXC_ERR);
+	cr_assert_eq(K.c[0][0][0].vendor_err, XPORT_ERR_RETRY_EXC);
+	/* flushed WRs complete even when unsignaled */
+	cr_assert_eq(K.c[0][0][1].wr_id, 2);
+	cr_assert_eq(K.c[0][0][1].status, WC_WR_FLUSH_ERR);
+	cr_assert_eq(K.c[0][0][2].wr_id, 3);
+	cr_assert_eq(K.c[0][0][2].status, WC_WR_FLUSH_ERR);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_ERR);
+	cr_assert_eq(S.h[0].qp_errors, 1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_TIMEOUT], 4, "retry_cnt 3: the 4th timeout gives up");
+	uint64_t t = roce_ack_timeout_nsec(S.h[0].cfg.timeout);
+	cr_assert_geq(S.now - t0, 4 * t);
+	cr_assert_eq(capture_count(&CAP, 0, ROCE_OP_RC_RDMA_WRITE_FIRST), 4, "sent + 3 retries");
+}
+
+static void
+rnr2(struct sim_params *p)
+{
+	p->rnr_retry = 2;
+	p->min_rnr_timer = 14; /* 1.28 ms */
+}
+
+Test(rc, rnr_retry_exhaustion_and_backoff, .init = NULL)
+{
+	setup_params(rnr2);
+	post_send(0, 1, 0, 100);
+	post_send(0, 2, 0, 100);
+	K.want[0][0] = 2;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_RNR_RETRY_EXC_ERR);
+	cr_assert_eq(K.c[0][0][1].status, WC_WR_FLUSH_ERR);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RNR_NAK_RX], 3, "rnr_retry 2: the 3rd RNR NAK gives up");
+	/* each resend waits at least the NAK's timer (IBTA 9.7.5.2.8) */
+	uint64_t nak_at = 0;
+	int checked = 0;
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		if (CAP.from[i] == 1 && CAP.pkt[i].opcode == ROCE_OP_RC_ACKNOWLEDGE &&
+		    (CAP.pkt[i].aeth.syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_RNR_NAK) {
+			cr_assert_eq(CAP.pkt[i].aeth.syndrome & 0x1f, 14);
+			nak_at = CAP.at[i] + S.faults.delay_ns;
+		} else if (nak_at && CAP.from[i] == 0 && CAP.pkt[i].opcode == ROCE_OP_RC_SEND_ONLY) {
+			cr_assert_geq(CAP.at[i] - nak_at, 1280000, "resent after %lu ns",
+				      (unsigned long)(CAP.at[i] - nak_at));
+			nak_at = 0;
+			checked++;
+		}
+	}
+	cr_assert_eq(checked, 2);
+}
+
+static void
+rnr_inf(struct sim_params *p)
+{
+	p->rnr_retry = 7;
+}
+
+Test(rc, rnr_retry_7_is_infinite, .init = NULL)
+{
+	setup_params(rnr_inf);
+	post_send(0, 1, 0, 100);
+	K.want[0][0] = 1;
+	cr_assert_not(sim_run(&S, collect_done, &K, S.now + 20000000));
+	cr_assert_gt(cnt(0)[XPORT_CNT_RNR_NAK_RX], 50);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_RTS);
+	struct rq_wqe r = rwqe_new(9, sim_va(&S, 1, 0), 128, S.h[1].arena_key);
+	cr_assert(sim_post_recv(&S, 1, &r));
+	K.want[1][1] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(K.c[1][1][0].wr_id, 9);
+}
+
+Test(rc, remote_access_error_at_requester, .init = NULL)
+{
+	setup_params(NULL);
+	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 1, 0); /* unsignaled: errors complete anyway */
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 64, S.h[0].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1, S.h[1].arena_len - 32); /* runs past the MR */
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &w));
+	post_write(0, 2, 0, 0, 64, WR_FLAG_SIGNALED);
+	K.want[0][0] = 2;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].wr_id, 1);
+	cr_assert_eq(K.c[0][0][0].status, WC_REM_ACCESS_ERR);
+	cr_assert_eq(K.c[0][0][1].status, WC_WR_FLUSH_ERR);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_ERR);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+	cr_assert_eq(cnt(0)[XPORT_CNT_NAK_ACCESS_RX], 1);
+}
+
+Test(rc, invalid_request_and_op_error_at_requester, .init = NULL)
+{
+	setup_params(NULL);
+	struct sq_wqe w = wqe_new(WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
+	w.wr.atomic.remote_addr = sim_va(&S, 1, 4); /* misaligned */
+	w.wr.atomic.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_REM_INV_REQ_ERR);
+	teardown();
+
+	setup_params(NULL);
+	struct rq_wqe r = rwqe_new(5, sim_va(&S, 1, 0), 64, 0x77700); /* bad lkey */
+	cr_assert(sim_post_recv(&S, 1, &r));
+	post_send(0, 1, 0, 16);
+	K.want[0][0] = 1;
+	K.want[1][1] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_REM_OP_ERR);
+	cr_assert_eq(K.c[1][1][0].status, WC_LOC_PROT_ERR);
+}
+
+static bool
+drop_once(void *arg, int from, const struct roce_pkt *pkt)
+{
+	return capture_filter(arg, from, pkt);
+}
+
+Test(rc, go_back_n_on_sequence_nak, .init = NULL)
+{
+	setup_params(NULL);
+	S.filter = drop_once;
+	CAP.drop_op = ROCE_OP_RC_RDMA_WRITE_MIDDLE;
+	CAP.drop_from = 0;
+	CAP.drop_nth = 2;
+	uint32_t len = 8 * 1024;
+	fill(S.h[0].arena, len, 11);
+	post_write(0, 1, 0, 65536, len, WR_FLAG_SIGNALED);
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(check_fill(S.h[1].arena + 65536, len, 11), -1);
+	cr_assert_eq(cnt(1)[XPORT_CNT_NAK_SEQ_TX], 1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_SEQ_NAK], 1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_TIMEOUT], 0);
+	/* packets 3..7 again: go-back-N from the NAKed PSN */
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRANSMIT_PKTS], 5);
+}
+
+Test(rc, implied_nak_restarts_read_mid_message, .init = NULL)
+{
+	setup_params(NULL);
+	CAP.drop_op = ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	CAP.drop_from = 1;
+	CAP.drop_nth = 1; /* the 3rd response packet */
+	uint32_t len = 6 * 1024;
+	fill(S.h[1].arena + 4096, len, 12);
+	post_read(0, 1, 0, 4096, len);
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(check_fill(S.h[0].arena, len, 12), -1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_IMPLIED_NAK], 1);
+	cr_assert_eq(cnt(1)[XPORT_CNT_DUP_READ_REPLAY], 1);
+	/* the retried request asks for the rest, from the missing PSN */
+	uint32_t reqs = 0;
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		if (CAP.from[i] != 0 || CAP.pkt[i].opcode != ROCE_OP_RC_RDMA_READ_REQUEST)
+			continue;
+		if (reqs++ == 1) {
+			cr_assert_eq(CAP.pkt[i].reth.va, sim_va(&S, 1, 4096 + 2 * 1024));
+			cr_assert_eq(CAP.pkt[i].reth.length, len - 2 * 1024);
+		}
+	}
+	cr_assert_eq(reqs, 2);
+}
+
+Test(rc, lost_atomic_ack_replays_result, .init = NULL)
+{
+	setup_params(NULL);
+	CAP.drop_op = ROCE_OP_RC_ATOMIC_ACKNOWLEDGE;
+	CAP.drop_from = 1;
+	CAP.drop_nth = 0;
+	uint64_t *slot = (uint64_t *)(void *)(S.h[1].arena + 128);
+	*slot = 1000;
+	struct sq_wqe w = wqe_new(WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
+	w.wr.atomic.remote_addr = sim_va(&S, 1, 128);
+	w.wr.atomic.rkey = S.h[1].arena_key;
+	w.wr.atomic.compare_add = 1;
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(*(uint64_t *)(void *)S.h[0].arena, 1000);
+	cr_assert_eq(*slot, 1001, "executed once");
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_TIMEOUT], 1);
+	cr_assert_eq(cnt(1)[XPORT_CNT_DUP_ATOMIC_REPLAY], 1);
+}
+
+static void
+rd2(struct sim_params *p)
+{
+	p->max_rd_atomic = 2;
+}
+
+Test(rc, max_rd_atomic_limits_outstanding_reads, .init = NULL)
+{
+	setup_params(rd2);
+	for (int i = 0; i < 6; i++)
+		post_read(0, (uint64_t)i, (uint64_t)i * 256, (uint64_t)i * 256, 200);
+	K.want[0][0] = 6;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	int outstanding = 0, peak = 0;
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		/* arrival order at host 0 == send order + constant delay */
+		if (CAP.from[i] == 0 && CAP.pkt[i].opcode == ROCE_OP_RC_RDMA_READ_REQUEST)
+			outstanding++;
+		if (CAP.from[i] == 1 && CAP.pkt[i].opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY)
+			outstanding--;
+		if (outstanding > peak)
+			peak = outstanding;
+	}
+	cr_assert_eq(peak, 2);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS);
+}
+
+Test(rc, fence_waits_for_prior_read, .init = NULL)
+{
+	setup_params(NULL);
+	struct rq_wqe r = rwqe_new(1, sim_va(&S, 1, 0), 64, S.h[1].arena_key);
+	cr_assert(sim_post_recv(&S, 1, &r));
+	post_read(0, 1, 0, 0, 64);
+	struct sq_wqe w = wqe_new(WR_SEND, 2, WR_FLAG_SIGNALED | WR_FLAG_FENCE);
+	wqe_add_sge(&w, sim_va(&S, 0, 1024), 16, S.h[0].arena_key);
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 2;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	uint64_t resp_at = 0, send_at = 0;
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		if (CAP.pkt[i].opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY)
+			resp_at = CAP.at[i] + S.faults.delay_ns;
+		if (CAP.pkt[i].opcode == ROCE_OP_RC_SEND_ONLY)
+			send_at = CAP.at[i];
+	}
+	cr_assert(resp_at && send_at >= resp_at, "the fenced SEND left after the READ completed");
+}
+
+Test(rc, unsignaled_success_is_silent, .init = NULL)
+{
+	setup_params(NULL);
+	post_write(0, 1, 0, 0, 64, 0);
+	post_write(0, 2, 0, 128, 64, WR_FLAG_SIGNALED);
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	sim_run(&S, never_done, &K, S.now + 1000000);
+	cr_assert_eq(K.n[0][0], 1);
+	cr_assert_eq(K.c[0][0][0].wr_id, 2);
+}
+
+Test(rc, local_key_errors, .init = NULL)
+{
+	setup_params(NULL);
+	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 1, 0);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 64, 0x99900); /* bad lkey */
+	w.wr.rdma.remote_addr = sim_va(&S, 1, 0);
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_LOC_PROT_ERR);
+	cr_assert_eq(K.c[0][0][0].vendor_err, XPORT_ERR_LOC_KEY);
+	cr_assert_eq(capture_count(&CAP, 0, ROCE_OP_RC_RDMA_WRITE_ONLY), 0, "nothing sent");
+	teardown();
+
+	/* READ into a region without LOCAL_WRITE */
+	setup_params(NULL);
+	uint32_t ro;
+	cr_assert_eq(mr_reg(S.h[0].mrs, SIM_PD, (uintptr_t)S.h[0].arena, 0x50000000, 4096, 0, &ro),
+		     0);
+	struct sq_wqe rd = wqe_new(WR_RDMA_READ, 1, WR_FLAG_SIGNALED);
+	wqe_add_sge(&rd, 0x50000000, 64, ro);
+	rd.wr.rdma.remote_addr = sim_va(&S, 1, 0);
+	rd.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &rd));
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_LOC_PROT_ERR);
+}
+
+static void
+small_cq(struct sim_params *p)
+{
+	p->cq_size = 4;
+}
+
+Test(rc, cq_overflow_is_cq_error_and_qp_error, .init = NULL)
+{
+	setup_params(small_cq);
+	for (int i = 0; i < 6; i++)
+		post_write(0, (uint64_t)i, 0, (uint64_t)i * 64, 64, WR_FLAG_SIGNALED);
+	sim_run(&S, never_done, &K, S.now + 100000000); /* nobody polls host 0's CQ */
+	(void)K;
+	cr_assert_eq(S.h[0].async[ASYNC_CQ_ERR], 1);
+	cr_assert(S.h[0].scq.overflowed);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_ERR);
+	cr_assert_eq(cnt(0)[XPORT_CNT_CQ_OVERFLOW] >= 1, 1);
+}
+
+Test(rc, modify_to_error_flushes_everything, .init = NULL)
+{
+	setup_params(NULL);
+	CAP.drop[0] = true;
+	post_write(0, 1, 0, 0, 64, WR_FLAG_SIGNALED);
+	post_write(0, 2, 0, 0, 64, 0);
+	struct rq_wqe r = rwqe_new(7, sim_va(&S, 0, 0), 64, S.h[0].arena_key);
+	cr_assert(sim_post_recv(&S, 0, &r));
+	r.wr_id = 8;
+	cr_assert(sim_post_recv(&S, 0, &r));
+	sim_poll(&S);
+	sim_set_state(&S, 0, XPORT_STATE_ERR);
+	post_write(0, 3, 0, 0, 64, 0); /* posted in the error state: flushed too */
+	K.want[0][0] = 3;
+	K.want[0][1] = 2;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(K.c[0][0][i].wr_id, (uint64_t)i + 1);
+		cr_assert_eq(K.c[0][0][i].status, WC_WR_FLUSH_ERR);
+	}
+	cr_assert_eq(K.c[0][1][0].wr_id, 7);
+	cr_assert_eq(K.c[0][1][1].wr_id, 8);
+	cr_assert_eq(K.c[0][1][1].status, WC_WR_FLUSH_ERR);
+	cr_assert_eq(K.c[0][1][1].opcode, WC_RECV);
+}
+
+static void
+paced(struct sim_params *p)
+{
+	p->rate_limit_kbps = 8000; /* 1 byte per microsecond */
+}
+
+Test(rc, rate_limit_paces_the_requester, .init = NULL)
+{
+	setup_params(paced);
+	for (int i = 0; i < 4; i++)
+		post_write(0, (uint64_t)i, 0, 0, 1000, WR_FLAG_SIGNALED);
+	K.want[0][0] = 4;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	uint64_t prev = 0;
+	int seen = 0;
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		if (CAP.from[i] != 0 || CAP.pkt[i].opcode != ROCE_OP_RC_RDMA_WRITE_ONLY)
+			continue;
+		if (seen++)
+			cr_assert_geq(CAP.at[i] - prev, (1000 + 96) * 1000ull, "gap %lu ns",
+				      (unsigned long)(CAP.at[i] - prev));
+		prev = CAP.at[i];
+	}
+	cr_assert_eq(seen, 4);
+	cr_assert_geq(cnt(0)[XPORT_CNT_PACE_WAIT], 3);
+}
+
+Test(rc, stale_response_ignored, .init = NULL)
+{
+	setup_params(NULL);
+	post_write(0, 1, 0, 0, 64, WR_FLAG_SIGNALED);
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	/* replay the ACK host 1 sent */
+	for (uint32_t i = 0; i < CAP.n; i++)
+		if (CAP.from[i] == 1 && CAP.pkt[i].opcode == ROCE_OP_RC_ACKNOWLEDGE) {
+			struct roce_pkt ack = CAP.pkt[i];
+			sim_inject(&S, 0, &ack);
+		}
+	sim_run(&S, never_done, &K, S.now + 1000000);
+	cr_assert_eq(K.n[0][0], 1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_DROP_STALE_RESP], 1);
+}
+
+Test(rc, sqd_drains_then_signals, .init = NULL)
+{
+	setup_params(NULL);
+	post_write(0, 1, 0, 0, 3000, WR_FLAG_SIGNALED);
+	sim_poll(&S); /* the first WRITE is on the wire */
+	sim_set_state(&S, 0, XPORT_STATE_SQD);
+	post_write(0, 2, 0, 4096, 100, WR_FLAG_SIGNALED);
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	sim_run(&S, never_done, &K, S.now + 1000000);
+	cr_assert_eq(K.n[0][0], 1, "nothing new starts in SQD");
+	cr_assert_eq(S.h[0].async[ASYNC_SQ_DRAINED], 1);
+	sim_set_state(&S, 0, XPORT_STATE_RTS);
+	K.want[0][0] = 2;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][1].wr_id, 2);
+}
+
+Test(rc, reset_discards_posted_work_and_timers, .init = NULL)
+{
+	setup_params(NULL);
+	CAP.drop[1] = true; /* no ACK: the ACK timer stays armed */
+	post_write(0, 1, 0, 0, 64, WR_FLAG_SIGNALED);
+	sim_poll(&S);
+	cr_assert_neq(S.h[0].timer_at[XPORT_TIMER_RETRY], 0);
+	post_write(0, 2, 0, 0, 64, WR_FLAG_SIGNALED);
+	struct rq_wqe r = rwqe_new(7, sim_va(&S, 0, 0), 64, S.h[0].arena_key);
+	cr_assert(sim_post_recv(&S, 0, &r));
+	sim_set_state(&S, 0, XPORT_STATE_RESET);
+	cr_assert_eq(S.h[0].timer_at[XPORT_TIMER_RETRY], 0, "timer cancelled");
+	cr_assert_eq(spsc_ring_count(S.h[0].sq), 0, "send WRs removed");
+	cr_assert_eq(spsc_ring_count(S.h[0].rq), 0, "receive WRs removed");
+	sim_run(&S, never_done, &K, S.now + 100000000);
+	cr_assert_eq(K.n[0][0] + K.n[0][1], 0, "without completions");
+}

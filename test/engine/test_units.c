@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Shared formats against libibverbs, the SPSC ring, the MR table, the
+ * counter and step tables. */
+#include <criterion/criterion.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+
+#include "util.h"
+#include "xport_internal.h"
+
+#define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " == " #b)
+
+/* The shim copies these values straight into/out of libibverbs structs. */
+SAME(WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+SAME(WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
+SAME(WR_SEND, IBV_WR_SEND);
+SAME(WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
+SAME(WR_RDMA_READ, IBV_WR_RDMA_READ);
+SAME(WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
+SAME(WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
+SAME(WR_LOCAL_INV, IBV_WR_LOCAL_INV);
+SAME(WR_BIND_MW, IBV_WR_BIND_MW);
+SAME(WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
+SAME(WR_FLAG_FENCE, IBV_SEND_FENCE);
+SAME(WR_FLAG_SIGNALED, IBV_SEND_SIGNALED);
+SAME(WR_FLAG_SOLICITED, IBV_SEND_SOLICITED);
+SAME(WR_FLAG_INLINE, IBV_SEND_INLINE);
+SAME(WC_SUCCESS, IBV_WC_SUCCESS);
+SAME(WC_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR);
+SAME(WC_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR);
+SAME(WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
+SAME(WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR);
+SAME(WC_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR);
+SAME(WC_REM_INV_REQ_ERR, IBV_WC_REM_INV_REQ_ERR);
+SAME(WC_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR);
+SAME(WC_REM_OP_ERR, IBV_WC_REM_OP_ERR);
+SAME(WC_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR);
+SAME(WC_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR);
+SAME(WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_INV_RD_REQ_ERR);
+SAME(WC_FATAL_ERR, IBV_WC_FATAL_ERR);
+SAME(WC_GENERAL_ERR, IBV_WC_GENERAL_ERR);
+SAME(WC_SEND, IBV_WC_SEND);
+SAME(WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+SAME(WC_RDMA_READ, IBV_WC_RDMA_READ);
+SAME(WC_COMP_SWAP, IBV_WC_COMP_SWAP);
+SAME(WC_FETCH_ADD, IBV_WC_FETCH_ADD);
+SAME(WC_LOCAL_INV, IBV_WC_LOCAL_INV);
+SAME(WC_RECV, IBV_WC_RECV);
+SAME(WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
+SAME(WC_FLAG_GRH, IBV_WC_GRH);
+SAME(WC_FLAG_WITH_IMM, IBV_WC_WITH_IMM);
+SAME(WC_FLAG_IP_CSUM_OK, IBV_WC_IP_CSUM_OK);
+SAME(WC_FLAG_WITH_INV, IBV_WC_WITH_INV);
+SAME(ASYNC_CQ_ERR, IBV_EVENT_CQ_ERR);
+SAME(ASYNC_QP_FATAL, IBV_EVENT_QP_FATAL);
+SAME(ASYNC_QP_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+SAME(ASYNC_QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
+SAME(ASYNC_COMM_EST, IBV_EVENT_COMM_EST);
+SAME(ASYNC_SQ_DRAINED, IBV_EVENT_SQ_DRAINED);
+SAME(ASYNC_SRQ_ERR, IBV_EVENT_SRQ_ERR);
+SAME(ASYNC_SRQ_LIMIT_REACHED, IBV_EVENT_SRQ_LIMIT_REACHED);
+SAME(ASYNC_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
+SAME(MR_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE);
+SAME(MR_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE);
+SAME(MR_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ);
+SAME(MR_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_ATOMIC);
+SAME(MR_ACCESS_MW_BIND, IBV_ACCESS_MW_BIND);
+SAME(MR_ACCESS_ZERO_BASED, IBV_ACCESS_ZERO_BASED);
+SAME(XPORT_RC, IBV_QPT_RC);
+SAME(XPORT_UC, IBV_QPT_UC);
+SAME(XPORT_UD, IBV_QPT_UD);
+_Static_assert(sizeof(struct wr_sge) == sizeof(struct ibv_sge), "");
+_Static_assert(offsetof(struct wr_sge, addr) == offsetof(struct ibv_sge, addr), "");
+_Static_assert(offsetof(struct wr_sge, length) == offsetof(struct ibv_sge, length), "");
+_Static_assert(offsetof(struct wr_sge, lkey) == offsetof(struct ibv_sge, lkey), "");
+_Static_assert(WQE_MAX_INLINE <= sizeof(((struct sq_wqe *)0)->sg_list), "inline shares the SGEs");
+
+Test(formats, cqe_carries_every_ibv_wc_field)
+{
+	/* a CQE converts to an ibv_wc field by field without loss */
+	struct cqe c = {
+		.wr_id = 0x1122334455667788ull, .status = WC_REM_OP_ERR, .opcode = WC_RECV,
+		.vendor_err = 3, .byte_len = 4096, .imm_data = 0xaabbccdd, .qp_num = 0x123456,
+		.src_qp = 0x654321, .wc_flags = WC_FLAG_GRH | WC_FLAG_WITH_IMM, .pkey_index = 7,
+		.slid = 9, .sl = 3, .dlid_path_bits = 1,
+	};
+	struct ibv_wc wc = {
+		.wr_id = c.wr_id, .status = (enum ibv_wc_status)c.status,
+		.opcode = (enum ibv_wc_opcode)c.opcode, .vendor_err = c.vendor_err,
+		.byte_len = c.byte_len, .imm_data = c.imm_data, .qp_num = c.qp_num,
+		.src_qp = c.src_qp, .wc_flags = c.wc_flags, .pkey_index = c.pkey_index,
+		.slid = c.slid, .sl = c.sl, .dlid_path_bits = c.dlid_path_bits,
+	};
+	cr_assert_eq(wc.status, IBV_WC_REM_OP_ERR);
+	cr_assert_eq(wc.opcode, IBV_WC_RECV);
+	cr_assert_eq(wc.wc_flags, IBV_WC_GRH | IBV_WC_WITH_IMM);
+	cr_assert_eq(wc.imm_data, 0xaabbccdd);
+	cr_assert_eq(sizeof(struct cqe) % 64, 0, "one cache line");
+}
+
+/* ---- SPSC ring ---- */
+
+static struct spsc_ring *
+ring(uint32_t size, uint32_t elem)
+{
+	size_t bytes = spsc_ring_bytes(size, elem);
+	cr_assert_gt(bytes, 0);
+	struct spsc_ring *r = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	cr_assert_eq(spsc_ring_init(r, size, elem), 0);
+	return r;
+}
+
+Test(ring, geometry)
+{
+	cr_assert_eq(spsc_ring_bytes(0, 8), 0);
+	cr_assert_eq(spsc_ring_bytes(3, 8), 0);
+	cr_assert_eq(spsc_ring_bytes(4, 12), 0);
+	cr_assert_eq(spsc_ring_bytes(4, 0), 0);
+	cr_assert_eq(spsc_ring_bytes(4, 8), sizeof(struct spsc_ring) + 32);
+	cr_assert_eq(offsetof(struct spsc_ring, cons) - offsetof(struct spsc_ring, prod), 64,
+		     "indices on separate cache lines");
+}
+
+Test(ring, fifo_full_empty_and_index_wrap)
+{
+	struct spsc_ring *r = ring(4, 8);
+	/* free-running indices near 2^32 */
+	r->prod = r->cons = UINT32_MAX - 5;
+	uint64_t v, next = 0, got = 0;
+	for (int round = 0; round < 10; round++) {
+		while (spsc_ring_free_count(r)) {
+			v = next++;
+			cr_assert_eq(spsc_ring_push(r, &v), 1);
+		}
+		cr_assert_eq(spsc_ring_count(r), 4);
+		cr_assert_eq(spsc_ring_push(r, &v), 0, "full");
+		while (spsc_ring_pop(r, &v))
+			cr_assert_eq(v, got++);
+		cr_assert_eq(spsc_ring_count(r), 0);
+	}
+	cr_assert_eq(got, 40);
+	free(r);
+}
+
+Test(ring, corrupt_producer_index_is_clamped)
+{
+	struct spsc_ring *r = ring(8, 8);
+	r->prod = 1000; /* another process wrote nonsense */
+	cr_assert_eq(spsc_ring_count(r), 8, "never more than the ring holds");
+	free(r);
+}
+
+struct stress {
+	struct spsc_ring *r;
+	uint64_t n;
+	uint64_t bad;
+};
+
+static void *
+producer(void *arg)
+{
+	struct stress *s = arg;
+	for (uint64_t i = 0; i < s->n;) {
+		uint32_t free_n = spsc_ring_free_count(s->r), k = 0;
+		if (free_n == 0)
+			sched_yield();
+		for (; k < free_n && i < s->n; k++, i++) {
+			uint64_t *slot = spsc_ring_prod_slot(s->r, k);
+			slot[0] = i;
+			slot[1] = ~i;
+		}
+		spsc_ring_publish(s->r, k);
+	}
+	return NULL;
+}
+
+Test(ring, two_threads_keep_order, .timeout = 30)
+{
+	struct stress s = { .r = ring(64, 16), .n = 100000 };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, producer, &s), 0);
+	uint64_t expect = 0;
+	while (expect < s.n) {
+		uint32_t n = spsc_ring_count(s.r);
+		if (n == 0)
+			sched_yield();
+		for (uint32_t k = 0; k < n; k++) {
+			const uint64_t *slot = spsc_ring_cons_slot(s.r, k);
+			if (slot[0] != expect || slot[1] != ~expect)
+				s.bad++;
+			expect++;
+		}
+		spsc_ring_release(s.r, n);
+	}
+	pthread_join(t, NULL);
+	cr_assert_eq(s.bad, 0);
+	free(s.r);
+}
+
+/* ---- MR table ---- */
+
+Test(mr, register_check_and_keys)
+{
+	struct mr_table *t = mr_table_create(4);
+	uint8_t buf[256];
+	uint32_t k1, k2, k3, k4;
+	uint8_t *host;
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0x1000, 256, MR_ACCESS_REMOTE_WRITE, &k1),
+		     -EINVAL, "remote write needs local write");
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0x1000, 256,
+			    MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_READ, &k1), 0);
+	cr_assert_eq(mr_check(t, k1, 1, 0x1000, 256, MR_ACCESS_REMOTE_READ, &host), MR_OK);
+	cr_assert_eq(host, buf);
+	cr_assert_eq(mr_check(t, k1, 1, 0x1010, 16, 0, &host), MR_OK);
+	cr_assert_eq(host, buf + 16, "host = MR host + (iova - MR iova)");
+	cr_assert_eq(mr_check(t, k1, 2, 0x1000, 8, 0, &host), MR_ERR_PD);
+	cr_assert_eq(mr_check(t, k1, 1, 0x1000, 8, MR_ACCESS_REMOTE_WRITE, &host), MR_ERR_ACCESS);
+	cr_assert_eq(mr_check(t, k1, 1, 0xfff, 8, 0, &host), MR_ERR_RANGE);
+	cr_assert_eq(mr_check(t, k1, 1, 0x10f9, 8, 0, &host), MR_ERR_RANGE);
+	cr_assert_eq(mr_check(t, k1, 1, 0x1000, UINT64_MAX, 0, &host), MR_ERR_RANGE);
+	cr_assert_eq(mr_check(t, 0, 1, 0x1000, 8, 0, &host), MR_ERR_KEY, "key 0 is never valid");
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 256, 0, &k2), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 256, 0, &k3), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 256, 0, &k4), -ENOSPC);
+	/* dereg: the stale key never matches the slot's next registration */
+	cr_assert_eq(mr_dereg(t, k2), 0);
+	cr_assert_eq(mr_check(t, k2, 1, 0, 8, 0, &host), MR_ERR_KEY);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 256, 0, &k4), 0);
+	cr_assert_eq(k4 >> 8, k2 >> 8, "slot reused");
+	cr_assert_neq(k4, k2);
+	cr_assert_eq(mr_check(t, k2, 1, 0, 8, 0, &host), MR_ERR_KEY);
+	cr_assert_eq(mr_dereg(t, k2), -ENOENT);
+	/* invalidate */
+	cr_assert_eq(mr_invalidate(t, k1, 2), -EACCES);
+	cr_assert_eq(mr_invalidate(t, k1, 1), 0);
+	cr_assert_eq(mr_check(t, k1, 1, 0x1000, 8, 0, &host), MR_ERR_KEY);
+	cr_assert_eq(mr_invalidate(t, k1, 1), -ENOENT);
+	cr_assert_str_eq(mr_status_name(MR_ERR_RANGE), "RANGE");
+	mr_table_destroy(t);
+	cr_assert_null(mr_table_create(1));
+}
+
+/* ---- tables ---- */
+
+Test(tables, names_complete_and_unique)
+{
+	for (int i = 0; i < XPORT_CNT_COUNT; i++) {
+		cr_assert_not_null(xport_counter_name(i));
+		cr_assert_gt(strlen(xport_counter_desc(i)), 0);
+		for (int j = 0; j < i; j++)
+			cr_assert_str_neq(xport_counter_name(i), xport_counter_name(j));
+	}
+	cr_assert_str_eq(xport_counter_name(XPORT_CNT_TX_PKTS), "TX_PKTS");
+	cr_assert_str_eq(xport_counter_name(XPORT_CNT_COUNT), "?");
+	cr_assert_str_eq(xport_err_name(XPORT_ERR_RETRY_EXC), "RETRY_EXC");
+	cr_assert_str_eq(xport_req_step_name(0), "GET_WQE");
+	cr_assert_str_eq(xport_comp_step_name(0), "GET_WQE");
+	cr_assert_str_eq(xport_resp_step_name(0), "CHECK_PSN");
+	cr_assert_str_eq(xport_resp_step_name(1000), "?");
+}
+
+Test(tables, invalid_config_rejected)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	cr_assert_eq(sim_init(&s, &p, 1), 0);
+	struct xport_cfg c = s.h[0].cfg;
+	c.path_mtu = 6;
+	cr_assert_null(xport_qp_create(&c));
+	c = s.h[0].cfg;
+	c.type = 7;
+	cr_assert_null(xport_qp_create(&c));
+	c = s.h[0].cfg;
+	c.max_dest_rd_atomic = 17;
+	cr_assert_null(xport_qp_create(&c));
+	c = s.h[0].cfg;
+	c.rq = NULL;
+	cr_assert_null(xport_qp_create(&c));
+	c = s.h[0].cfg;
+	cr_assert_eq(xport_qp_mem_size(&c) > sizeof(struct xport_swqe) * p.sq_size, 1);
+	sim_fini(&s);
+}
