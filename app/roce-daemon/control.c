@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control thread's loop: slow-path frames from the workers, neighbour
+ * requests and timers, capture writing, and the hooks (the application
+ * interface server). It sleeps when there is nothing to do, so it costs
+ * almost no CPU; its latency bound is the hook timeout or control_sleep_us.
+ */
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "capture.h"
+#include "daemon.h"
+#include "neigh.h"
+
+#define CONTROL_BURST 32u
+#define NEIGH_TIMER_MS 10u
+
+static void
+probe_cb(void *arg, uint16_t port, const uint8_t ip[16])
+{
+	neigh_probe(arg, port, ip);
+}
+
+/* Keep the configured `resolve` neighbours resolved: ask again when failed. */
+static unsigned int
+resolve_configured(struct daemon *d, uint64_t now)
+{
+	unsigned int n = 0;
+
+	for (unsigned int p = 0; p < d->n_ports; p++) {
+		const struct config_port *cp = d->port[p].cfg;
+
+		for (unsigned int i = 0; i < cp->n_resolve; i++) {
+			uint8_t nh[16];
+
+			if (neigh_next_hop(d, (uint16_t)p, cp->resolve[i].addr, nh) &&
+			    neigh_want(&d->neigh, (uint16_t)p, nh, now)) {
+				neigh_probe(d, (uint16_t)p, nh);
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+unsigned int
+control_poll(struct daemon *d, uint64_t now)
+{
+	unsigned int work = 0;
+
+	for (unsigned int i = 0; i < d->n_workers; i++) {
+		struct worker *w = d->worker[i];
+		struct rte_mbuf *m[CONTROL_BURST];
+		struct worker_neigh_req req[8];
+		struct worker_event ev[16];
+		unsigned int n;
+
+		n = rte_ring_sc_dequeue_burst(w->slow_out, (void **)m, CONTROL_BURST, NULL);
+		for (unsigned int k = 0; k < n; k++)
+			neigh_input(d, daemon_port_index(d, m[k]->port), m[k], now);
+		work += n;
+		n = rte_ring_sc_dequeue_burst_elem(w->neigh_req, req, sizeof(req[0]), RTE_DIM(req),
+						   NULL);
+		for (unsigned int k = 0; k < n; k++)
+			if (req[k].port < d->n_ports && neigh_want(&d->neigh, req[k].port, req[k].ip, now))
+				neigh_probe(d, req[k].port, req[k].ip);
+		work += n;
+		n = rte_ring_sc_dequeue_burst_elem(w->events, ev, sizeof(ev[0]), RTE_DIM(ev), NULL);
+		for (unsigned int k = 0; k < n; k++) {
+			if (d->on_event != NULL)
+				d->on_event(d, &ev[k], d->on_event_arg);
+			else
+				d->events_dropped++;
+		}
+		work += n;
+	}
+	if (now >= d->next_neigh_timer && d->neigh.entry != NULL) {
+		d->next_neigh_timer = now + d->tsc_hz / 1000 * NEIGH_TIMER_MS;
+		work += neigh_expire(&d->neigh, now, probe_cb, d);
+		work += resolve_configured(d, now);
+	}
+	work += capture_drain(d);
+	return work;
+}
+
+void
+control_run(struct daemon *d)
+{
+	while (!daemon_stopping(d)) {
+		unsigned int work = control_poll(d, rte_get_tsc_cycles());
+
+		for (unsigned int h = 0; h < d->n_hooks; h++) {
+			/* The first hook may block (poll(2)) for one period when idle. */
+			int t = (work == 0 && h == 0) ? (int)(d->control_sleep_us / 1000u) + 1 : 0;
+			int rc = d->hook[h].fn(d->hook[h].arg, t);
+
+			if (rc > 0)
+				work += (unsigned int)rc;
+		}
+		if (work == 0 && d->n_hooks == 0) {
+			struct timespec ts = { 0, (long)d->control_sleep_us * 1000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/qp's transport engine on a worker lcore (engine_xport.h).
+ */
+#include "engine_xport.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "daemon.h"
+#include "timer_wheel.h"
+
+#define TICK_NS 1000u             /* timer wheel tick: 1 us */
+#define EXPIRED_MAX 64u           /* timer expiries handled per poll */
+#define CALL_TIMEOUT_MS 2000u
+
+/* Engine counters mirrored into the daemon's counters (counters.h). */
+#define MIRROR_LIST(X) \
+	X(RETRANSMIT_PKTS, CTR_RETRANSMITS) \
+	X(RETRY_TIMEOUT, CTR_TIMEOUTS)
+
+/* Engine NAK counters, by the syndrome class they count. */
+#define NAK_MIRROR_LIST(X) \
+	X(NAK_SEQ_TX, CTR_NAK_PSN_SEQ_ERROR, true) \
+	X(NAK_INV_REQ_TX, CTR_NAK_INVALID_REQ, true) \
+	X(NAK_ACCESS_TX, CTR_NAK_REM_ACC_ERR, true) \
+	X(NAK_OP_TX, CTR_NAK_REM_OP_ERR, true) \
+	X(RNR_NAK_TX, CTR_NAK_RNR, true) \
+	X(NAK_SEQ_RX, CTR_NAK_PSN_SEQ_ERROR, false) \
+	X(NAK_INV_REQ_RX, CTR_NAK_INVALID_REQ, false) \
+	X(NAK_ACCESS_RX, CTR_NAK_REM_ACC_ERR, false) \
+	X(NAK_OP_RX, CTR_NAK_REM_OP_ERR, false) \
+	X(RNR_NAK_RX, CTR_NAK_RNR, false)
+
+/* One engine QP as the worker keeps it (the slot's engine_qp). */
+struct eqp {
+	struct xport_qp *qp;
+	uint32_t slot;
+	uint16_t port;            /* daemon port its frames leave on */
+	uint32_t active_pos;      /* index in the lcore's active list */
+	uint64_t seen[XPORT_CNT_COUNT]; /* engine counters already mirrored */
+};
+
+/* Per-lcore state (w->engine_ctx). */
+struct elcore {
+	struct timer_wheel *wheel;
+	struct timer_wheel_clock clock;   /* ns -> ticks */
+	uint64_t ns_mult;                 /* TSC -> ns, 32.32 fixed point */
+	uint32_t *active;                 /* slots with a QP, dense, for polling */
+	uint32_t n_active;
+	struct xport_out out;
+};
+
+static inline uint64_t
+now_ns(const struct elcore *e, uint64_t tsc)
+{
+	return (uint64_t)(((unsigned __int128)tsc * e->ns_mult) >> 32);
+}
+
+static int
+lcore_init(struct worker *w)
+{
+	struct timer_wheel_config tc = { .capacity = w->n_qp_slots * TIMER_WHEEL_TIMERS_PER_OWNER };
+	struct elcore *e = rte_zmalloc("roce_engine", sizeof(*e), RTE_CACHE_LINE_SIZE);
+
+	if (e == NULL)
+		return -ENOMEM;
+	e->ns_mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / rte_get_tsc_hz());
+	if (timer_wheel_clock_init(&e->clock, 1000000000u, TICK_NS) != 0)
+		goto fail;
+	tc.now = timer_wheel_clock_ticks(&e->clock, now_ns(e, rte_rdtsc()));
+	e->wheel = timer_wheel_create(&tc);
+	e->active = calloc(w->n_qp_slots, sizeof(e->active[0]));
+	if (e->wheel == NULL || e->active == NULL)
+		goto fail;
+	w->engine_ctx = e;
+	return 0;
+fail:
+	timer_wheel_destroy(e->wheel);
+	free(e->active);
+	rte_free(e);
+	return -ENOMEM;
+}
+
+static void
+lcore_fini(struct worker *w)
+{
+	struct elcore *e = w->engine_ctx;
+
+	if (e == NULL)
+		return;
+	for (uint32_t s = 0; s < w->n_qp_slots; s++) {
+		struct eqp *q = w->qp[s].engine_qp;
+
+		if (q != NULL)
+			engine_xport_qp_destroy(w, w->qp[s].qpn);
+	}
+	timer_wheel_destroy(e->wheel);
+	free(e->active);
+	rte_free(e);
+	w->engine_ctx = NULL;
+}
+
+/* Copy engine counters that grew into the daemon's QP/lcore/port counters. */
+static void
+mirror_counters(struct worker *w, struct qp_slot *slot, struct eqp *q)
+{
+	const uint64_t *c = xport_qp_counters(q->qp);
+
+#define MIRROR(sym, id) \
+	if (c[XPORT_CNT_##sym] != q->seen[XPORT_CNT_##sym]) { \
+		worker_count(w, q->port, slot, id, c[XPORT_CNT_##sym] - q->seen[XPORT_CNT_##sym]); \
+		q->seen[XPORT_CNT_##sym] = c[XPORT_CNT_##sym]; \
+	}
+	MIRROR_LIST(MIRROR)
+#undef MIRROR
+#define NAK_MIRROR(sym, k, sent) \
+	while (q->seen[XPORT_CNT_##sym] < c[XPORT_CNT_##sym]) { \
+		ctr_add(sent ? &slot->ctr.nak_tx[k] : &slot->ctr.nak_rx[k], 1); \
+		ctr_add(sent ? &w->ctr.nak_tx[k] : &w->ctr.nak_rx[k], 1); \
+		ctr_add(sent ? &w->port_ctr[q->port].nak_tx[k] : &w->port_ctr[q->port].nak_rx[k], 1); \
+		q->seen[XPORT_CNT_##sym]++; \
+	}
+	NAK_MIRROR_LIST(NAK_MIRROR)
+#undef NAK_MIRROR
+}
+
+/* Send the frames, run the timer actions, pass the events on; reset @p out. */
+static unsigned int
+flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
+{
+	struct xport_out *out = &e->out;
+	unsigned int n = out->nframes;
+
+	for (uint32_t i = 0; i < out->nframes; i++) {
+		struct rte_mbuf *m = worker_tx_alloc(w, q->port);
+		size_t len;
+
+		if (m == NULL) {
+			worker_count(w, q->port, slot, CTR_TX_DROPS, 1);
+			continue;
+		}
+		len = xport_frame_build(&out->frames[i], rte_pktmbuf_mtod(m, uint8_t *),
+					rte_pktmbuf_tailroom(m));
+		if (len == 0) { /* larger than the mbuf: a path MTU above the port's */
+			rte_pktmbuf_free(m);
+			worker_count(w, q->port, slot, CTR_TX_DROPS, 1);
+			continue;
+		}
+		m->data_len = (uint16_t)len;
+		m->pkt_len = (uint32_t)len;
+		ctr_add(&slot->ctr.v[CTR_TX_PACKETS], 1);
+		ctr_add(&slot->ctr.v[CTR_TX_BYTES], len);
+		worker_tx(w, q->port, m);
+	}
+	for (uint32_t i = 0; i < out->ntimers; i++) {
+		const struct xport_timer_action *t = &out->timers[i];
+		uint32_t h = timer_wheel_handle(t->qp_handle, t->timer);
+
+		if (t->arm)
+			timer_wheel_arm(e->wheel, h, timer_wheel_clock_deadline_ticks(&e->clock,
+										     t->expires_ns));
+		else
+			timer_wheel_cancel(e->wheel, h);
+	}
+	for (uint32_t i = 0; i < out->nevents; i++) {
+		const struct xport_event *x = &out->events[i];
+		bool qp_event = x->type == XPORT_EV_QP_ERROR ||
+				(x->type == XPORT_EV_ASYNC && x->code != ASYNC_CQ_ERR &&
+				 x->code != ASYNC_SRQ_ERR && x->code != ASYNC_SRQ_LIMIT_REACHED);
+		struct worker_event ev = {
+			.type = x->type, .code = x->code, .worker = (uint16_t)w->index,
+			.handle = x->handle,
+			.qpn = qp_event ? x->handle * w->n_workers + w->index : UINT32_MAX,
+		};
+
+		(void)rte_ring_sp_enqueue_elem(w->events, &ev, sizeof(ev));
+	}
+	mirror_counters(w, slot, q);
+	xport_out_reset(out);
+	return n;
+}
+
+static void
+rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
+{
+	struct elcore *e = w->engine_ctx;
+	const struct roce_pkt *group[WORKER_BURST_MAX];
+	uint64_t now = now_ns(e, rte_rdtsc());
+
+	/* One engine call per run of packets for the same QP. */
+	for (uint16_t i = 0; i < n;) {
+		struct qp_slot *slot = pkts[i].qp;
+		struct eqp *q = slot->engine_qp;
+		uint32_t k = 0;
+
+		while (i < n && pkts[i].qp == slot)
+			group[k++] = &pkts[i++].pkt;
+		xport_qp_rx_burst(q->qp, group, k, now, &e->out);
+		flush(w, e, slot, q);
+	}
+}
+
+static unsigned int
+poll_engine(struct worker *w, uint64_t tsc)
+{
+	struct elcore *e = w->engine_ctx;
+	uint64_t now = now_ns(e, tsc);
+	uint32_t expired[EXPIRED_MAX];
+	unsigned int work = 0;
+	uint32_t n;
+
+	n = timer_wheel_poll(e->wheel, timer_wheel_clock_ticks(&e->clock, now), expired, EXPIRED_MAX);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = timer_wheel_handle_owner(expired[i]);
+		struct eqp *q = s < w->n_qp_slots ? w->qp[s].engine_qp : NULL;
+
+		if (q == NULL)
+			continue; /* destroyed meanwhile */
+		xport_qp_timer_expired(q->qp, (enum xport_timer)timer_wheel_handle_timer_id(expired[i]),
+				       now, &e->out);
+		work += 1 + flush(w, e, &w->qp[s], q);
+	}
+	for (uint32_t a = 0; a < e->n_active; a++) {
+		struct qp_slot *slot = &w->qp[e->active[a]];
+		struct eqp *q = slot->engine_qp;
+
+		xport_qp_poll(q->qp, now, &e->out);
+		work += e->out.more ? 1 : 0;
+		work += flush(w, e, slot, q);
+	}
+	return work;
+}
+
+const struct engine_ops engine_xport = {
+	.name = "xport",
+	.lcore_init = lcore_init,
+	.lcore_fini = lcore_fini,
+	.rx = rx,
+	.poll = poll_engine,
+};
+
+/* ---- QP lifetime (owner lcore) ---- */
+
+struct xport_qp *
+engine_xport_qp(struct worker *w, uint32_t qpn)
+{
+	struct qp_slot *slot = worker_qp_slot(w, qpn);
+
+	return slot != NULL ? ((struct eqp *)slot->engine_qp)->qp : NULL;
+}
+
+int
+engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t port)
+{
+	struct elcore *e = w->engine_ctx;
+	struct xport_cfg c = *cfg;
+	struct eqp *q;
+	int rc;
+
+	if (e == NULL || port >= w->d->n_ports || worker_of_qpn(cfg->qpn, w->n_workers) != w->index ||
+	    cfg->qpn / w->n_workers >= w->n_qp_slots)
+		return -EINVAL;
+	if (worker_qp_slot(w, cfg->qpn) != NULL)
+		return -EEXIST;
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	q->slot = cfg->qpn / w->n_workers;
+	q->port = port;
+	c.handle = q->slot;
+	q->qp = xport_qp_create(&c);
+	if (q->qp == NULL) {
+		free(q);
+		return -EINVAL;
+	}
+	rc = worker_qp_attach(w, cfg->qpn, q);
+	if (rc != 0) {
+		xport_qp_destroy(q->qp);
+		free(q);
+		return rc;
+	}
+	q->active_pos = e->n_active;
+	e->active[e->n_active++] = q->slot;
+	return 0;
+}
+
+int
+engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state)
+{
+	struct elcore *e = w->engine_ctx;
+	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct eqp *q;
+
+	if (slot == NULL || e == NULL)
+		return -ENOENT;
+	q = slot->engine_qp;
+	xport_qp_set_state(q->qp, state, now_ns(e, rte_rdtsc()), &e->out);
+	flush(w, e, slot, q);
+	return 0;
+}
+
+int
+engine_xport_qp_destroy(struct worker *w, uint32_t qpn)
+{
+	struct elcore *e = w->engine_ctx;
+	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct eqp *q;
+
+	if (slot == NULL || e == NULL)
+		return -ENOENT;
+	q = slot->engine_qp;
+	for (uint32_t t = 0; t < XPORT_TIMER_COUNT; t++)
+		timer_wheel_cancel(e->wheel, timer_wheel_handle(q->slot, t));
+	/* keep the active list dense: move the last one into the hole */
+	uint32_t last = e->active[--e->n_active];
+	e->active[q->active_pos] = last;
+	((struct eqp *)w->qp[last].engine_qp)->active_pos = q->active_pos;
+	worker_qp_detach(w, qpn);
+	xport_qp_destroy(q->qp);
+	free(q);
+	return 0;
+}
+
+/* ---- from the control thread ---- */
+
+struct call_create {
+	const struct xport_cfg *cfg;
+	uint16_t port;
+};
+
+static int
+do_create(struct worker *w, void *arg)
+{
+	struct call_create *c = arg;
+
+	return engine_xport_qp_create(w, c->cfg, c->port);
+}
+
+struct call_state {
+	uint32_t qpn;
+	enum xport_state state;
+};
+
+static int
+do_set_state(struct worker *w, void *arg)
+{
+	struct call_state *c = arg;
+
+	return engine_xport_qp_set_state(w, c->qpn, c->state);
+}
+
+static int
+do_destroy(struct worker *w, void *arg)
+{
+	return engine_xport_qp_destroy(w, *(uint32_t *)arg);
+}
+
+static struct worker *
+owner(struct daemon *d, uint32_t qpn)
+{
+	return d->n_workers ? d->worker[worker_of_qpn(qpn, d->n_workers)] : NULL;
+}
+
+int
+engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port)
+{
+	struct call_create c = { cfg, port };
+	struct worker *w = owner(d, cfg->qpn);
+
+	return w ? worker_call(w, do_create, &c, CALL_TIMEOUT_MS) : -ENODEV;
+}
+
+int
+engine_xport_call_qp_set_state(struct daemon *d, uint32_t qpn, enum xport_state state)
+{
+	struct call_state c = { qpn, state };
+	struct worker *w = owner(d, qpn);
+
+	return w ? worker_call(w, do_set_state, &c, CALL_TIMEOUT_MS) : -ENODEV;
+}
+
+int
+engine_xport_call_qp_destroy(struct daemon *d, uint32_t qpn)
+{
+	struct worker *w = owner(d, qpn);
+
+	return w ? worker_call(w, do_destroy, &qpn, CALL_TIMEOUT_MS) : -ENODEV;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The transport engine (lib/qp xport.h) on the daemon's workers.
+ *
+ * engine_xport is a struct engine_ops: per lcore it owns a timer wheel
+ * (lib/qp timer_wheel.h, 1 us ticks) and one xport_out; per QP the engine
+ * object sits in the lcore's QP table (worker.h), its xport handle is the
+ * slot index (qpn / n_workers), so timer handles are
+ * timer_wheel_handle(slot, timer) and nothing is referred to by pointer
+ * across time. After every engine call the output is flushed at once:
+ * frames are built into mbufs of the QP's port and sent with worker_tx()
+ * (loopback included), timer actions go to the wheel, events go to the
+ * control thread through the worker's event ring (struct worker_event:
+ * type = enum xport_event_type, code = enum async_event / enum xport_err).
+ *
+ * Time: the engine's `now` is nanoseconds from the TSC.
+ *
+ * QP lifetime functions run on the owning lcore: from the control thread
+ * through worker_call() (engine_xport_call_*), or directly in tests that
+ * drive the workers themselves.
+ */
+#ifndef ROCE_DAEMON_ENGINE_XPORT_H
+#define ROCE_DAEMON_ENGINE_XPORT_H
+
+#include <stdint.h>
+
+#include "worker.h"
+#include "xport.h"
+
+struct daemon;
+
+extern const struct engine_ops engine_xport;
+
+/** @name Owner lcore only @{ */
+/**
+ * Create the engine QP of @p cfg (cfg->qpn must be owned by @p w) on daemon
+ * port @p port, in state RESET. cfg->handle is set by this function.
+ * @return 0, -EINVAL (bad cfg or QPN), -EEXIST, -ENOMEM
+ */
+int engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t port);
+/** Move QP @p qpn to @p state. @return 0 or -ENOENT */
+int engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state);
+/** Destroy QP @p qpn (its timers are cancelled). @return 0 or -ENOENT */
+int engine_xport_qp_destroy(struct worker *w, uint32_t qpn);
+/** The engine QP of @p qpn, or NULL. */
+struct xport_qp *engine_xport_qp(struct worker *w, uint32_t qpn);
+/** @} */
+
+/** @name Control thread: the same through the owner's control ring @{ */
+int engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port);
+int engine_xport_call_qp_set_state(struct daemon *d, uint32_t qpn, enum xport_state state);
+int engine_xport_call_qp_destroy(struct daemon *d, uint32_t qpn);
+/** @} */
+
+#endif /* ROCE_DAEMON_ENGINE_XPORT_H */

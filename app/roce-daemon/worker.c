@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The worker loop (see worker.h for the shape and the ownership rules).
+ *
+ * Receive path per burst, array style: classify every frame into a next
+ * step, then act per group: slow path (one bulk enqueue to the control
+ * thread), local RoCE (one call into the engine), handoff (per-destination
+ * buffers, flushed as one bulk enqueue per ring), drop (one bulk free).
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "capture.h"
+#include "daemon.h"
+
+#define ETHERTYPE_ARP 0x0806
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_VLAN 0x8100
+#define IPPROTO_ICMP_ 1
+#define IPPROTO_UDP_ 17
+#define IPPROTO_ICMPV6_ 58
+#define ICMP_ECHO_REQUEST 8
+#define ICMPV6_ECHO_REQUEST 128
+#define ICMPV6_ND_FIRST 133     /* router solicitation .. redirect */
+#define ICMPV6_ND_LAST 137
+
+const struct engine_ops engine_none = {
+	.name = "none",
+};
+
+/* ---- counting ---- */
+
+static inline void
+count_rx_frame(struct worker *w, uint16_t port, const struct rte_mbuf *m)
+{
+	ctr_add(&w->port_ctr[port].v[CTR_RX_PACKETS], 1);
+	ctr_add(&w->port_ctr[port].v[CTR_RX_BYTES], m->pkt_len);
+	ctr_add(&w->ctr.v[CTR_RX_PACKETS], 1);
+	ctr_add(&w->ctr.v[CTR_RX_BYTES], m->pkt_len);
+}
+
+static inline void
+count_pl(struct worker *w, uint16_t port, enum ctr_id id)
+{
+	ctr_add(&w->port_ctr[port].v[id], 1);
+	ctr_add(&w->ctr.v[id], 1);
+}
+
+static inline void
+count_drop(struct worker *w, uint16_t port, enum roce_drop_reason r)
+{
+	ctr_add(&w->port_ctr[port].drop[r], 1);
+	ctr_add(&w->ctr.drop[r], 1);
+	count_pl(w, port, CTR_RX_DROPS);
+}
+
+void
+worker_count(struct worker *w, uint16_t port_idx, struct qp_slot *qp, enum ctr_id id, uint64_t n)
+{
+	ctr_add(&w->ctr.v[id], n);
+	if (port_idx < CONFIG_MAX_PORTS)
+		ctr_add(&w->port_ctr[port_idx].v[id], n);
+	if (qp != NULL)
+		ctr_add(&qp->ctr.v[id], n);
+}
+
+void
+worker_count_nak(struct worker *w, uint16_t port_idx, struct qp_slot *qp, uint8_t syndrome,
+		 bool sent)
+{
+	enum ctr_nak k = ctr_nak_from_syndrome(syndrome);
+
+	ctr_add(sent ? &w->ctr.nak_tx[k] : &w->ctr.nak_rx[k], 1);
+	if (port_idx < CONFIG_MAX_PORTS)
+		ctr_add(sent ? &w->port_ctr[port_idx].nak_tx[k] : &w->port_ctr[port_idx].nak_rx[k], 1);
+	if (qp != NULL)
+		ctr_add(sent ? &qp->ctr.nak_tx[k] : &qp->ctr.nak_rx[k], 1);
+}
+
+/* ---- QP table ---- */
+
+struct qp_slot *
+worker_qp_slot(struct worker *w, uint32_t qpn)
+{
+	uint32_t s;
+
+	if (worker_of_qpn(qpn, w->n_workers) != w->index)
+		return NULL;
+	s = qpn / w->n_workers;
+	if (s >= w->n_qp_slots || w->qp[s].engine_qp == NULL)
+		return NULL;
+	return &w->qp[s];
+}
+
+int
+worker_qp_attach(struct worker *w, uint32_t qpn, void *engine_qp)
+{
+	uint32_t s = qpn / w->n_workers;
+	struct qp_slot *slot;
+
+	if (engine_qp == NULL || qpn > ROCE_QPN_MASK || worker_of_qpn(qpn, w->n_workers) != w->index ||
+	    s >= w->n_qp_slots)
+		return -EINVAL;
+	slot = &w->qp[s];
+	if (slot->engine_qp != NULL)
+		return -EEXIST;
+	/* Counters restart for the new QP; telemetry may read meanwhile. */
+	for (unsigned int i = 0; i < CTR_COUNT; i++)
+		__atomic_store_n(&slot->ctr.v[i], 0, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < CTR_NAK_COUNT; i++) {
+		__atomic_store_n(&slot->ctr.nak_rx[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->ctr.nak_tx[i], 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&slot->qpn, qpn, __ATOMIC_RELAXED);
+	/* release: telemetry that sees engine_qp also sees qpn and the zeroes */
+	__atomic_store_n(&slot->engine_qp, engine_qp, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void *
+worker_qp_detach(struct worker *w, uint32_t qpn)
+{
+	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	void *qp;
+
+	if (slot == NULL || slot->qpn != qpn)
+		return NULL;
+	qp = slot->engine_qp;
+	__atomic_store_n(&slot->engine_qp, NULL, __ATOMIC_RELEASE);
+	return qp;
+}
+
+/* ---- transmit ---- */
+
+static void
+tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *userdata)
+{
+	struct worker_txcb *cb = userdata;
+
+	ctr_add(&cb->w->port_ctr[cb->port].v[CTR_TX_DROPS], unsent);
+	ctr_add(&cb->w->ctr.v[CTR_TX_DROPS], unsent);
+	rte_pktmbuf_free_bulk(pkts, unsent);
+}
+
+struct rte_mbuf *
+worker_tx_alloc(struct worker *w, uint16_t port_idx)
+{
+	return rte_pktmbuf_alloc(w->d->port[port_idx].pool);
+}
+
+void
+worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
+{
+	struct daemon *d = w->d;
+	const uint8_t *dst = rte_pktmbuf_mtod(m, const uint8_t *);
+	int local = (dst[0] & 1) == 0 ? daemon_find_mac(d, dst) : -1;
+
+	if (local >= 0) {
+		/* Loopback: our own GID. Delivered by the next poll, through the
+		 * same receive path as a frame from the NIC. */
+		if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
+			count_pl(w, port_idx, CTR_LOOPBACK_DROPS);
+			rte_pktmbuf_free(m);
+			return;
+		}
+		if (unlikely(w->capture != NULL))
+			capture_frame(w, port_idx, m, true);
+		m->port = d->port[local].port_id;
+		w->loop[w->loop_n] = m;
+		w->loop_port[w->loop_n++] = (uint16_t)local;
+		count_pl(w, port_idx, CTR_LOOPBACK);
+		return;
+	}
+	if (unlikely(w->capture != NULL))
+		capture_frame(w, port_idx, m, true);
+	ctr_add(&w->port_ctr[port_idx].v[CTR_TX_PACKETS], 1);
+	ctr_add(&w->port_ctr[port_idx].v[CTR_TX_BYTES], m->pkt_len);
+	ctr_add(&w->ctr.v[CTR_TX_PACKETS], 1);
+	ctr_add(&w->ctr.v[CTR_TX_BYTES], m->pkt_len);
+	rte_eth_tx_buffer(d->port[port_idx].port_id, (uint16_t)w->index, w->txbuf[port_idx], m);
+}
+
+void
+worker_tx_flush(struct worker *w)
+{
+	struct daemon *d = w->d;
+
+	for (unsigned int p = 0; p < d->n_ports; p++)
+		if (w->txbuf[p] != NULL && w->txbuf[p]->length > 0)
+			rte_eth_tx_buffer_flush(d->port[p].port_id, (uint16_t)w->index, w->txbuf[p]);
+}
+
+void
+worker_ctl_tx(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m)
+{
+	struct worker *w0 = d->worker[0];
+
+	m->port = port_idx; /* the consumer reads the daemon port index from here */
+	if (w0 == NULL || rte_ring_sp_enqueue(w0->ctl_tx, m) != 0)
+		rte_pktmbuf_free(m);
+}
+
+/* ---- receive ---- */
+
+enum rx_next {
+	RX_NEXT_DROP,
+	RX_NEXT_SLOW,    /* ARP / ND / echo -> control thread */
+	RX_NEXT_ROCE,    /* parsed into w->rx[...] */
+};
+
+static inline uint16_t
+be16_at(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* An IP frame that is not RoCE: is it for the slow path? */
+static enum rx_next
+classify_ip_other(struct worker *w, uint16_t port, const uint8_t *f, uint32_t len, uint32_t l3,
+		  bool ipv6)
+{
+	if (!ipv6) {
+		uint32_t ihl = (f[l3] & 0xfu) * 4u;
+
+		if (f[l3 + 9] == IPPROTO_ICMP_ && ihl >= 20 && len >= l3 + ihl + 8 &&
+		    f[l3 + ihl] == ICMP_ECHO_REQUEST) {
+			count_pl(w, port, CTR_RX_ICMP_ECHO);
+			return RX_NEXT_SLOW;
+		}
+	} else if (f[l3 + 6] == IPPROTO_ICMPV6_ && len >= l3 + 40 + 8) {
+		uint8_t type = f[l3 + 40];
+
+		if (type >= ICMPV6_ND_FIRST && type <= ICMPV6_ND_LAST) {
+			count_pl(w, port, CTR_RX_ND);
+			return RX_NEXT_SLOW;
+		}
+		if (type == ICMPV6_ECHO_REQUEST) {
+			count_pl(w, port, CTR_RX_ICMP_ECHO);
+			return RX_NEXT_SLOW;
+		}
+	}
+	count_pl(w, port, CTR_RX_OTHER);
+	return RX_NEXT_DROP;
+}
+
+/*
+ * Classify one frame. RoCE frames are parsed into @p pkt (ICRC checked
+ * unless it came through loopback, where we built it ourselves).
+ */
+static enum rx_next
+classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, struct roce_pkt *pkt)
+{
+	const struct port *p = &w->d->port[port];
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len;
+	uint32_t l3 = 14;
+	uint16_t type;
+	enum roce_drop_reason why;
+
+	if (unlikely(m->nb_segs != 1)) {
+		count_pl(w, port, CTR_RX_MULTISEG);
+		return RX_NEXT_DROP;
+	}
+	if (unlikely(len < 14)) {
+		count_drop(w, port, ROCE_DROP_ETH_TRUNCATED);
+		return RX_NEXT_DROP;
+	}
+	/* af_packet also delivers what this host sent: not for us. */
+	if (!loopback && memcmp(f + 6, p->mac, 6) == 0) {
+		count_pl(w, port, CTR_RX_OWN_SRC);
+		return RX_NEXT_DROP;
+	}
+	if (unlikely(w->capture != NULL) && !loopback)
+		capture_frame(w, port, m, false);
+	type = be16_at(f + 12);
+	if (type == ETHERTYPE_VLAN) {
+		if (len < 18) {
+			count_drop(w, port, ROCE_DROP_ETH_TRUNCATED);
+			return RX_NEXT_DROP;
+		}
+		type = be16_at(f + 16);
+		l3 = 18;
+	}
+	if (type == ETHERTYPE_ARP) {
+		count_pl(w, port, CTR_RX_ARP);
+		return RX_NEXT_SLOW;
+	}
+	if (type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) {
+		count_pl(w, port, CTR_RX_OTHER);
+		return RX_NEXT_DROP;
+	}
+	bool ipv6 = type == ETHERTYPE_IPV6;
+	uint32_t l4;
+	uint8_t proto;
+
+	if (len < l3 + (ipv6 ? 40u : 20u)) {
+		count_drop(w, port, ROCE_DROP_IP_TRUNCATED);
+		return RX_NEXT_DROP;
+	}
+	if (ipv6) {
+		proto = f[l3 + 6];
+		l4 = l3 + 40;
+	} else {
+		proto = f[l3 + 9];
+		l4 = l3 + (f[l3] & 0xfu) * 4u;
+	}
+	if (proto != IPPROTO_UDP_)
+		return classify_ip_other(w, port, f, len, l3, ipv6);
+	if (len < l4 + 8) {
+		count_drop(w, port, ROCE_DROP_UDP_TRUNCATED);
+		return RX_NEXT_DROP;
+	}
+	if (be16_at(f + l4 + 2) != ROCE_UDP_PORT) {
+		count_pl(w, port, CTR_RX_OTHER);
+		return RX_NEXT_DROP;
+	}
+	why = loopback ? roce_parse_no_icrc(f, len, pkt) : roce_parse(f, len, pkt);
+	if (why != ROCE_DROP_NONE) {
+		count_drop(w, port, why);
+		return RX_NEXT_DROP;
+	}
+	if (gid_table_find(&p->gids, pkt->l3.dgid) < 0) {
+		count_pl(w, port, CTR_RX_NOT_OUR_ADDR);
+		return RX_NEXT_DROP;
+	}
+	count_pl(w, port, CTR_RX_ROCE);
+	return RX_NEXT_ROCE;
+}
+
+/* Give @p n parsed frames in w->rx to the engine; frees them. */
+static void
+deliver_local(struct worker *w, uint16_t n)
+{
+	struct rte_mbuf *done[WORKER_BURST_MAX];
+	uint16_t k = 0, n_done = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct engine_rx *r = &w->rx[i];
+		struct qp_slot *qp = worker_qp_slot(w, r->pkt.dest_qpn);
+
+		if (qp == NULL) {
+			count_pl(w, r->port, CTR_RX_NO_QP);
+			done[n_done++] = r->m;
+			continue;
+		}
+		ctr_add(&qp->ctr.v[CTR_RX_PACKETS], 1);
+		ctr_add(&qp->ctr.v[CTR_RX_BYTES], r->m->pkt_len);
+		if (r->loopback)
+			ctr_add(&qp->ctr.v[CTR_LOOPBACK], 1);
+		r->qp = qp;
+		if (k != i)
+			w->rx[k] = *r;
+		k++;
+	}
+	if (k > 0 && w->engine->rx != NULL)
+		w->engine->rx(w, w->rx, k);
+	for (uint16_t i = 0; i < k; i++)
+		done[n_done++] = w->rx[i].m;
+	rte_pktmbuf_free_bulk(done, n_done);
+}
+
+static void
+handoff_flush(struct worker *w, unsigned int dst)
+{
+	struct rte_ring *r = w->d->worker[dst]->handoff_in[w->index];
+	uint16_t n = w->handoff_n[dst];
+	unsigned int sent;
+
+	if (n == 0)
+		return;
+	sent = rte_ring_sp_enqueue_burst(r, (void **)w->handoff_buf[dst], n, NULL);
+	ctr_add(&w->ctr.v[CTR_HANDOFF_TX], sent);
+	if (sent < n) {
+		ctr_add(&w->ctr.v[CTR_HANDOFF_DROPS], n - sent);
+		rte_pktmbuf_free_bulk(&w->handoff_buf[dst][sent], n - sent);
+	}
+	w->handoff_n[dst] = 0;
+}
+
+/*
+ * Classify and dispatch @p n frames. Each frame's port is its m->port
+ * (ethdev id); loopback frames carry the port they were looped to.
+ */
+static void
+rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
+{
+	struct daemon *d = w->d;
+	struct rte_mbuf *slow[WORKER_BURST_MAX], *drop[WORKER_BURST_MAX];
+	uint16_t n_slow = 0, n_drop = 0, n_local = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		uint16_t port = daemon_port_index(d, m->port);
+		struct engine_rx *r = &w->rx[n_local];
+		unsigned int owner;
+
+		if (unlikely(port == DAEMON_NO_PORT)) {
+			drop[n_drop++] = m;
+			continue;
+		}
+		if (!loopback)
+			count_rx_frame(w, port, m);
+		switch (classify(w, port, m, loopback, &r->pkt)) {
+		case RX_NEXT_SLOW:
+			slow[n_slow++] = m;
+			break;
+		case RX_NEXT_ROCE:
+			owner = worker_of_qpn(r->pkt.dest_qpn, w->n_workers);
+			if (owner == w->index) {
+				r->m = m;
+				r->port = port;
+				r->loopback = loopback;
+				r->qp = NULL;
+				n_local++;
+			} else {
+				w->handoff_buf[owner][w->handoff_n[owner]++] = m;
+				if (w->handoff_n[owner] == w->burst)
+					handoff_flush(w, owner);
+			}
+			break;
+		case RX_NEXT_DROP:
+		default:
+			drop[n_drop++] = m;
+			break;
+		}
+	}
+	if (n_slow > 0) {
+		unsigned int q = rte_ring_sp_enqueue_burst(w->slow_out, (void **)slow, n_slow, NULL);
+
+		for (unsigned int i = q; i < n_slow; i++)
+			count_pl(w, daemon_port_index(d, slow[i]->port), CTR_SLOWPATH_DROPS);
+		rte_pktmbuf_free_bulk(&slow[q], n_slow - q);
+	}
+	if (n_local > 0)
+		deliver_local(w, n_local);
+	for (unsigned int o = 0; o < w->n_workers; o++)
+		handoff_flush(w, o);
+	rte_pktmbuf_free_bulk(drop, n_drop);
+}
+
+/* Frames another lcore parsed for QPs we own: parse again without the ICRC. */
+static unsigned int
+handoff_receive(struct worker *w)
+{
+	struct rte_mbuf *pkts[WORKER_BURST_MAX], *bad[WORKER_BURST_MAX];
+	unsigned int total = 0;
+
+	for (unsigned int s = 0; s < w->n_workers; s++) {
+		struct rte_ring *r = w->handoff_in[s];
+		uint16_t n, n_local = 0, n_bad = 0;
+
+		if (r == NULL)
+			continue;
+		n = (uint16_t)rte_ring_sc_dequeue_burst(r, (void **)pkts, w->burst, NULL);
+		for (uint16_t i = 0; i < n; i++) {
+			struct engine_rx *e = &w->rx[n_local];
+			struct rte_mbuf *m = pkts[i];
+
+			/* Validated by the receiving lcore: this cannot fail. */
+			if (roce_parse_no_icrc(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+					       &e->pkt) != ROCE_DROP_NONE) {
+				bad[n_bad++] = m;
+				continue;
+			}
+			e->m = m;
+			e->port = daemon_port_index(w->d, m->port);
+			e->loopback = false;
+			e->qp = NULL;
+			n_local++;
+		}
+		rte_pktmbuf_free_bulk(bad, n_bad);
+		ctr_add(&w->ctr.v[CTR_HANDOFF_RX], n);
+		if (n_local > 0)
+			deliver_local(w, n_local);
+		total += n;
+	}
+	return total;
+}
+
+static unsigned int
+loopback_receive(struct worker *w)
+{
+	struct rte_mbuf *pkts[WORKER_BURST_MAX];
+	uint32_t n = RTE_MIN(w->loop_n, (uint32_t)w->burst);
+
+	if (n == 0)
+		return 0;
+	memcpy(pkts, w->loop, n * sizeof(pkts[0]));
+	/* Frames looped back while we deliver these go behind the rest. */
+	memmove(w->loop, w->loop + n, (w->loop_n - n) * sizeof(w->loop[0]));
+	memmove(w->loop_port, w->loop_port + n, (w->loop_n - n) * sizeof(w->loop_port[0]));
+	w->loop_n -= n;
+	rx_dispatch(w, pkts, (uint16_t)n, true);
+	return n;
+}
+
+/* ---- control messages ---- */
+
+enum { MSG_PENDING, MSG_RUNNING, MSG_DONE, MSG_ABANDONED };
+
+struct worker_msg {
+	worker_fn fn;
+	void *arg;
+	int result;
+	atomic_uint state;
+};
+
+static unsigned int
+control_receive(struct worker *w)
+{
+	struct worker_msg *msg[8];
+	struct rte_mbuf *tx[WORKER_BURST_MAX];
+	unsigned int n, ntx = 0;
+
+	n = rte_ring_sc_dequeue_burst(w->ctl_in, (void **)msg, RTE_DIM(msg), NULL);
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int expect = MSG_PENDING;
+
+		/* acq_rel: see the caller's arg; publish RUNNING so it waits */
+		if (!atomic_compare_exchange_strong_explicit(&msg[i]->state, &expect, MSG_RUNNING,
+							     memory_order_acq_rel,
+							     memory_order_acquire)) {
+			free(msg[i]); /* abandoned before we got to it */
+			continue;
+		}
+		msg[i]->result = msg[i]->fn(w, msg[i]->arg);
+		/* release: the caller that sees DONE sees the result */
+		atomic_store_explicit(&msg[i]->state, MSG_DONE, memory_order_release);
+	}
+	if (w->ctl_tx != NULL) {
+		ntx = rte_ring_sc_dequeue_burst(w->ctl_tx, (void **)tx, w->burst, NULL);
+		for (unsigned int i = 0; i < ntx; i++) {
+			uint16_t port = tx[i]->port; /* daemon port index (worker_ctl_tx) */
+
+			if (port >= w->d->n_ports) {
+				rte_pktmbuf_free(tx[i]);
+				continue;
+			}
+			tx[i]->port = w->d->port[port].port_id;
+			worker_tx(w, port, tx[i]);
+		}
+	}
+	return n + ntx;
+}
+
+int
+worker_call(struct worker *w, worker_fn fn, void *arg, unsigned int timeout_ms)
+{
+	struct worker_msg *msg = calloc(1, sizeof(*msg));
+	uint64_t deadline;
+	int rc;
+
+	if (msg == NULL)
+		return -ENOMEM;
+	msg->fn = fn;
+	msg->arg = arg;
+	atomic_init(&msg->state, MSG_PENDING);
+	if (rte_ring_sp_enqueue(w->ctl_in, msg) != 0) {
+		free(msg);
+		return -ENOBUFS;
+	}
+	deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * timeout_ms;
+	for (;;) {
+		unsigned int st = atomic_load_explicit(&msg->state, memory_order_acquire);
+
+		if (st == MSG_DONE) {
+			rc = msg->result;
+			free(msg);
+			return rc;
+		}
+		if (st == MSG_PENDING && rte_get_tsc_cycles() > deadline) {
+			unsigned int expect = MSG_PENDING;
+
+			if (atomic_compare_exchange_strong_explicit(&msg->state, &expect,
+								    MSG_ABANDONED,
+								    memory_order_acq_rel,
+								    memory_order_acquire))
+				return -ETIMEDOUT; /* the worker frees it; fn never runs */
+			/* it started meanwhile: fn is bounded, wait for DONE */
+		}
+		rte_delay_us_sleep(10);
+	}
+}
+
+/* ---- the loop ---- */
+
+static void
+idle_backoff(struct worker *w)
+{
+	struct timespec ts;
+
+	ctr_add(&w->ctr.v[CTR_IDLE_BACKOFFS], 1);
+	switch (w->idle) {
+	case CONFIG_IDLE_PAUSE:
+		rte_pause();
+		break;
+	case CONFIG_IDLE_YIELD:
+		sched_yield();
+		break;
+	case CONFIG_IDLE_SLEEP:
+		ts.tv_sec = 0;
+		ts.tv_nsec = w->idle_sleep_ns;
+		nanosleep(&ts, NULL);
+		break;
+	case CONFIG_IDLE_NONE:
+	default:
+		break;
+	}
+}
+
+unsigned int
+worker_poll(struct worker *w, uint64_t now)
+{
+	struct daemon *d = w->d;
+	struct rte_mbuf *pkts[WORKER_BURST_MAX];
+	unsigned int work = 0;
+
+	ctr_add(&w->ctr.v[CTR_POLLS], 1);
+	for (uint16_t i = 0; i < w->n_rxq; i++) {
+		uint16_t port = w->rx_port[i];
+		uint16_t n = rte_eth_rx_burst(d->port[port].port_id, (uint16_t)w->index, pkts,
+					      w->burst);
+
+		if (n > 0) {
+			rx_dispatch(w, pkts, n, false);
+			work += n;
+		}
+	}
+	work += handoff_receive(w);
+	work += loopback_receive(w);
+	work += control_receive(w);
+	if (w->engine->poll != NULL)
+		work += w->engine->poll(w, now);
+	if (now - w->tx_deadline >= w->tx_drain_tsc || work == 0) {
+		worker_tx_flush(w);
+		w->tx_deadline = now;
+	}
+	if (work == 0 && w->loop_n == 0) {
+		if (w->idle != CONFIG_IDLE_NONE && ++w->empty_polls > w->idle_polls)
+			idle_backoff(w);
+	} else {
+		w->empty_polls = 0;
+	}
+	return work;
+}
+
+int
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct daemon *d = w->d;
+	int rc = 0;
+
+	if (w->engine->lcore_init != NULL) {
+		rc = w->engine->lcore_init(w);
+		if (rc != 0) {
+			fprintf(stderr, "roce-daemon: worker %u: engine %s: init failed: %s\n",
+				w->index, w->engine->name, strerror(rc < 0 ? -rc : rc));
+			daemon_request_stop(d);
+			return rc;
+		}
+	}
+	while (!daemon_stopping(d))
+		worker_poll(w, rte_rdtsc());
+	/* Deliver what is still buffered, then stop the engine. */
+	worker_tx_flush(w);
+	if (w->engine->lcore_fini != NULL)
+		w->engine->lcore_fini(w);
+	worker_tx_flush(w);
+	return 0;
+}
+
+/* ---- creation ---- */
+
+static struct rte_ring *
+ring_new(const char *name, unsigned int esize, unsigned int count, int socket, char *err,
+	 size_t errlen)
+{
+	struct rte_ring *r = rte_ring_create_elem(name, esize, count, socket,
+						  RING_F_SP_ENQ | RING_F_SC_DEQ);
+
+	if (r == NULL)
+		snprintf(err, errlen, "cannot create ring %s: %s", name, rte_strerror(rte_errno));
+	return r;
+}
+
+struct worker *
+worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
+	      const struct engine_ops *engine, char *err, size_t errlen)
+{
+	const struct config_daemon *cd = &d->cfg.daemon;
+	int socket = (int)rte_lcore_to_socket_id(lcore_id);
+	char name[RTE_RING_NAMESIZE];
+	struct worker *w;
+
+	w = rte_zmalloc_socket("roce_worker", sizeof(*w), RTE_CACHE_LINE_SIZE, socket);
+	if (w == NULL) {
+		snprintf(err, errlen, "worker %u: out of memory", index);
+		return NULL;
+	}
+	w->d = d;
+	w->index = index;
+	w->n_workers = d->n_workers;
+	w->lcore_id = lcore_id;
+	w->burst = (uint16_t)RTE_MIN(cd->burst, WORKER_BURST_MAX);
+	w->tx_drain_tsc = rte_get_tsc_hz() / 1000000 * cd->tx_flush_us;
+	w->idle = (enum config_idle)cd->idle;
+	w->idle_polls = cd->idle_polls;
+	w->idle_sleep_ns = cd->idle_sleep_us * 1000u;
+	w->engine = engine != NULL ? engine : &engine_none;
+	for (unsigned int p = 0; p < d->n_ports; p++) {
+		if (index < d->port[p].n_rxq)
+			w->rx_port[w->n_rxq++] = (uint16_t)p;
+		w->txbuf[p] = rte_zmalloc_socket("roce_txbuf", RTE_ETH_TX_BUFFER_SIZE(w->burst), 0,
+						 socket);
+		if (w->txbuf[p] == NULL) {
+			snprintf(err, errlen, "worker %u: out of memory", index);
+			goto fail;
+		}
+		rte_eth_tx_buffer_init(w->txbuf[p], w->burst);
+		w->txcb[p].w = w;
+		w->txcb[p].port = (uint16_t)p;
+		rte_eth_tx_buffer_set_err_callback(w->txbuf[p], tx_drop_cb, &w->txcb[p]);
+	}
+	w->n_qp_slots = (cd->max_qps + WORKER_QPN_SPARE) / d->n_workers + 1;
+	w->qp = rte_zmalloc_socket("roce_qp_slots", (size_t)w->n_qp_slots * sizeof(w->qp[0]),
+				   RTE_CACHE_LINE_SIZE, socket);
+	if (w->qp == NULL) {
+		snprintf(err, errlen, "worker %u: no memory for %u QP slots", index, w->n_qp_slots);
+		goto fail;
+	}
+	snprintf(name, sizeof(name), "roce_slow%u", index);
+	w->slow_out = ring_new(name, sizeof(void *), WORKER_SLOW_RING, socket, err, errlen);
+	if (w->slow_out == NULL)
+		goto fail;
+	snprintf(name, sizeof(name), "roce_nreq%u", index);
+	w->neigh_req = ring_new(name, sizeof(struct worker_neigh_req), 64, socket, err, errlen);
+	if (w->neigh_req == NULL)
+		goto fail;
+	snprintf(name, sizeof(name), "roce_ctl%u", index);
+	w->ctl_in = ring_new(name, sizeof(void *), WORKER_CTL_RING, socket, err, errlen);
+	if (w->ctl_in == NULL)
+		goto fail;
+	snprintf(name, sizeof(name), "roce_ev%u", index);
+	w->events = ring_new(name, sizeof(struct worker_event), WORKER_EVENT_RING, socket, err,
+			     errlen);
+	if (w->events == NULL)
+		goto fail;
+	if (index == 0) {
+		w->ctl_tx = ring_new("roce_ctltx", sizeof(void *), WORKER_SLOW_RING, socket, err,
+				     errlen);
+		if (w->ctl_tx == NULL)
+			goto fail;
+	}
+	return w;
+fail:
+	worker_free(w);
+	return NULL;
+}
+
+int
+worker_connect(struct daemon *d, char *err, size_t errlen)
+{
+	for (unsigned int dst = 0; dst < d->n_workers; dst++) {
+		struct worker *w = d->worker[dst];
+
+		for (unsigned int src = 0; src < d->n_workers; src++) {
+			char name[RTE_RING_NAMESIZE];
+
+			if (src == dst)
+				continue;
+			snprintf(name, sizeof(name), "roce_ho%u_%u", src, dst);
+			w->handoff_in[src] = ring_new(name, sizeof(void *), d->cfg.daemon.handoff_ring,
+						      (int)rte_lcore_to_socket_id(w->lcore_id), err,
+						      errlen);
+			if (w->handoff_in[src] == NULL)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Free a ring of pointers and what is still in it (mbufs, or heap messages). */
+static void
+ring_drain_free(struct rte_ring *r, bool mbufs)
+{
+	void *obj[64];
+	unsigned int n;
+
+	if (r == NULL)
+		return;
+	while ((n = rte_ring_sc_dequeue_burst(r, obj, RTE_DIM(obj), NULL)) > 0) {
+		for (unsigned int i = 0; i < n; i++) {
+			if (mbufs)
+				rte_pktmbuf_free(obj[i]);
+			else
+				free(obj[i]); /* control messages nobody waits for any more */
+		}
+	}
+	rte_ring_free(r);
+}
+
+void
+worker_free(struct worker *w)
+{
+	if (w == NULL)
+		return;
+	for (unsigned int s = 0; s < WORKER_MAX; s++)
+		ring_drain_free(w->handoff_in[s], true);
+	for (unsigned int o = 0; o < WORKER_MAX; o++)
+		rte_pktmbuf_free_bulk(w->handoff_buf[o], w->handoff_n[o]);
+	rte_pktmbuf_free_bulk(w->loop, w->loop_n);
+	ring_drain_free(w->slow_out, true);
+	ring_drain_free(w->ctl_tx, true);
+	ring_drain_free(w->ctl_in, false);
+	rte_ring_free(w->neigh_req);
+	rte_ring_free(w->events);
+	for (unsigned int p = 0; p < CONFIG_MAX_PORTS; p++) {
+		if (w->txbuf[p] != NULL) {
+			rte_pktmbuf_free_bulk(w->txbuf[p]->pkts, w->txbuf[p]->length);
+			rte_free(w->txbuf[p]);
+		}
+	}
+	rte_free(w->qp);
+	rte_free(w);
+}

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Poll-mode workers: one per worker lcore, shaped like DPDK examples/l2fwd.
+ *
+ * Each iteration of a worker:
+ *   rx burst from its RX queue of every port
+ *   -> classify (ARP/ND/echo -> control thread; UDP 4791 -> roce_parse();
+ *      the rest is ignored and counted)
+ *   -> dispatch by destination QPN: the owner lcore is qpn % n_workers; frames
+ *      for another lcore are buffered per destination and handed over in
+ *      batches through single-producer/single-consumer rings
+ *   -> the transport engine's rx hook with the frames for QPs this lcore owns
+ *   -> loopback queue, frames from the control thread, control messages
+ *   -> the engine's poll hook (send queues, timers)
+ *   -> buffered TX, flushed when full or on a TSC deadline
+ *   -> idle backoff after a run of empty polls.
+ *
+ * Ownership: a worker's struct, its QP table, its TX buffers and its ring
+ * ends are touched only by its lcore, except where a field says otherwise.
+ * The control thread never touches a QP: it sends a worker_fn through the
+ * worker's control ring (worker_call()), and the owner runs it between
+ * bursts.
+ *
+ * Rings (all rte_ring, RING_F_SP_ENQ | RING_F_SC_DEQ; rte_ring's own
+ * release/acquire on head/tail publishes the mbuf contents and messages):
+ *   handoff_in[s]  worker s -> this worker: mbufs of parsed RoCE frames
+ *   slow_out       this worker -> control: ARP/ND/echo mbufs
+ *   neigh_req      this worker -> control: struct worker_neigh_req
+ *   ctl_in         control -> this worker: struct worker_msg *
+ *   ctl_tx         control -> this worker: frames to transmit (worker 0 only)
+ *   events         this worker -> control: struct worker_event (engine events)
+ *   capture        this worker -> control: pcapng copies (--pcap only)
+ */
+#ifndef ROCE_DAEMON_WORKER_H
+#define ROCE_DAEMON_WORKER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+
+#include "config.h"
+#include "counters.h"
+#include "roce.h"
+
+#define WORKER_MAX 16u           /**< worker lcores */
+#define WORKER_BURST_MAX 256u    /**< largest configurable burst */
+#define WORKER_LOOP_MAX 512u     /**< loopback frames queued per worker */
+#define WORKER_SLOW_RING 512u    /**< slow-path ring slots */
+#define WORKER_CTL_RING 64u      /**< control message ring slots */
+#define WORKER_QPN_SPARE 16u     /**< QPNs beyond max_qps the tables accept */
+
+struct rte_mbuf;
+struct rte_ring;
+struct rte_eth_dev_tx_buffer;
+struct daemon;
+struct worker;
+
+/** A QP as the dataplane sees it: the engine's object and its counters. */
+struct qp_slot {
+	uint32_t qpn;           /**< written by the owner; read by telemetry (relaxed) */
+	void *engine_qp;        /**< NULL: no QP here */
+	struct ctr_set ctr;
+};
+
+/** A parsed RoCE frame for a QP this lcore owns, as the engine receives it. */
+struct engine_rx {
+	struct rte_mbuf *m;     /**< the frame; the worker frees it after rx() returns */
+	struct qp_slot *qp;     /**< never NULL: frames for missing QPs are dropped before */
+	uint16_t port;          /**< daemon port index it arrived on */
+	bool loopback;          /**< came through the loopback path (ICRC not checked) */
+	struct roce_pkt pkt;    /**< parsed record; payload points into m */
+};
+
+/**
+ * The transport engine's per-lcore hooks. Every hook runs on the worker's
+ * lcore; any may be NULL.
+ */
+struct engine_ops {
+	const char *name;
+	/** Create per-lcore state (timer wheel, QP objects) in w->engine. @return 0 or -errno */
+	int (*lcore_init)(struct worker *w);
+	void (*lcore_fini)(struct worker *w);
+	/**
+	 * Frames for QPs this lcore owns. The engine copies what it needs (or
+	 * takes a reference with rte_mbuf_refcnt_update()); the worker frees
+	 * every m afterwards.
+	 */
+	void (*rx)(struct worker *w, struct engine_rx *pkts, uint16_t n);
+	/**
+	 * Send queues, timers, completions. @return units of work done (0: idle).
+	 * Frames go out through worker_tx().
+	 */
+	unsigned int (*poll)(struct worker *w, uint64_t now_tsc);
+};
+
+/** The engine used when none is installed: counts frames for unknown QPs. */
+extern const struct engine_ops engine_none;
+
+/** Function run on a worker's lcore through its control ring. */
+typedef int (*worker_fn)(struct worker *w, void *arg);
+
+/** Neighbour resolution request, worker -> control (20 bytes: rte_ring element). */
+struct worker_neigh_req {
+	uint16_t port;
+	uint16_t pad;
+	uint8_t ip[16];
+};
+
+/**
+ * An event of the engine for the control thread (which tells the
+ * application: async events, CQ notifications). 16 bytes: rte_ring element.
+ */
+struct worker_event {
+	uint8_t type;       /**< engine specific (engine_xport: enum xport_event_type) */
+	uint8_t code;       /**< engine specific (async event or error code) */
+	uint16_t worker;    /**< index of the worker that raised it */
+	uint32_t handle;    /**< the object: CQ/SRQ handle, or the QP's slot */
+	uint32_t qpn;       /**< QP events: the QPN; otherwise UINT32_MAX */
+	uint32_t reserved;
+};
+
+#define WORKER_EVENT_RING 1024u
+
+/** One worker. Cache-aligned; allocated on the lcore's socket. */
+struct worker {
+	/* read-only after worker_create() */
+	struct daemon *d;
+	unsigned int index;             /**< 0..n_workers-1: owns QPNs with qpn % n == index */
+	unsigned int n_workers;
+	unsigned int lcore_id;
+	uint16_t n_rxq;                 /**< ports whose RX queue `index` we poll */
+	uint16_t rx_port[CONFIG_MAX_PORTS];
+	uint16_t burst;
+	uint64_t tx_drain_tsc;          /**< tx_flush_us in TSC cycles */
+	uint32_t idle_polls;
+	uint32_t idle_sleep_ns;
+	enum config_idle idle;
+	const struct engine_ops *engine;
+
+	/* rings; see the file comment for who produces and consumes */
+	struct rte_ring *handoff_in[WORKER_MAX];
+	struct rte_ring *slow_out;
+	struct rte_ring *neigh_req;
+	struct rte_ring *ctl_in;
+	struct rte_ring *ctl_tx;
+	struct rte_ring *events;
+	struct rte_ring *capture;       /**< NULL unless capturing */
+	struct rte_mempool *capture_pool;
+
+	/* owner-only state */
+	void *engine_ctx;               /**< the engine's per-lcore state */
+	struct rte_eth_dev_tx_buffer *txbuf[CONFIG_MAX_PORTS];
+	struct worker_txcb {
+		struct worker *w;
+		uint16_t port;
+	} txcb[CONFIG_MAX_PORTS];       /**< context of the TX-drop callback */
+	uint64_t tx_deadline;
+	uint32_t empty_polls;
+	struct rte_mbuf *handoff_buf[WORKER_MAX][WORKER_BURST_MAX];
+	uint16_t handoff_n[WORKER_MAX];
+	struct rte_mbuf *loop[WORKER_LOOP_MAX];
+	uint16_t loop_port[WORKER_LOOP_MAX];
+	uint32_t loop_n;
+	struct engine_rx rx[WORKER_BURST_MAX];
+	/** QPs this lcore owns, indexed by qpn / n_workers; fixed at start-up. */
+	struct qp_slot *qp;
+	uint32_t n_qp_slots;
+
+	/* counters: written by this lcore only (counters.h) */
+	struct ctr_set ctr;
+	struct ctr_set port_ctr[CONFIG_MAX_PORTS];
+} __rte_cache_aligned;
+
+/** @return the index of the worker owning @p qpn. */
+static inline unsigned int
+worker_of_qpn(uint32_t qpn, unsigned int n_workers)
+{
+	return qpn % n_workers;
+}
+
+/**
+ * Create worker @p index (rings, TX buffers, QP table) for lcore @p lcore_id.
+ * Rings between workers are connected by worker_connect().
+ * @return the worker, or NULL with a message in @p err
+ */
+struct worker *worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
+			     const struct engine_ops *engine, char *err, size_t errlen);
+
+/** Create the handoff rings between every pair of workers of @p d. @return 0 or -1 */
+int worker_connect(struct daemon *d, char *err, size_t errlen);
+
+/** Free a worker (after it stopped). Frees queued mbufs. */
+void worker_free(struct worker *w);
+
+/** lcore entry point (rte_eal_remote_launch): engine init, loop until stop, flush. */
+int worker_main(void *arg);
+
+/**
+ * One iteration of the loop, for worker_main() and for tests that drive a
+ * worker from their own thread. @return units of work done (0: idle)
+ */
+unsigned int worker_poll(struct worker *w, uint64_t now_tsc);
+
+/** Send everything buffered now. */
+void worker_tx_flush(struct worker *w);
+
+/**
+ * Owner only: queue frame @p m for port @p port_idx. A frame whose
+ * destination MAC is one of our ports takes the loopback path (delivered to
+ * that port's receive path without the NIC). Consumes @p m.
+ */
+void worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m);
+
+/** Owner only: an mbuf from port @p port_idx's pool, or NULL. */
+struct rte_mbuf *worker_tx_alloc(struct worker *w, uint16_t port_idx);
+
+/** Owner only: the slot of @p qpn, or NULL if the QPN is outside the table or not ours. */
+struct qp_slot *worker_qp_slot(struct worker *w, uint32_t qpn);
+
+/** Owner only: attach the engine's object for @p qpn. @return 0, -EINVAL, -EEXIST */
+int worker_qp_attach(struct worker *w, uint32_t qpn, void *engine_qp);
+
+/** Owner only: detach @p qpn. @return the engine's object, or NULL */
+void *worker_qp_detach(struct worker *w, uint32_t qpn);
+
+/**
+ * Owner only: count an engine event (CTR_RETRANSMITS, CTR_TIMEOUTS, ...) in
+ * the QP, the lcore and the port at once.
+ */
+void worker_count(struct worker *w, uint16_t port_idx, struct qp_slot *qp, enum ctr_id id,
+		  uint64_t n);
+
+/** Owner only: count a NAK sent (@p sent) or received, by AETH syndrome. */
+void worker_count_nak(struct worker *w, uint16_t port_idx, struct qp_slot *qp, uint8_t syndrome,
+		      bool sent);
+
+/**
+ * Control thread: run @p fn on @p w's lcore and wait for its result, up to
+ * @p timeout_ms. @return fn's result, or -ETIMEDOUT / -ENOBUFS / -ENOMEM
+ * (the message is then abandoned safely: nothing refers to the caller's stack)
+ */
+int worker_call(struct worker *w, worker_fn fn, void *arg, unsigned int timeout_ms);
+
+/** Control thread: queue @p m for transmission on @p port_idx by worker 0. */
+void worker_ctl_tx(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m);
+
+#endif /* ROCE_DAEMON_WORKER_H */

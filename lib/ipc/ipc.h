@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * lib/ipc: the setup protocol between the verbs shim (libibverbs.so.1 in an
+ * application) and roce-daemon.
+ *
+ * Transport: one AF_UNIX SOCK_SEQPACKET connection per ibv_context (plus a
+ * short-lived one for device discovery). Every datagram is one message: a
+ * fixed @ref ipc_hdr followed by the fixed-size body of its operation.
+ * Requests and responses carry the same op; a response echoes the request's
+ * seq and sets status (0 or a positive errno). File descriptors travel as
+ * SCM_RIGHTS ancillary data; hdr.nfds says how many, and the operation table
+ * bounds it. The server identifies its peer with SO_PEERCRED.
+ *
+ * Validation (ipc_msg_check()): magic, version, known op, exact body size for
+ * the op and direction, fd count within the op's bound, no truncation. A
+ * message that fails is rejected whole and its fds are closed; the receiver
+ * never sees a partial message.
+ *
+ * Operations are listed once in IPC_OPS (X-macro): the enum, the name table
+ * and the size/fd descriptor table are all expanded from it.
+ *
+ * Ownership: every handle in a request names an object the same connection
+ * created; anything else is EINVAL. Closing the socket destroys everything
+ * the connection owned.
+ *
+ * Shared memory: CQ, QP (SQ+RQ) and SRQ rings live in a memfd the daemon
+ * creates and passes back in the create response (see ipc_shm.h); they are
+ * lib/qp's spsc_ring carrying lib/qp's sq_wqe/rq_wqe/cqe records. MR pages
+ * live in a memfd the shim creates, passes with REG_MR, and maps at the
+ * application's own addresses.
+ *
+ * Attribute records (ipc_qp_attr, ipc_ah_attr, ...) have fixed widths;
+ * ipc_verbs.h converts them to and from the <infiniband/verbs.h> structs.
+ * Enum values inside them are the libibverbs ones.
+ */
+#ifndef IPC_H
+#define IPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wqe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IPC_MAGIC 0x52434531u       /**< "RCE1" */
+#define IPC_VERSION 1u
+#define IPC_MAX_FDS 2u              /**< most fds any message carries */
+#define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
+#define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
+#define IPC_HANDLE_NONE 0u          /**< "no object" in optional handle fields */
+/** Default socket path; the environment variable below overrides it. */
+#define IPC_DEFAULT_SOCKET "/run/roce-dpdk/roce.sock"
+#define IPC_SOCKET_ENV "ROCE_DAEMON_SOCKET"
+
+/** Message header; the body of the op follows immediately. */
+struct ipc_hdr {
+	uint32_t magic;   /**< IPC_MAGIC */
+	uint16_t version; /**< IPC_VERSION */
+	uint16_t op;      /**< enum ipc_op */
+	uint32_t seq;     /**< chosen by the requester, echoed in the response */
+	uint32_t len;     /**< whole message: header + body */
+	int32_t status;   /**< responses: 0 or a positive errno; requests: 0 */
+	uint32_t nfds;    /**< descriptors attached with SCM_RIGHTS */
+};
+
+/** @name Shared attribute records (fixed widths, host byte order unless noted) @{ */
+
+/** Device attributes (ibv_device_attr + the _ex fields we report). */
+struct ipc_device_attr {
+	char fw_ver[64];
+	uint64_t node_guid;      /**< network byte order, as ibv_device_attr */
+	uint64_t sys_image_guid; /**< network byte order */
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint32_t vendor_id;
+	uint32_t vendor_part_id;
+	uint32_t hw_ver;
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t device_cap_flags;
+	uint32_t max_sge;
+	uint32_t max_sge_rd;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_qp_rd_atom;
+	uint32_t max_qp_init_rd_atom;
+	uint32_t max_res_rd_atom;
+	uint32_t atomic_cap;     /**< enum ibv_atomic_cap */
+	uint32_t max_mw;
+	uint32_t max_mcast_grp;
+	uint32_t max_mcast_qp_attach;
+	uint32_t max_total_mcast_qp_attach;
+	uint32_t max_ah;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_inline_data;
+	uint16_t max_pkeys;
+	uint8_t local_ca_ack_delay;
+	uint8_t phys_port_cnt;
+	uint64_t device_cap_flags_ex;
+	uint64_t completion_timestamp_mask; /**< 0: no completion timestamps */
+	uint64_t hca_core_clock;            /**< kHz; 0 when not supported */
+};
+
+/** Port attributes (ibv_port_attr). */
+struct ipc_port_attr {
+	uint32_t state;          /**< enum ibv_port_state */
+	uint32_t max_mtu;        /**< enum ibv_mtu */
+	uint32_t active_mtu;     /**< enum ibv_mtu */
+	uint32_t gid_tbl_len;
+	uint32_t port_cap_flags;
+	uint32_t max_msg_sz;
+	uint32_t bad_pkey_cntr;
+	uint32_t qkey_viol_cntr;
+	uint16_t pkey_tbl_len;
+	uint16_t lid;
+	uint16_t sm_lid;
+	uint8_t lmc;
+	uint8_t max_vl_num;
+	uint8_t sm_sl;
+	uint8_t subnet_timeout;
+	uint8_t init_type_reply;
+	uint8_t active_width;
+	uint8_t active_speed;
+	uint8_t phys_state;
+	uint8_t link_layer;      /**< IBV_LINK_LAYER_* */
+	uint8_t flags;
+	uint16_t port_cap_flags2;
+	uint16_t pad;
+	uint32_t active_speed_ex;
+};
+
+/** Address vector (ibv_ah_attr with its GRH). */
+struct ipc_ah_attr {
+	uint8_t dgid[16];
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t is_global;
+	uint16_t dlid;
+	uint8_t sl;
+	uint8_t src_path_bits;
+	uint8_t static_rate;
+	uint8_t port_num;
+	uint16_t pad;
+};
+
+/** QP capabilities (ibv_qp_cap). */
+struct ipc_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+/** QP attributes (ibv_qp_attr); which fields matter is given by a mask of IBV_QP_* bits. */
+struct ipc_qp_attr {
+	uint32_t qp_state;
+	uint32_t cur_qp_state;
+	uint32_t path_mtu;
+	uint32_t path_mig_state;
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qp_num;
+	uint32_t qp_access_flags;
+	struct ipc_qp_cap cap;
+	struct ipc_ah_attr ah_attr;
+	struct ipc_ah_attr alt_ah_attr;
+	uint16_t pkey_index;
+	uint16_t alt_pkey_index;
+	uint8_t en_sqd_async_notify;
+	uint8_t sq_draining;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t port_num;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t alt_port_num;
+	uint8_t alt_timeout;
+	uint8_t pad;
+	uint32_t rate_limit;
+};
+
+/**
+ * Where one ring sits inside the memfd of a create response: a struct
+ * spsc_ring (lib/qp queue.h) at @c offset, records follow its header.
+ */
+struct ipc_ring_desc {
+	uint64_t offset;  /**< byte offset of the ring header in the memfd */
+	uint32_t entries; /**< power of two; 0: no ring */
+	uint32_t stride;  /**< bytes per entry */
+};
+/** @} */
+
+/** @name Request and response bodies @{ */
+struct ipc_empty { uint32_t reserved; };
+
+struct ipc_device_info {
+	char name[IPC_NAME_LEN];
+	uint64_t node_guid;    /**< network byte order */
+	uint32_t node_type;    /**< enum ibv_node_type */
+	uint32_t transport;    /**< enum ibv_transport_type */
+	uint32_t phys_port_cnt;
+	uint32_t pad;
+};
+struct ipc_device_list_rsp {
+	uint32_t count;
+	uint32_t pad;
+	struct ipc_device_info dev[IPC_MAX_DEVICES];
+};
+
+/** OPEN_DEVICE binds the connection to one device; the answer carries the async-event socket. */
+struct ipc_open_device_req { char name[IPC_NAME_LEN]; };
+struct ipc_open_device_rsp { struct ipc_device_info info; uint32_t num_comp_vectors; uint32_t pad; };
+
+struct ipc_query_device_rsp { struct ipc_device_attr attr; };
+struct ipc_port_req { uint32_t port; uint32_t index; };
+struct ipc_query_port_rsp { struct ipc_port_attr attr; };
+struct ipc_query_gid_rsp {
+	uint8_t gid[16];
+	uint32_t gid_type;   /**< enum ibv_gid_type (IBV_GID_TYPE_*) */
+	uint32_t ndev_ifindex;
+};
+struct ipc_query_pkey_rsp { uint16_t pkey; uint16_t pad; uint32_t pad2; };
+
+/** Every create request carries the shim's cookie for the object; async events echo it. */
+struct ipc_handle_req { uint32_t handle; uint32_t pad; };
+/**
+ * Destroy answer of objects that get async events (CQ, QP, SRQ): how many
+ * events were queued for the object in total. The shim waits until the
+ * application has acknowledged that many before freeing the object, as
+ * rdma-core does with the kernel's events_reported.
+ */
+struct ipc_destroy_rsp { uint32_t events_reported; uint32_t pad; };
+/** Create answer; num is the object's number where it has one (AH number for UD WQEs). */
+struct ipc_create_rsp { uint32_t handle; uint32_t num; };
+
+struct ipc_alloc_pd_req { uint64_t user_handle; };
+
+/** REG_MR: fd 0 (optional) is a memfd holding [addr, addr+length) at fd_offset. */
+struct ipc_reg_mr_req {
+	uint64_t user_handle;
+	uint64_t addr;
+	uint64_t length;
+	uint64_t iova;
+	uint64_t fd_offset;  /**< offset of @c addr's page inside the memfd */
+	uint32_t pd;
+	uint32_t access;     /**< IBV_ACCESS_* */
+};
+struct ipc_reg_mr_rsp { uint32_t handle; uint32_t lkey; uint32_t rkey; uint32_t pad; };
+struct ipc_rereg_mr_req {
+	uint32_t handle;
+	uint32_t flags;      /**< IBV_REREG_MR_CHANGE_* */
+	uint32_t pd;
+	uint32_t access;
+	uint64_t addr;
+	uint64_t length;
+	uint64_t iova;
+	uint64_t fd_offset;
+};
+
+/** CREATE_COMP_CHANNEL: fd 0 is an eventfd the daemon writes when an armed CQ gets a CQE. */
+struct ipc_create_channel_req { uint64_t user_handle; };
+
+struct ipc_create_cq_req {
+	uint64_t user_handle;
+	uint32_t cqe;
+	uint32_t channel;     /**< channel handle or IPC_HANDLE_NONE */
+	uint32_t comp_vector;
+	uint32_t wc_flags;    /**< IBV_WC_EX_WITH_* requested by create_cq_ex */
+};
+/** CQ create/resize answer; fd 0 is the memfd: [struct ipc_cq_ctrl][CQE ring]. */
+struct ipc_cq_rsp {
+	uint32_t handle;
+	uint32_t cqe;         /**< usable entries (ring entries - 1) */
+	uint64_t shm_size;
+	uint64_t ctrl_offset; /**< struct ipc_cq_ctrl */
+	struct ipc_ring_desc ring;
+};
+struct ipc_resize_cq_req { uint32_t handle; uint32_t cqe; };
+
+struct ipc_create_qp_req {
+	uint64_t user_handle;
+	uint32_t pd;
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	uint32_t srq;         /**< or IPC_HANDLE_NONE */
+	uint32_t qp_type;     /**< enum ibv_qp_type */
+	uint32_t sq_sig_all;
+	uint32_t create_flags;
+	uint32_t pad;
+	uint64_t send_ops_flags;
+	struct ipc_qp_cap cap;
+	uint32_t pad2;
+};
+/** QP create answer; fd 0 is the memfd holding the SQ and (without SRQ) the RQ. */
+struct ipc_create_qp_rsp {
+	uint32_t handle;
+	uint32_t qpn;
+	struct ipc_qp_cap cap;
+	uint32_t pad;
+	uint64_t shm_size;
+	struct ipc_ring_desc sq;
+	struct ipc_ring_desc rq;
+};
+struct ipc_modify_qp_req { uint32_t handle; uint32_t mask; struct ipc_qp_attr attr; };
+struct ipc_modify_qp_rsp { uint32_t state; uint32_t pad; };
+struct ipc_query_qp_req { uint32_t handle; uint32_t mask; };
+struct ipc_query_qp_rsp {
+	struct ipc_qp_attr attr;
+	struct ipc_qp_cap init_cap;
+	uint32_t sq_sig_all;
+};
+
+struct ipc_create_srq_req {
+	uint64_t user_handle;
+	uint32_t pd;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+};
+/** SRQ create answer; fd 0 is the ring memfd. */
+struct ipc_create_srq_rsp {
+	uint32_t handle;
+	uint32_t srqn;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint64_t shm_size;
+	struct ipc_ring_desc ring;
+};
+struct ipc_modify_srq_req { uint32_t handle; uint32_t mask; uint32_t max_wr; uint32_t srq_limit; };
+struct ipc_query_srq_rsp { uint32_t max_wr; uint32_t max_sge; uint32_t srq_limit; uint32_t pad; };
+
+struct ipc_create_ah_req { uint64_t user_handle; uint32_t pd; uint32_t pad; struct ipc_ah_attr attr; };
+/**
+ * AH answer: the address vector resolved as far as the daemon could (GIDs,
+ * MACs, traffic class...); the shim copies it into every UD send WQE.
+ */
+struct ipc_create_ah_rsp { uint32_t handle; uint32_t num; struct wr_av av; };
+
+/**
+ * A record read from the async-event socket (the fd OPEN_DEVICE returns).
+ * One datagram per event; user_handle is the creator's cookie of the object.
+ */
+struct ipc_async_event {
+	uint32_t type;        /**< enum ibv_event_type */
+	uint32_t kind;        /**< enum ipc_obj_kind: which element is valid */
+	uint64_t user_handle; /**< creator's cookie of the QP/CQ/SRQ; port number for port events */
+};
+/** @} */
+
+/** Object kinds (for async events and diagnostics). */
+enum ipc_obj_kind {
+	IPC_OBJ_NONE = 0,
+	IPC_OBJ_PD,
+	IPC_OBJ_MR,
+	IPC_OBJ_CHANNEL,
+	IPC_OBJ_CQ,
+	IPC_OBJ_QP,
+	IPC_OBJ_SRQ,
+	IPC_OBJ_AH,
+	IPC_OBJ_PORT,
+	IPC_OBJ_DEVICE,
+};
+
+/**
+ * The operation list. IPC_OP(sym, value, request body, response body,
+ * fds in request (max), fds in response (max)).
+ */
+#define IPC_OPS(IPC_OP)                                                                  \
+	IPC_OP(DEVICE_LIST,     1, ipc_empty,               ipc_device_list_rsp,  0, 0)  \
+	IPC_OP(OPEN_DEVICE,     2, ipc_open_device_req,     ipc_open_device_rsp,  0, 1)  \
+	IPC_OP(QUERY_DEVICE,    3, ipc_empty,               ipc_query_device_rsp, 0, 0)  \
+	IPC_OP(QUERY_PORT,      4, ipc_port_req,            ipc_query_port_rsp,   0, 0)  \
+	IPC_OP(QUERY_GID,       5, ipc_port_req,            ipc_query_gid_rsp,    0, 0)  \
+	IPC_OP(QUERY_PKEY,      6, ipc_port_req,            ipc_query_pkey_rsp,   0, 0)  \
+	IPC_OP(ALLOC_PD,       10, ipc_alloc_pd_req,        ipc_create_rsp,       0, 0)  \
+	IPC_OP(DEALLOC_PD,     11, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(REG_MR,         12, ipc_reg_mr_req,          ipc_reg_mr_rsp,       1, 0)  \
+	IPC_OP(REREG_MR,       13, ipc_rereg_mr_req,        ipc_reg_mr_rsp,       1, 0)  \
+	IPC_OP(DEREG_MR,       14, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(CREATE_CHANNEL, 15, ipc_create_channel_req,  ipc_create_rsp,       1, 0)  \
+	IPC_OP(DESTROY_CHANNEL,16, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(CREATE_CQ,      17, ipc_create_cq_req,       ipc_cq_rsp,           0, 1)  \
+	IPC_OP(RESIZE_CQ,      18, ipc_resize_cq_req,       ipc_cq_rsp,           0, 1)  \
+	IPC_OP(DESTROY_CQ,     19, ipc_handle_req,          ipc_destroy_rsp,      0, 0)  \
+	IPC_OP(CREATE_QP,      20, ipc_create_qp_req,       ipc_create_qp_rsp,    0, 1)  \
+	IPC_OP(MODIFY_QP,      21, ipc_modify_qp_req,       ipc_modify_qp_rsp,    0, 0)  \
+	IPC_OP(QUERY_QP,       22, ipc_query_qp_req,        ipc_query_qp_rsp,     0, 0)  \
+	IPC_OP(DESTROY_QP,     23, ipc_handle_req,          ipc_destroy_rsp,      0, 0)  \
+	IPC_OP(CREATE_SRQ,     24, ipc_create_srq_req,      ipc_create_srq_rsp,   0, 1)  \
+	IPC_OP(MODIFY_SRQ,     25, ipc_modify_srq_req,      ipc_empty,            0, 0)  \
+	IPC_OP(QUERY_SRQ,      26, ipc_handle_req,          ipc_query_srq_rsp,    0, 0)  \
+	IPC_OP(DESTROY_SRQ,    27, ipc_handle_req,          ipc_destroy_rsp,      0, 0)  \
+	IPC_OP(CREATE_AH,      28, ipc_create_ah_req,       ipc_create_ah_rsp,    0, 0)  \
+	IPC_OP(DESTROY_AH,     29, ipc_handle_req,          ipc_empty,            0, 0)
+
+/** Operation codes. */
+enum ipc_op {
+	IPC_OP_INVALID = 0,
+#define IPC_OP_ENUM(sym, val, req, rsp, rqfd, rsfd) IPC_OP_##sym = val,
+	IPC_OPS(IPC_OP_ENUM)
+#undef IPC_OP_ENUM
+	IPC_OP_MAX,
+};
+
+/** Static description of one operation, expanded from IPC_OPS. */
+struct ipc_op_desc {
+	const char *name;  /**< "QUERY_PORT"; NULL for unused codes */
+	uint32_t req_size; /**< body bytes of the request */
+	uint32_t rsp_size; /**< body bytes of the response */
+	uint8_t req_fds;   /**< most fds a request may carry */
+	uint8_t rsp_fds;   /**< most fds a response may carry */
+};
+
+/** Descriptor of @p op, or NULL when the code is unknown. */
+const struct ipc_op_desc *ipc_op_desc(uint32_t op);
+/** Name of @p op ("QUERY_PORT"), "?" when unknown. */
+const char *ipc_op_name(uint32_t op);
+
+/** Largest message of any operation, header included. */
+size_t ipc_msg_max(void);
+
+/** A message buffer large enough for every operation. */
+struct ipc_msg {
+	struct ipc_hdr hdr;
+	union {
+#define IPC_OP_UNION(sym, val, req, rsp, rqfd, rsfd) struct req req_##sym; struct rsp rsp_##sym;
+		IPC_OPS(IPC_OP_UNION)
+#undef IPC_OP_UNION
+		uint8_t raw[1];
+	} u;
+};
+
+/** Message direction, for validation. */
+enum ipc_dir { IPC_REQUEST, IPC_RESPONSE };
+
+/**
+ * Check a received message: magic, version, op known, exact length for the op
+ * and direction (responses always carry the whole body, zeroed on error),
+ * fd count within bounds and equal to hdr.nfds.
+ * @return 0, or -EPROTO (bad magic/version/length), -EOPNOTSUPP (unknown op),
+ *         -EBADMSG (fd count mismatch).
+ */
+int ipc_msg_check(const struct ipc_msg *msg, size_t len, unsigned int nfds, enum ipc_dir dir);
+
+/** Fill a request header for @p op (len from the op table, seq given). */
+void ipc_req_init(struct ipc_msg *msg, enum ipc_op op, uint32_t seq);
+/**
+ * Start the response to a validated request: same op and seq, body size of
+ * the response, body zeroed. @p rsp must not alias @p req.
+ */
+void ipc_rsp_init(struct ipc_msg *rsp, const struct ipc_msg *req, int status);
+
+/** @name Socket framing @{ */
+/** Listen on @p path (unlinks a stale socket first). @return fd or -errno. */
+int ipc_listen(const char *path, int backlog);
+/** Connect to @p path (NULL: $ROCE_DAEMON_SOCKET or IPC_DEFAULT_SOCKET). @return fd or -errno. */
+int ipc_connect(const char *path);
+/** The socket path a client uses: $ROCE_DAEMON_SOCKET or IPC_DEFAULT_SOCKET. */
+const char *ipc_socket_path(void);
+/** Accept a connection (SOCK_CLOEXEC|SOCK_NONBLOCK as given). @return fd or -errno. */
+int ipc_accept(int lfd, int flags);
+/** Peer credentials of a connected socket (SO_PEERCRED). @return 0 or -errno. */
+int ipc_peer_cred(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+/**
+ * Send one message of hdr.len bytes with @p nfds descriptors (hdr.nfds is
+ * set from @p nfds). @return 0 or -errno.
+ */
+int ipc_send(int fd, struct ipc_msg *msg, const int *fds, unsigned int nfds);
+
+/**
+ * Receive and validate one message. Descriptors received are stored in
+ * @p fds (up to IPC_MAX_FDS) and their number in @p nfds; on any error every
+ * received descriptor is closed.
+ * @return message length (> 0), 0 on orderly EOF, or -errno: -EAGAIN,
+ *         -EMSGSIZE (truncated), -EPROTO/-EOPNOTSUPP/-EBADMSG (ipc_msg_check).
+ */
+ssize_t ipc_recv(int fd, struct ipc_msg *msg, int *fds, unsigned int *nfds, enum ipc_dir dir);
+
+/**
+ * Client round trip: send @p req (op/seq set by ipc_req_init), wait for the
+ * response with the same seq, and return its status.
+ * @param rsp receives the response (may be the same buffer as req)
+ * @param rfds receives up to IPC_MAX_FDS descriptors; unset slots are -1
+ * @return the response's status (>= 0: 0 or positive errno), or -errno for
+ *         a transport error (connection lost, protocol violation).
+ */
+int ipc_call(int fd, struct ipc_msg *req, const int *fds, unsigned int nfds,
+	     struct ipc_msg *rsp, int *rfds);
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IPC_H */

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * lib/ipc: shared memory between an application (the verbs shim) and the
+ * daemon: sealed memfd regions, and where the rings and control words sit.
+ *
+ * The rings are lib/qp's single-producer/single-consumer rings (queue.h,
+ * struct spsc_ring) carrying lib/qp's records (wqe.h):
+ *
+ *  ring   producer            consumer            record
+ *  SQ     application         daemon lcore        struct sq_wqe
+ *  RQ     application         daemon lcore        struct rq_wqe
+ *  SRQ    application         daemon lcore        struct rq_wqe
+ *  CQ     daemon lcore        application         struct cqe
+ *
+ * The producer's release store of its index is the doorbell: a polling
+ * daemon needs no system call (queue.h documents the ordering). The SQ/RQ
+ * consumer releases a slot only when the WQE is no longer needed (at its
+ * completion), so "queue full" in the shim is prod - cons >= the QP's cap.
+ *
+ * Memfd layouts (offsets are in the create responses, struct ipc_ring_desc):
+ *  - QP:  [SQ spsc_ring][RQ spsc_ring (absent with an SRQ)]
+ *  - SRQ: [spsc_ring]
+ *  - CQ:  [struct ipc_cq_ctrl][spsc_ring]
+ *
+ * CQ notification (ibv_req_notify_cq): the application stores
+ * ipc_cq_ctrl.arm (XPORT_CQ_ARM_NEXT / _SOLICITED of xport.h) with seq_cst.
+ * The engine, after publishing a CQE that matches, clears arm and reports
+ * XPORT_EV_CQ_NOTIFY; the daemon then calls ipc_cq_signal(), which bumps
+ * notify_count and writes 1 to the completion channel's eventfd. The shim's
+ * ibv_get_cq_event() finds the CQ whose notify_count moved.
+ */
+#ifndef IPC_SHM_H
+#define IPC_SHM_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "queue.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IPC_CACHE_LINE 64u
+
+/** Values of ipc_cq_ctrl.arm (equal to lib/qp's enum xport_cq_arm). */
+enum ipc_cq_arm {
+	IPC_CQ_ARM_NONE = 0,
+	IPC_CQ_ARM_NEXT = 1,      /**< any next completion */
+	IPC_CQ_ARM_SOLICITED = 2, /**< next solicited or error completion */
+};
+
+/** The CQ's control words, one cache line in front of its ring. */
+struct ipc_cq_ctrl {
+	/** enum xport_cq_arm: written by the application, cleared by the engine. */
+	alignas(IPC_CACHE_LINE) uint32_t arm;
+	/** Notifications raised (free running); written by the daemon only. */
+	uint32_t notify_count;
+	uint32_t reserved[14];
+};
+_Static_assert(sizeof(struct ipc_cq_ctrl) == IPC_CACHE_LINE, "one cache line");
+
+/**
+ * Daemon side of a completion notification: bump @p ctrl's notify_count
+ * (release: the CQE is visible before the count) and write 1 to the
+ * channel's eventfd @p efd (ignored when < 0).
+ * Precondition: one caller per CQ at a time.
+ * @return 0 or -errno of the eventfd write
+ */
+int ipc_cq_signal(struct ipc_cq_ctrl *ctrl, int efd);
+
+/**
+ * Bytes of an spsc_ring of @p entries records of @p stride bytes, rounded up
+ * to a cache line so the next ring in the same memfd stays aligned.
+ * @return 0 for an invalid geometry (see spsc_ring_bytes()).
+ */
+static inline size_t ipc_ring_bytes(uint32_t entries, uint32_t stride)
+{
+	size_t n = spsc_ring_bytes(entries, stride);
+
+	return (n + IPC_CACHE_LINE - 1) & ~(size_t)(IPC_CACHE_LINE - 1);
+}
+
+/**
+ * Create a memfd of @p size bytes sealed against shrinking and growing, so
+ * a mapping peer can never take a SIGBUS. @return fd or -errno.
+ */
+int ipc_shm_create(const char *name, size_t size);
+
+/**
+ * Check a memfd received from a peer before mapping it: it must be sealed
+ * against shrinking (F_SEAL_SHRINK) and hold at least @p need bytes.
+ * @return 0, -EPERM (not sealed), -EINVAL (too small) or -errno.
+ */
+int ipc_shm_check(int fd, uint64_t need);
+
+/** mmap(MAP_SHARED, read/write) @p len bytes of @p fd at @p off. @return address or NULL (errno set). */
+void *ipc_shm_map(int fd, size_t len, uint64_t off);
+
+/** Round @p v up to a power of two (v <= 2^31); 0 gives 1. */
+uint32_t ipc_pow2_roundup(uint32_t v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IPC_SHM_H */

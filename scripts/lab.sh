@@ -1,0 +1,338 @@
+#!/bin/bash
+# The lab: two hosts on one machine, each a network namespace, joined by a
+# veth pair, each running a roce-daemon on its end of the link.
+#
+#   scripts/lab.sh up                  create the hosts, start both daemons
+#   scripts/lab.sh run a CMD [ARG...]  run CMD on host a (or b) with the verbs
+#                                      shim preloaded and the daemon's socket set
+#   scripts/lab.sh telemetry a CMD     query host a's daemon (/roce/port/stats,0)
+#   scripts/lab.sh status              what is up, PIDs, addresses
+#   scripts/lab.sh down                SIGTERM the daemons, remove everything;
+#                                      exit status 0 only if both daemons exited 0
+#
+# Options (before the subcommand; environment variable in brackets):
+#   -n NAME   lab name [LAB_NAME, default rlab]: namespaces and veths NAME-a,
+#             NAME-b; several labs can run at once with different names
+#   -b DIR    build directory with app/roce-daemon [LAB_BUILD, default build]
+#   -p PMD    af_packet | af_xdp | af_xdp_shared [LAB_PMD, default af_packet]
+#   -m MTU    IP MTU of the link and the daemons [LAB_MTU, default 1500]
+#   -i MODE   worker idle mode none|pause|yield|sleep [LAB_IDLE, default sleep]
+#   -P        capture: each daemon writes STATE/a.pcapng (--pcap) [LAB_PCAP=1]
+#   -K        do not add the tc ingress drop of UDP 4791 on af_packet links
+#             [LAB_KERNEL_DROP=0]
+#   -D        network only, no daemons [LAB_NO_DAEMONS=1]
+#
+# Hosts (addresses from 198.18.0.0/15 and 2001:db8::/32 only):
+#   host a: kernel 198.18.0.1  2001:db8::1    daemon 198.18.0.11  2001:db8::11
+#   host b: kernel 198.18.0.2  2001:db8::2    daemon 198.18.0.12  2001:db8::12
+# In af_xdp_shared mode the daemon shares the kernel's address (the XDP
+# program hands it only RoCEv2; the kernel keeps ARP and everything else).
+# Each daemon resolves the other at start-up (`resolve =` in its config).
+#
+# State (configs, logs, PIDs, exit codes) lives in $LAB_STATE/NAME
+# (default /tmp/roce-lab/NAME). Only processes this script started are ever
+# signalled, by the PIDs it recorded.
+set -uo pipefail
+
+LAB_NAME=${LAB_NAME:-rlab}
+LAB_BUILD=${LAB_BUILD:-build}
+LAB_PMD=${LAB_PMD:-af_packet}
+LAB_MTU=${LAB_MTU:-1500}
+LAB_IDLE=${LAB_IDLE:-sleep}
+LAB_PCAP=${LAB_PCAP:-0}
+LAB_KERNEL_DROP=${LAB_KERNEL_DROP:-1}
+LAB_NO_DAEMONS=${LAB_NO_DAEMONS:-0}
+LAB_TIMEOUT=${LAB_TIMEOUT:-30}
+
+usage() {
+	sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+die() {
+	echo "lab.sh: $*" >&2
+	exit 1
+}
+
+while getopts "n:b:p:m:i:PKDh" opt; do
+	case $opt in
+	n) LAB_NAME=$OPTARG ;;
+	b) LAB_BUILD=$OPTARG ;;
+	p) LAB_PMD=$OPTARG ;;
+	m) LAB_MTU=$OPTARG ;;
+	i) LAB_IDLE=$OPTARG ;;
+	P) LAB_PCAP=1 ;;
+	K) LAB_KERNEL_DROP=0 ;;
+	D) LAB_NO_DAEMONS=1 ;;
+	h) usage; exit 0 ;;
+	*) usage >&2; exit 1 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { usage >&2; exit 1; }
+CMD=$1
+shift
+
+[[ $LAB_NAME =~ ^[a-z0-9]{1,10}$ ]] || die "name '$LAB_NAME': 1-10 of a-z 0-9 (interface names are NAME-a)"
+case $LAB_PMD in af_packet|af_xdp|af_xdp_shared) ;; *) die "unknown PMD '$LAB_PMD'" ;; esac
+[[ $LAB_MTU =~ ^[0-9]+$ ]] || die "bad MTU '$LAB_MTU'"
+
+STATE=${LAB_STATE:-/tmp/roce-lab}/$LAB_NAME
+BUILD=$(cd "$LAB_BUILD" 2>/dev/null && pwd) || BUILD=$LAB_BUILD
+DAEMON=$BUILD/app/roce-daemon/roce-daemon
+XDP_OBJ=$BUILD/app/roce-daemon/roce_xdp.o
+TC_OBJ=$BUILD/app/roce-daemon/roce_tc_drop.o
+SHIM_DIR=$BUILD/drivers/verbs-shim
+
+ns() { echo "$LAB_NAME-$1"; }
+ifname() { echo "$LAB_NAME-$1"; }
+kernel_ip4() { [ "$1" = a ] && echo 198.18.0.1 || echo 198.18.0.2; }
+kernel_ip6() { [ "$1" = a ] && echo 2001:db8::1 || echo 2001:db8::2; }
+peer() { [ "$1" = a ] && echo b || echo a; }
+daemon_ip4() {
+	if [ "$LAB_PMD" = af_xdp_shared ]; then kernel_ip4 "$1"
+	elif [ "$1" = a ]; then echo 198.18.0.11; else echo 198.18.0.12; fi
+}
+daemon_ip6() {
+	if [ "$LAB_PMD" = af_xdp_shared ]; then kernel_ip6 "$1"
+	elif [ "$1" = a ]; then echo 2001:db8::11; else echo 2001:db8::12; fi
+}
+prefix() { echo "$LAB_NAME-$1"; }
+
+ns_exists() { ip netns list 2>/dev/null | grep -qw "^$(ns "$1")"; }
+
+# PID of host $1's daemon if it is alive and still our roce-daemon.
+daemon_pid() {
+	local f=$STATE/$1.pid pid
+	[ -f "$f" ] || return 1
+	pid=$(cat "$f")
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "roce-daemon.*$STATE/$1.conf" || return 1
+	echo "$pid"
+}
+
+write_config() { # host
+	local h=$1 p=$(peer "$1") cpu_ctl cpu_wrk devargs mode=dedicated
+	if [ "$(nproc)" -ge 2 ]; then
+		# a: control on CPU 0, worker on CPU 1; b the other way round.
+		if [ "$h" = a ]; then cpu_ctl=0; cpu_wrk=1; else cpu_ctl=1; cpu_wrk=0; fi
+	else
+		cpu_ctl=0; cpu_wrk=0
+	fi
+	case $LAB_PMD in
+	af_packet)
+		devargs="net_af_packet0,iface=$(ifname "$h")"
+		if [ "$LAB_MTU" -gt 1964 ]; then
+			devargs="$devargs,framesz=4608,blocksz=36864"
+		fi ;;
+	af_xdp)
+		devargs="net_af_xdp0,iface=$(ifname "$h"),start_queue=0,queue_count=1" ;;
+	af_xdp_shared)
+		devargs="net_af_xdp0,iface=$(ifname "$h"),start_queue=0,queue_count=1,xdp_prog=$XDP_OBJ"
+		mode=shared ;;
+	esac
+	cat > "$STATE/$h.conf" <<EOF
+; generated by scripts/lab.sh for host $h of lab $LAB_NAME
+[daemon]
+socket = $STATE/$h.sock
+lcores = 0@$cpu_ctl,1@$cpu_wrk
+eal_args = --no-huge --no-shconf -m 256 --file-prefix=$(prefix "$h") --no-pci
+idle = $LAB_IDLE
+max_qps = 256
+
+[port p0]
+devargs = $devargs
+mode = $mode
+mtu = $LAB_MTU
+ipv4 = $(daemon_ip4 "$h")/24
+ipv6 = $(daemon_ip6 "$h")/64
+resolve = $(daemon_ip4 "$p"), $(daemon_ip6 "$p")
+EOF
+}
+
+start_daemon() { # host
+	local h=$1 pcap=()
+	[ "$LAB_PCAP" = 1 ] && pcap=(--pcap "$STATE/$h.pcapng")
+	rm -f "$STATE/$h.pid" "$STATE/$h.rc"
+	# The wrapper records the daemon's PID and, when it ends, its exit
+	# status. `ip netns exec` execs the daemon, so $! is the daemon itself.
+	setsid bash -c '
+		ip netns exec "$1" "$2" --config "$3" "${@:5}" > "$4.log" 2>&1 &
+		echo $! > "$4.pid"
+		wait $!
+		echo $? > "$4.rc"' lab "$(ns "$h")" "$DAEMON" "$STATE/$h.conf" "$STATE/$h" \
+		"${pcap[@]}" < /dev/null > /dev/null 2>&1 &
+}
+
+wait_ready() { # host
+	local h=$1 deadline=$((SECONDS + LAB_TIMEOUT))
+	while [ $SECONDS -lt $deadline ]; do
+		if grep -q "roce-daemon: ready" "$STATE/$h.log" 2>/dev/null; then
+			return 0
+		fi
+		if [ -f "$STATE/$h.rc" ]; then
+			echo "lab.sh: daemon $h exited with status $(cat "$STATE/$h.rc"):" >&2
+			tail -20 "$STATE/$h.log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "lab.sh: daemon $h not ready after ${LAB_TIMEOUT}s:" >&2
+	tail -20 "$STATE/$h.log" >&2
+	return 1
+}
+
+stop_daemon() { # host; prints and returns its exit status
+	local h=$1 pid deadline rc
+	pid=$(daemon_pid "$h") || {
+		if [ -f "$STATE/$h.rc" ]; then
+			rc=$(cat "$STATE/$h.rc")
+			echo "daemon $h: exited $rc"
+			rm -f "$STATE/$h.pid"
+			return "$rc"
+		fi
+		rm -f "$STATE/$h.pid"
+		return 0
+	}
+	kill -TERM "$pid" 2>/dev/null
+	deadline=$((SECONDS + 10))
+	while [ ! -f "$STATE/$h.rc" ] && [ $SECONDS -lt $deadline ]; do
+		sleep 0.1
+	done
+	if [ ! -f "$STATE/$h.rc" ]; then
+		echo "daemon $h: no exit after SIGTERM, sending SIGKILL" >&2
+		kill -KILL "$pid" 2>/dev/null
+		sleep 0.5
+		rm -f "$STATE/$h.pid"
+		return 137
+	fi
+	rc=$(cat "$STATE/$h.rc")
+	echo "daemon $h: exited $rc"
+	rm -f "$STATE/$h.pid"
+	return "$rc"
+}
+
+net_up() {
+	local h
+	ip netns add "$(ns a)" && ip netns add "$(ns b)" || return 1
+	ip link add "$(ifname a)" netns "$(ns a)" mtu "$LAB_MTU" type veth \
+		peer name "$(ifname b)" netns "$(ns b)" mtu "$LAB_MTU" || return 1
+	for h in a b; do
+		local n i
+		n=$(ns "$h"); i=$(ifname "$h")
+		ip -n "$n" link set lo up
+		# Kernel-made UDP must not reach the PMDs with unfinished checksums.
+		ip netns exec "$n" ethtool -K "$i" tx off rx off gro off gso off tso off \
+			> /dev/null 2>&1 || true
+		ip -n "$n" addr add "$(kernel_ip4 "$h")/24" dev "$i"
+		ip -n "$n" addr add "$(kernel_ip6 "$h")/64" dev "$i" nodad
+		ip -n "$n" link set "$i" up || return 1
+		if [ "$LAB_PMD" = af_packet ] && [ "$LAB_KERNEL_DROP" = 1 ] && [ -f "$TC_OBJ" ]; then
+			ip netns exec "$n" tc qdisc add dev "$i" clsact &&
+			ip netns exec "$n" tc filter add dev "$i" ingress bpf direct-action \
+				obj "$TC_OBJ" sec tc || return 1
+		fi
+	done
+}
+
+net_down() {
+	local h
+	for h in a b; do
+		if ns_exists "$h"; then
+			ip -n "$(ns "$h")" link set dev "$(ifname "$h")" xdp off 2>/dev/null
+			ip netns del "$(ns "$h")" 2>/dev/null
+		fi
+	done
+	return 0
+}
+
+fail_up() {
+	echo "lab.sh: up failed, tearing down" >&2
+	cmd_down > /dev/null 2>&1
+	exit 1
+}
+
+cmd_up() {
+	[ "$(id -u)" = 0 ] || die "must run as root (network namespaces)"
+	if ns_exists a || ns_exists b; then
+		die "lab $LAB_NAME is already up (scripts/lab.sh -n $LAB_NAME down)"
+	fi
+	if [ "$LAB_NO_DAEMONS" != 1 ]; then
+		[ -x "$DAEMON" ] || die "no $DAEMON (build it: ninja -C $LAB_BUILD)"
+		if [ "$LAB_PMD" = af_xdp_shared ] && [ ! -f "$XDP_OBJ" ]; then
+			die "no $XDP_OBJ (clang-14 missing at build time?)"
+		fi
+	fi
+	rm -rf "$STATE"
+	mkdir -p "$STATE" || die "cannot create $STATE"
+	{
+		echo "LAB_NAME=$LAB_NAME"; echo "LAB_BUILD=$BUILD"; echo "LAB_PMD=$LAB_PMD"
+		echo "LAB_MTU=$LAB_MTU"
+	} > "$STATE/lab.env"
+	trap fail_up INT TERM
+	net_up || fail_up
+	if [ "$LAB_NO_DAEMONS" != 1 ]; then
+		write_config a
+		write_config b
+		start_daemon a
+		start_daemon b
+		wait_ready a || fail_up
+		wait_ready b || fail_up
+	fi
+	trap - INT TERM
+	cmd_status
+}
+
+cmd_down() {
+	local rc=0 h
+	for h in a b; do
+		stop_daemon "$h" || rc=1
+	done
+	net_down
+	rm -f "$STATE"/*.sock
+	return $rc
+}
+
+cmd_status() {
+	local h pid
+	for h in a b; do
+		if ! ns_exists "$h"; then
+			echo "host $h: down"
+			continue
+		fi
+		pid=$(daemon_pid "$h") && pid="daemon pid $pid" || pid="no daemon"
+		echo "host $h: netns $(ns "$h") if $(ifname "$h") kernel $(kernel_ip4 "$h") $(kernel_ip6 "$h")" \
+			"daemon $(daemon_ip4 "$h") $(daemon_ip6 "$h") ($pid, telemetry prefix $(prefix "$h"))"
+	done
+	echo "state: $STATE ($LAB_PMD, mtu $LAB_MTU)"
+}
+
+cmd_run() {
+	[ $# -ge 2 ] || die "usage: lab.sh run a|b CMD [ARG...]"
+	local h=$1
+	shift
+	case $h in a|b) ;; *) die "host must be a or b" ;; esac
+	ns_exists "$h" || die "lab $LAB_NAME is not up"
+	local env=(ROCE_DAEMON_SOCKET="$STATE/$h.sock" LAB_HOST="$h"
+		LAB_SELF_IP="$(daemon_ip4 "$h")" LAB_PEER_IP="$(daemon_ip4 "$(peer "$h")")"
+		LAB_SELF_IP6="$(daemon_ip6 "$h")" LAB_PEER_IP6="$(daemon_ip6 "$(peer "$h")")"
+		LAB_KERNEL_IP="$(kernel_ip4 "$h")" LAB_IF="$(ifname "$h")")
+	if [ -e "$SHIM_DIR/libibverbs.so.1" ]; then
+		env+=(LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+	fi
+	exec ip netns exec "$(ns "$h")" env "${env[@]}" "$@"
+}
+
+cmd_telemetry() {
+	[ $# -eq 2 ] || die "usage: lab.sh telemetry a|b /roce/port/stats,0"
+	command -v dpdk-telemetry.py > /dev/null || die "dpdk-telemetry.py not found (package dpdk)"
+	echo "$2" | dpdk-telemetry.py -f "$(prefix "$1")"
+}
+
+case $CMD in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+run) cmd_run "$@" ;;
+telemetry) cmd_telemetry "$@" ;;
+*) usage >&2; exit 1 ;;
+esac

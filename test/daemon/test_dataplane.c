@@ -1,0 +1,737 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The dataplane in one process: EAL with --no-huge, one net_ring port whose
+ * RX and TX rings the test holds, workers driven by calling worker_poll()
+ * from the test thread (deterministic), the control thread by calling
+ * control_poll(). A test engine records what reaches the engine hook.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "daemon.h"
+#include "engine_xport.h"
+#include "helpers.h"
+
+#define NQ_MAX 2
+
+static struct daemon d;
+static struct rte_ring *rxr[NQ_MAX], *txr[NQ_MAX];
+static uint16_t port_id;
+static uint8_t our_mac[6]; /* the ring port's MAC, read after setup */
+static const uint8_t peer_mac[6] = { 0x02, 0x52, 0x4f, 0x43, 0x45, 0x02 };
+static uint8_t gid_a[16], gid_b[16];
+
+/* ---- test engine: records what it receives ---- */
+
+#define REC_MAX 64
+static struct {
+	unsigned int n;
+	uint32_t qpn[REC_MAX];
+	unsigned int worker[REC_MAX];
+	bool loopback[REC_MAX];
+	uint32_t paylen[REC_MAX];
+	uint8_t first_byte[REC_MAX];
+} rec;
+
+static void
+test_rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
+{
+	for (uint16_t i = 0; i < n && rec.n < REC_MAX; i++, rec.n++) {
+		cr_assert_not_null(pkts[i].qp);
+		cr_assert_eq(pkts[i].qp->qpn, pkts[i].pkt.dest_qpn);
+		rec.qpn[rec.n] = pkts[i].pkt.dest_qpn;
+		rec.worker[rec.n] = w->index;
+		rec.loopback[rec.n] = pkts[i].loopback;
+		rec.paylen[rec.n] = pkts[i].pkt.payload_len;
+		rec.first_byte[rec.n] = pkts[i].pkt.payload_len ? pkts[i].pkt.payload[0] : 0;
+	}
+}
+
+static const struct engine_ops test_engine = { .name = "test", .rx = test_rx };
+static int qp_object; /* any non-NULL engine object */
+
+/* ---- fixture ---- */
+
+static const struct engine_ops *engine = &test_engine;
+
+static void
+setup(unsigned int n_workers, const char *lcores)
+{
+	char *argv[] = { "test", "--no-huge", "--no-shconf", "-m", "128", "--no-pci", "-l",
+			 (char *)(uintptr_t)lcores, "--no-telemetry", "--log-level=*:warning", NULL };
+	static struct config cfg;
+	char err[1024];
+
+	cr_assert_geq(rte_eal_init(10, argv), 0, "EAL");
+	cr_assert_eq(config_load_string("[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n"
+					"[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
+					"rx_desc = 256\ntx_desc = 256\n"
+					"ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n",
+					"t", &cfg, err, sizeof(err)), 0, "%s", err);
+	daemon_init(&d, &cfg, engine);
+	d.n_workers = n_workers;
+	for (unsigned int q = 0; q < n_workers; q++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "t_rx%u", q);
+		rxr[q] = rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "t_tx%u", q);
+		txr[q] = rte_ring_create(name, 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		cr_assert(rxr[q] != NULL && txr[q] != NULL);
+	}
+	int id = rte_eth_from_rings("t0", rxr, /* ethdev "net_ring_t0" */ (unsigned int)n_workers, txr,
+				    (unsigned int)n_workers, 0);
+	cr_assert_geq(id, 0);
+	port_id = (uint16_t)id;
+	cr_assert_eq(daemon_open_ports(&d, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(d.port[0].port_id, port_id, "the port made from our rings");
+	memcpy(our_mac, d.port[0].mac, 6);
+	cr_assert_neq(memcmp(our_mac, peer_mac, 6), 0);
+	cr_assert_eq(our_mac[0] & 1, 0, "a unicast MAC");
+	for (unsigned int i = 0; i < n_workers; i++) {
+		d.worker[i] = worker_create(&d, i, rte_lcore_id(), engine, err, sizeof(err));
+		cr_assert_not_null(d.worker[i], "%s", err);
+		if (engine->lcore_init != NULL)
+			cr_assert_eq(engine->lcore_init(d.worker[i]), 0);
+	}
+	cr_assert_eq(worker_connect(&d, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(daemon_create_neigh(&d, err, sizeof(err)), 0, "%s", err);
+	memset(&rec, 0, sizeof(rec));
+	t_gid4(T_IP_A, gid_a);
+	t_gid4(T_IP_B, gid_b);
+}
+
+static void free_engine_memory(void);
+
+static void
+teardown(void)
+{
+	for (unsigned int i = 0; i < d.n_workers; i++)
+		if (engine->lcore_fini != NULL && d.worker[i] != NULL && !d.workers_running)
+			engine->lcore_fini(d.worker[i]);
+	daemon_shutdown(&d);
+	for (unsigned int q = 0; q < NQ_MAX; q++) {
+		rte_ring_free(rxr[q]);
+		rte_ring_free(txr[q]);
+		rxr[q] = txr[q] = NULL;
+	}
+	free_engine_memory();
+	rte_eal_cleanup();
+}
+
+static void
+inject(unsigned int q, const uint8_t *frame, size_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d.port[0].pool);
+
+	cr_assert_not_null(m);
+	cr_assert_not_null(rte_pktmbuf_append(m, (uint16_t)len));
+	memcpy(rte_pktmbuf_mtod(m, void *), frame, len);
+	m->port = port_id; /* net_ring does not set it */
+	cr_assert_eq(rte_ring_enqueue(rxr[q], m), 0);
+}
+
+/* Dequeue one transmitted frame of queue @p q into @p buf; @return its length or 0. */
+static size_t
+collect(unsigned int q, uint8_t *buf, size_t cap)
+{
+	struct rte_mbuf *m;
+	size_t len;
+
+	if (rte_ring_dequeue(txr[q], (void **)&m) != 0)
+		return 0;
+	len = rte_pktmbuf_pkt_len(m);
+	cr_assert_leq(len, cap);
+	memcpy(buf, rte_pktmbuf_mtod(m, void *), len);
+	rte_pktmbuf_free(m);
+	return len;
+}
+
+/* Run every worker and the control thread a few rounds. */
+static void
+run(void)
+{
+	for (int round = 0; round < 4; round++) {
+		for (unsigned int i = 0; i < d.n_workers; i++)
+			worker_poll(d.worker[i], rte_rdtsc());
+		control_poll(&d, rte_rdtsc());
+	}
+}
+
+static uint64_t
+port_ctr(enum ctr_id id)
+{
+	uint64_t s = 0;
+
+	for (unsigned int i = 0; i < d.n_workers; i++)
+		s += d.worker[i]->port_ctr[0].v[id];
+	return s;
+}
+
+TestSuite(dataplane, .fini = teardown, .timeout = 60);
+
+/* ---- slow path ---- */
+
+Test(dataplane, arp_request_for_our_address_is_answered)
+{
+	uint8_t f[128];
+	uint8_t ip[16];
+
+	setup(1, "0");
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
+	run();
+	size_t n = collect(0, f, sizeof(f));
+	cr_assert_geq(n, 42, "an ARP reply was sent");
+	cr_expect_arr_eq(f, peer_mac, 6, "to the asker");
+	cr_expect_arr_eq(f + 6, our_mac, 6, "from us");
+	cr_expect_eq(f[12], 0x08);
+	cr_expect_eq(f[13], 0x06);
+	cr_expect_eq(f[14 + 7], 2, "opcode reply");
+	cr_expect_arr_eq(f + 14 + 8, our_mac, 6, "sender hardware address = ours");
+	cr_expect_arr_eq(f + 14 + 14, gid_a + 12, 4, "sender IP = the asked one");
+	cr_expect_arr_eq(f + 14 + 18, peer_mac, 6);
+	cr_expect_arr_eq(f + 14 + 24, gid_b + 12, 4);
+	cr_expect_eq(collect(0, f, sizeof(f)), 0, "exactly one reply");
+	cr_expect_eq(port_ctr(CTR_RX_ARP), 1);
+	/* The asker is learned (RFC 826: the request was for us). */
+	t_gid4(T_IP_B, ip);
+	struct neigh_result r = neigh_lookup(&d.neigh, 0, ip);
+	cr_expect_eq(r.state, NEIGH_REACHABLE);
+	cr_expect_arr_eq(r.mac, peer_mac, 6);
+}
+
+Test(dataplane, arp_for_other_addresses_is_not_answered)
+{
+	uint8_t f[128], ip[16];
+
+	setup(1, "0");
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, "198.18.0.99"));
+	run();
+	cr_expect_eq(collect(0, f, sizeof(f)), 0);
+	t_gid4(T_IP_B, ip);
+	cr_expect_eq(neigh_lookup(&d.neigh, 0, ip).state, NEIGH_FREE, "not learned");
+}
+
+/* IPv6 + ICMPv6 frame with a correct checksum. */
+static size_t
+icmp6_frame(uint8_t *f, const uint8_t dmac[6], const char *src, const char *dst,
+	    const uint8_t *icmp, size_t icmp_len, uint8_t hop_limit)
+{
+	struct rte_ipv6_hdr *ip6 = (struct rte_ipv6_hdr *)(f + 14);
+	uint8_t *l4 = f + 14 + 40;
+
+	memset(f, 0, 14 + 40);
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, peer_mac, 6);
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	ip6->vtc_flow = rte_cpu_to_be_32(6u << 28);
+	ip6->payload_len = rte_cpu_to_be_16((uint16_t)icmp_len);
+	ip6->proto = 58;
+	ip6->hop_limits = hop_limit;
+	t_gid6(src, ip6->src_addr);
+	t_gid6(dst, ip6->dst_addr);
+	memcpy(l4, icmp, icmp_len);
+	l4[2] = l4[3] = 0;
+	uint16_t c = rte_ipv6_udptcp_cksum(ip6, l4);
+	memcpy(l4 + 2, &c, 2);
+	return 14 + 40 + icmp_len;
+}
+
+Test(dataplane, neighbour_solicitation_and_pings_are_answered)
+{
+	uint8_t f[256], ns[32] = { 135 }, echo[16] = { 128 };
+	uint8_t target[16], mc[6] = { 0x33, 0x33, 0xff, 0, 0, 0x11 };
+
+	setup(1, "0");
+	t_gid6("2001:db8::11", target);
+	memcpy(ns + 8, target, 16);
+	ns[24] = 1; /* source link-layer address option */
+	ns[25] = 1;
+	memcpy(ns + 26, peer_mac, 6);
+	inject(0, f, icmp6_frame(f, mc, "2001:db8::12", "ff02::1:ff00:11", ns, sizeof(ns), 255));
+	run();
+	size_t n = collect(0, f, sizeof(f));
+	cr_assert_eq(n, 14 + 40 + 32, "a neighbour advertisement");
+	cr_expect_arr_eq(f, peer_mac, 6);
+	cr_expect_eq(f[14 + 40], 136);
+	cr_expect_eq(f[14 + 40 + 4] & 0x60, 0x60, "solicited + override");
+	cr_expect_arr_eq(f + 14 + 40 + 8, target, 16);
+	cr_expect_eq(f[14 + 40 + 24], 2, "target link-layer address option");
+	cr_expect_arr_eq(f + 14 + 40 + 26, our_mac, 6);
+	cr_expect_eq(rte_ipv6_udptcp_cksum_verify((struct rte_ipv6_hdr *)(f + 14), f + 54), 0);
+
+	/* A solicitation with a hop limit below 255 is not from the link: ignored. */
+	inject(0, f, icmp6_frame(f, mc, "2001:db8::12", "ff02::1:ff00:11", ns, sizeof(ns), 64));
+	run();
+	cr_expect_eq(collect(0, f, sizeof(f)), 0);
+
+	/* ping6 */
+	echo[4] = 0x12;
+	echo[8] = 0xab;
+	inject(0, f, icmp6_frame(f, our_mac, "2001:db8::12", "2001:db8::11", echo, sizeof(echo), 64));
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_eq(n, 14 + 40 + sizeof(echo), "an echo reply");
+	cr_expect_eq(f[54], 129);
+	cr_expect_eq(f[54 + 8], 0xab, "payload echoed");
+	cr_expect_eq(rte_ipv6_udptcp_cksum_verify((struct rte_ipv6_hdr *)(f + 14), f + 54), 0);
+	cr_expect_eq(port_ctr(CTR_RX_ND), 2);
+	cr_expect_eq(port_ctr(CTR_RX_ICMP_ECHO), 1);
+}
+
+/* ---- RoCE receive path ---- */
+
+Test(dataplane, malformed_frames_are_dropped_and_counted)
+{
+	uint8_t f[512];
+	struct roce_pkt pkt;
+
+	setup(1, "0");
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	for (unsigned int i = 0; i < t_n_bad_frames; i++) {
+		size_t n = t_bad_frames[i].make(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a);
+		enum roce_drop_reason r = roce_parse(f, n, &pkt);
+		char key[64];
+
+		cr_assert_neq(r, ROCE_DROP_NONE, "%s: the frame is really bad", t_bad_frames[i].what);
+		snprintf(key, sizeof(key), "drop_%s", roce_drop_reason_name(r));
+		for (char *k = key; *k; k++)
+			*k = (char)(*k >= 'A' && *k <= 'Z' ? *k - 'A' + 'a' : *k);
+		cr_expect_str_eq(key, t_bad_frames[i].counter, "%s", t_bad_frames[i].what);
+		uint64_t before = d.worker[0]->port_ctr[0].drop[r];
+		inject(0, f, n);
+		run();
+		cr_expect_eq(d.worker[0]->port_ctr[0].drop[r], before + 1, "%s counted",
+			     t_bad_frames[i].what);
+	}
+	cr_expect_eq(port_ctr(CTR_RX_DROPS), t_n_bad_frames);
+	cr_expect_eq(rec.n, 0, "nothing malformed reached the engine");
+	cr_expect_eq(port_ctr(CTR_RX_ROCE), 0);
+}
+
+Test(dataplane, valid_frames_reach_the_owner_qp)
+{
+	uint8_t f[512], other[16];
+
+	setup(1, "0");
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	cr_expect_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), -EEXIST);
+	inject(0, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100));
+	inject(0, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x13, 100));
+	t_gid4("198.18.0.99", other);
+	inject(0, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, other, 0x12, 100));
+	inject(0, f, t_roce_frame(f, sizeof(f), our_mac, our_mac, gid_b, gid_a, 0x12, 100));
+	run();
+	cr_assert_eq(rec.n, 1);
+	cr_expect_eq(rec.qpn[0], 0x12);
+	cr_expect_eq(rec.paylen[0], 100);
+	cr_expect_eq(rec.first_byte[0], 1);
+	cr_expect(!rec.loopback[0]);
+	cr_expect_eq(port_ctr(CTR_RX_ROCE), 2);
+	cr_expect_eq(port_ctr(CTR_RX_NO_QP), 1, "QP 0x13 does not exist");
+	cr_expect_eq(port_ctr(CTR_RX_NOT_OUR_ADDR), 1);
+	cr_expect_eq(port_ctr(CTR_RX_OWN_SRC), 1, "our own source MAC (af_packet echo)");
+	cr_expect_eq(port_ctr(CTR_RX_PACKETS), 4);
+	struct qp_slot *s = worker_qp_slot(d.worker[0], 0x12);
+	cr_assert_not_null(s);
+	cr_expect_eq(s->ctr.v[CTR_RX_PACKETS], 1);
+	cr_expect_eq(worker_qp_detach(d.worker[0], 0x12), &qp_object);
+	cr_expect_null(worker_qp_slot(d.worker[0], 0x12));
+}
+
+Test(dataplane, frames_on_the_wrong_lcore_are_handed_over)
+{
+	uint8_t f[512];
+
+	setup(2, "0");
+	cr_assert_eq(worker_qp_attach(d.worker[0], 4, &qp_object), 0);
+	cr_assert_eq(worker_qp_attach(d.worker[1], 5, &qp_object), 0);
+	cr_expect_eq(worker_qp_attach(d.worker[0], 5, &qp_object), -EINVAL, "5 belongs to worker 1");
+	/* QP 5 arrives on worker 0's queue, QP 4 on worker 1's, a few of each */
+	for (int i = 0; i < 3; i++) {
+		inject(0, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 5, 64));
+		inject(1, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 4, 32));
+	}
+	run();
+	cr_assert_eq(rec.n, 6);
+	for (unsigned int i = 0; i < rec.n; i++)
+		cr_expect_eq(rec.worker[i], worker_of_qpn(rec.qpn[i], 2), "QP %u on its owner",
+			     rec.qpn[i]);
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_HANDOFF_TX], 3);
+	cr_expect_eq(d.worker[1]->ctr.v[CTR_HANDOFF_RX], 3);
+	cr_expect_eq(d.worker[1]->ctr.v[CTR_HANDOFF_TX], 3);
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_HANDOFF_RX], 3);
+	cr_expect_eq(worker_qp_slot(d.worker[0], 5), NULL);
+}
+
+/* ---- transmit and loopback ---- */
+
+static struct rte_mbuf *
+frame_mbuf(const uint8_t *f, size_t n)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d.port[0].pool);
+
+	cr_assert_not_null(m);
+	cr_assert_not_null(rte_pktmbuf_append(m, (uint16_t)n));
+	memcpy(rte_pktmbuf_mtod(m, void *), f, n);
+	return m;
+}
+
+Test(dataplane, frames_to_our_own_gid_take_the_loopback_path)
+{
+	uint8_t f[512];
+	size_t n;
+
+	setup(2, "0");
+	cr_assert_eq(worker_qp_attach(d.worker[0], 4, &qp_object), 0);
+	cr_assert_eq(worker_qp_attach(d.worker[1], 5, &qp_object), 0);
+	/* To our own GID: destination MAC is ours (neigh_resolve gives it). */
+	uint8_t mac[6];
+	cr_assert_eq(neigh_resolve(&d, 0, 0, gid_a, mac), 0, "own GID resolves at once");
+	cr_expect_arr_eq(mac, our_mac, 6);
+	n = t_roce_frame(f, sizeof(f), mac, our_mac, gid_a, gid_a, 4, 200);
+	worker_tx(d.worker[0], 0, frame_mbuf(f, n));
+	n = t_roce_frame(f, sizeof(f), mac, our_mac, gid_a, gid_a, 5, 300);
+	worker_tx(d.worker[0], 0, frame_mbuf(f, n));
+	/* And one for the wire. */
+	n = t_roce_frame(f, sizeof(f), peer_mac, our_mac, gid_a, gid_b, 9, 10);
+	worker_tx(d.worker[0], 0, frame_mbuf(f, n));
+	run();
+	cr_assert_eq(rec.n, 2, "both loopback frames delivered");
+	for (unsigned int i = 0; i < 2; i++) {
+		cr_expect_eq(rec.worker[i], worker_of_qpn(rec.qpn[i], 2));
+		cr_expect_eq(rec.paylen[i], rec.qpn[i] == 4 ? 200u : 300u);
+	}
+	cr_expect(rec.qpn[0] == 4 ? rec.loopback[0] : rec.loopback[1],
+		  "delivered on the same lcore: flagged loopback");
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_LOOPBACK], 2);
+	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 1, "only the wire frame went to the PMD");
+	n = collect(0, f, sizeof(f));
+	cr_expect_gt(n, 0);
+	cr_expect_arr_eq(f, peer_mac, 6);
+	cr_expect_eq(collect(0, f, sizeof(f)), 0);
+	cr_expect_eq(collect(1, f, sizeof(f)), 0);
+}
+
+Test(dataplane, neighbours_resolve_through_arp)
+{
+	uint8_t f[128], mac[6], ip[16];
+
+	setup(1, "0");
+	t_gid4(T_IP_B, ip);
+	/* From the control thread: the probe goes out at once. */
+	cr_expect_eq(neigh_resolve(&d, -1, 0, ip, mac), -EAGAIN);
+	run();
+	size_t n = collect(0, f, sizeof(f));
+	cr_assert_geq(n, 42, "an ARP request");
+	cr_expect_arr_eq(f, "\xff\xff\xff\xff\xff\xff", 6, "broadcast");
+	cr_expect_eq(f[14 + 7], 1, "request");
+	cr_expect_arr_eq(f + 14 + 14, gid_a + 12, 4, "from our address");
+	cr_expect_arr_eq(f + 14 + 24, gid_b + 12, 4, "for the peer");
+	cr_expect_eq(neigh_resolve(&d, -1, 0, ip, mac), -EAGAIN, "still resolving");
+	/* The reply: */
+	memcpy(f, our_mac, 6);
+	memcpy(f + 6, peer_mac, 6);
+	f[14 + 7] = 2;
+	memcpy(f + 14 + 8, peer_mac, 6);
+	memcpy(f + 14 + 14, gid_b + 12, 4);
+	memcpy(f + 14 + 18, our_mac, 6);
+	memcpy(f + 14 + 24, gid_a + 12, 4);
+	inject(0, f, 60);
+	run();
+	cr_expect_eq(neigh_resolve(&d, 0, 0, ip, mac), 0);
+	cr_expect_arr_eq(mac, peer_mac, 6);
+
+	/* From a worker: the request travels through its ring. */
+	t_gid4("198.18.0.13", ip);
+	cr_expect_eq(neigh_resolve(&d, 0, 0, ip, mac), -EAGAIN);
+	cr_expect_eq(d.worker[0]->port_ctr[0].v[CTR_NEIGH_MISS], 1);
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_geq(n, 42);
+	cr_expect_arr_eq(f + 14 + 24, ip + 12, 4, "ARP request for 198.18.0.13");
+	/* No IPv4 route on a port without IPv4 for 203.0.113.1? We have one (no
+	 * gateway: everything on-link), so it resolves on the link. */
+	t_gid6("2001:db8::12", ip);
+	cr_expect_eq(neigh_resolve(&d, -1, 0, ip, mac), -EAGAIN, "IPv6: solicitation sent");
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_eq(n, 14 + 40 + 32);
+	cr_expect_eq(f[54], 135);
+	cr_expect_eq(f[0], 0x33, "to the solicited-node multicast group");
+	cr_expect_eq(f[2], 0xff);
+	cr_expect_eq(f[5], 0x12);
+}
+
+/* ---- control messages and the idle backoff ---- */
+
+static int
+on_worker(struct worker *w, void *arg)
+{
+	*(unsigned int *)arg = rte_lcore_id();
+	return w->index == 0 ? 42 : -1;
+}
+
+Test(dataplane, control_messages_run_on_the_owner_lcore)
+{
+	unsigned int lcore = 99;
+
+	setup(1, "0,1");
+	d.worker[0]->lcore_id = 1;
+	cr_assert_eq(rte_eal_remote_launch(worker_main, d.worker[0], 1), 0);
+	d.workers_running = true;
+	cr_expect_eq(worker_call(d.worker[0], on_worker, &lcore, 5000), 42);
+	cr_expect_eq(lcore, 1, "ran on the worker's lcore");
+	daemon_request_stop(&d);
+	cr_expect_eq(rte_eal_wait_lcore(1), 0, "worker stopped cleanly");
+	d.workers_running = false;
+}
+
+Test(dataplane, idle_backoff_sleeps)
+{
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+
+	w->idle = CONFIG_IDLE_SLEEP;
+	w->idle_polls = 2;
+	w->idle_sleep_ns = 2 * 1000 * 1000;
+	uint64_t t0 = rte_get_tsc_cycles();
+	for (int i = 0; i < 5; i++)
+		cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
+	double ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
+	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], 3, "after 2 empty polls every poll backs off");
+	cr_expect_geq(ms, 6.0, "three 2 ms sleeps took %.2f ms", ms);
+}
+
+/* ---- the transport engine on the workers ---- */
+
+#define ARENA (1u << 20)
+#define PD 7
+
+static uint8_t *arena;
+static uint32_t mr_key;
+static struct mr_table *mrs;
+
+struct test_qp {
+	struct spsc_ring *sq, *rq, *scq_ring, *rcq_ring;
+	struct xport_cq scq, rcq;
+	struct xport_cfg cfg;
+};
+
+/* Rings of the test QPs, freed after the engine let go of them. */
+static struct spsc_ring *rings[16];
+static unsigned int n_rings;
+
+static void
+free_engine_memory(void)
+{
+	while (n_rings > 0)
+		free(rings[--n_rings]);
+	mr_table_destroy(mrs);
+	mrs = NULL;
+	free(arena);
+	arena = NULL;
+}
+
+static struct spsc_ring *
+ring_new(uint32_t size, uint32_t elem)
+{
+	size_t bytes = spsc_ring_bytes(size, elem);
+	struct spsc_ring *r = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+
+	cr_assert_not_null(r);
+	cr_assert_lt(n_rings, 16);
+	rings[n_rings++] = r;
+	cr_assert_eq(spsc_ring_init(r, size, elem), 0);
+	return r;
+}
+
+/* An RC QP on this daemon whose peer is @p peer, also on this daemon: every
+ * frame between them takes the loopback path. */
+static void
+make_qp(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn, uint32_t rq_psn)
+{
+	struct xport_cfg *c = &q->cfg;
+	uint8_t mac[6];
+
+	q->sq = ring_new(64, sizeof(struct sq_wqe));
+	q->rq = ring_new(64, sizeof(struct rq_wqe));
+	q->scq_ring = ring_new(128, sizeof(struct cqe));
+	q->rcq_ring = ring_new(128, sizeof(struct cqe));
+	q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
+	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+	memset(c, 0, sizeof(*c));
+	c->type = XPORT_RC;
+	c->qpn = qpn;
+	c->dest_qpn = peer;
+	c->pd = PD;
+	c->pkey = 0xffff;
+	cr_assert_eq(neigh_resolve(&d, -1, 0, gid_a, mac), 0);
+	memcpy(c->av.dmac, mac, 6);
+	memcpy(c->av.smac, d.port[0].mac, 6);
+	memcpy(c->av.dgid, gid_a, 16);
+	memcpy(c->av.sgid, gid_a, 16);
+	c->av.hop_limit = 64;
+	c->path_mtu = 3; /* 1024 */
+	c->sq_psn = sq_psn;
+	c->rq_psn = rq_psn;
+	c->timeout = 14;
+	c->retry_cnt = 7;
+	c->rnr_retry = 7;
+	c->min_rnr_timer = 1;
+	c->max_rd_atomic = 4;
+	c->max_dest_rd_atomic = 16;
+	c->access_flags = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC;
+	c->sq = q->sq;
+	c->rq = q->rq;
+	c->send_cq = &q->scq;
+	c->recv_cq = &q->rcq;
+	c->mrs = mrs;
+	struct worker *w = d.worker[worker_of_qpn(qpn, d.n_workers)];
+	cr_assert_eq(engine_xport_qp_create(w, c, 0), 0);
+	cr_assert_eq(engine_xport_qp_set_state(w, qpn, XPORT_STATE_RTR), 0);
+	cr_assert_eq(engine_xport_qp_set_state(w, qpn, XPORT_STATE_RTS), 0);
+}
+
+static void
+engine_setup(void)
+{
+	engine = &engine_xport;
+	setup(2, "0");
+	arena = aligned_alloc(4096, ARENA);
+	cr_assert_not_null(arena);
+	for (uint32_t i = 0; i < ARENA; i++)
+		arena[i] = (uint8_t)(i * 13 + 5);
+	mrs = mr_table_create(16);
+	cr_assert_eq(mr_reg(mrs, PD, (uintptr_t)arena, (uintptr_t)arena, ARENA,
+			    MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+				    MR_ACCESS_REMOTE_ATOMIC, &mr_key), 0);
+}
+
+/* Poll everything until @p cq holds @p n CQEs (2 s at most). */
+static bool
+wait_cqes(struct spsc_ring *cq, uint32_t n)
+{
+	uint64_t end = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
+
+	while (spsc_ring_count(cq) < n && rte_get_tsc_cycles() < end) {
+		for (unsigned int i = 0; i < d.n_workers; i++)
+			worker_poll(d.worker[i], rte_rdtsc());
+		control_poll(&d, rte_rdtsc());
+	}
+	return spsc_ring_count(cq) >= n;
+}
+
+static struct cqe
+take_cqe(struct spsc_ring *cq)
+{
+	struct cqe c;
+
+	memcpy(&c, spsc_ring_cons_slot(cq, 0), sizeof(c));
+	spsc_ring_release(cq, 1);
+	return c;
+}
+
+static struct sq_wqe
+wqe(uint8_t opcode, uint64_t wr_id, uint64_t addr, uint32_t len)
+{
+	struct sq_wqe w;
+
+	memset(&w, 0, sizeof(w));
+	w.opcode = opcode;
+	w.wr_id = wr_id;
+	w.send_flags = WR_FLAG_SIGNALED;
+	w.num_sge = 1;
+	w.sg_list[0] = (struct wr_sge){ .addr = addr, .length = len, .lkey = mr_key };
+	return w;
+}
+
+TestSuite(engine_dp, .init = engine_setup, .fini = teardown, .timeout = 60);
+
+Test(engine_dp, rc_send_between_two_lcores_over_loopback)
+{
+	struct test_qp a, b;
+	uint64_t src = (uintptr_t)arena, dst = (uintptr_t)arena + ARENA / 2;
+
+	make_qp(&a, 4, 5, 0x100, 0x200); /* worker 0 */
+	make_qp(&b, 5, 4, 0x200, 0x100); /* worker 1 */
+	memset(arena + ARENA / 2, 0, 4096);
+	struct rq_wqe r = { .wr_id = 77, .num_sge = 1,
+			    .sg_list[0] = { .addr = dst, .length = 4096, .lkey = mr_key } };
+	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+	struct sq_wqe s = wqe(WR_SEND, 11, src, 3000); /* three 1024-byte packets */
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
+
+	cr_assert(wait_cqes(b.rcq_ring, 1), "receive completion");
+	struct cqe c = take_cqe(b.rcq_ring);
+	cr_expect_eq(c.status, WC_SUCCESS, "status %u vendor_err %u", c.status, c.vendor_err);
+	cr_expect_eq(c.wr_id, 77);
+	cr_expect_eq(c.byte_len, 3000);
+	cr_expect_eq(c.opcode, WC_RECV);
+	cr_expect_eq(memcmp(arena + ARENA / 2, arena, 3000), 0, "data arrived intact");
+	cr_assert(wait_cqes(a.scq_ring, 1), "send completion (after the ACK)");
+	c = take_cqe(a.scq_ring);
+	cr_expect_eq(c.status, WC_SUCCESS);
+	cr_expect_eq(c.wr_id, 11);
+
+	/* Everything went through the loopback path and the handoff rings. */
+	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0, "nothing on the wire");
+	cr_expect_geq(d.worker[0]->ctr.v[CTR_LOOPBACK], 3, "the requests");
+	cr_expect_geq(d.worker[1]->ctr.v[CTR_LOOPBACK], 1, "the ACK");
+	cr_expect_geq(d.worker[0]->ctr.v[CTR_HANDOFF_TX], 3);
+	cr_expect_eq(worker_qp_slot(d.worker[1], 5)->ctr.v[CTR_RX_PACKETS], 3);
+	cr_expect_geq(worker_qp_slot(d.worker[0], 4)->ctr.v[CTR_TX_PACKETS], 3);
+}
+
+Test(engine_dp, rc_write_read_atomic)
+{
+	struct test_qp a, b;
+	uint64_t base = (uintptr_t)arena;
+	uint64_t *counter = (uint64_t *)(arena + 8192);
+
+	make_qp(&a, 6, 9, 0x10, 0x20); /* 6 on worker 0, 9 on worker 1 */
+	make_qp(&b, 9, 6, 0x20, 0x10);
+	memset(arena + 65536, 0, 16384);
+	struct sq_wqe w = wqe(WR_RDMA_WRITE, 1, base + 100, 5000);
+	w.wr.rdma.remote_addr = base + 65536;
+	w.wr.rdma.rkey = mr_key;
+	cr_assert_eq(spsc_ring_push(a.sq, &w), 1);
+	struct sq_wqe rd = wqe(WR_RDMA_READ, 2, base + 65536 + 8192, 5000);
+	rd.wr.rdma.remote_addr = base + 65536;
+	rd.wr.rdma.rkey = mr_key;
+	cr_assert_eq(spsc_ring_push(a.sq, &rd), 1);
+	*counter = 40;
+	struct sq_wqe fa = wqe(WR_ATOMIC_FETCH_AND_ADD, 3, base + 16384, 8);
+	fa.wr.atomic.remote_addr = (uintptr_t)counter;
+	fa.wr.atomic.compare_add = 2;
+	fa.wr.atomic.rkey = mr_key;
+	cr_assert_eq(spsc_ring_push(a.sq, &fa), 1);
+
+	cr_assert(wait_cqes(a.scq_ring, 3), "three completions");
+	for (uint64_t i = 1; i <= 3; i++) {
+		struct cqe c = take_cqe(a.scq_ring);
+
+		cr_expect_eq(c.status, WC_SUCCESS, "wr %lu: status %u vendor_err %u",
+			     (unsigned long)c.wr_id, c.status, c.vendor_err);
+		cr_expect_eq(c.wr_id, i, "in order");
+	}
+	cr_expect_eq(memcmp(arena + 65536, arena + 100, 5000), 0, "WRITE placed the data");
+	cr_expect_eq(memcmp(arena + 65536 + 8192, arena + 100, 5000), 0, "READ brought it back");
+	cr_expect_eq(*counter, 42, "FETCH_ADD added");
+	uint64_t orig;
+	memcpy(&orig, arena + 16384, 8);
+	cr_expect_eq(orig, 40, "and returned the original value");
+	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0);
+}

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Pure pieces of roce-daemon, without EAL: GID table and attributes, the
+ * neighbour table's state machine on a fake clock, the PMD limit checks,
+ * and the counter tables.
+ */
+#include <criterion/criterion.h>
+#include <infiniband/verbs.h>
+#include <string.h>
+
+#include "config.h"
+#include "counters.h"
+#include "gid.h"
+#include "helpers.h"
+#include "neigh.h"
+#include "port.h"
+
+/* ---- GIDs and attributes ---- */
+
+Test(gid, link_local_is_modified_eui64)
+{
+	const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+	uint8_t gid[16], want[16];
+
+	gid_link_local_from_mac(mac, gid);
+	t_gid6("fe80::5054:ff:fe12:3456", want);
+	cr_expect_arr_eq(gid, want, 16);
+}
+
+Test(gid, table_from_config)
+{
+	static struct config cfg;
+	char err[1024];
+	const uint8_t mac[6] = { 0x02, 0, 0, 0, 0, 1 };
+	struct gid_table t;
+	uint8_t g[16];
+
+	cr_assert_eq(config_load_string("[port p]\ndevargs=x\nipv4=198.18.0.1/24\nipv6=2001:db8::1/64\n",
+					"t", &cfg, err, sizeof(err)), 0, "%s", err);
+	gid_table_build(&t, mac, &cfg.ports[0]);
+	cr_assert_eq(t.n, 3);
+	t_gid6("fe80::ff:fe00:1", g);
+	cr_expect_eq(gid_table_find(&t, g), 0);
+	t_gid4("198.18.0.1", g);
+	cr_expect_eq(gid_table_find(&t, g), 1);
+	cr_expect(t.entry[1].ipv4);
+	t_gid6("2001:db8::1", g);
+	cr_expect_eq(gid_table_find(&t, g), 2);
+	cr_expect(!t.entry[2].ipv4);
+	t_gid4("198.18.0.2", g);
+	cr_expect_eq(gid_table_find(&t, g), -1);
+	cr_expect_eq(t.pkey[0], 0xffff);
+}
+
+Test(gid, roce_mtu_like_rxe)
+{
+	/* largest IB MTU <= IP MTU - 80 (Linux rxe) */
+	cr_expect_eq(gid_ib_mtu_from_ip_mtu(1500), IBV_MTU_1024);
+	cr_expect_eq(gid_ib_mtu_from_ip_mtu(1100), IBV_MTU_512);
+	cr_expect_eq(gid_ib_mtu_from_ip_mtu(1104), IBV_MTU_1024);
+	cr_expect_eq(gid_ib_mtu_from_ip_mtu(4200), IBV_MTU_4096);
+	cr_expect_eq(gid_ib_mtu_from_ip_mtu(9000), IBV_MTU_4096);
+	cr_expect_eq(gid_ib_mtu_from_ip_mtu(384), IBV_MTU_256);
+	cr_expect_eq(gid_ib_mtu_from_ip_mtu(300), 0);
+}
+
+Test(gid, attributes_follow_the_limits)
+{
+	static struct config cfg;
+	const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+	const uint8_t guid[8] = { 0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56 };
+	struct ipc_device_attr da;
+	struct ipc_port_attr pa;
+
+	config_defaults(&cfg);
+	cfg.daemon.max_qps = 77;
+	cfg.daemon.max_cqe = 1234;
+	gid_device_attr(&cfg, mac, 2, &da);
+	cr_expect_eq(da.max_qp, 77);
+	cr_expect_eq(da.max_cqe, 1234);
+	cr_expect_eq(da.max_res_rd_atom, 77 * cfg.daemon.max_rd_atomic);
+	cr_expect_eq(da.phys_port_cnt, 2);
+	cr_expect_eq(da.vendor_id, 0xffffff);
+	cr_expect_arr_eq(&da.node_guid, guid, 8);
+	cr_expect_eq(da.atomic_cap, IBV_ATOMIC_HCA);
+
+	gid_port_attr(1500, true, 25000, &pa);
+	cr_expect_eq(pa.state, IBV_PORT_ACTIVE);
+	cr_expect_eq(pa.active_mtu, IBV_MTU_1024);
+	cr_expect_eq(pa.max_mtu, IBV_MTU_4096);
+	cr_expect_eq(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+	cr_expect_eq(pa.gid_tbl_len, GID_TABLE_LEN);
+	cr_expect_eq(pa.pkey_tbl_len, 1);
+	cr_expect(pa.port_cap_flags & IBV_PORT_CM_SUP);
+	cr_expect_eq(pa.active_width, 1);  /* 1X */
+	cr_expect_eq(pa.active_speed, 32); /* EDR: 25 Gb/s */
+	gid_port_attr(9000, false, 0, &pa);
+	cr_expect_eq(pa.state, IBV_PORT_DOWN);
+	cr_expect_eq(pa.active_mtu, IBV_MTU_4096);
+}
+
+/* ---- neighbour table on a fake clock ---- */
+
+#define REACH 1000u
+#define RETRY 100u
+#define RETRIES 3u
+
+static struct neigh_table nt;
+static unsigned int probes;
+static uint8_t last_probe[16];
+
+static void
+probe(void *arg, uint16_t port, const uint8_t ip[16])
+{
+	(void)arg;
+	(void)port;
+	probes++;
+	memcpy(last_probe, ip, 16);
+}
+
+static void
+nt_init(void)
+{
+	probes = 0;
+	cr_assert_eq(neigh_table_init(&nt, 16, REACH, RETRY, RETRIES), 0);
+}
+
+static void
+nt_fini(void)
+{
+	neigh_table_free(&nt);
+}
+
+TestSuite(neigh, .init = nt_init, .fini = nt_fini);
+
+Test(neigh, resolve_learn_lookup)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 0x12 };
+	uint8_t ip[16];
+	struct neigh_result r;
+
+	t_gid4(T_IP_B, ip);
+	cr_expect_eq(neigh_lookup(&nt, 0, ip).state, NEIGH_FREE);
+	cr_expect(!neigh_learn(&nt, 0, ip, mac, false, 5), "unsolicited: not created");
+	cr_expect(neigh_want(&nt, 0, ip, 10), "first request: probe now");
+	cr_expect(!neigh_want(&nt, 0, ip, 11), "already probing");
+	cr_expect_eq(neigh_lookup(&nt, 0, ip).state, NEIGH_INCOMPLETE);
+	cr_expect_eq(neigh_lookup(&nt, 1, ip).state, NEIGH_FREE, "ports are separate");
+	cr_expect(neigh_learn(&nt, 0, ip, mac, false, 20), "answer to our probe");
+	r = neigh_lookup(&nt, 0, ip);
+	cr_expect_eq(r.state, NEIGH_REACHABLE);
+	cr_expect_arr_eq(r.mac, mac, 6);
+	cr_expect(!neigh_want(&nt, 0, ip, 21));
+	cr_expect_eq(neigh_expire(&nt, 20 + REACH - 1, probe, NULL), 0);
+	cr_expect_eq(probes, 0);
+}
+
+Test(neigh, unanswered_probes_fail_then_hold_down)
+{
+	uint8_t ip[16];
+	uint64_t t = 0;
+
+	t_gid6("2001:db8::12", ip);
+	cr_assert(neigh_want(&nt, 0, ip, t));   /* probe 1 sent by the caller */
+	for (unsigned int i = 1; i < RETRIES; i++) {
+		t += RETRY;
+		cr_expect_eq(neigh_expire(&nt, t - 1, probe, NULL), 0);
+		cr_expect_eq(probes, i - 1, "no probe before the retry interval");
+		neigh_expire(&nt, t, probe, NULL);
+		cr_expect_eq(probes, i);
+		cr_expect_arr_eq(last_probe, ip, 16);
+	}
+	t += RETRY;
+	cr_expect_eq(neigh_expire(&nt, t, probe, NULL), 1, "retries exhausted");
+	cr_expect_eq(probes, RETRIES - 1, "no probe beyond the retry count");
+	cr_expect_eq(neigh_lookup(&nt, 0, ip).state, NEIGH_FAILED);
+	cr_expect(!neigh_want(&nt, 0, ip, t + 1), "held down after failing");
+	cr_expect(neigh_want(&nt, 0, ip, t + RETRY), "asked again after the hold-down");
+	cr_expect_eq(neigh_lookup(&nt, 0, ip).state, NEIGH_INCOMPLETE);
+}
+
+Test(neigh, reachable_entries_are_refreshed)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 0x13 };
+	uint8_t ip[16];
+
+	t_gid4(T_IP_B, ip);
+	cr_assert(neigh_learn(&nt, 0, ip, mac, true, 0));
+	neigh_expire(&nt, REACH, probe, NULL);
+	cr_expect_eq(probes, 1, "re-probed when the reachable time ends");
+	cr_expect_eq(neigh_lookup(&nt, 0, ip).state, NEIGH_REACHABLE, "still usable meanwhile");
+	cr_expect(neigh_learn(&nt, 0, ip, mac, false, REACH + 10), "confirmed");
+	neigh_expire(&nt, REACH + 10 + RETRY, probe, NULL);
+	cr_expect_eq(probes, 1, "confirmed: no probing until the next reachable time");
+	/* now let the peer vanish */
+	uint64_t t = REACH + 10 + REACH;
+	for (unsigned int i = 0; i <= RETRIES; i++, t += RETRY)
+		neigh_expire(&nt, t, probe, NULL);
+	cr_expect_eq(probes, 1 + RETRIES);
+	cr_expect_eq(neigh_lookup(&nt, 0, ip).state, NEIGH_FAILED);
+}
+
+Test(neigh, full_table_replaces_the_oldest)
+{
+	uint8_t ip[16], mac[6] = { 2, 0, 0, 0, 0, 0 };
+	unsigned int n = 200, present = 0;
+
+	/* 16 entries, 200 neighbours: the table keeps the most recent ones. */
+	for (unsigned int i = 0; i < n; i++) {
+		t_gid4(T_IP_B, ip);
+		ip[14] = (uint8_t)(i >> 8);
+		ip[15] = (uint8_t)i;
+		mac[5] = (uint8_t)i;
+		cr_assert(neigh_learn(&nt, 0, ip, mac, true, i));
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct neigh_result r;
+
+		ip[14] = (uint8_t)(i >> 8);
+		ip[15] = (uint8_t)i;
+		r = neigh_lookup(&nt, 0, ip);
+		if (r.state == NEIGH_REACHABLE) {
+			present++;
+			cr_expect_eq(r.mac[5], (uint8_t)i, "entry %u has its own MAC", i);
+		}
+	}
+	cr_expect_leq(present, nt.n_buckets * NEIGH_WAYS);
+	cr_expect_geq(present, nt.n_buckets, "every bucket holds at least one");
+	ip[15] = (uint8_t)(n - 1);
+	ip[14] = (uint8_t)((n - 1) >> 8);
+	cr_expect_eq(neigh_lookup(&nt, 0, ip).state, NEIGH_REACHABLE, "newest is present");
+}
+
+/* ---- PMD limits ---- */
+
+Test(port, pmd_mtu_checks)
+{
+	char buf[256];
+	const char *m;
+
+	cr_expect_null(port_check_pmd_mtu("net_af_packet", "net_af_packet0,iface=v", 1500, buf, 256));
+	cr_expect_null(port_check_pmd_mtu("net_af_packet", "net_af_packet0,iface=v", 1964, buf, 256));
+	m = port_check_pmd_mtu("net_af_packet", "net_af_packet0,iface=v", 4200, buf, sizeof(buf));
+	cr_assert_not_null(m);
+	cr_expect(strstr(m, "framesz=4608,blocksz=36864") != NULL, "%s", m);
+	cr_expect_null(port_check_pmd_mtu("net_af_packet", "net_af_packet0,iface=v,framesz=4608,"
+					  "blocksz=36864", 4200, buf, sizeof(buf)));
+	cr_expect_null(port_check_pmd_mtu("net_af_xdp", "net_af_xdp0,iface=v", 3438, buf, 256));
+	m = port_check_pmd_mtu("net_af_xdp", "net_af_xdp0,iface=v", 3439, buf, sizeof(buf));
+	cr_assert_not_null(m);
+	cr_expect(strstr(m, "mtu <= 3438") != NULL, "%s", m);
+	m = port_check_pmd_mtu("net_memif", "net_memif0,role=server", 4200, buf, sizeof(buf));
+	cr_assert_not_null(m);
+	cr_expect(strstr(m, "bsize=") != NULL, "%s", m);
+	cr_expect_null(port_check_pmd_mtu("net_memif", "net_memif0,bsize=4608", 4200, buf, 256));
+	cr_expect_null(port_check_pmd_mtu("net_ring", "net_ring0", 9000, buf, 256));
+}
+
+Test(port, mbuf_room_fits_the_pmd)
+{
+	cr_expect_geq(port_data_room("net_af_packet", "x,framesz=4608", 4218), 128 + 4608 - 32);
+	cr_expect_geq(port_data_room("net_ring", "x", 9018), 128 + 9018);
+	cr_expect_leq(port_data_room("net_af_xdp", "x", 3456), 3712);
+	cr_expect_geq(port_data_room("net_af_xdp", "x", 3456), 128 + 3456);
+}
+
+/* ---- counters ---- */
+
+Test(counters, table_and_nak_classes)
+{
+	for (unsigned int i = 0; i < CTR_COUNT; i++) {
+		cr_expect_not_null(ctr_descs[i].name);
+		cr_expect_neq(ctr_descs[i].scopes, 0);
+		for (unsigned int j = 0; j < i; j++)
+			cr_expect_str_neq(ctr_descs[i].name, ctr_descs[j].name);
+	}
+	cr_expect_eq(ctr_nak_from_syndrome(0x20), CTR_NAK_RNR);
+	cr_expect_eq(ctr_nak_from_syndrome(0x3f), CTR_NAK_RNR);
+	cr_expect_eq(ctr_nak_from_syndrome(0x60), CTR_NAK_PSN_SEQ_ERROR);
+	cr_expect_eq(ctr_nak_from_syndrome(0x61), CTR_NAK_INVALID_REQ);
+	cr_expect_eq(ctr_nak_from_syndrome(0x62), CTR_NAK_REM_ACC_ERR);
+	cr_expect_eq(ctr_nak_from_syndrome(0x63), CTR_NAK_REM_OP_ERR);
+	cr_expect_eq(ctr_nak_from_syndrome(0x64), CTR_NAK_INV_RD_REQ);
+	cr_expect_eq(ctr_nak_from_syndrome(0x65), CTR_NAK_OTHER);
+
+	struct ctr_set a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	ctr_add(&b.v[CTR_RX_PACKETS], 3);
+	ctr_add(&b.drop[ROCE_DROP_ICRC], 2);
+	ctr_add(&b.nak_tx[CTR_NAK_RNR], 1);
+	ctr_set_accumulate(&a, &b);
+	ctr_set_accumulate(&a, &b);
+	cr_expect_eq(a.v[CTR_RX_PACKETS], 6);
+	cr_expect_eq(a.drop[ROCE_DROP_ICRC], 4);
+	cr_expect_eq(a.nak_tx[CTR_NAK_RNR], 2);
+}
