@@ -2,6 +2,7 @@
 /* lib/ipc: memfd regions and ring headers shared with the daemon. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,10 +12,20 @@
 
 int ipc_cq_signal(struct ipc_cq_ctrl *ctrl, int efd)
 {
+	struct pollfd p = { .fd = efd, .events = POLLOUT };
 	uint64_t one = 1;
 
 	__atomic_fetch_add(&ctrl->notify_count, 1, __ATOMIC_RELEASE);
-	if (efd >= 0 && write(efd, &one, sizeof(one)) != sizeof(one))
+	if (efd < 0)
+		return 0;
+	/*
+	 * The eventfd is shared with the application, which could push its
+	 * counter to the maximum so a blocking write would stall the caller (an
+	 * lcore). Write only when it is writable now.
+	 */
+	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+		return -EAGAIN;
+	if (write(efd, &one, sizeof(one)) != sizeof(one))
 		return -errno;
 	return 0;
 }

@@ -65,10 +65,11 @@ _Static_assert(sizeof(struct ipc_cq_ctrl) == IPC_CACHE_LINE, "one cache line");
 
 /**
  * Daemon side of a completion notification: bump @p ctrl's notify_count
- * (release: the CQE is visible before the count) and write 1 to the
- * channel's eventfd @p efd (ignored when < 0).
+ * (release: the CQE is visible before the count) and add 1 to the
+ * channel's eventfd @p efd (ignored when < 0). Never blocks: an eventfd the
+ * application filled up is skipped (-EAGAIN).
  * Precondition: one caller per CQ at a time.
- * @return 0 or -errno of the eventfd write
+ * @return 0, -EAGAIN, or -errno of the eventfd write
  */
 int ipc_cq_signal(struct ipc_cq_ctrl *ctrl, int efd);
 

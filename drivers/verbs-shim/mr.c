@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs shim: memory regions.
+ *
+ * Direct access for the daemon (no system call per packet): at registration
+ * the page-aligned range is copied into a sealed memfd, the memfd is mapped
+ * MAP_SHARED|MAP_FIXED over the same virtual addresses, and the memfd is
+ * passed to the daemon, which maps it too. Both processes then share the
+ * pages. A range already inside a shared backing reuses it (overlapping and
+ * neighbouring registrations). When the last registration of a backing goes,
+ * the range is turned back into private anonymous memory with its contents.
+ *
+ * Limits (documented in doc/verbs-shim.md):
+ *  - only private, writable, anonymous memory (heap, malloc/memalign/mmap
+ *    anonymous) is remapped; file-backed, hugetlb, read-only memory and
+ *    ranges partly overlapping an existing backing are registered without a
+ *    memfd: the daemon then has no direct access (the process_vm_readv
+ *    fallback is a TODO of the dataplane);
+ *  - a thread writing the range during the copy-and-remap can lose data;
+ *  - other data on the same pages becomes shared too, and a fork child
+ *    shares the pages instead of copying them on write.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+struct shim_backing {
+	uintptr_t start;
+	uintptr_t end;
+	int fd;
+	unsigned int refs;
+	dev_t dev;
+	ino_t ino;
+	struct shim_backing *next;
+};
+
+static pthread_mutex_t shim_backing_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_backing *shim_backings;
+static bool shim_fork_init_called;
+
+static uintptr_t shim_page(void)
+{
+	static uintptr_t pg;
+
+	if (pg == 0)
+		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	return pg;
+}
+
+/*
+ * Walk /proc/self/maps over [start, end): calls @p fn for each mapping that
+ * intersects. Returns false as soon as @p fn does, or when there is a gap.
+ */
+struct shim_vma {
+	uintptr_t lo, hi;
+	char perms[5];
+	unsigned long inode;
+	unsigned int dev_major, dev_minor;
+	char path[256];
+};
+
+static bool shim_vmas_all(uintptr_t start, uintptr_t end, bool (*fn)(const struct shim_vma *, void *),
+			  void *arg)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uintptr_t covered = start;
+	bool ok = true;
+
+	if (f == NULL)
+		return false;
+	while (ok && covered < end && fgets(line, sizeof(line), f)) {
+		struct shim_vma v = { 0 };
+		unsigned long long off;
+		int n = 0;
+
+		if (sscanf(line, "%lx-%lx %4s %llx %x:%x %lu %n", &v.lo, &v.hi, v.perms, &off,
+			   &v.dev_major, &v.dev_minor, &v.inode, &n) < 7)
+			continue;
+		if (v.hi <= covered || v.lo >= end)
+			continue;
+		if (v.lo > covered) {
+			ok = false; /* hole */
+			break;
+		}
+		snprintf(v.path, sizeof(v.path), "%s", line + n);
+		v.path[strcspn(v.path, "\n")] = '\0';
+		ok = fn(&v, arg);
+		covered = v.hi;
+	}
+	fclose(f);
+	return ok && covered >= end;
+}
+
+/* Private, writable, anonymous: the brk heap or anonymous mmap (not stack, not hugetlb). */
+static bool shim_vma_private_anon(const struct shim_vma *v, void *arg)
+{
+	(void)arg;
+	return strcmp(v->perms, "rw-p") == 0 && v->inode == 0 &&
+	       (v->path[0] == '\0' || strcmp(v->path, "[heap]") == 0);
+}
+
+static bool shim_vma_is_backing(const struct shim_vma *v, void *arg)
+{
+	const struct shim_backing *b = arg;
+
+	return v->inode == b->ino && v->perms[3] == 's';
+}
+
+/* Copy between memory and a file without ASan's interceptors looking at the heap's redzones. */
+static bool shim_file_write(int fd, uintptr_t addr, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		long n = syscall(SYS_pwrite64, fd, (void *)(addr + done), len - done, (off_t)done);
+
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
+static bool shim_file_read(int fd, uintptr_t addr, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		long n = syscall(SYS_pread64, fd, (void *)(addr + done), len - done, (off_t)done);
+
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
+/* Create a backing for [start, end): copy, then map the memfd over it. NULL: not possible. */
+static struct shim_backing *shim_backing_create(uintptr_t start, uintptr_t end)
+{
+	struct shim_backing *b;
+	struct stat st;
+	int fd;
+
+	if (!shim_vmas_all(start, end, shim_vma_private_anon, NULL))
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return NULL;
+	fd = ipc_shm_create("roce-mr", end - start);
+	if (fd < 0) {
+		free(b);
+		return NULL;
+	}
+	if (!shim_file_write(fd, start, end - start) || fstat(fd, &st) < 0 ||
+	    mmap((void *)start, end - start, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+		    MAP_FAILED) {
+		close(fd);
+		free(b);
+		return NULL;
+	}
+	if (shim_fork_init_called)
+		madvise((void *)start, end - start, MADV_DONTFORK);
+	b->start = start;
+	b->end = end;
+	b->fd = fd;
+	b->refs = 1;
+	b->dev = st.st_dev;
+	b->ino = st.st_ino;
+	b->next = shim_backings;
+	shim_backings = b;
+	return b;
+}
+
+/* Find the backing for [start, end), or make one. *fallback: registration without memfd. */
+static struct shim_backing *shim_backing_get(uintptr_t start, uintptr_t end)
+{
+	struct shim_backing *b;
+
+	for (b = shim_backings; b != NULL; b = b->next) {
+		if (b->start <= start && end <= b->end) {
+			b->refs++;
+			return b;
+		}
+		if (b->start < end && start < b->end)
+			return NULL; /* partial overlap: fallback */
+	}
+	return shim_backing_create(start, end);
+}
+
+static void shim_backing_put(struct shim_backing *b)
+{
+	struct shim_backing **pp;
+	uintptr_t start = b->start;
+	size_t len = b->end - b->start;
+	int fd = b->fd;
+	bool ours;
+	void *tmp;
+
+	if (--b->refs > 0)
+		return;
+	for (pp = &shim_backings; *pp != b; pp = &(*pp)->next)
+		;
+	*pp = b->next;
+	ours = shim_vmas_all(b->start, b->end, shim_vma_is_backing, b);
+	free(b); /* b may live on the pages below: nothing reads it from here on */
+	/*
+	 * Give the application private memory back, contents included: fill a
+	 * fresh anonymous mapping from the memfd, then move it over the range
+	 * in one mremap, so the range is never seen empty.
+	 */
+	if (ours) {
+		tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (tmp != MAP_FAILED) {
+			if (!shim_file_read(fd, (uintptr_t)tmp, len) ||
+			    mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) ==
+				    MAP_FAILED)
+				munmap(tmp, len);
+		}
+	}
+	close(fd);
+}
+
+/* Register [addr, addr+length) with the daemon, with or without a shared backing. */
+static int shim_mr_register(struct shim_mr *mr, struct ibv_pd *ibpd, void *addr, size_t length,
+			    uint64_t iova, unsigned int access)
+{
+	struct ipc_msg req, rsp;
+	uintptr_t pg = shim_page();
+	uintptr_t start = (uintptr_t)addr & ~(pg - 1);
+	uintptr_t end = ((uintptr_t)addr + length + pg - 1) & ~(pg - 1);
+	struct shim_backing *b = NULL;
+	int fd = -1, rc;
+
+	shim_req(&req, IPC_OP_REG_MR);
+	req.u.req_REG_MR.user_handle = (uintptr_t)mr;
+	req.u.req_REG_MR.addr = (uintptr_t)addr;
+	req.u.req_REG_MR.length = length;
+	req.u.req_REG_MR.iova = iova;
+	req.u.req_REG_MR.pd = shim_pd(ibpd)->handle;
+	req.u.req_REG_MR.access = access;
+	pthread_mutex_lock(&shim_backing_lock);
+	if (length > 0 && end > start)
+		b = shim_backing_get(start, end);
+	if (b != NULL) {
+		fd = b->fd;
+		req.u.req_REG_MR.fd_offset = start - b->start;
+	}
+	rc = shim_rpc(shim_ctx(ibpd->context), &req, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0, &rsp,
+		      NULL);
+	if (rc) {
+		if (b)
+			shim_backing_put(b);
+		pthread_mutex_unlock(&shim_backing_lock);
+		return rc;
+	}
+	pthread_mutex_unlock(&shim_backing_lock);
+	mr->backing = b;
+	mr->handle = rsp.u.rsp_REG_MR.handle;
+	mr->mr.context = ibpd->context;
+	mr->mr.pd = ibpd;
+	mr->mr.addr = addr;
+	mr->mr.length = length;
+	mr->mr.handle = mr->handle;
+	mr->mr.lkey = rsp.u.rsp_REG_MR.lkey;
+	mr->mr.rkey = rsp.u.rsp_REG_MR.rkey;
+	return 0;
+}
+
+SHIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					    uint64_t iova, unsigned int access)
+{
+	struct shim_mr *mr;
+	int rc;
+
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return shim_null(EOPNOTSUPP);
+	if (length == 0 || addr == NULL)
+		return shim_null(EINVAL);
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL)
+		return shim_null(ENOMEM);
+	rc = shim_mr_register(mr, pd, addr, length, iova, access);
+	if (rc) {
+		free(mr);
+		return shim_null(rc);
+	}
+	return &mr->mr;
+}
+
+SHIM_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+SHIM_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+					   uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+SHIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct shim_mr *mr = (struct shim_mr *)ibmr;
+	struct ipc_msg req, rsp;
+	int rc;
+
+	shim_req(&req, IPC_OP_DEREG_MR);
+	req.u.req_DEREG_MR.handle = mr->handle;
+	rc = shim_destroy_rc(ibmr->context, shim_rpc(shim_ctx(ibmr->context), &req, NULL, 0, &rsp, NULL));
+	if (rc)
+		return rc;
+	if (mr->backing) {
+		pthread_mutex_lock(&shim_backing_lock);
+		shim_backing_put(mr->backing);
+		pthread_mutex_unlock(&shim_backing_lock);
+	}
+	free(mr);
+	return 0;
+}
+
+/*
+ * Returns 0 or an enum ibv_rereg_mr_err_code (negative), as rdma-core does:
+ * IBV_REREG_MR_ERR_INPUT for bad arguments (the MR stays valid),
+ * IBV_REREG_MR_ERR_CMD when the daemon refuses (the MR stays valid).
+ */
+SHIM_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
+			     size_t length, int access)
+{
+	struct shim_mr *mr = (struct shim_mr *)ibmr;
+	struct ipc_msg req, rsp;
+	struct shim_backing *b = mr->backing;
+	uintptr_t pg = shim_page();
+	int fd = -1, rc;
+
+	if (flags <= 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && pd == NULL) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == NULL || length == 0)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (access & IBV_ACCESS_ON_DEMAND))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	shim_req(&req, IPC_OP_REREG_MR);
+	req.u.req_REREG_MR.handle = mr->handle;
+	req.u.req_REREG_MR.flags = (uint32_t)flags;
+	req.u.req_REREG_MR.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? shim_pd(pd)->handle : 0;
+	req.u.req_REREG_MR.access = (uint32_t)access;
+	pthread_mutex_lock(&shim_backing_lock);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		uintptr_t start = (uintptr_t)addr & ~(pg - 1);
+		uintptr_t end = ((uintptr_t)addr + length + pg - 1) & ~(pg - 1);
+
+		b = shim_backing_get(start, end);
+		if (b) {
+			fd = b->fd;
+			req.u.req_REREG_MR.fd_offset = start - b->start;
+		}
+		req.u.req_REREG_MR.addr = (uintptr_t)addr;
+		req.u.req_REREG_MR.length = length;
+		req.u.req_REREG_MR.iova = (uintptr_t)addr;
+	}
+	rc = shim_rpc(shim_ctx(ibmr->context), &req, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0, &rsp,
+		      NULL);
+	if (rc) {
+		if (b && b != mr->backing)
+			shim_backing_put(b);
+		pthread_mutex_unlock(&shim_backing_lock);
+		errno = rc;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		if (mr->backing)
+			shim_backing_put(mr->backing);
+		mr->backing = b;
+		ibmr->addr = addr;
+		ibmr->length = length;
+	}
+	pthread_mutex_unlock(&shim_backing_lock);
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		ibmr->pd = pd;
+	ibmr->lkey = rsp.u.rsp_REREG_MR.lkey;
+	ibmr->rkey = rsp.u.rsp_REREG_MR.rkey;
+	return 0;
+}
+
+SHIM_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+					     uint64_t iova, int fd, int access)
+{
+	(void)pd; (void)offset; (void)length; (void)iova; (void)fd; (void)access;
+	return shim_null(EOPNOTSUPP);
+}
+
+SHIM_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	(void)pd;
+	(void)mr_handle;
+	return shim_null(EOPNOTSUPP);
+}
+
+SHIM_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	(void)mr;
+}
+
+/* ---- fork support: shared backings need no copy-on-write protection ---- */
+
+SHIM_EXPORT int ibv_fork_init(void)
+{
+	shim_fork_init_called = true;
+	return 0;
+}
+
+SHIM_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return shim_fork_init_called ? IBV_FORK_ENABLED : IBV_FORK_UNNEEDED;
+}
+
+SHIM_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+	return madvise(base, size, MADV_DONTFORK) == 0 ? 0 : errno;
+}
+
+SHIM_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+	return madvise(base, size, MADV_DOFORK) == 0 ? 0 : errno;
+}

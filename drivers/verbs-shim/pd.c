@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* verbs shim: protection domains. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "shim.h"
+
+SHIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct shim_pd *pd = calloc(1, sizeof(*pd));
+	struct ipc_msg req, rsp;
+	int rc;
+
+	if (pd == NULL)
+		return shim_null(ENOMEM);
+	shim_req(&req, IPC_OP_ALLOC_PD);
+	req.u.req_ALLOC_PD.user_handle = (uintptr_t)pd;
+	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, NULL);
+	if (rc) {
+		free(pd);
+		return shim_null(rc);
+	}
+	pd->handle = rsp.u.rsp_ALLOC_PD.handle;
+	pd->pd.context = context;
+	pd->pd.handle = pd->handle;
+	return &pd->pd;
+}
+
+/* 0 or a positive errno; EBUSY while MRs, QPs, SRQs or AHs still use the PD. */
+SHIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct shim_pd *pd = shim_pd(ibpd);
+	struct ipc_msg req, rsp;
+	int rc;
+
+	shim_req(&req, IPC_OP_DEALLOC_PD);
+	req.u.req_DEALLOC_PD.handle = pd->handle;
+	rc = shim_destroy_rc(ibpd->context, shim_rpc(shim_ctx(ibpd->context), &req, NULL, 0, &rsp, NULL));
+	if (rc)
+		return rc;
+	free(pd);
+	return 0;
+}
+
+SHIM_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
+{
+	(void)context;
+	(void)pd_handle;
+	return shim_null(EOPNOTSUPP);
+}
+
+SHIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	(void)pd;
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs shim: queue pairs. Create/modify/query/destroy go to the daemon (which
+ * owns the QP state machine, lib/ctl); posting writes WQEs straight into the
+ * shared SQ/RQ rings and releases the producer index, the doorbell of a
+ * polling daemon, with no system call.
+ *
+ * Posting errors follow rdma-core providers (rxe): the errno value is
+ * returned and *bad_wr points at the first WR not posted; the WRs before it
+ * are posted.
+ *   EINVAL  QP state (send: below RTS; receive: RESET), too many SGEs,
+ *           opcode not valid for the QP type, inline data too long,
+ *           UD without an AH, receive on a QP that uses an SRQ;
+ *   ENOMEM  the queue is full.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+_Static_assert(sizeof(struct wr_sge) == sizeof(struct ibv_sge), "SGEs are copied as they are");
+
+/* ---- create / modify / query / destroy ---- */
+
+static bool shim_ring_desc_ok(const struct ipc_ring_desc *d, uint32_t stride, uint32_t cap,
+			      uint64_t shm_size)
+{
+	size_t bytes = ipc_ring_bytes(d->entries, d->stride);
+
+	return d->stride == stride && bytes != 0 && d->offset + bytes <= shm_size && cap < d->entries;
+}
+
+static int shim_qp_map(struct shim_qp *qp, const struct ipc_create_qp_rsp *r, int fd, bool srq)
+{
+	void *shm;
+
+	if (!shim_ring_desc_ok(&r->sq, sizeof(struct sq_wqe), r->cap.max_send_wr, r->shm_size) ||
+	    (!srq && !shim_ring_desc_ok(&r->rq, sizeof(struct rq_wqe), r->cap.max_recv_wr,
+					 r->shm_size)) ||
+	    r->cap.max_send_sge > WQE_MAX_SGE || r->cap.max_recv_sge > WQE_MAX_SGE ||
+	    r->cap.max_inline_data > WQE_MAX_INLINE)
+		return EPROTO;
+	shm = shim_map_shm(fd, r->shm_size);
+	if (shm == NULL)
+		return errno;
+	qp->shm = shm;
+	qp->shm_size = r->shm_size;
+	qp->sq = (struct spsc_ring *)((uint8_t *)shm + r->sq.offset);
+	qp->rq = srq ? NULL : (struct spsc_ring *)((uint8_t *)shm + r->rq.offset);
+	return 0;
+}
+
+int shim_check_send_ops(enum ibv_qp_type type, uint64_t f)
+{
+	uint64_t ok = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+	if (type == IBV_QPT_UC || type == IBV_QPT_RC)
+		ok |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	if (type == IBV_QPT_RC)
+		ok |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+	return (f & ~ok) ? EOPNOTSUPP : 0;
+}
+
+/* verbs_context.create_qp_ex, and the body of ibv_create_qp. */
+struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	struct ipc_msg req, rsp;
+	int rfds[IPC_MAX_FDS] = { -1, -1 };
+	struct shim_qp *qp;
+	int rc;
+
+	if (attr->comp_mask & ~known)
+		return shim_null(EOPNOTSUPP);
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL || attr->send_cq == NULL ||
+	    attr->recv_cq == NULL)
+		return shim_null(EINVAL);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
+		return shim_null(EOPNOTSUPP);
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD)
+		return shim_null(EOPNOTSUPP);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (rc = shim_check_send_ops(attr->qp_type, attr->send_ops_flags)) != 0)
+		return shim_null(rc);
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return shim_null(ENOMEM);
+
+	shim_req(&req, IPC_OP_CREATE_QP);
+	req.u.req_CREATE_QP.user_handle = (uintptr_t)qp;
+	req.u.req_CREATE_QP.pd = shim_pd(attr->pd)->handle;
+	req.u.req_CREATE_QP.send_cq = shim_cq(attr->send_cq)->handle;
+	req.u.req_CREATE_QP.recv_cq = shim_cq(attr->recv_cq)->handle;
+	req.u.req_CREATE_QP.srq = attr->srq ? shim_srq(attr->srq)->handle : IPC_HANDLE_NONE;
+	req.u.req_CREATE_QP.qp_type = attr->qp_type;
+	req.u.req_CREATE_QP.sq_sig_all = attr->sq_sig_all != 0;
+	req.u.req_CREATE_QP.send_ops_flags =
+		(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? attr->send_ops_flags : 0;
+	ipc_cap_from_ibv(&attr->cap, &req.u.req_CREATE_QP.cap);
+	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, rfds);
+	if (rc == 0 && rfds[0] < 0)
+		rc = EPROTO;
+	if (rc == 0) {
+		rc = shim_qp_map(qp, &rsp.u.rsp_CREATE_QP, rfds[0], attr->srq != NULL);
+		if (rc) {
+			struct ipc_msg d, dr;
+
+			shim_req(&d, IPC_OP_DESTROY_QP);
+			d.u.req_DESTROY_QP.handle = rsp.u.rsp_CREATE_QP.handle;
+			shim_rpc(shim_ctx(context), &d, NULL, 0, &dr, NULL);
+		}
+	}
+	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
+		if (rfds[i] >= 0)
+			close(rfds[i]);
+	if (rc) {
+		free(qp);
+		return shim_null(rc);
+	}
+	qp->handle = rsp.u.rsp_CREATE_QP.handle;
+	qp->sq_sig_all = attr->sq_sig_all != 0;
+	ipc_cap_to_ibv(&rsp.u.rsp_CREATE_QP.cap, &qp->cap);
+	attr->cap = qp->cap; /* report what the QP really holds, as providers do */
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&qp->qp.mutex, NULL);
+	pthread_cond_init(&qp->qp.cond, NULL);
+	qp->qp.context = context;
+	qp->qp.qp_context = attr->qp_context;
+	qp->qp.pd = attr->pd;
+	qp->qp.send_cq = attr->send_cq;
+	qp->qp.recv_cq = attr->recv_cq;
+	qp->qp.srq = attr->srq;
+	qp->qp.handle = qp->handle;
+	qp->qp.qp_num = rsp.u.rsp_CREATE_QP.qpn;
+	qp->qp.state = IBV_QPS_RESET;
+	qp->qp.qp_type = attr->qp_type;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		qp->has_qpx = true;
+		qp->comp_mask = 1u << 1; /* VERBS_QP_EX */
+		shim_qp_ex_init(qp, attr->send_ops_flags);
+	}
+	return &qp->qp;
+}
+
+SHIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct ibv_qp *qp;
+
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = attr->qp_context;
+	ex.send_cq = attr->send_cq;
+	ex.recv_cq = attr->recv_cq;
+	ex.srq = attr->srq;
+	ex.cap = attr->cap;
+	ex.qp_type = attr->qp_type;
+	ex.sq_sig_all = attr->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = shim_create_qp_ex(pd->context, &ex);
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+SHIM_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct shim_qp *qp = shim_qp(ibqp);
+
+	return qp->has_qpx ? &qp->qpx : NULL;
+}
+
+SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct shim_qp *qp = shim_qp(ibqp);
+	struct ipc_msg req, rsp;
+	int rc;
+
+	shim_req(&req, IPC_OP_MODIFY_QP);
+	req.u.req_MODIFY_QP.handle = qp->handle;
+	req.u.req_MODIFY_QP.mask = (uint32_t)attr_mask;
+	ipc_qp_attr_from_ibv(attr, &req.u.req_MODIFY_QP.attr);
+	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
+	if (rc)
+		return rc;
+	pthread_spin_lock(&qp->sq_lock);
+	pthread_spin_lock(&qp->rq_lock);
+	ibqp->state = (enum ibv_qp_state)rsp.u.rsp_MODIFY_QP.state;
+	pthread_spin_unlock(&qp->rq_lock);
+	pthread_spin_unlock(&qp->sq_lock);
+	return 0;
+}
+
+SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+			     struct ibv_qp_init_attr *init_attr)
+{
+	struct shim_qp *qp = shim_qp(ibqp);
+	struct ipc_msg req, rsp;
+	int rc;
+
+	shim_req(&req, IPC_OP_QUERY_QP);
+	req.u.req_QUERY_QP.handle = qp->handle;
+	req.u.req_QUERY_QP.mask = (uint32_t)attr_mask;
+	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
+	if (rc)
+		return rc;
+	ipc_qp_attr_to_ibv(&rsp.u.rsp_QUERY_QP.attr, attr);
+	if (init_attr) {
+		memset(init_attr, 0, sizeof(*init_attr));
+		init_attr->qp_context = ibqp->qp_context;
+		init_attr->send_cq = ibqp->send_cq;
+		init_attr->recv_cq = ibqp->recv_cq;
+		init_attr->srq = ibqp->srq;
+		ipc_cap_to_ibv(&rsp.u.rsp_QUERY_QP.init_cap, &init_attr->cap);
+		init_attr->qp_type = ibqp->qp_type;
+		init_attr->sq_sig_all = (int)rsp.u.rsp_QUERY_QP.sq_sig_all;
+	}
+	ibqp->state = attr->qp_state;
+	return 0;
+}
+
+SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct shim_qp *qp = shim_qp(ibqp);
+	struct ipc_msg req, rsp;
+	int rc;
+
+	shim_req(&req, IPC_OP_DESTROY_QP);
+	req.u.req_DESTROY_QP.handle = qp->handle;
+	rc = shim_destroy_rc(ibqp->context, shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL));
+	if (rc)
+		return rc;
+	if (!shim_ctx(ibqp->context)->dead)
+		shim_wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
+				     rsp.u.rsp_DESTROY_QP.events_reported);
+	munmap(qp->shm, qp->shm_size);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	free(qp);
+	return 0;
+}
+
+SHIM_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	(void)qp;
+	(void)op;
+	(void)flags;
+	return 0; /* no in-order guarantee is advertised */
+}
+
+SHIM_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	return EOPNOTSUPP;
+}
+
+SHIM_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	return EOPNOTSUPP;
+}
+
+/* ---- posting (application side, no system call) ---- */
+
+static bool shim_send_state_ok(enum ibv_qp_state s)
+{
+	/* Linux rxe: posting a send below RTS is EINVAL; SQD/SQE/ERR accept (and flush). */
+	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR;
+}
+
+bool shim_opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return t == IBV_QPT_RC || t == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+		return t == IBV_QPT_RC;
+	default:
+		return false; /* LOCAL_INV, BIND_MW, TSO, DRIVER1, ATOMIC_WRITE: not supported */
+	}
+}
+
+/* Everything that makes a send WR invalid (EINVAL), checked before it takes a slot. */
+static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *wr)
+{
+	enum ibv_qp_type t = qp->qp.qp_type;
+
+	if (!shim_opcode_ok(t, wr->opcode) || wr->num_sge < 0)
+		return EINVAL;
+	if (t == IBV_QPT_UD && wr->wr.ud.ah == NULL)
+		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint64_t total = 0;
+
+		if (wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			return EINVAL;
+		for (int i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		return total > qp->cap.max_inline_data ? EINVAL : 0;
+	}
+	return (uint32_t)wr->num_sge > qp->cap.max_send_sge ? EINVAL : 0;
+}
+
+/* Fill one checked send WR into the WQE @p w. */
+static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const struct ibv_send_wr *wr)
+{
+	memset(w, 0, offsetof(struct sq_wqe, sg_list));
+	w->wr_id = wr->wr_id;
+	w->opcode = (uint8_t)wr->opcode;
+	w->send_flags = wr->send_flags;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint32_t total = 0;
+
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			total += wr->sg_list[i].length;
+		}
+		w->inline_len = (uint16_t)total;
+	} else {
+		if (wr->num_sge > 0)
+			memcpy(w->sg_list, wr->sg_list, (size_t)wr->num_sge * sizeof(struct wr_sge));
+		w->num_sge = (uint8_t)wr->num_sge;
+	}
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
+		w->wr.rdma.rkey = wr->wr.rdma.rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
+		w->wr.atomic.rkey = wr->wr.atomic.rkey;
+		w->wr.atomic.compare_add = wr->wr.atomic.compare_add;
+		w->wr.atomic.swap = wr->wr.atomic.swap;
+		break;
+	default:
+		break;
+	}
+	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+		w->imm_data = wr->invalidate_rkey;
+	else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		w->imm_data = wr->imm_data;
+	if (qp->qp.qp_type == IBV_QPT_UD) {
+		w->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
+		w->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
+		w->av = shim_ah(wr->wr.ud.ah)->av;
+	}
+}
+
+int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct shim_qp *qp = shim_qp(ibqp);
+	uint32_t n = 0, room;
+	int rc = 0;
+
+	pthread_spin_lock(&qp->sq_lock);
+	if (!shim_send_state_ok(ibqp->state)) {
+		rc = EINVAL;
+		goto out;
+	}
+	room = shim_wq_room(qp->sq, qp->cap.max_send_wr);
+	for (; wr != NULL; wr = wr->next, n++) {
+		rc = shim_check_send(qp, wr);
+		if (rc == 0 && n == room)
+			rc = ENOMEM;
+		if (rc)
+			break;
+		shim_fill_send(qp, spsc_ring_prod_slot(qp->sq, n), wr);
+	}
+out:
+	if (n)
+		spsc_ring_publish(qp->sq, n); /* release: the doorbell */
+	pthread_spin_unlock(&qp->sq_lock);
+	if (rc)
+		*bad = wr;
+	return rc;
+}
+
+/* Fill one receive WQE (num_sge checked). */
+static void shim_fill_recv(struct rq_wqe *w, const struct ibv_recv_wr *wr)
+{
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint32_t)wr->num_sge;
+	w->reserved = 0;
+	if (wr->num_sge > 0)
+		memcpy(w->sg_list, wr->sg_list, (size_t)wr->num_sge * sizeof(struct wr_sge));
+}
+
+/* Post @p wr to @p ring of capacity @p cap; shared by QP receive queues and SRQs. */
+int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
+			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	uint32_t room = shim_wq_room(ring, cap);
+	uint32_t n = 0;
+	int rc = 0;
+
+	for (; wr != NULL; wr = wr->next, n++) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+			rc = EINVAL;
+		else if (n == room)
+			rc = ENOMEM;
+		if (rc)
+			break;
+		shim_fill_recv(spsc_ring_prod_slot(ring, n), wr);
+	}
+	if (n)
+		spsc_ring_publish(ring, n);
+	if (rc)
+		*bad = wr;
+	return rc;
+}
+
+int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct shim_qp *qp = shim_qp(ibqp);
+	int rc;
+
+	pthread_spin_lock(&qp->rq_lock);
+	/* Linux rxe: a receive may be posted from INIT on; a QP with an SRQ has no RQ. */
+	if (ibqp->srq != NULL || ibqp->state == IBV_QPS_RESET) {
+		*bad = wr;
+		rc = EINVAL;
+	} else {
+		rc = shim_post_recv_ring(qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr, bad);
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+	return rc;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * drivers/verbs-shim internals, grouped by defining file.
+ *
+ * Object layouts follow rdma-core so that the inline verbs of
+ * <infiniband/verbs.h> compiled into applications work unchanged:
+ *  - device:  struct ibv_device, then a NULL "ops" pointer (verbs_device);
+ *  - context: struct verbs_context (ending in ibv_context), private after;
+ *  - QP:      ibv_qp / ibv_qp_ex union first, then comp_mask (verbs_qp);
+ *  - CQ:      struct ibv_cq_ex first (ibv_cq is its prefix).
+ */
+#ifndef SHIM_H
+#define SHIM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "ipc.h"
+#include "ipc_shm.h"
+#include "ipc_verbs.h"
+#include "queue.h"
+#include "wqe.h"
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+/* rdma-core's driver.h values we need (enum ibv_gid_type_sysfs). */
+enum shim_gid_type_sysfs {
+	SHIM_GID_TYPE_SYSFS_IB_ROCE_V1,
+	SHIM_GID_TYPE_SYSFS_ROCE_V2,
+};
+
+/* Private exports (rdma-core driver.h prototypes) the shim calls itself. */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       enum shim_gid_type_sysfs *type);
+
+/* ---- device.c ---- */
+struct shim_device {
+	struct ibv_device device;  /* must be first */
+	const void *verbs_ops;     /* NULL, where verbs_device has its ops: dv checks fail */
+	struct ipc_device_info info;
+	bool present;              /* in the daemon's latest list */
+};
+
+struct shim_device *shim_device_of(struct ibv_device *dev);
+
+/* ---- context.c ---- */
+struct shim_context {
+	struct verbs_context vctx; /* ends with struct ibv_context */
+	struct shim_device *dev;
+	pthread_mutex_t rpc_lock;  /* one request in flight per connection */
+	uint32_t seq;
+	struct ipc_device_attr attr; /* cached at open, for post-path limits */
+	bool async_eof;            /* the async socket saw EOF (daemon gone), reported once */
+	_Atomic bool dead;         /* the daemon connection broke: requests fail with EIO */
+};
+
+static inline struct shim_context *shim_ctx(struct ibv_context *c)
+{
+	return (struct shim_context *)((uint8_t *)c - offsetof(struct shim_context, vctx.context));
+}
+
+/*
+ * One request/response round trip on the context's socket.
+ * @return 0 or a positive errno (daemon status, or EIO/ECONNRESET/... for a
+ *         transport failure).
+ */
+int shim_rpc(struct shim_context *ctx, struct ipc_msg *req, const int *fds, unsigned int nfds,
+	     struct ipc_msg *rsp, int *rfds);
+/*
+ * Destroy verbs after the daemon went away succeed and free the local part,
+ * as rdma-core does on a disassociated device: @return 0 when @p rc is the
+ * EIO of a dead connection, else @p rc.
+ */
+static inline int shim_destroy_rc(struct ibv_context *c, int rc)
+{
+	return (rc == EIO && shim_ctx(c)->dead) ? 0 : rc;
+}
+/* Start a request of @p op in @p m (zeroed body). */
+void shim_req(struct ipc_msg *m, enum ipc_op op);
+/* Map a daemon-created memfd; @return address or NULL (errno set). */
+void *shim_map_shm(int fd, uint64_t size);
+
+/* Helpers for "return NULL, errno = e" and "return e" conventions. */
+static inline void *shim_null(int e)
+{
+	errno = e;
+	return NULL;
+}
+
+/* ---- pd.c ---- */
+struct shim_pd {
+	struct ibv_pd pd;
+	uint32_t handle;
+};
+static inline struct shim_pd *shim_pd(struct ibv_pd *p) { return (struct shim_pd *)p; }
+
+/* ---- mr.c ---- */
+struct shim_backing;
+struct shim_mr {
+	struct ibv_mr mr;
+	uint32_t handle;
+	struct shim_backing *backing; /* shared memfd behind the pages, NULL: fallback */
+};
+
+/* ---- cq.c ---- */
+struct shim_channel;
+struct shim_cq {
+	struct ibv_cq_ex cq;          /* must be first; ibv_cq is its prefix */
+	uint32_t handle;
+	pthread_spinlock_t lock;      /* consumer side of the ring */
+	struct spsc_ring *ring;       /* struct cqe records, produced by the daemon */
+	struct ipc_cq_ctrl *ctrl;     /* arm word and notify_count */
+	void *shm;
+	uint64_t shm_size;
+	uint32_t wc_flags;            /* create_cq_ex wc_flags */
+	struct cqe *cur;              /* ibv_cq_ex iteration: the CQE being read */
+	uint32_t notify_seen;         /* notifications delivered by get_cq_event */
+	uint32_t events_delivered;    /* completion events handed to the app */
+	uint32_t async_events;        /* async events handed to the app */
+	struct shim_cq *ch_next;      /* channel's CQ list */
+};
+static inline struct shim_cq *shim_cq(struct ibv_cq *c) { return (struct shim_cq *)c; }
+
+/* ---- events.c ---- */
+struct shim_channel {
+	struct ibv_comp_channel ch;
+	uint32_t handle;
+	pthread_mutex_t lock;
+	struct shim_cq *cqs;          /* CQs attached to this channel */
+};
+void shim_channel_attach(struct shim_channel *ch, struct shim_cq *cq);
+void shim_channel_detach(struct shim_channel *ch, struct shim_cq *cq);
+/* Wait until the app has acked every async event reported for an object. */
+void shim_wait_async_acks(pthread_mutex_t *m, pthread_cond_t *cv, const uint32_t *acked,
+			  uint32_t reported);
+
+/* ---- srq.c ---- */
+struct shim_srq {
+	struct {                      /* shaped like rdma-core's verbs_srq */
+		struct ibv_srq srq;
+		enum ibv_srq_type srq_type;
+		void *xrcd;
+		struct ibv_cq *cq;
+		uint32_t srq_num;
+	} v;
+	uint32_t handle;
+	uint32_t srqn;
+	pthread_spinlock_t lock;      /* producer side of the ring */
+	struct spsc_ring *ring;       /* struct rq_wqe records */
+	void *shm;
+	uint64_t shm_size;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t async_events;
+};
+static inline struct shim_srq *shim_srq(struct ibv_srq *s) { return (struct shim_srq *)s; }
+int shim_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* ---- qp.c ---- */
+struct shim_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;
+	};
+	uint32_t comp_mask;           /* verbs_qp */
+	void *xrcd;                   /* verbs_qp */
+	uint32_t handle;
+	bool has_qpx;                 /* created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	bool sq_sig_all;
+	struct ibv_qp_cap cap;
+	void *shm;
+	uint64_t shm_size;
+	pthread_spinlock_t sq_lock;
+	pthread_spinlock_t rq_lock;
+	struct spsc_ring *sq;         /* struct sq_wqe records */
+	struct spsc_ring *rq;         /* struct rq_wqe records; NULL with an SRQ */
+	uint32_t async_events;
+	/* ibv_wr_* builder (between wr_start and wr_complete/abort, sq_lock held) */
+	uint32_t wr_pending;          /* WQEs written after prod */
+	struct sq_wqe *wr_cur;        /* the WQE wr_set_* complete */
+	int wr_err;                   /* first error, reported by wr_complete */
+};
+static inline struct shim_qp *shim_qp(struct ibv_qp *q) { return (struct shim_qp *)q; }
+int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+void shim_qp_ex_init(struct shim_qp *qp, uint64_t send_ops_flags);
+int shim_check_send_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
+bool shim_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op);
+int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
+			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/*
+ * Producer side of a work queue: how many more WQEs fit, given the queue's
+ * capacity @p cap (the reported max_wr, at most the ring size). The daemon
+ * releases a slot when the WQE completes.
+ */
+static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
+{
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
+	uint32_t cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+	uint32_t used = prod - cons;
+
+	return used >= cap ? 0 : cap - used;
+}
+
+/* ---- ah.c ---- */
+struct shim_ah {
+	struct ibv_ah ah;
+	uint32_t handle;
+	uint32_t ahn;
+	struct wr_av av;              /* resolved by the daemon; copied into UD WQEs */
+};
+static inline struct shim_ah *shim_ah(struct ibv_ah *a) { return (struct shim_ah *)a; }
+
+/* ---- context.c: ops installed in every context ---- */
+int shim_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int shim_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+#endif /* SHIM_H */

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/ctl: the control plane itself: configuration, connections, request
+ * dispatch and the device/port/GID/P_Key queries.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "ctl_internal.h"
+#include "ipc_verbs.h"
+
+/* ---- configuration ---- */
+
+static void ctl_port_default(struct ctl_port_cfg *p, const uint8_t mac[6], uint32_t ipv4)
+{
+	memset(p, 0, sizeof(*p));
+	p->attr.state = IBV_PORT_ACTIVE;
+	p->attr.max_mtu = IBV_MTU_4096;
+	p->attr.active_mtu = IBV_MTU_1024;
+	p->attr.gid_tbl_len = CTL_GID_TBL_LEN;
+	p->attr.port_cap_flags = IBV_PORT_CM_SUP;
+	p->attr.max_msg_sz = UINT32_C(1) << 31;
+	p->attr.pkey_tbl_len = CTL_PKEY_TBL_LEN;
+	p->attr.max_vl_num = 1;
+	p->attr.active_width = 2; /* 4X (IBA 14.2.5.6 PortInfo LinkWidthActive) */
+	p->attr.active_speed = 32; /* EDR, 25 Gb/s per lane: 4X = 100 Gb/s */
+	p->attr.phys_state = 5; /* LinkUp */
+	p->attr.link_layer = IBV_LINK_LAYER_ETHERNET;
+	p->pkey[0] = 0xffff;
+	memcpy(p->mac, mac, 6);
+
+	/* GID 0: link-local fe80::/64 + modified EUI-64 of the MAC (RFC 4291 App. A). */
+	p->gid[0][0] = 0xfe;
+	p->gid[0][1] = 0x80;
+	p->gid[0][8] = mac[0] ^ 0x02;
+	p->gid[0][9] = mac[1];
+	p->gid[0][10] = mac[2];
+	p->gid[0][11] = 0xff;
+	p->gid[0][12] = 0xfe;
+	p->gid[0][13] = mac[3];
+	p->gid[0][14] = mac[4];
+	p->gid[0][15] = mac[5];
+	p->gid_type[0] = IBV_GID_TYPE_ROCE_V2;
+	p->gid_valid[0] = true;
+	/* GID 1: IPv4-mapped ::ffff:a.b.c.d (RoCEv2 over IPv4). */
+	if (ipv4 != 0) {
+		p->gid[1][10] = 0xff;
+		p->gid[1][11] = 0xff;
+		memcpy(&p->gid[1][12], &ipv4, 4);
+		p->gid_type[1] = IBV_GID_TYPE_ROCE_V2;
+		p->gid_valid[1] = true;
+	}
+}
+
+void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t mac[6],
+			uint32_t ipv4)
+{
+	struct ctl_device_cfg *d = &cfg->dev[0];
+	struct ipc_device_attr *a = &d->attr;
+	uint64_t guid = 0;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ndevices = 1;
+	cfg->limits = (struct ctl_limits){
+		.max_conns = 64, .max_pd = 256, .max_mr = 1024, .max_channels = 256,
+		.max_cq = 512, .max_qp = 512, .max_srq = 128, .max_ah = 1024, .qpn_base = 0x11,
+	};
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	d->num_comp_vectors = 1;
+
+	/* Node GUID: EUI-64 of the MAC, as RoCE NICs derive it. */
+	uint8_t g[8] = { mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5] };
+
+	memcpy(&guid, g, 8); /* already network order */
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "roce-dpdk 0.1.0");
+	a->node_guid = guid;
+	a->sys_image_guid = guid;
+	a->max_mr_size = UINT64_C(1) << 40;
+	a->page_size_cap = 0xfffff000u;
+	a->vendor_id = 0xffffff; /* rxe's convention: perftest classifies us UNKNOWN */
+	a->vendor_part_id = 0;
+	a->max_qp = cfg->limits.max_qp;
+	a->max_qp_wr = 4096;
+	a->device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->max_sge = WQE_MAX_SGE;
+	a->max_sge_rd = WQE_MAX_SGE;
+	a->max_cq = cfg->limits.max_cq;
+	a->max_cqe = 65535;
+	a->max_mr = cfg->limits.max_mr;
+	a->max_pd = cfg->limits.max_pd;
+	a->max_qp_rd_atom = 16;      /* lib/qp xport.h XPORT_MAX_RD_ATOMIC */
+	a->max_qp_init_rd_atom = 16;
+	a->max_res_rd_atom = 16 * cfg->limits.max_qp;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_ah = cfg->limits.max_ah;
+	a->max_srq = cfg->limits.max_srq;
+	a->max_srq_wr = 4096;
+	a->max_srq_sge = WQE_MAX_SGE;
+	a->max_inline_data = WQE_MAX_INLINE;
+	a->max_pkeys = CTL_PKEY_TBL_LEN;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+	ctl_port_default(&d->port[0], mac, ipv4);
+}
+
+void ctl_devsem_build(struct ctl *ctl, uint32_t dev)
+{
+	struct ctl_device_cfg *d = &ctl->cfg.dev[dev];
+	struct ctl_devsem *s = &ctl->sem[dev];
+
+	memset(s, 0, sizeof(*s));
+	ipc_device_attr_to_ibv(&d->attr, &s->dev.attr);
+	s->dev.max_inline_data = d->attr.max_inline_data;
+	s->dev.qp_types = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
+	s->dev.port = s->port;
+	s->dev.resolve = ctl->cfg.resolve;
+	s->dev.resolve_ctx = ctl->cfg.resolve_ctx;
+	for (uint32_t p = 0; p < d->attr.phys_port_cnt && p < CTL_MAX_PORTS; p++) {
+		struct ctl_port_cfg *pc = &d->port[p];
+
+		for (uint32_t i = 0; i < CTL_GID_TBL_LEN; i++) {
+			memcpy(s->gid[p][i].gid.raw, pc->gid[i], 16);
+			s->gid[p][i].type = (enum ibv_gid_type)pc->gid_type[i];
+			s->gid[p][i].valid = pc->gid_valid[i];
+		}
+		s->port[p].max_mtu = (enum ibv_mtu)pc->attr.max_mtu;
+		s->port[p].active_mtu = (enum ibv_mtu)pc->attr.active_mtu;
+		s->port[p].gid_tbl_len = CTL_GID_TBL_LEN;
+		s->port[p].gid = s->gid[p];
+		s->port[p].pkey_tbl_len = CTL_PKEY_TBL_LEN;
+		s->port[p].pkey = pc->pkey;
+	}
+}
+
+static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
+	[CTL_KIND_QP] = sizeof(struct ctl_qp),
+	[CTL_KIND_SRQ] = sizeof(struct ctl_srq),
+	[CTL_KIND_AH] = sizeof(struct ctl_ah),
+	[CTL_KIND_MR] = sizeof(struct ctl_mr),
+	[CTL_KIND_CQ] = sizeof(struct ctl_cq),
+	[CTL_KIND_CHANNEL] = sizeof(struct ctl_channel),
+	[CTL_KIND_PD] = sizeof(struct ctl_pd),
+};
+
+static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
+{
+	switch (k) {
+	case CTL_KIND_QP: return l->max_qp;
+	case CTL_KIND_SRQ: return l->max_srq;
+	case CTL_KIND_AH: return l->max_ah;
+	case CTL_KIND_MR: return l->max_mr;
+	case CTL_KIND_CQ: return l->max_cq;
+	case CTL_KIND_CHANNEL: return l->max_channels;
+	case CTL_KIND_PD: return l->max_pd;
+	default: return 0;
+	}
+}
+
+struct ctl *ctl_create(const struct ctl_config *cfg)
+{
+	struct ctl *ctl;
+	int rc = -EINVAL;
+
+	if (cfg->ndevices == 0 || cfg->ndevices > CTL_MAX_DEVICES || cfg->limits.max_conns == 0 ||
+	    cfg->limits.max_mr >= (UINT32_C(1) << 24) - 1 ||
+	    cfg->limits.qpn_base < 2 || cfg->limits.qpn_base + cfg->limits.max_qp > 0xffffff) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (uint32_t d = 0; d < cfg->ndevices; d++) {
+		uint32_t np = cfg->dev[d].attr.phys_port_cnt;
+
+		if (np == 0 || np > CTL_MAX_PORTS || cfg->dev[d].name[0] == '\0' ||
+		    cfg->dev[d].num_comp_vectors == 0) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	ctl = calloc(1, sizeof(*ctl));
+	if (ctl == NULL)
+		return NULL;
+	ctl->cfg = *cfg;
+	for (uint32_t d = 0; d < cfg->ndevices; d++)
+		ctl_devsem_build(ctl, d);
+	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
+	if (ctl->conns == NULL)
+		goto fail;
+	for (int k = 0; k < CTL_KIND_COUNT; k++) {
+		rc = ctl_table_init(&ctl->tab[k], ctl_kind_cap(&cfg->limits, k), ctl_obj_sizes[k]);
+		if (rc < 0)
+			goto fail;
+	}
+	return ctl;
+fail:
+	for (int k = 0; k < CTL_KIND_COUNT; k++)
+		ctl_table_fini(&ctl->tab[k]);
+	free(ctl->conns);
+	free(ctl);
+	errno = rc < 0 ? -rc : ENOMEM;
+	return NULL;
+}
+
+void ctl_destroy(struct ctl *ctl)
+{
+	if (ctl == NULL)
+		return;
+	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
+		struct ctl_conn *c = &ctl->conns[i];
+
+		if (!c->used)
+			continue;
+		ctl_send_event(c, IBV_EVENT_DEVICE_FATAL, IPC_OBJ_DEVICE, 0);
+		ctl_conn_close(c);
+	}
+	for (int k = 0; k < CTL_KIND_COUNT; k++)
+		ctl_table_fini(&ctl->tab[k]);
+	free(ctl->conns);
+	free(ctl);
+}
+
+int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,
+		const uint8_t gid[16], uint32_t gid_type, bool valid)
+{
+	struct ctl_port_cfg *p;
+
+	if (dev >= ctl->cfg.ndevices || port == 0 || port > ctl->cfg.dev[dev].attr.phys_port_cnt ||
+	    index >= CTL_GID_TBL_LEN)
+		return -EINVAL;
+	p = &ctl->cfg.dev[dev].port[port - 1];
+	if (valid) {
+		memcpy(p->gid[index], gid, 16);
+		p->gid_type[index] = gid_type;
+	} else {
+		memset(p->gid[index], 0, 16);
+	}
+	p->gid_valid[index] = valid;
+	ctl_devsem_build(ctl, dev);
+	ctl_raise_port_event(ctl, dev, port, IBV_EVENT_GID_CHANGE);
+	return 0;
+}
+
+uint32_t ctl_nobjects(const struct ctl *ctl)
+{
+	uint32_t n = 0;
+
+	for (int k = 0; k < CTL_KIND_COUNT; k++)
+		n += ctl->tab[k].nused;
+	return n;
+}
+
+/* ---- connections ---- */
+
+struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
+{
+	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
+		struct ctl_conn *c = &ctl->conns[i];
+
+		if (c->used)
+			continue;
+		memset(c, 0, sizeof(*c));
+		c->ctl = ctl;
+		c->used = true;
+		c->dev = -1;
+		c->async_fd = -1;
+		if (ipc_peer_cred(sock, &c->pid, &c->uid, &c->gid) < 0) {
+			c->pid = 0;
+			c->uid = (uid_t)-1;
+			c->gid = (gid_t)-1;
+		}
+		return c;
+	}
+	errno = EMFILE;
+	return NULL;
+}
+
+void ctl_conn_close(struct ctl_conn *c)
+{
+	struct ctl *ctl = c->ctl;
+
+	/* Dependency order: users before what they use (enum ctl_kind order). */
+	for (int k = 0; k < CTL_KIND_COUNT && c->nobjs > 0; k++) {
+		struct ctl_table *t = &ctl->tab[k];
+
+		for (uint32_t i = 0; i < t->cap && t->nused > 0; i++) {
+			struct ctl_obj *o = ctl_table_at(t, i);
+
+			if (o->owner == c)
+				ctl_obj_destroy(ctl, o);
+		}
+	}
+	if (c->async_fd >= 0)
+		close(c->async_fd);
+	memset(c, 0, sizeof(*c));
+}
+
+uint32_t ctl_conn_nobjects(const struct ctl_conn *c)
+{
+	return c->nobjs;
+}
+
+int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle)
+{
+	struct ipc_async_event ev = { .type = type, .kind = kind, .user_handle = user_handle };
+
+	if (c == NULL || c->async_fd < 0)
+		return -ENOTCONN;
+	if (send(c->async_fd, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(ev)) {
+		c->events_dropped++;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* The object behind (kind, number), or NULL when that slot is free. */
+static struct ctl_obj *ctl_obj_by_num(struct ctl *ctl, enum ipc_obj_kind kind, uint32_t num)
+{
+	enum ctl_kind k;
+	uint32_t idx;
+	struct ctl_obj *o;
+
+	switch (kind) {
+	case IPC_OBJ_QP:
+		k = CTL_KIND_QP;
+		idx = num - ctl->cfg.limits.qpn_base;
+		break;
+	case IPC_OBJ_CQ:
+		k = CTL_KIND_CQ;
+		idx = num;
+		break;
+	case IPC_OBJ_SRQ:
+		k = CTL_KIND_SRQ;
+		idx = num - 1;
+		break;
+	default:
+		return NULL;
+	}
+	if (idx >= ctl->tab[k].cap)
+		return NULL;
+	o = ctl_table_at(&ctl->tab[k], idx);
+	return o->owner ? o : NULL;
+}
+
+int ctl_raise_event(struct ctl *ctl, enum ipc_obj_kind kind, uint32_t num, uint32_t type)
+{
+	struct ctl_obj *o = ctl_obj_by_num(ctl, kind, num);
+	int rc;
+
+	if (o == NULL)
+		return -ENOENT;
+	rc = ctl_send_event(o->owner, type, kind, o->user_handle);
+	if (rc == 0)
+		o->events++; /* only events the client can read count for destroy */
+	return rc;
+}
+
+void ctl_raise_port_event(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t type)
+{
+	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
+		struct ctl_conn *c = &ctl->conns[i];
+
+		if (c->used && c->dev == (int)dev)
+			ctl_send_event(c, type, IPC_OBJ_PORT, port);
+	}
+}
+
+/* ---- device handlers ---- */
+
+static void ctl_device_info(const struct ctl_device_cfg *d, struct ipc_device_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, d->name, sizeof(out->name));
+	out->name[sizeof(out->name) - 1] = '\0';
+	out->node_guid = d->attr.node_guid;
+	out->node_type = IBV_NODE_CA;
+	out->transport = IBV_TRANSPORT_IB;
+	out->phys_port_cnt = d->attr.phys_port_cnt;
+}
+
+static int h_device_list(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ipc_device_list_rsp *r = &rsp->u.rsp_DEVICE_LIST;
+
+	(void)req;
+	r->count = c->ctl->cfg.ndevices;
+	for (uint32_t i = 0; i < r->count; i++)
+		ctl_device_info(&c->ctl->cfg.dev[i], &r->dev[i]);
+	return 0;
+}
+
+static int h_open_device(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp,
+			 int *rfds, unsigned int *rnfds)
+{
+	const struct ipc_open_device_req *q = &req->u.req_OPEN_DEVICE;
+	struct ipc_open_device_rsp *r = &rsp->u.rsp_OPEN_DEVICE;
+	struct ctl *ctl = c->ctl;
+	int sv[2];
+
+	if (c->dev >= 0)
+		return EBUSY;
+	if (memchr(q->name, '\0', sizeof(q->name)) == NULL)
+		return EINVAL;
+	for (uint32_t i = 0; i < ctl->cfg.ndevices; i++) {
+		if (strcmp(ctl->cfg.dev[i].name, q->name) != 0)
+			continue;
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return errno;
+		/* Our end never blocks the control thread: a full buffer drops the event. */
+		if (shutdown(sv[1], SHUT_WR) < 0 || shutdown(sv[0], SHUT_RD) < 0) {
+			close(sv[0]);
+			close(sv[1]);
+			return EIO;
+		}
+		c->dev = (int)i;
+		c->async_fd = sv[0];
+		rfds[0] = sv[1];
+		*rnfds = 1;
+		ctl_device_info(&ctl->cfg.dev[i], &r->info);
+		r->num_comp_vectors = ctl->cfg.dev[i].num_comp_vectors;
+		return 0;
+	}
+	return ENODEV;
+}
+
+static const struct ctl_device_cfg *ctl_dev(const struct ctl_conn *c)
+{
+	return &c->ctl->cfg.dev[c->dev];
+}
+
+static int h_query_device(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	(void)req;
+	rsp->u.rsp_QUERY_DEVICE.attr = ctl_dev(c)->attr;
+	return 0;
+}
+
+static const struct ctl_port_cfg *ctl_port(const struct ctl_conn *c, uint32_t port)
+{
+	const struct ctl_device_cfg *d = ctl_dev(c);
+
+	if (port == 0 || port > d->attr.phys_port_cnt)
+		return NULL;
+	return &d->port[port - 1];
+}
+
+static int h_query_port(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ctl_port_cfg *p = ctl_port(c, req->u.req_QUERY_PORT.port);
+
+	if (p == NULL)
+		return EINVAL;
+	rsp->u.rsp_QUERY_PORT.attr = p->attr;
+	return 0;
+}
+
+static int h_query_gid(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ipc_port_req *q = &req->u.req_QUERY_GID;
+	const struct ctl_port_cfg *p = ctl_port(c, q->port);
+	struct ipc_query_gid_rsp *r = &rsp->u.rsp_QUERY_GID;
+
+	if (p == NULL || q->index >= CTL_GID_TBL_LEN)
+		return EINVAL;
+	if (!p->gid_valid[q->index])
+		return ENODATA;
+	memcpy(r->gid, p->gid[q->index], 16);
+	r->gid_type = p->gid_type[q->index];
+	return 0;
+}
+
+static int h_query_pkey(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ipc_port_req *q = &req->u.req_QUERY_PKEY;
+	const struct ctl_port_cfg *p = ctl_port(c, q->port);
+
+	if (p == NULL || q->index >= CTL_PKEY_TBL_LEN)
+		return EINVAL;
+	rsp->u.rsp_QUERY_PKEY.pkey = p->pkey[q->index];
+	return 0;
+}
+
+/* ---- dispatch ---- */
+
+/* ctl_objs.c / ctl_qp.c handlers. */
+int ctl_h_alloc_pd(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_dealloc_pd(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_reg_mr(struct ctl_conn *, const struct ipc_msg *, int *, unsigned int, struct ipc_msg *);
+int ctl_h_rereg_mr(struct ctl_conn *, const struct ipc_msg *, int *, unsigned int, struct ipc_msg *);
+int ctl_h_dereg_mr(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_create_channel(struct ctl_conn *, const struct ipc_msg *, int *, unsigned int,
+			 struct ipc_msg *);
+int ctl_h_destroy_channel(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_create_cq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
+int ctl_h_resize_cq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
+int ctl_h_destroy_cq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_create_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
+int ctl_h_modify_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_query_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_destroy_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_create_ah(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_destroy_ah(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_create_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
+int ctl_h_modify_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_query_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_destroy_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+
+static int ctl_dispatch(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
+			struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
+{
+	uint32_t op = req->hdr.op;
+
+	if (op == IPC_OP_DEVICE_LIST)
+		return h_device_list(c, req, rsp);
+	if (op == IPC_OP_OPEN_DEVICE)
+		return h_open_device(c, req, rsp, rfds, rnfds);
+	if (c->dev < 0)
+		return ENODEV; /* every other request needs OPEN_DEVICE first */
+
+	switch (op) {
+	case IPC_OP_QUERY_DEVICE: return h_query_device(c, req, rsp);
+	case IPC_OP_QUERY_PORT: return h_query_port(c, req, rsp);
+	case IPC_OP_QUERY_GID: return h_query_gid(c, req, rsp);
+	case IPC_OP_QUERY_PKEY: return h_query_pkey(c, req, rsp);
+	case IPC_OP_ALLOC_PD: return ctl_h_alloc_pd(c, req, rsp);
+	case IPC_OP_DEALLOC_PD: return ctl_h_dealloc_pd(c, req, rsp);
+	case IPC_OP_REG_MR: return ctl_h_reg_mr(c, req, fds, nfds, rsp);
+	case IPC_OP_REREG_MR: return ctl_h_rereg_mr(c, req, fds, nfds, rsp);
+	case IPC_OP_DEREG_MR: return ctl_h_dereg_mr(c, req, rsp);
+	case IPC_OP_CREATE_CHANNEL: return ctl_h_create_channel(c, req, fds, nfds, rsp);
+	case IPC_OP_DESTROY_CHANNEL: return ctl_h_destroy_channel(c, req, rsp);
+	case IPC_OP_CREATE_CQ: return ctl_h_create_cq(c, req, rsp, rfds, rnfds);
+	case IPC_OP_RESIZE_CQ: return ctl_h_resize_cq(c, req, rsp, rfds, rnfds);
+	case IPC_OP_DESTROY_CQ: return ctl_h_destroy_cq(c, req, rsp);
+	case IPC_OP_CREATE_QP: return ctl_h_create_qp(c, req, rsp, rfds, rnfds);
+	case IPC_OP_MODIFY_QP: return ctl_h_modify_qp(c, req, rsp);
+	case IPC_OP_QUERY_QP: return ctl_h_query_qp(c, req, rsp);
+	case IPC_OP_DESTROY_QP: return ctl_h_destroy_qp(c, req, rsp);
+	case IPC_OP_CREATE_SRQ: return ctl_h_create_srq(c, req, rsp, rfds, rnfds);
+	case IPC_OP_MODIFY_SRQ: return ctl_h_modify_srq(c, req, rsp);
+	case IPC_OP_QUERY_SRQ: return ctl_h_query_srq(c, req, rsp);
+	case IPC_OP_DESTROY_SRQ: return ctl_h_destroy_srq(c, req, rsp);
+	case IPC_OP_CREATE_AH: return ctl_h_create_ah(c, req, rsp);
+	case IPC_OP_DESTROY_AH: return ctl_h_destroy_ah(c, req, rsp);
+	default: return EOPNOTSUPP;
+	}
+}
+
+void ctl_conn_handle(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
+		     struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
+{
+	int status;
+
+	*rnfds = 0;
+	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
+		rfds[i] = -1;
+	ipc_rsp_init(rsp, req, 0);
+	status = ctl_dispatch(c, req, fds, nfds, rsp, rfds, rnfds);
+	/* Descriptors the handler did not keep are closed here. */
+	for (unsigned int i = 0; i < nfds; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+	if (status != 0) {
+		for (unsigned int i = 0; i < *rnfds; i++)
+			close(rfds[i]);
+		*rnfds = 0;
+		ipc_rsp_init(rsp, req, status);
+	}
+}

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * lib/ctl: the daemon's control-plane object model, in pure C (no DPDK).
+ *
+ * One `struct ctl` holds the devices the daemon exposes (device and port
+ * attributes, GID and P_Key tables) and the device-wide object tables: PDs,
+ * MRs, completion channels, CQs, QPs, SRQs and AHs. Tables are allocated
+ * once at ctl_create() from the configured limits and never grow. QPNs, MR
+ * keys and handles are allocated device-wide (next-fit, so a freed QPN or
+ * key is not handed out again at once).
+ *
+ * Every object belongs to the connection (`struct ctl_conn`) that created
+ * it. A handle in a request is looked up together with the connection: an
+ * object of another connection is indistinguishable from a free slot
+ * (EINVAL). ctl_conn_close() destroys everything the connection owned, in
+ * dependency order (QP, SRQ, AH, MR, CQ, channel, PD), whatever the state.
+ *
+ * Requests arrive as validated lib/ipc messages (ctl_conn_handle()).
+ * ctl_server.c is a ready poll(2) loop over a listening socket for the
+ * daemon's control thread and for tests.
+ *
+ * Objects the dataplane must know about (QP, CQ, SRQ, MR, AH) are handed to
+ * it through `struct ctl_dataplane_ops`; the daemon implements them on its
+ * lcores. Without ops (tests) the control plane works alone: rings and
+ * memory are still set up, nothing consumes them.
+ *
+ * Threading: a `struct ctl` and its connections are used by one thread (the
+ * daemon's control thread). The dataplane callbacks are called from that
+ * thread; ctl_raise_event() and ctl_raise_port_event() too.
+ */
+#ifndef CTL_H
+#define CTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ipc.h"
+#include "ipc_shm.h"
+#include "qp_attr.h"
+#include "queue.h"
+#include "wqe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CTL_MAX_DEVICES IPC_MAX_DEVICES
+#define CTL_MAX_PORTS 1u       /**< ports per device (one device per DPDK port) */
+#define CTL_GID_TBL_LEN 16u
+#define CTL_PKEY_TBL_LEN 1u
+
+/** One port's identity; GID slots with valid == false answer ENODATA. */
+struct ctl_port_cfg {
+	struct ipc_port_attr attr;
+	uint8_t gid[CTL_GID_TBL_LEN][16];
+	uint32_t gid_type[CTL_GID_TBL_LEN]; /**< IBV_GID_TYPE_IB / IBV_GID_TYPE_ROCE_V2 */
+	bool gid_valid[CTL_GID_TBL_LEN];
+	uint16_t pkey[CTL_PKEY_TBL_LEN];
+	uint8_t mac[6];
+};
+
+/** One device as applications see it. */
+struct ctl_device_cfg {
+	char name[IPC_NAME_LEN];
+	struct ipc_device_attr attr;   /**< attr.phys_port_cnt is the number of ports */
+	struct ctl_port_cfg port[CTL_MAX_PORTS];
+	uint32_t num_comp_vectors;
+};
+
+/** Table sizes; every table is allocated once. */
+struct ctl_limits {
+	uint32_t max_conns;
+	uint32_t max_pd;
+	uint32_t max_mr;
+	uint32_t max_channels;
+	uint32_t max_cq;
+	uint32_t max_qp;
+	uint32_t max_srq;
+	uint32_t max_ah;
+	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
+};
+
+struct ctl;
+struct ctl_conn;
+struct ctl_qp;
+struct ctl_cq;
+struct ctl_srq;
+struct ctl_mr;
+struct ctl_ah;
+
+/**
+ * A shared ring as the dataplane sees it. The geometry here is the control
+ * plane's own copy; the application can scribble over the shared header, so
+ * a consumer should index with these values, not with ring->size/mask.
+ */
+struct ctl_ring_info {
+	struct spsc_ring *ring;  /**< in this process's mapping of the memfd */
+	uint32_t entries;        /**< power of two; 0: no ring */
+	uint32_t stride;         /**< bytes per record */
+};
+
+/** What the dataplane gets for a QP (valid until qp_destroy returns). */
+struct ctl_qp_info {
+	uint32_t qpn;
+	uint32_t qp_type;        /**< enum ibv_qp_type */
+	uint32_t pd;             /**< PD index: MR/AH/QP with equal pd may be used together */
+	uint32_t send_cqn;       /**< CQ numbers (see ctl_cq_info.cqn) */
+	uint32_t recv_cqn;
+	uint32_t srqn;           /**< UINT32_MAX: no SRQ */
+	uint32_t port;           /**< device-local port 1.. of the QP's device */
+	uint32_t dev;            /**< device index in the configuration */
+	struct ctl_ring_info sq; /**< struct sq_wqe records */
+	struct ctl_ring_info rq; /**< struct rq_wqe records; entries == 0 with an SRQ */
+	const struct qp_sem *sem; /**< current attributes (caps, state, AV, PSNs...) */
+	uint64_t user_handle;
+	struct ctl_conn *owner;
+};
+
+/** What the dataplane gets for a CQ. */
+struct ctl_cq_info {
+	uint32_t cqn;
+	uint32_t cqe;
+	int event_fd;            /**< channel eventfd or -1: pass to ipc_cq_signal() */
+	struct ipc_cq_ctrl *ctrl; /**< arm word (xport_cq.arm) and notify_count */
+	struct ctl_ring_info ring; /**< struct cqe records; the dataplane produces */
+	uint64_t user_handle;
+	struct ctl_conn *owner;
+};
+
+/** What the dataplane gets for an SRQ. */
+struct ctl_srq_info {
+	uint32_t srqn;
+	uint32_t pd;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;      /**< 0: disarmed; raise IBV_EVENT_SRQ_LIMIT_REACHED once below */
+	struct ctl_ring_info ring; /**< struct rq_wqe records */
+	uint64_t user_handle;
+	struct ctl_conn *owner;
+};
+
+/** What the dataplane gets for an MR. */
+struct ctl_mr_info {
+	uint32_t lkey;           /**< == rkey; (slot << 8) | 8-bit generation, as lib/qp mr.h;
+				      the dataplane may choose its own in mr_create */
+	uint32_t rkey;
+	uint32_t pd;
+	uint32_t access;         /**< IBV_ACCESS_* (optional-range bits removed) */
+	uint64_t iova;           /**< address the peer and WQEs use */
+	uint64_t length;
+	uint64_t app_addr;       /**< the application's virtual address of iova */
+	void *local;             /**< the same bytes mapped in this process; NULL: not shared
+				      (fallback path, not implemented yet) */
+	pid_t pid;               /**< owner process, for the fallback path */
+};
+
+/** What the dataplane gets for an AH. */
+struct ctl_ah_info {
+	uint32_t ahn;            /**< the number UD WQEs carry in av.ah_handle */
+	uint32_t pd;
+	uint32_t dev;
+	struct ipc_ah_attr attr; /**< as the application asked */
+	/**
+	 * Resolved address vector: GIDs, source MAC, traffic class, hop limit,
+	 * flow label filled by the control plane; ah_create may complete it
+	 * (destination MAC). The application copies it into every UD WQE.
+	 */
+	struct wr_av av;
+};
+
+/** Things that happen to a QP in the dataplane (ctl_qp_event()). */
+enum ctl_qp_event {
+	CTL_QP_EV_FATAL,         /**< the engine moved the QP to ERR (cause: an ibv_event_type) */
+	CTL_QP_EV_SQ_ERROR,      /**< UC/UD send error: the QP enters SQE */
+	CTL_QP_EV_SQ_DRAINED,    /**< SQD: the send queue is empty */
+	CTL_QP_EV_COMM_EST,      /**< first packet received in RTR */
+};
+
+/**
+ * The interface through which the control plane hands objects to the
+ * dataplane (the daemon's lcores). Every callback runs on the control thread
+ * and is synchronous: when it returns the dataplane has taken the change
+ * (typically after a round trip through the owning lcore's control ring).
+ * Create/modify callbacks return 0 or a positive errno, which fails the
+ * request (the control plane then undoes its own part). Destroy callbacks
+ * cannot fail: when they return the dataplane no longer touches the object,
+ * its rings or its memory. Any pointer may be NULL ("nothing to do").
+ *
+ * Order guarantees: an MR/CQ/SRQ is created before any QP that uses it and
+ * destroyed after it; qp_destroy is always called for every created QP,
+ * including on connection teardown.
+ */
+struct ctl_dataplane_ops {
+	/**
+	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/qp mr_reg()
+	 * chooses them); the application gets whatever they are on return.
+	 */
+	int (*mr_create)(void *dp, struct ctl_mr_info *mr);
+	void (*mr_destroy)(void *dp, const struct ctl_mr_info *mr);
+	int (*cq_create)(void *dp, const struct ctl_cq_info *cq);
+	/** The ring moves: copy the CQEs not yet consumed from @p old to @p cq's ring. */
+	int (*cq_resize)(void *dp, const struct ctl_cq_info *cq, const struct ctl_cq_info *old);
+	void (*cq_destroy)(void *dp, const struct ctl_cq_info *cq);
+	int (*srq_create)(void *dp, const struct ctl_srq_info *srq);
+	int (*srq_modify)(void *dp, const struct ctl_srq_info *srq);
+	void (*srq_destroy)(void *dp, const struct ctl_srq_info *srq);
+	/** May complete @p ah->av (e.g. the destination MAC) before the answer goes out. */
+	int (*ah_create)(void *dp, struct ctl_ah_info *ah);
+	void (*ah_destroy)(void *dp, const struct ctl_ah_info *ah);
+	int (*qp_create)(void *dp, const struct ctl_qp_info *qp);
+	/**
+	 * Apply a modify the QP semantics accepted: @p next is the complete new
+	 * attribute set, @p fx what the transition means for the data path
+	 * (QP_SEM_FX_RESET: drop every SQ/RQ entry, i.e. set each ring's cons to
+	 * its prod; QP_SEM_FX_FLUSH: flush; ...). qp->sem still shows the old
+	 * attributes during the call.
+	 */
+	int (*qp_modify)(void *dp, const struct ctl_qp_info *qp, const struct qp_sem *next,
+			 const struct qp_sem_effects *fx);
+	void (*qp_destroy)(void *dp, const struct ctl_qp_info *qp);
+};
+
+/** Everything ctl_create() needs. */
+struct ctl_config {
+	uint32_t ndevices;
+	struct ctl_device_cfg dev[CTL_MAX_DEVICES];
+	struct ctl_limits limits;
+	const struct ctl_dataplane_ops *dp_ops; /**< NULL: no dataplane */
+	void *dp;                               /**< first argument of every dp callback */
+	qp_sem_resolve_fn resolve;              /**< neighbour resolution for QP AVs, or NULL */
+	void *resolve_ctx;
+};
+
+/**
+ * Fill @p cfg with one device of sensible attributes (vendor 0xffffff, part
+ * 0, port ACTIVE, Ethernet, MTU 1024 of 4096, P_Key table [0xffff]) and the
+ * GID table index 0 = fe80::EUI-64(mac), index 1 = ::ffff:@p ipv4, both RoCE
+ * v2. Limits default to small tables suitable for tests.
+ * @param ipv4 address in network byte order; 0 leaves slot 1 empty
+ */
+void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t mac[6],
+			uint32_t ipv4);
+
+/** Create the control plane. @return NULL with errno set (ENOMEM, EINVAL). */
+struct ctl *ctl_create(const struct ctl_config *cfg);
+/** Close every connection (each gets IBV_EVENT_DEVICE_FATAL first) and free everything. */
+void ctl_destroy(struct ctl *ctl);
+
+/** Change one GID slot at runtime (address configured/removed). @return 0 or -errno. */
+int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,
+		const uint8_t gid[16], uint32_t gid_type, bool valid);
+
+/**
+ * Open a connection for a client whose socket is @p sock (used only for its
+ * peer credentials; the caller keeps reading and writing it).
+ * @return NULL with errno (EMFILE when max_conns connections exist).
+ */
+struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock);
+/** Destroy every object of @p conn and free it. */
+void ctl_conn_close(struct ctl_conn *conn);
+
+/**
+ * Handle one validated request (ipc_recv(..., IPC_REQUEST) succeeded).
+ * @param fds descriptors that came with the request; always consumed (kept
+ *            by the object they belong to, or closed)
+ * @param rsp the response to send (op/seq of @p req, status, body)
+ * @param rfds descriptors to send with the response; the caller sends them
+ *             with ipc_send() and then closes them
+ * @param rnfds number of @p rfds
+ */
+void ctl_conn_handle(struct ctl_conn *conn, const struct ipc_msg *req, int *fds,
+		     unsigned int nfds, struct ipc_msg *rsp, int *rfds, unsigned int *rnfds);
+
+/** Objects currently owned by @p conn (all kinds), for tests and diagnostics. */
+uint32_t ctl_conn_nobjects(const struct ctl_conn *conn);
+/** Objects allocated in @p ctl (all connections, all kinds). */
+uint32_t ctl_nobjects(const struct ctl *ctl);
+
+/**
+ * Queue an async event for an object to the application that owns it
+ * (dataplane -> application), e.g. IBV_EVENT_QP_FATAL for a QP.
+ * @param kind IPC_OBJ_QP, IPC_OBJ_CQ or IPC_OBJ_SRQ
+ * @param num the object's number: QPN, cqn or srqn of its info record
+ * @return 0; -ENOENT when no such object exists; -EAGAIN when the client
+ *         does not read its events (the event is dropped and counted)
+ */
+int ctl_raise_event(struct ctl *ctl, enum ipc_obj_kind kind, uint32_t num, uint32_t ibv_event_type);
+/**
+ * The dataplane reports what happened to a QP: the control plane updates the
+ * QP's semantic state (lib/qp qp_sem_fatal() etc.), tells the dataplane the
+ * effects through qp_modify when there are any (e.g. FLUSH), and queues the
+ * affiliated async events to the owner.
+ * @param cause for CTL_QP_EV_FATAL: IBV_EVENT_QP_FATAL, _QP_REQ_ERR or _QP_ACCESS_ERR
+ * @return 0; -ENOENT (no such QP); -EINVAL (not possible in the QP's state)
+ */
+int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t cause);
+
+/** Send a port event (IBV_EVENT_PORT_ACTIVE/ERR, GID_CHANGE) to every connection of @p dev. */
+void ctl_raise_port_event(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t ibv_event_type);
+
+/** @name Control server: a poll(2) loop over a listening socket @{ */
+struct ctl_server;
+/** Listen on @p path and serve @p ctl. @return NULL with errno set. */
+struct ctl_server *ctl_server_create(struct ctl *ctl, const char *path);
+/**
+ * Wait up to @p timeout_ms for activity and process all of it: accept,
+ * requests, disconnects (teardown). @return events handled, or -errno.
+ */
+int ctl_server_poll(struct ctl_server *srv, int timeout_ms);
+/** Number of open client connections. */
+uint32_t ctl_server_nconns(const struct ctl_server *srv);
+/** Close every connection and the listening socket, unlink the path. */
+void ctl_server_destroy(struct ctl_server *srv);
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTL_H */

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lib/ctl internals, grouped by defining file. */
+#ifndef CTL_INTERNAL_H
+#define CTL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl.h"
+
+/*
+ * Handles: (generation << 20) | (index + 1). The generation changes every
+ * time a slot is freed, so a stale handle never names the slot's next
+ * occupant; 0 is IPC_HANDLE_NONE.
+ */
+#define CTL_HANDLE_INDEX_BITS 20u
+#define CTL_HANDLE_INDEX_MASK ((UINT32_C(1) << CTL_HANDLE_INDEX_BITS) - 1)
+#define CTL_HANDLE_GEN_MASK 0xfffu
+#define CTL_TABLE_MAX (CTL_HANDLE_INDEX_MASK - 1)
+
+/* Object kinds that live in tables, in teardown order. */
+enum ctl_kind {
+	CTL_KIND_QP,
+	CTL_KIND_SRQ,
+	CTL_KIND_AH,
+	CTL_KIND_MR,
+	CTL_KIND_CQ,
+	CTL_KIND_CHANNEL,
+	CTL_KIND_PD,
+	CTL_KIND_COUNT,
+};
+
+/* Common head of every table object. */
+struct ctl_obj {
+	struct ctl_conn *owner; /* NULL: free slot */
+	uint64_t user_handle;
+	uint32_t index;
+	uint16_t gen;
+	uint16_t kind;          /* enum ctl_kind */
+	uint32_t refs;          /* other objects pointing at this one */
+	uint32_t events;        /* async events queued for it (destroy reports it) */
+};
+
+/* A fixed table of objects of one kind. */
+struct ctl_table {
+	uint8_t *mem;
+	size_t obj_size;
+	uint32_t cap;
+	uint32_t cursor; /* next-fit start */
+	uint32_t nused;
+};
+
+/* Shared memory the daemon created for rings. */
+struct ctl_shm {
+	void *map;
+	size_t size;
+};
+
+struct ctl_pd {
+	struct ctl_obj o;
+};
+
+struct ctl_mr {
+	struct ctl_obj o;
+	struct ctl_pd *pd;
+	void *map;          /* mapping of the client's memfd, or NULL */
+	size_t map_len;
+	struct ctl_mr_info info;
+};
+
+struct ctl_channel {
+	struct ctl_obj o;
+	int efd;
+};
+
+struct ctl_cq {
+	struct ctl_obj o;
+	struct ctl_channel *ch;
+	struct ctl_shm shm;
+	struct ctl_cq_info info;
+};
+
+struct ctl_srq {
+	struct ctl_obj o;
+	struct ctl_pd *pd;
+	struct ctl_shm shm;
+	struct ctl_srq_info info;
+};
+
+struct ctl_qp {
+	struct ctl_obj o;
+	struct ctl_pd *pd;
+	struct ctl_cq *scq;
+	struct ctl_cq *rcq;
+	struct ctl_srq *srq;
+	struct ctl_shm shm;
+	struct ctl_qp_info info;
+	struct qp_sem sem;       /* lib/qp: the attributes query reports */
+};
+
+struct ctl_ah {
+	struct ctl_obj o;
+	struct ctl_pd *pd;
+	struct ctl_ah_info info;
+};
+
+struct ctl_conn {
+	struct ctl *ctl;
+	bool used;
+	int dev;          /* -1 until OPEN_DEVICE */
+	int async_fd;     /* our end of the async-event socketpair, -1 before open */
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	uint32_t nobjs;
+	uint64_t events_dropped;
+};
+
+/* What lib/qp's QP semantics judge a modify against, per device. */
+struct ctl_devsem {
+	struct qp_sem_gid gid[CTL_MAX_PORTS][CTL_GID_TBL_LEN];
+	struct qp_sem_port port[CTL_MAX_PORTS];
+	struct qp_sem_device dev;
+};
+
+struct ctl {
+	struct ctl_config cfg;
+	struct ctl_devsem sem[CTL_MAX_DEVICES];
+	struct ctl_table tab[CTL_KIND_COUNT];
+	struct ctl_conn *conns;
+};
+
+/* ctl_table.c */
+int ctl_table_init(struct ctl_table *t, uint32_t cap, size_t obj_size);
+void ctl_table_fini(struct ctl_table *t);
+void *ctl_table_alloc(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
+		      uint64_t user_handle);
+void ctl_table_free(struct ctl_table *t, void *obj);
+void *ctl_table_at(const struct ctl_table *t, uint32_t index);
+uint32_t ctl_obj_handle(const struct ctl_obj *o);
+void *ctl_lookup(struct ctl_conn *conn, enum ctl_kind kind, uint32_t handle);
+
+/* ctl_objs.c: constructors/destructors used by the handlers and teardown. */
+void ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o);
+void ctl_shm_free(struct ctl_shm *shm);
+int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out);
+
+/* ctl.c */
+void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
+int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle);
+
+/* ctl_qp.c */
+void ctl_qp_destroy(struct ctl *ctl, struct ctl_qp *qp);
+void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_effects *fx);
+
+#endif /* CTL_INTERNAL_H */

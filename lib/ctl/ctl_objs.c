@@ -1,0 +1,680 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/ctl: PD, MR, completion channel, CQ, SRQ and AH requests, and the
+ * destructor every teardown goes through.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "ctl_internal.h"
+#include "xport.h"
+
+_Static_assert((int)IPC_CQ_ARM_NEXT == (int)XPORT_CQ_ARM_NEXT &&
+	       (int)IPC_CQ_ARM_SOLICITED == (int)XPORT_CQ_ARM_SOLICITED,
+	       "the shim arms CQs with the engine's values");
+
+#define DP(ctl) ((ctl)->cfg.dp_ops)
+#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
+
+/* ---- shared memory ---- */
+
+int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out)
+{
+	int fd = ipc_shm_create(name, size);
+
+	if (fd < 0)
+		return -fd;
+	shm->map = ipc_shm_map(fd, size, 0);
+	if (shm->map == NULL) {
+		int e = errno;
+
+		close(fd);
+		return e;
+	}
+	shm->size = size;
+	*fd_out = fd;
+	return 0;
+}
+
+void ctl_shm_free(struct ctl_shm *shm)
+{
+	if (shm->map != NULL)
+		munmap(shm->map, shm->size);
+	shm->map = NULL;
+	shm->size = 0;
+}
+
+/* Lay out one spsc_ring at @p off in @p shm and describe it for both sides. */
+static void ctl_ring_setup(struct ctl_shm *shm, size_t off, uint32_t entries, uint32_t stride,
+			   struct ctl_ring_info *ri, struct ipc_ring_desc *desc)
+{
+	ri->ring = (struct spsc_ring *)((uint8_t *)shm->map + off);
+	spsc_ring_init(ri->ring, entries, stride);
+	ri->entries = entries;
+	ri->stride = stride;
+	desc->offset = off;
+	desc->entries = entries;
+	desc->stride = stride;
+}
+
+/* ---- PD ---- */
+
+int ctl_h_alloc_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_pd *pd = ctl_table_alloc(&c->ctl->tab[CTL_KIND_PD], c, CTL_KIND_PD,
+					    req->u.req_ALLOC_PD.user_handle);
+
+	if (pd == NULL)
+		return ENOMEM;
+	rsp->u.rsp_ALLOC_PD.handle = ctl_obj_handle(&pd->o);
+	rsp->u.rsp_ALLOC_PD.num = pd->o.index;
+	return 0;
+}
+
+int ctl_h_dealloc_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, req->u.req_DEALLOC_PD.handle);
+
+	(void)rsp;
+	if (pd == NULL)
+		return EINVAL;
+	if (pd->o.refs != 0)
+		return EBUSY;
+	ctl_obj_destroy(c->ctl, &pd->o);
+	return 0;
+}
+
+/* ---- MR ---- */
+
+#define CTL_MR_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                 \
+			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
+			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_OPTIONAL_RANGE)
+
+static int ctl_mr_check_access(uint32_t access)
+{
+	if (access & ~(uint32_t)CTL_MR_ACCESS_KNOWN)
+		return EINVAL;
+	/* IBA 10.6.3.1: remote write/atomic need local write. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	return 0;
+}
+
+/* Map the client's memfd so the dataplane reaches [addr, addr+length) directly. */
+static int ctl_mr_map(struct ctl_mr *mr, int fd, uint64_t addr, uint64_t length, uint64_t fd_offset)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t start = addr & ~(uint64_t)(pg - 1);
+	uint64_t end = (addr + length + (uint64_t)pg - 1) & ~(uint64_t)(pg - 1);
+	int rc;
+
+	mr->map = NULL;
+	mr->map_len = 0;
+	mr->info.local = NULL;
+	if (fd < 0)
+		return 0; /* fallback path: the dataplane has no direct access */
+	if (fd_offset % (uint64_t)pg != 0 || end - start > SIZE_MAX)
+		return EINVAL;
+	rc = ipc_shm_check(fd, fd_offset + (end - start));
+	if (rc < 0)
+		return -rc;
+	mr->map = ipc_shm_map(fd, end - start, fd_offset);
+	if (mr->map == NULL)
+		return errno;
+	mr->map_len = end - start;
+	mr->info.local = (uint8_t *)mr->map + (addr - start);
+	return 0;
+}
+
+static void ctl_mr_unmap(struct ctl_mr *mr)
+{
+	if (mr->map != NULL)
+		munmap(mr->map, mr->map_len);
+	mr->map = NULL;
+	mr->map_len = 0;
+	mr->info.local = NULL;
+}
+
+static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t length)
+{
+	const struct ipc_device_attr *a = &c->ctl->cfg.dev[c->dev].attr;
+
+	if (length == 0 || length > a->max_mr_size || addr + length < addr)
+		return EINVAL;
+	return 0;
+}
+
+int ctl_h_reg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
+		 struct ipc_msg *rsp)
+{
+	const struct ipc_reg_mr_req *q = &req->u.req_REG_MR;
+	struct ipc_reg_mr_rsp *r = &rsp->u.rsp_REG_MR;
+	struct ctl *ctl = c->ctl;
+	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+	struct ctl_mr *mr;
+	int rc;
+
+	if (pd == NULL)
+		return EINVAL;
+	rc = ctl_mr_check_access(q->access);
+	if (rc == 0)
+		rc = ctl_mr_check_range(c, q->addr, q->length);
+	if (rc)
+		return rc;
+	mr = ctl_table_alloc(&ctl->tab[CTL_KIND_MR], c, CTL_KIND_MR, q->user_handle);
+	if (mr == NULL)
+		return ENOMEM;
+	rc = ctl_mr_map(mr, nfds > 0 ? fds[0] : -1, q->addr, q->length, q->fd_offset);
+	if (rc) {
+		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
+		return rc;
+	}
+	/* Key: (index + 1) << 8 | 8-bit generation, as IBA 10.6.3.3 lets keys vary per registration. */
+	mr->pd = pd;
+	mr->info.lkey = ((mr->o.index + 1) << 8) | (mr->o.gen & 0xff);
+	mr->info.rkey = mr->info.lkey;
+	mr->info.pd = pd->o.index;
+	mr->info.access = q->access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE;
+	mr->info.iova = q->iova;
+	mr->info.length = q->length;
+	mr->info.app_addr = q->addr;
+	mr->info.pid = c->pid;
+	if (DP_HAS(ctl, mr_create) && (rc = DP(ctl)->mr_create(ctl->cfg.dp, &mr->info)) != 0) {
+		ctl_mr_unmap(mr);
+		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
+		return rc;
+	}
+	pd->o.refs++;
+	r->handle = ctl_obj_handle(&mr->o);
+	r->lkey = mr->info.lkey;
+	r->rkey = mr->info.rkey;
+	return 0;
+}
+
+int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
+		   struct ipc_msg *rsp)
+{
+	const struct ipc_rereg_mr_req *q = &req->u.req_REREG_MR;
+	struct ctl *ctl = c->ctl;
+	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, q->handle);
+	struct ctl_pd *pd;
+	struct ctl_mr next;
+	int rc;
+
+	if (mr == NULL || q->flags == 0 || (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
+		return EINVAL;
+	pd = mr->pd;
+	if (q->flags & IBV_REREG_MR_CHANGE_PD) {
+		pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+		if (pd == NULL)
+			return EINVAL;
+	}
+	next = *mr;
+	if (q->flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		rc = ctl_mr_check_access(q->access);
+		if (rc)
+			return rc;
+		next.info.access = q->access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE;
+	}
+	if (q->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		rc = ctl_mr_check_range(c, q->addr, q->length);
+		if (rc == 0)
+			rc = ctl_mr_map(&next, nfds > 0 ? fds[0] : -1, q->addr, q->length, q->fd_offset);
+		if (rc)
+			return rc;
+		next.info.iova = q->iova;
+		next.info.length = q->length;
+		next.info.app_addr = q->addr;
+	}
+	next.pd = pd;
+	next.info.pd = pd->o.index;
+	/*
+	 * The dataplane sees the old registration go and the new one come, keys
+	 * unchanged, always through the table's own storage (it may keep the
+	 * pointer until mr_destroy).
+	 */
+	struct ctl_mr old = *mr;
+
+	if (DP_HAS(ctl, mr_destroy))
+		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
+	*mr = next;
+	if (DP_HAS(ctl, mr_create) && (rc = DP(ctl)->mr_create(ctl->cfg.dp, &mr->info)) != 0) {
+		if (next.map != old.map)
+			ctl_mr_unmap(mr);
+		*mr = old;
+		DP(ctl)->mr_create(ctl->cfg.dp, &mr->info); /* restore; it existed a moment ago */
+		return rc;
+	}
+	if (next.map != old.map)
+		ctl_mr_unmap(&old);
+	old.pd->o.refs--;
+	pd->o.refs++;
+	rsp->u.rsp_REREG_MR.handle = q->handle;
+	rsp->u.rsp_REREG_MR.lkey = mr->info.lkey;
+	rsp->u.rsp_REREG_MR.rkey = mr->info.rkey;
+	return 0;
+}
+
+int ctl_h_dereg_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, req->u.req_DEREG_MR.handle);
+
+	(void)rsp;
+	if (mr == NULL)
+		return EINVAL;
+	ctl_obj_destroy(c->ctl, &mr->o);
+	return 0;
+}
+
+/* ---- completion channel ---- */
+
+static bool ctl_fd_is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+int ctl_h_create_channel(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
+			 struct ipc_msg *rsp)
+{
+	struct ctl_channel *ch;
+
+	if (nfds != 1 || !ctl_fd_is_eventfd(fds[0]))
+		return EBADF;
+	ch = ctl_table_alloc(&c->ctl->tab[CTL_KIND_CHANNEL], c, CTL_KIND_CHANNEL,
+			     req->u.req_CREATE_CHANNEL.user_handle);
+	if (ch == NULL)
+		return ENOMEM;
+	ch->efd = fds[0];
+	fds[0] = -1; /* kept */
+	rsp->u.rsp_CREATE_CHANNEL.handle = ctl_obj_handle(&ch->o);
+	return 0;
+}
+
+int ctl_h_destroy_channel(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_channel *ch = ctl_lookup(c, CTL_KIND_CHANNEL, req->u.req_DESTROY_CHANNEL.handle);
+
+	(void)rsp;
+	if (ch == NULL)
+		return EINVAL;
+	if (ch->o.refs != 0)
+		return EBUSY;
+	ctl_obj_destroy(c->ctl, &ch->o);
+	return 0;
+}
+
+/* ---- CQ ---- */
+
+/* The CQ memfd: [struct ipc_cq_ctrl][ring of struct cqe]. */
+static int ctl_cq_ring(struct ctl_cq *cq, uint32_t cqe, struct ipc_cq_rsp *r, int *fd)
+{
+	uint32_t entries = ipc_pow2_roundup(cqe + 1);
+	size_t size = sizeof(struct ipc_cq_ctrl) + ipc_ring_bytes(entries, sizeof(struct cqe));
+	int rc = ctl_shm_alloc(&cq->shm, "roce-cq", size, fd);
+
+	if (rc)
+		return rc;
+	cq->info.ctrl = cq->shm.map;
+	ctl_ring_setup(&cq->shm, sizeof(struct ipc_cq_ctrl), entries, sizeof(struct cqe),
+		       &cq->info.ring, &r->ring);
+	cq->info.cqe = entries - 1;
+	r->cqe = entries - 1;
+	r->shm_size = size;
+	r->ctrl_offset = 0;
+	return 0;
+}
+
+int ctl_h_create_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
+		    unsigned int *rnfds)
+{
+	const struct ipc_create_cq_req *q = &req->u.req_CREATE_CQ;
+	struct ipc_cq_rsp *r = &rsp->u.rsp_CREATE_CQ;
+	struct ctl *ctl = c->ctl;
+	const struct ctl_device_cfg *d = &ctl->cfg.dev[c->dev];
+	struct ctl_channel *ch = NULL;
+	struct ctl_cq *cq;
+	int rc, fd;
+
+	if (q->cqe == 0 || q->cqe > d->attr.max_cqe || q->comp_vector >= d->num_comp_vectors)
+		return EINVAL;
+	if (q->channel != IPC_HANDLE_NONE) {
+		ch = ctl_lookup(c, CTL_KIND_CHANNEL, q->channel);
+		if (ch == NULL)
+			return EINVAL;
+	}
+	cq = ctl_table_alloc(&ctl->tab[CTL_KIND_CQ], c, CTL_KIND_CQ, q->user_handle);
+	if (cq == NULL)
+		return ENOMEM;
+	rc = ctl_cq_ring(cq, q->cqe, r, &fd);
+	if (rc) {
+		ctl_table_free(&ctl->tab[CTL_KIND_CQ], cq);
+		return rc;
+	}
+	cq->ch = ch;
+	cq->info.cqn = cq->o.index;
+	cq->info.event_fd = ch ? ch->efd : -1;
+	cq->info.user_handle = q->user_handle;
+	cq->info.owner = c;
+	if (DP_HAS(ctl, cq_create) && (rc = DP(ctl)->cq_create(ctl->cfg.dp, &cq->info)) != 0) {
+		close(fd);
+		ctl_shm_free(&cq->shm);
+		ctl_table_free(&ctl->tab[CTL_KIND_CQ], cq);
+		return rc;
+	}
+	if (ch)
+		ch->o.refs++;
+	r->handle = ctl_obj_handle(&cq->o);
+	rfds[0] = fd;
+	*rnfds = 1;
+	return 0;
+}
+
+/* Without a dataplane the control plane moves the unconsumed CQEs itself. */
+static void ctl_cq_copy(const struct ctl_cq_info *to, const struct ctl_cq_info *from)
+{
+	uint32_t n = spsc_ring_count(from->ring.ring);
+
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(spsc_ring_prod_slot(to->ring.ring, i), spsc_ring_cons_slot(from->ring.ring, i),
+		       sizeof(struct cqe));
+	spsc_ring_publish(to->ring.ring, n);
+	to->ctrl->notify_count = from->ctrl->notify_count;
+}
+
+int ctl_h_resize_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
+		    unsigned int *rnfds)
+{
+	const struct ipc_resize_cq_req *q = &req->u.req_RESIZE_CQ;
+	struct ipc_cq_rsp *r = &rsp->u.rsp_RESIZE_CQ;
+	struct ctl *ctl = c->ctl;
+	struct ctl_cq *cq = ctl_lookup(c, CTL_KIND_CQ, q->handle);
+	struct ctl_cq next;
+	int rc, fd;
+
+	if (cq == NULL || q->cqe == 0 || q->cqe > ctl->cfg.dev[c->dev].attr.max_cqe)
+		return EINVAL;
+	/* IBA 11.2.8.4 / Linux: the new size must hold what the CQ holds now. */
+	if (q->cqe < spsc_ring_count(cq->info.ring.ring))
+		return EINVAL;
+	next = *cq;
+	rc = ctl_cq_ring(&next, q->cqe, r, &fd);
+	if (rc)
+		return rc;
+	if (DP_HAS(ctl, cq_resize))
+		rc = DP(ctl)->cq_resize(ctl->cfg.dp, &next.info, &cq->info);
+	else
+		ctl_cq_copy(&next.info, &cq->info);
+	if (rc) {
+		close(fd);
+		ctl_shm_free(&next.shm);
+		return rc;
+	}
+	ctl_shm_free(&cq->shm);
+	*cq = next;
+	r->handle = q->handle;
+	r->handle = q->handle;
+	rfds[0] = fd;
+	*rnfds = 1;
+	return 0;
+}
+
+int ctl_h_destroy_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_cq *cq = ctl_lookup(c, CTL_KIND_CQ, req->u.req_DESTROY_CQ.handle);
+
+	if (cq == NULL)
+		return EINVAL;
+	if (cq->o.refs != 0)
+		return EBUSY;
+	rsp->u.rsp_DESTROY_CQ.events_reported = cq->o.events;
+	ctl_obj_destroy(c->ctl, &cq->o);
+	return 0;
+}
+
+/* ---- SRQ ---- */
+
+int ctl_h_create_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
+		     unsigned int *rnfds)
+{
+	const struct ipc_create_srq_req *q = &req->u.req_CREATE_SRQ;
+	struct ipc_create_srq_rsp *r = &rsp->u.rsp_CREATE_SRQ;
+	struct ctl *ctl = c->ctl;
+	const struct ipc_device_attr *a = &ctl->cfg.dev[c->dev].attr;
+	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+	struct ctl_srq *srq;
+	uint32_t entries, stride, max_sge;
+	size_t size;
+	int rc, fd;
+
+	if (pd == NULL || q->max_wr == 0 || q->max_wr > a->max_srq_wr || q->max_sge > a->max_srq_sge ||
+	    q->max_sge > WQE_MAX_SGE || q->srq_limit > q->max_wr)
+		return EINVAL;
+	srq = ctl_table_alloc(&ctl->tab[CTL_KIND_SRQ], c, CTL_KIND_SRQ, q->user_handle);
+	if (srq == NULL)
+		return ENOMEM;
+	/* As QPs (lib/qp qp_sem_create): max_wr becomes 2^k - 1, the ring 2^k. */
+	max_sge = q->max_sge ? q->max_sge : 1;
+	entries = ipc_pow2_roundup(q->max_wr + 1);
+	stride = sizeof(struct rq_wqe);
+	size = ipc_ring_bytes(entries, stride);
+	rc = ctl_shm_alloc(&srq->shm, "roce-srq", size, &fd);
+	if (rc) {
+		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
+		return rc;
+	}
+	ctl_ring_setup(&srq->shm, 0, entries, stride, &srq->info.ring, &r->ring);
+	srq->pd = pd;
+	srq->info.srqn = srq->o.index + 1;
+	srq->info.pd = pd->o.index;
+	srq->info.max_wr = entries - 1;
+	srq->info.max_sge = max_sge;
+	srq->info.srq_limit = q->srq_limit;
+	srq->info.user_handle = q->user_handle;
+	srq->info.owner = c;
+	if (DP_HAS(ctl, srq_create) && (rc = DP(ctl)->srq_create(ctl->cfg.dp, &srq->info)) != 0) {
+		close(fd);
+		ctl_shm_free(&srq->shm);
+		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
+		return rc;
+	}
+	pd->o.refs++;
+	r->handle = ctl_obj_handle(&srq->o);
+	r->srqn = srq->info.srqn;
+	r->max_wr = srq->info.max_wr;
+	r->max_sge = srq->info.max_sge;
+	r->shm_size = size;
+	rfds[0] = fd;
+	*rnfds = 1;
+	return 0;
+}
+
+int ctl_h_modify_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ipc_modify_srq_req *q = &req->u.req_MODIFY_SRQ;
+	struct ctl *ctl = c->ctl;
+	struct ctl_srq *srq = ctl_lookup(c, CTL_KIND_SRQ, q->handle);
+	struct ctl_srq_info next;
+	int rc;
+
+	(void)rsp;
+	if (srq == NULL || (q->mask & ~(uint32_t)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
+		return EINVAL;
+	if (q->mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP; /* resizing an SRQ ring: not supported (no IBV_DEVICE_SRQ_RESIZE) */
+	next = srq->info;
+	if (q->mask & IBV_SRQ_LIMIT) {
+		if (q->srq_limit > srq->info.max_wr)
+			return EINVAL;
+		next.srq_limit = q->srq_limit;
+	}
+	if (DP_HAS(ctl, srq_modify) && (rc = DP(ctl)->srq_modify(ctl->cfg.dp, &next)) != 0)
+		return rc;
+	srq->info = next;
+	return 0;
+}
+
+int ctl_h_query_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_srq *srq = ctl_lookup(c, CTL_KIND_SRQ, req->u.req_QUERY_SRQ.handle);
+	struct ipc_query_srq_rsp *r = &rsp->u.rsp_QUERY_SRQ;
+
+	if (srq == NULL)
+		return EINVAL;
+	r->max_wr = srq->info.max_wr;
+	r->max_sge = srq->info.max_sge;
+	r->srq_limit = srq->info.srq_limit;
+	return 0;
+}
+
+int ctl_h_destroy_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_srq *srq = ctl_lookup(c, CTL_KIND_SRQ, req->u.req_DESTROY_SRQ.handle);
+
+	if (srq == NULL)
+		return EINVAL;
+	if (srq->o.refs != 0)
+		return EBUSY;
+	rsp->u.rsp_DESTROY_SRQ.events_reported = srq->o.events;
+	ctl_obj_destroy(c->ctl, &srq->o);
+	return 0;
+}
+
+/* ---- AH ---- */
+
+/* The address vector as far as the control plane knows it (the MAC of the peer is the dataplane's). */
+static void ctl_ah_av(const struct ctl_port_cfg *port, const struct ipc_ah_attr *a, uint32_t ahn,
+		      struct wr_av *av)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	memset(av, 0, sizeof(*av));
+	memcpy(av->smac, port->mac, 6);
+	memcpy(av->dgid, a->dgid, 16);
+	memcpy(av->sgid, port->gid[a->sgid_index], 16);
+	av->ipv6 = memcmp(av->sgid, v4mapped, sizeof(v4mapped)) != 0;
+	av->flow_label = a->flow_label & 0xfffff;
+	av->traffic_class = a->traffic_class;
+	av->hop_limit = a->hop_limit;
+	av->sl = a->sl;
+	av->port_num = a->port_num;
+	av->ah_handle = ahn;
+}
+
+int ctl_h_create_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ipc_create_ah_req *q = &req->u.req_CREATE_AH;
+	struct ctl *ctl = c->ctl;
+	const struct ctl_device_cfg *d = &ctl->cfg.dev[c->dev];
+	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+	const struct ctl_port_cfg *port;
+	struct ctl_ah *ah;
+	int rc;
+
+	if (pd == NULL || q->attr.port_num == 0 || q->attr.port_num > d->attr.phys_port_cnt)
+		return EINVAL;
+	port = &d->port[q->attr.port_num - 1];
+	/* RoCE: an address handle needs a GRH with a valid source GID. */
+	if (!q->attr.is_global || q->attr.sgid_index >= CTL_GID_TBL_LEN ||
+	    !port->gid_valid[q->attr.sgid_index])
+		return EINVAL;
+	ah = ctl_table_alloc(&ctl->tab[CTL_KIND_AH], c, CTL_KIND_AH, q->user_handle);
+	if (ah == NULL)
+		return ENOMEM;
+	ah->pd = pd;
+	ah->info.ahn = ah->o.index;
+	ah->info.pd = pd->o.index;
+	ah->info.dev = (uint32_t)c->dev;
+	ah->info.attr = q->attr;
+	ctl_ah_av(port, &q->attr, ah->info.ahn, &ah->info.av);
+	if (DP_HAS(ctl, ah_create) && (rc = DP(ctl)->ah_create(ctl->cfg.dp, &ah->info)) != 0) {
+		ctl_table_free(&ctl->tab[CTL_KIND_AH], ah);
+		return rc;
+	}
+	pd->o.refs++;
+	rsp->u.rsp_CREATE_AH.handle = ctl_obj_handle(&ah->o);
+	rsp->u.rsp_CREATE_AH.num = ah->info.ahn;
+	rsp->u.rsp_CREATE_AH.av = ah->info.av;
+	return 0;
+}
+
+int ctl_h_destroy_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_ah *ah = ctl_lookup(c, CTL_KIND_AH, req->u.req_DESTROY_AH.handle);
+
+	(void)rsp;
+	if (ah == NULL)
+		return EINVAL;
+	ctl_obj_destroy(c->ctl, &ah->o);
+	return 0;
+}
+
+/* ---- the one destructor ---- */
+
+void ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
+{
+	struct ctl_table *t = &ctl->tab[o->kind];
+
+	switch ((enum ctl_kind)o->kind) {
+	case CTL_KIND_QP:
+		ctl_qp_destroy(ctl, (struct ctl_qp *)o);
+		return; /* frees its slot itself */
+	case CTL_KIND_SRQ: {
+		struct ctl_srq *srq = (struct ctl_srq *)o;
+
+		if (DP_HAS(ctl, srq_destroy))
+			DP(ctl)->srq_destroy(ctl->cfg.dp, &srq->info);
+		ctl_shm_free(&srq->shm);
+		srq->pd->o.refs--;
+		break;
+	}
+	case CTL_KIND_AH: {
+		struct ctl_ah *ah = (struct ctl_ah *)o;
+
+		if (DP_HAS(ctl, ah_destroy))
+			DP(ctl)->ah_destroy(ctl->cfg.dp, &ah->info);
+		ah->pd->o.refs--;
+		break;
+	}
+	case CTL_KIND_MR: {
+		struct ctl_mr *mr = (struct ctl_mr *)o;
+
+		if (DP_HAS(ctl, mr_destroy))
+			DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
+		ctl_mr_unmap(mr);
+		mr->pd->o.refs--;
+		break;
+	}
+	case CTL_KIND_CQ: {
+		struct ctl_cq *cq = (struct ctl_cq *)o;
+
+		if (DP_HAS(ctl, cq_destroy))
+			DP(ctl)->cq_destroy(ctl->cfg.dp, &cq->info);
+		ctl_shm_free(&cq->shm);
+		if (cq->ch)
+			cq->ch->o.refs--;
+		break;
+	}
+	case CTL_KIND_CHANNEL:
+		close(((struct ctl_channel *)o)->efd);
+		break;
+	case CTL_KIND_PD:
+	case CTL_KIND_COUNT:
+		break;
+	}
+	ctl_table_free(t, o);
+}

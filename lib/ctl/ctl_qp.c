@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/ctl: QP requests. The QP semantics are lib/qp's (qp_attr.h: create
+ * caps, the modify transition table and value checks, query), so the daemon
+ * answers exactly like Linux; the control plane adds ownership, the QPN, the
+ * SQ/RQ rings in one memfd, and hands every accepted change to the dataplane.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl_internal.h"
+#include "ipc_verbs.h"
+
+#define DP(ctl) ((ctl)->cfg.dp_ops)
+#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
+
+static void ctl_qp_put_refs(struct ctl_qp *qp)
+{
+	qp->pd->o.refs--;
+	qp->scq->o.refs--;
+	qp->rcq->o.refs--;
+	if (qp->srq)
+		qp->srq->o.refs--;
+}
+
+/* Lay out a ring at @p off of @p shm; fills the dataplane view and the wire description. */
+static void ctl_qp_ring(struct ctl_shm *shm, size_t off, uint32_t entries, uint32_t stride,
+			struct ctl_ring_info *ri, struct ipc_ring_desc *desc)
+{
+	ri->ring = (struct spsc_ring *)((uint8_t *)shm->map + off);
+	spsc_ring_init(ri->ring, entries, stride);
+	ri->entries = entries;
+	ri->stride = stride;
+	*desc = (struct ipc_ring_desc){ .offset = off, .entries = entries, .stride = stride };
+}
+
+int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
+		    unsigned int *rnfds)
+{
+	const struct ipc_create_qp_req *q = &req->u.req_CREATE_QP;
+	struct ipc_create_qp_rsp *r = &rsp->u.rsp_CREATE_QP;
+	struct ctl *ctl = c->ctl;
+	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+	struct ctl_cq *scq = ctl_lookup(c, CTL_KIND_CQ, q->send_cq);
+	struct ctl_cq *rcq = ctl_lookup(c, CTL_KIND_CQ, q->recv_cq);
+	struct ctl_srq *srq = NULL;
+	struct ibv_qp_init_attr init;
+	struct qp_sem sem;
+	uint32_t sq_n, rq_n = 0;
+	size_t sq_bytes, rq_bytes = 0;
+	struct ctl_qp *qp;
+	int rc, fd;
+
+	if (pd == NULL || scq == NULL || rcq == NULL)
+		return EINVAL;
+	if (q->srq != IPC_HANDLE_NONE) {
+		srq = ctl_lookup(c, CTL_KIND_SRQ, q->srq);
+		if (srq == NULL)
+			return EINVAL;
+	}
+	if (q->create_flags != 0)
+		return EOPNOTSUPP;
+	/* The semantics only check that the CQs exist; they never dereference them. */
+	memset(&init, 0, sizeof(init));
+	init.send_cq = (struct ibv_cq *)scq;
+	init.recv_cq = (struct ibv_cq *)rcq;
+	init.srq = (struct ibv_srq *)srq;
+	ipc_cap_to_ibv(&q->cap, &init.cap);
+	init.qp_type = (enum ibv_qp_type)q->qp_type;
+	init.sq_sig_all = q->sq_sig_all != 0;
+	rc = qp_sem_create(&sem, &init, &ctl->sem[c->dev].dev);
+	if (rc)
+		return rc;
+
+	/* Rings hold exactly the adjusted caps: max_wr is 2^k - 1, the ring 2^k. */
+	sq_n = sem.init.cap.max_send_wr + 1;
+	sq_bytes = ipc_ring_bytes(sq_n, sizeof(struct sq_wqe));
+	if (!srq) {
+		rq_n = sem.init.cap.max_recv_wr + 1;
+		rq_bytes = ipc_ring_bytes(rq_n, sizeof(struct rq_wqe));
+	}
+	if (sq_bytes == 0 || (!srq && rq_bytes == 0))
+		return EINVAL;
+
+	qp = ctl_table_alloc(&ctl->tab[CTL_KIND_QP], c, CTL_KIND_QP, q->user_handle);
+	if (qp == NULL)
+		return ENOMEM;
+	rc = ctl_shm_alloc(&qp->shm, "roce-qp", sq_bytes + rq_bytes, &fd);
+	if (rc) {
+		ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
+		return rc;
+	}
+	qp->sem = sem;
+	ctl_qp_ring(&qp->shm, 0, sq_n, sizeof(struct sq_wqe), &qp->info.sq, &r->sq);
+	if (!srq)
+		ctl_qp_ring(&qp->shm, sq_bytes, rq_n, sizeof(struct rq_wqe), &qp->info.rq, &r->rq);
+	qp->pd = pd;
+	qp->scq = scq;
+	qp->rcq = rcq;
+	qp->srq = srq;
+	qp->info.qpn = ctl->cfg.limits.qpn_base + qp->o.index;
+	qp->info.qp_type = q->qp_type;
+	qp->info.pd = pd->o.index;
+	qp->info.send_cqn = scq->info.cqn;
+	qp->info.recv_cqn = rcq->info.cqn;
+	qp->info.srqn = srq ? srq->info.srqn : UINT32_MAX;
+	qp->info.dev = (uint32_t)c->dev;
+	qp->info.port = 1;
+	qp->info.sem = &qp->sem;
+	qp->info.user_handle = q->user_handle;
+	qp->info.owner = c;
+	if (DP_HAS(ctl, qp_create) && (rc = DP(ctl)->qp_create(ctl->cfg.dp, &qp->info)) != 0) {
+		close(fd);
+		ctl_shm_free(&qp->shm);
+		ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
+		return rc;
+	}
+	pd->o.refs++;
+	scq->o.refs++;
+	rcq->o.refs++;
+	if (srq)
+		srq->o.refs++;
+	r->handle = ctl_obj_handle(&qp->o);
+	r->qpn = qp->info.qpn;
+	ipc_cap_from_ibv(&qp->sem.init.cap, &r->cap);
+	r->shm_size = sq_bytes + rq_bytes;
+	rfds[0] = fd;
+	*rnfds = 1;
+	return 0;
+}
+
+/* Without a dataplane the control plane is the rings' consumer: a reset drops every entry. */
+static void ctl_qp_drop_posted(struct ctl_qp *qp)
+{
+	if (qp->info.sq.ring)
+		spsc_ring_release_to(qp->info.sq.ring, spsc_ring_prod_acquire(qp->info.sq.ring));
+	if (qp->info.rq.ring)
+		spsc_ring_release_to(qp->info.rq.ring, spsc_ring_prod_acquire(qp->info.rq.ring));
+}
+
+void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_effects *fx)
+{
+	for (unsigned int i = 0; i < fx->n_events && i < QP_SEM_MAX_EVENTS; i++)
+		ctl_raise_event(ctl, IPC_OBJ_QP, qp->info.qpn, fx->event[i]);
+}
+
+/* Commit @p next to @p qp after the dataplane took it. */
+static int ctl_qp_apply(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem *next,
+			const struct qp_sem_effects *fx)
+{
+	int rc;
+
+	if (DP_HAS(ctl, qp_modify)) {
+		rc = DP(ctl)->qp_modify(ctl->cfg.dp, &qp->info, next, fx);
+		if (rc)
+			return rc;
+	} else if (fx->flags & QP_SEM_FX_RESET) {
+		ctl_qp_drop_posted(qp);
+	}
+	qp->sem = *next;
+	ctl_qp_raise_fx(ctl, qp, fx);
+	return 0;
+}
+
+int ctl_h_modify_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ipc_modify_qp_req *q = &req->u.req_MODIFY_QP;
+	struct ctl *ctl = c->ctl;
+	struct ctl_qp *qp = ctl_lookup(c, CTL_KIND_QP, q->handle);
+	struct qp_sem_effects fx;
+	struct ibv_qp_attr attr;
+	struct qp_sem next;
+	int rc;
+
+	if (qp == NULL)
+		return EINVAL;
+	ipc_qp_attr_to_ibv(&q->attr, &attr);
+	next = qp->sem;
+	rc = qp_sem_modify(&next, &attr, (int)q->mask, &ctl->sem[c->dev].dev, &fx);
+	if (rc == 0)
+		rc = ctl_qp_apply(ctl, qp, &next, &fx);
+	if (rc)
+		return rc;
+	rsp->u.rsp_MODIFY_QP.state = qp->sem.attr.qp_state;
+	return 0;
+}
+
+int ctl_h_query_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ipc_query_qp_req *q = &req->u.req_QUERY_QP;
+	struct ipc_query_qp_rsp *r = &rsp->u.rsp_QUERY_QP;
+	struct ctl_qp *qp = ctl_lookup(c, CTL_KIND_QP, q->handle);
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	int rc;
+
+	if (qp == NULL)
+		return EINVAL;
+	rc = qp_sem_query(&qp->sem, (int)q->mask, &attr, &init);
+	if (rc)
+		return rc;
+	ipc_qp_attr_from_ibv(&attr, &r->attr);
+	ipc_cap_from_ibv(&init.cap, &r->init_cap);
+	r->sq_sig_all = (uint32_t)init.sq_sig_all;
+	return 0;
+}
+
+int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t cause)
+{
+	uint32_t idx = qpn - ctl->cfg.limits.qpn_base;
+	struct qp_sem_effects fx;
+	struct ctl_qp *qp;
+	struct qp_sem next;
+	int rc;
+
+	if (idx >= ctl->tab[CTL_KIND_QP].cap)
+		return -ENOENT;
+	qp = ctl_table_at(&ctl->tab[CTL_KIND_QP], idx);
+	if (qp->o.owner == NULL)
+		return -ENOENT;
+	next = qp->sem;
+	switch (ev) {
+	case CTL_QP_EV_FATAL:
+		rc = qp_sem_fatal(&next, (enum ibv_event_type)cause, &fx);
+		break;
+	case CTL_QP_EV_SQ_ERROR:
+		rc = qp_sem_send_queue_error(&next, &fx);
+		break;
+	case CTL_QP_EV_SQ_DRAINED:
+		rc = qp_sem_sq_drained(&next, &fx);
+		break;
+	case CTL_QP_EV_COMM_EST:
+		rc = qp_sem_comm_established(&next, &fx);
+		break;
+	default:
+		rc = EINVAL;
+		break;
+	}
+	if (rc)
+		return -rc;
+	/* The dataplane already acted; it still learns the effects (e.g. flush). */
+	if (fx.flags && DP_HAS(ctl, qp_modify))
+		DP(ctl)->qp_modify(ctl->cfg.dp, &qp->info, &next, &fx);
+	qp->sem = next;
+	ctl_qp_raise_fx(ctl, qp, &fx);
+	return 0;
+}
+
+void ctl_qp_destroy(struct ctl *ctl, struct ctl_qp *qp)
+{
+	if (DP_HAS(ctl, qp_destroy))
+		DP(ctl)->qp_destroy(ctl->cfg.dp, &qp->info);
+	ctl_shm_free(&qp->shm);
+	ctl_qp_put_refs(qp);
+	ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
+}
+
+int ctl_h_destroy_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	struct ctl_qp *qp = ctl_lookup(c, CTL_KIND_QP, req->u.req_DESTROY_QP.handle);
+
+	if (qp == NULL)
+		return EINVAL;
+	rsp->u.rsp_DESTROY_QP.events_reported = qp->o.events;
+	ctl_qp_destroy(c->ctl, qp);
+	return 0;
+}

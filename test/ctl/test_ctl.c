@@ -1,0 +1,863 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/ctl: ownership isolation between connections, teardown on close,
+ * device-wide allocation, QP modify semantics, bad requests, the dataplane
+ * hand-over and the socket server.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+static const uint8_t mac[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x01 };
+static struct ctl *ctl;
+
+struct client {
+	struct ctl_conn *c;
+	int sp[2];     /* only for SO_PEERCRED */
+	int async_fd;
+};
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void client_open(struct client *cl, bool open_dev);
+
+static struct ctl_config base_cfg(void)
+{
+	struct ctl_config cfg;
+	uint32_t ip;
+
+	inet_pton(AF_INET, "198.18.0.1", &ip);
+	ctl_config_default(&cfg, "dpdk_roce0", mac, ip);
+	return cfg;
+}
+
+static void setup(void)
+{
+	struct ctl_config cfg = base_cfg();
+
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+}
+
+static void teardown(void)
+{
+	ctl_destroy(ctl);
+	ctl = NULL;
+}
+
+/* One request through ctl_conn_handle(); response descriptors land in rfds (or are closed). */
+static int call(struct client *cl, struct ipc_msg *req, int *fds, unsigned int nfds,
+		struct ipc_msg *rsp, int *rfds)
+{
+	int tmp[IPC_MAX_FDS], owned[IPC_MAX_FDS] = { -1, -1 };
+	unsigned int rn;
+
+	for (unsigned int i = 0; i < nfds; i++)
+		owned[i] = fds[i];
+	ctl_conn_handle(cl->c, req, owned, nfds, rsp, rfds ? rfds : tmp, &rn);
+	cr_assert_eq(rsp->hdr.op, req->hdr.op);
+	cr_assert_eq(rsp->hdr.nfds, 0u, "the caller sets nfds when sending");
+	cr_assert_eq(rsp->hdr.len, sizeof(rsp->hdr) + ipc_op_desc(req->hdr.op)->rsp_size);
+	if (rsp->hdr.status != 0)
+		cr_assert_eq(rn, 0u, "no descriptors with an error");
+	if (!rfds)
+		for (unsigned int i = 0; i < rn; i++)
+			close(tmp[i]);
+	return rsp->hdr.status;
+}
+
+static void req(struct ipc_msg *m, enum ipc_op op)
+{
+	ipc_req_init(m, op, 1);
+	memset(&m->u, 0, ipc_op_desc(op)->req_size);
+}
+
+static void client_open(struct client *cl, bool open_dev)
+{
+	struct ipc_msg m, r;
+	int rfds[IPC_MAX_FDS];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cl->sp), 0);
+	cl->c = ctl_conn_open(ctl, cl->sp[0]);
+	cr_assert_not_null(cl->c);
+	cl->async_fd = -1;
+	if (!open_dev)
+		return;
+	req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, rfds), 0);
+	cl->async_fd = rfds[0];
+	cr_assert_geq(cl->async_fd, 0);
+	cr_assert_str_eq(r.u.rsp_OPEN_DEVICE.info.name, "dpdk_roce0");
+}
+
+static void client_close(struct client *cl)
+{
+	if (cl->c)
+		ctl_conn_close(cl->c);
+	cl->c = NULL;
+	close(cl->sp[0]);
+	close(cl->sp[1]);
+	if (cl->async_fd >= 0)
+		close(cl->async_fd);
+}
+
+static uint32_t alloc_pd(struct client *cl)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_ALLOC_PD);
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, NULL), 0);
+	return r.u.rsp_ALLOC_PD.handle;
+}
+
+static uint32_t create_cq(struct client *cl, uint32_t cqe, uint32_t channel)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = cqe;
+	m.u.req_CREATE_CQ.channel = channel;
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_geq(r.u.rsp_CREATE_CQ.cqe, cqe);
+	return r.u.rsp_CREATE_CQ.handle;
+}
+
+static int create_qp(struct client *cl, uint32_t pd, uint32_t cq, uint32_t type,
+		     struct ipc_create_qp_rsp *out)
+{
+	struct ipc_msg m, r;
+	int rc;
+
+	req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = pd;
+	m.u.req_CREATE_QP.send_cq = cq;
+	m.u.req_CREATE_QP.recv_cq = cq;
+	m.u.req_CREATE_QP.qp_type = type;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 16, .max_recv_wr = 16,
+						     .max_send_sge = 2, .max_recv_sge = 2 };
+	rc = call(cl, &m, NULL, 0, &r, NULL);
+	if (out)
+		*out = r.u.rsp_CREATE_QP;
+	return rc;
+}
+
+static int modify_qp(struct client *cl, uint32_t qp, uint32_t mask, const struct ipc_qp_attr *a)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_MODIFY_QP);
+	m.u.req_MODIFY_QP.handle = qp;
+	m.u.req_MODIFY_QP.mask = mask;
+	m.u.req_MODIFY_QP.attr = *a;
+	return call(cl, &m, NULL, 0, &r, NULL);
+}
+
+static int destroy(struct client *cl, enum ipc_op op, uint32_t handle)
+{
+	struct ipc_msg m, r;
+
+	req(&m, op);
+	m.u.req_DEALLOC_PD.handle = handle; /* every destroy body is an ipc_handle_req */
+	return call(cl, &m, NULL, 0, &r, NULL);
+}
+
+TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 20);
+
+Test(ctl, device_queries)
+{
+	struct client a;
+	struct ipc_msg m, r;
+
+	client_open(&a, false);
+	req(&m, IPC_OP_DEVICE_LIST);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_DEVICE_LIST.count, 1);
+	cr_assert_str_eq(r.u.rsp_DEVICE_LIST.dev[0].name, "dpdk_roce0");
+	cr_assert_eq(r.u.rsp_DEVICE_LIST.dev[0].node_type, IBV_NODE_CA);
+
+	/* Everything else needs OPEN_DEVICE first. */
+	req(&m, IPC_OP_QUERY_DEVICE);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), ENODEV);
+	req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "mlx5_0");
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), ENODEV);
+	memset(m.u.req_OPEN_DEVICE.name, 'x', sizeof(m.u.req_OPEN_DEVICE.name));
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "unterminated name");
+	client_close(&a);
+
+	client_open(&a, true);
+	req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EBUSY, "one device per connection");
+
+	req(&m, IPC_OP_QUERY_DEVICE);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.vendor_id, 0xffffff);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.vendor_part_id, 0);
+	cr_assert_neq(r.u.rsp_QUERY_DEVICE.attr.node_guid, 0);
+
+	req(&m, IPC_OP_QUERY_PORT);
+	m.u.req_QUERY_PORT.port = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_PORT.attr.state, IBV_PORT_ACTIVE);
+	cr_assert_eq(r.u.rsp_QUERY_PORT.attr.link_layer, IBV_LINK_LAYER_ETHERNET);
+	m.u.req_QUERY_PORT.port = 2;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	m.u.req_QUERY_PORT.port = 0;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+
+	req(&m, IPC_OP_QUERY_GID);
+	m.u.req_QUERY_GID.port = 1;
+	m.u.req_QUERY_GID.index = 0;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_GID.gid[0], 0xfe);
+	cr_assert_eq(r.u.rsp_QUERY_GID.gid[8], 0x00, "EUI-64: universal/local bit flipped");
+	cr_assert_eq(r.u.rsp_QUERY_GID.gid[11], 0xff);
+	cr_assert_eq(r.u.rsp_QUERY_GID.gid_type, IBV_GID_TYPE_ROCE_V2);
+	m.u.req_QUERY_GID.index = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_GID.gid[10], 0xff);
+	cr_assert_eq(r.u.rsp_QUERY_GID.gid[12], 198);
+	cr_assert_eq(r.u.rsp_QUERY_GID.gid[13], 18);
+	m.u.req_QUERY_GID.index = 2;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), ENODATA, "empty slot");
+	m.u.req_QUERY_GID.index = 1000;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+
+	req(&m, IPC_OP_QUERY_PKEY);
+	m.u.req_QUERY_PKEY.port = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_PKEY.pkey, 0xffff);
+	m.u.req_QUERY_PKEY.index = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	client_close(&a);
+}
+
+Test(ctl, another_connection_cannot_name_my_objects)
+{
+	struct client a, b;
+	struct ipc_create_qp_rsp qa;
+	struct ipc_msg m, r;
+	uint32_t pd, cq, mr;
+
+	client_open(&a, true);
+	client_open(&b, true);
+	pd = alloc_pd(&a);
+	cq = create_cq(&a, 8, IPC_HANDLE_NONE);
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_RC, &qa), 0);
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pd;
+	m.u.req_REG_MR.addr = 0x10000;
+	m.u.req_REG_MR.length = 4096;
+	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	mr = r.u.rsp_REG_MR.handle;
+
+	/* b uses a's handles: every one is unknown to b. */
+	cr_assert_eq(destroy(&b, IPC_OP_DEALLOC_PD, pd), EINVAL);
+	cr_assert_eq(destroy(&b, IPC_OP_DESTROY_CQ, cq), EINVAL);
+	cr_assert_eq(destroy(&b, IPC_OP_DESTROY_QP, qa.handle), EINVAL);
+	cr_assert_eq(destroy(&b, IPC_OP_DEREG_MR, mr), EINVAL);
+	cr_assert_eq(create_qp(&b, pd, cq, IBV_QPT_RC, NULL), EINVAL);
+	cr_assert_eq(create_qp(&b, alloc_pd(&b), cq, IBV_QPT_RC, NULL), EINVAL, "a's CQ");
+	struct ipc_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	cr_assert_eq(modify_qp(&b, qa.handle, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						      IBV_QP_ACCESS_FLAGS, &at), EINVAL);
+	req(&m, IPC_OP_QUERY_QP);
+	m.u.req_QUERY_QP.handle = qa.handle;
+	cr_assert_eq(call(&b, &m, NULL, 0, &r, NULL), EINVAL);
+
+	/* a's objects are untouched and still a's. */
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_state, IBV_QPS_RESET);
+	cr_assert_eq(modify_qp(&a, qa.handle, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						      IBV_QP_ACCESS_FLAGS, &at), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, qa.handle), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_CQ, cq), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0);
+	cr_assert_eq(ctl_conn_nobjects(a.c), 0);
+	client_close(&a);
+	client_close(&b);
+}
+
+Test(ctl, closing_a_connection_tears_down_everything)
+{
+	struct client a, b;
+	struct ipc_create_qp_rsp qa;
+	struct ipc_msg m, r;
+	int fds_before = count_fds(), efd, mfd;
+	uint32_t pd, cq, ch, srq, bpd;
+	char *buf;
+
+	client_open(&b, true);
+	bpd = alloc_pd(&b);
+	client_open(&a, true);
+	pd = alloc_pd(&a);
+	efd = eventfd(0, EFD_CLOEXEC);
+	req(&m, IPC_OP_CREATE_CHANNEL);
+	cr_assert_eq(call(&a, &m, &efd, 1, &r, NULL), 0);
+	ch = r.u.rsp_CREATE_CHANNEL.handle;
+	cq = create_cq(&a, 32, ch);
+	req(&m, IPC_OP_CREATE_SRQ);
+	m.u.req_CREATE_SRQ.pd = pd;
+	m.u.req_CREATE_SRQ.max_wr = 8;
+	m.u.req_CREATE_SRQ.max_sge = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	srq = r.u.rsp_CREATE_SRQ.handle;
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_UD, &qa), 0);
+	/* An MR backed by a sealed memfd, mapped by the control plane. */
+	mfd = ipc_shm_create("mr", 8192);
+	buf = ipc_shm_map(mfd, 8192, 0);
+	strcpy(buf + 100, "payload");
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pd;
+	m.u.req_REG_MR.addr = (uintptr_t)buf + 100;
+	m.u.req_REG_MR.length = 5000;
+	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	cr_assert_eq(call(&a, &m, &mfd, 1, &r, NULL), 0);
+	req(&m, IPC_OP_CREATE_AH);
+	m.u.req_CREATE_AH.pd = pd;
+	m.u.req_CREATE_AH.attr.is_global = 1;
+	m.u.req_CREATE_AH.attr.port_num = 1;
+	m.u.req_CREATE_AH.attr.sgid_index = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+
+	/* In use: the control plane refuses to pull objects out from under users. */
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), EBUSY);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_CQ, cq), EBUSY);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_CHANNEL, ch), EBUSY);
+	(void)srq;
+
+	cr_assert_eq(ctl_conn_nobjects(a.c), 7, "PD, channel, CQ, SRQ, QP, MR, AH");
+	cr_assert_eq(ctl_nobjects(ctl), 8);
+	ctl_conn_close(a.c); /* as if the process crashed */
+	a.c = NULL;
+	cr_assert_eq(ctl_nobjects(ctl), 1, "only b's PD is left");
+	cr_assert_eq(destroy(&b, IPC_OP_DEALLOC_PD, bpd), 0);
+	client_close(&a);
+	client_close(&b);
+	munmap(buf, 8192);
+	close(mfd);
+	cr_assert_eq(count_fds(), fds_before, "every descriptor (eventfd, memfds, sockets) closed");
+}
+
+Test(ctl, qpns_and_keys_are_device_wide)
+{
+	struct client a, b;
+	struct ipc_create_qp_rsp qa, qb;
+	struct ipc_msg m, r;
+	uint32_t ka, kb;
+
+	client_open(&a, true);
+	client_open(&b, true);
+	uint32_t pa = alloc_pd(&a), pb = alloc_pd(&b);
+	uint32_t ca = create_cq(&a, 4, 0), cb = create_cq(&b, 4, 0);
+
+	cr_assert_eq(create_qp(&a, pa, ca, IBV_QPT_RC, &qa), 0);
+	cr_assert_eq(create_qp(&b, pb, cb, IBV_QPT_RC, &qb), 0);
+	cr_assert_neq(qa.qpn, qb.qpn);
+	cr_assert_geq(qa.qpn, 2, "QPN 0 and 1 are reserved");
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pa;
+	m.u.req_REG_MR.addr = 4096;
+	m.u.req_REG_MR.length = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	ka = r.u.rsp_REG_MR.lkey;
+	m.u.req_REG_MR.pd = pb;
+	cr_assert_eq(call(&b, &m, NULL, 0, &r, NULL), 0);
+	kb = r.u.rsp_REG_MR.lkey;
+	cr_assert_neq(ka, kb);
+
+	/* A freed QPN is not handed out again at once; a stale handle stays dead. */
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, qa.handle), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, qa.handle), EINVAL);
+	struct ipc_create_qp_rsp q2;
+
+	cr_assert_eq(create_qp(&a, pa, ca, IBV_QPT_RC, &q2), 0);
+	cr_assert_neq(q2.qpn, qa.qpn);
+	cr_assert_neq(q2.handle, qa.handle);
+	client_close(&a);
+	client_close(&b);
+	cr_assert_eq(ctl_nobjects(ctl), 0);
+}
+
+Test(ctl, qp_state_machine_like_linux)
+{
+	struct client a;
+	struct ipc_create_qp_rsp q;
+	struct ipc_qp_attr at;
+	struct ipc_msg m, r;
+	const uint32_t init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	const uint32_t rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	const uint32_t rts_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+	client_open(&a, true);
+	uint32_t pd = alloc_pd(&a), cq = create_cq(&a, 4, 0);
+
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_RC, &q), 0);
+	cr_assert_eq(q.cap.max_send_wr, 31, "2^k - 1 >= 16, as rxe (lib/qp qp_sem_create)");
+	cr_assert_eq(q.sq.entries, 32);
+	cr_assert_eq(q.sq.stride, sizeof(struct sq_wqe));
+	cr_assert_eq(q.rq.stride, sizeof(struct rq_wqe));
+	cr_assert_geq(q.rq.offset, q.sq.offset + q.sq.entries * sizeof(struct sq_wqe));
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTR;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), EINVAL, "RESET->RTR");
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE | IBV_QP_PORT, &at), EINVAL,
+		     "missing required attributes");
+	cr_assert_eq(modify_qp(&a, q.handle, init_mask | IBV_QP_QKEY, &at), EINVAL,
+		     "QKEY is not an RC attribute");
+	at.port_num = 2;
+	cr_assert_eq(modify_qp(&a, q.handle, init_mask, &at), EINVAL, "bad port");
+	at.port_num = 1;
+	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	cr_assert_eq(modify_qp(&a, q.handle, init_mask, &at), 0);
+
+	at.qp_state = IBV_QPS_RTR;
+	at.path_mtu = IBV_MTU_1024;
+	at.dest_qp_num = 0x123;
+	at.rq_psn = 0x42;
+	at.max_dest_rd_atomic = 1;
+	at.min_rnr_timer = 12;
+	at.ah_attr.port_num = 1;
+	at.ah_attr.sgid_index = 1;
+	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), EINVAL, "RoCE needs a GRH");
+	at.ah_attr.is_global = 1;
+	at.ah_attr.sgid_index = 5;
+	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), ENODATA, "empty source GID (lib/qp, as rxe)");
+	at.ah_attr.sgid_index = 1;
+	at.ah_attr.hop_limit = 64;
+	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), EINVAL, "zero destination GID");
+	at.ah_attr.dgid[10] = 0xff; /* ::ffff:198.18.0.2, an IPv4 peer like our GID 1 */
+	at.ah_attr.dgid[11] = 0xff;
+	at.ah_attr.dgid[12] = 198;
+	at.ah_attr.dgid[13] = 18;
+	at.ah_attr.dgid[15] = 2;
+	at.path_mtu = 6;
+	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), EINVAL, "MTU above the port's");
+	at.path_mtu = IBV_MTU_1024;
+	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), 0);
+
+	at.qp_state = IBV_QPS_RTS;
+	at.sq_psn = 0x77;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.max_rd_atomic = 1;
+	cr_assert_eq(modify_qp(&a, q.handle, rts_mask, &at), 0);
+
+	req(&m, IPC_OP_QUERY_QP);
+	m.u.req_QUERY_QP.handle = q.handle;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_state, IBV_QPS_RTS);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.dest_qp_num, 0x123);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.sq_psn, 0x77);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.rq_psn, 0x42);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.timeout, 14);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.ah_attr.hop_limit, 64);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.cap.max_send_sge, 2);
+
+	/* Any state -> ERR -> RESET; CUR_STATE only from RTR/RTS/SQD/SQE. */
+	at.qp_state = IBV_QPS_ERR;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), 0);
+	at.qp_state = IBV_QPS_RESET;
+	at.cur_qp_state = IBV_QPS_ERR;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE | IBV_QP_CUR_STATE, &at), EINVAL);
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), 0);
+	client_close(&a);
+}
+
+Test(ctl, bad_requests_get_clear_errors)
+{
+	struct client a;
+	struct ipc_msg m, r;
+	int fd;
+
+	client_open(&a, true);
+	uint32_t pd = alloc_pd(&a);
+
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, 0), EINVAL, "handle 0 is 'none'");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, 0xdeadbeef), EINVAL);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_CQ, pd), EINVAL, "a PD handle is not a CQ");
+
+	req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = 0;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	m.u.req_CREATE_CQ.cqe = 1u << 30;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	m.u.req_CREATE_CQ.cqe = 4;
+	m.u.req_CREATE_CQ.comp_vector = 3;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	m.u.req_CREATE_CQ.comp_vector = 0;
+	m.u.req_CREATE_CQ.channel = 12345;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+
+	uint32_t cq = create_cq(&a, 4, 0);
+
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_RAW_PACKET, NULL), EOPNOTSUPP);
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_XRC_SEND, NULL), EOPNOTSUPP);
+	req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = pd;
+	m.u.req_CREATE_QP.send_cq = cq;
+	m.u.req_CREATE_QP.recv_cq = cq;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_RC;
+	m.u.req_CREATE_QP.cap.max_send_wr = 1u << 20;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "queue too deep");
+	m.u.req_CREATE_QP.cap.max_send_wr = 4;
+	m.u.req_CREATE_QP.cap.max_recv_sge = 1000;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "too many SGEs");
+
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pd;
+	m.u.req_REG_MR.addr = 4096;
+	m.u.req_REG_MR.length = 4096;
+	m.u.req_REG_MR.access = IBV_ACCESS_REMOTE_WRITE;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "remote write needs local write");
+	m.u.req_REG_MR.access = 1u << 12;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "unknown access bit");
+	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+	m.u.req_REG_MR.length = 0;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "empty MR");
+	m.u.req_REG_MR.length = 4096;
+	fd = memfd_create("unsealed", MFD_CLOEXEC);
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	cr_assert_eq(call(&a, &m, &fd, 1, &r, NULL), EPERM, "a memfd the client could shrink");
+	fd = ipc_shm_create("small", 4096);
+	m.u.req_REG_MR.length = 3 * 4096;
+	cr_assert_eq(call(&a, &m, &fd, 1, &r, NULL), EINVAL, "memfd smaller than the MR");
+
+	req(&m, IPC_OP_CREATE_CHANNEL);
+	fd = ipc_shm_create("not-an-eventfd", 4096);
+	cr_assert_eq(call(&a, &m, &fd, 1, &r, NULL), EBADF);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EBADF);
+
+	req(&m, IPC_OP_CREATE_AH);
+	m.u.req_CREATE_AH.pd = pd;
+	m.u.req_CREATE_AH.attr.port_num = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "RoCE AH without GRH");
+
+	req(&m, IPC_OP_MODIFY_SRQ);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	cr_assert_eq(ctl_conn_nobjects(a.c), 2, "failed requests leave nothing behind");
+	client_close(&a);
+}
+
+Test(ctl, limits_are_enforced)
+{
+	struct ctl_config cfg = base_cfg();
+	struct ctl *small;
+	struct client a, b, c;
+	struct ipc_msg m, r;
+
+	teardown();
+	cfg.limits.max_pd = 2;
+	cfg.limits.max_conns = 2;
+	small = ctl_create(&cfg);
+	cr_assert_not_null(small);
+	ctl = small;
+	client_open(&a, true);
+	client_open(&b, true);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, c.sp), 0);
+	cr_assert_null(ctl_conn_open(ctl, c.sp[0]));
+	cr_assert_eq(errno, EMFILE);
+	close(c.sp[0]);
+	close(c.sp[1]);
+	alloc_pd(&a);
+	alloc_pd(&b);
+	req(&m, IPC_OP_ALLOC_PD);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), ENOMEM, "table full: never grows");
+	client_close(&a);
+	cr_assert_eq(call(&b, &m, NULL, 0, &r, NULL), 0, "a's slot came back");
+	client_close(&b);
+
+	cfg.ndevices = 0;
+	cr_assert_null(ctl_create(&cfg));
+	cr_assert_eq(errno, EINVAL);
+}
+
+/* ---- dataplane hand-over ---- */
+
+struct fake_dp {
+	int mr, cq, qp, srq, ah; /* live objects */
+	int qp_modifies;
+	uint32_t last_state;
+	uint32_t last_fx;
+	bool fail_qp_create;
+	void *mr_local;
+};
+
+static int dp_mr_create(void *dp, struct ctl_mr_info *mr)
+{
+	((struct fake_dp *)dp)->mr++;
+	((struct fake_dp *)dp)->mr_local = mr->local;
+	mr->lkey = mr->rkey = 0xabc00 | (mr->lkey & 0xff); /* keys of the dataplane's own table */
+	return 0;
+}
+static void dp_mr_destroy(void *dp, const struct ctl_mr_info *mr) { (void)mr; ((struct fake_dp *)dp)->mr--; }
+static int dp_cq_create(void *dp, const struct ctl_cq_info *cq) { (void)cq; ((struct fake_dp *)dp)->cq++; return 0; }
+static void dp_cq_destroy(void *dp, const struct ctl_cq_info *cq) { (void)cq; ((struct fake_dp *)dp)->cq--; }
+static int dp_qp_create(void *dp, const struct ctl_qp_info *qp)
+{
+	struct fake_dp *f = dp;
+
+	(void)qp;
+	if (f->fail_qp_create)
+		return EAGAIN;
+	f->qp++;
+	return 0;
+}
+static int dp_qp_modify(void *dp, const struct ctl_qp_info *qp, const struct qp_sem *next,
+			const struct qp_sem_effects *fx)
+{
+	struct fake_dp *f = dp;
+
+	cr_assert_eq(qp->sem->attr.qp_state, fx->old_state, "the old attributes during the call");
+	cr_assert_eq(next->attr.qp_state, fx->new_state);
+	f->qp_modifies++;
+	f->last_state = next->attr.qp_state;
+	f->last_fx = fx->flags;
+	return 0;
+}
+static void dp_qp_destroy(void *dp, const struct ctl_qp_info *qp) { (void)qp; ((struct fake_dp *)dp)->qp--; }
+
+Test(ctl, dataplane_sees_every_object_and_teardown)
+{
+	static const struct ctl_dataplane_ops ops = {
+		.mr_create = dp_mr_create, .mr_destroy = dp_mr_destroy,
+		.cq_create = dp_cq_create, .cq_destroy = dp_cq_destroy,
+		.qp_create = dp_qp_create, .qp_modify = dp_qp_modify, .qp_destroy = dp_qp_destroy,
+	};
+	struct fake_dp f = { 0 };
+	struct ctl_config cfg = base_cfg();
+	struct client a;
+	struct ipc_create_qp_rsp q;
+	struct ipc_msg m, r;
+	int mfd;
+	char *buf;
+
+	teardown();
+	cfg.dp_ops = &ops;
+	cfg.dp = &f;
+	ctl = ctl_create(&cfg);
+	client_open(&a, true);
+	uint32_t pd = alloc_pd(&a), cq = create_cq(&a, 4, 0);
+
+	cr_assert_eq(f.cq, 1);
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_UC, &q), 0);
+	cr_assert_eq(f.qp, 1);
+	struct ipc_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						     IBV_QP_ACCESS_FLAGS, &at), 0);
+	cr_assert_eq(f.qp_modifies, 1);
+	cr_assert_eq(f.last_state, IBV_QPS_INIT);
+	at.qp_state = IBV_QPS_RTS;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), EINVAL);
+	cr_assert_eq(f.qp_modifies, 1, "a refused modify never reaches the dataplane");
+	at.qp_state = IBV_QPS_RESET;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), 0);
+	cr_assert(f.last_fx & QP_SEM_FX_RESET, "the dataplane is told to drop the queues");
+	at.qp_state = IBV_QPS_INIT;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						     IBV_QP_ACCESS_FLAGS, &at), 0);
+	at.qp_state = IBV_QPS_ERR;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), 0);
+	cr_assert(f.last_fx & QP_SEM_FX_FLUSH, "and to flush on ERR");
+
+	mfd = ipc_shm_create("mr", 4096);
+	buf = ipc_shm_map(mfd, 4096, 0);
+	strcpy(buf + 16, "seen by the daemon");
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pd;
+	m.u.req_REG_MR.addr = (uintptr_t)buf + 16;
+	m.u.req_REG_MR.length = 64;
+	cr_assert_eq(call(&a, &m, &mfd, 1, &r, NULL), 0);
+	cr_assert_eq(f.mr, 1);
+	cr_assert_eq(r.u.rsp_REG_MR.lkey >> 8, 0xabc, "the dataplane's keys reach the application");
+	cr_assert_not_null(f.mr_local);
+	cr_assert_str_eq(f.mr_local, "seen by the daemon", "the daemon reaches the app's bytes");
+
+	f.fail_qp_create = true;
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_RC, NULL), EAGAIN);
+	cr_assert_eq(ctl_conn_nobjects(a.c), 4, "a refused create is undone");
+
+	client_close(&a);
+	cr_assert_eq(f.qp, 0);
+	cr_assert_eq(f.cq, 0);
+	cr_assert_eq(f.mr, 0);
+	munmap(buf, 4096);
+	close(mfd);
+}
+
+Test(ctl, async_events_reach_the_owner_and_count_for_destroy)
+{
+	struct client a;
+	struct ipc_create_qp_rsp q;
+	struct ipc_async_event ev;
+
+	client_open(&a, true);
+	uint32_t pd = alloc_pd(&a), cq = create_cq(&a, 4, 0);
+	struct ipc_msg m, r;
+
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_RC, &q), 0);
+	cr_assert_eq(ctl_raise_event(ctl, IPC_OBJ_QP, q.qpn, IBV_EVENT_QP_FATAL), 0);
+	cr_assert_eq(ctl_raise_event(ctl, IPC_OBJ_QP, q.qpn + 1000, IBV_EVENT_QP_FATAL), -ENOENT);
+	cr_assert_eq(recv(a.async_fd, &ev, sizeof(ev), MSG_DONTWAIT), (ssize_t)sizeof(ev));
+	cr_assert_eq(ev.type, IBV_EVENT_QP_FATAL);
+	cr_assert_eq(ev.kind, IPC_OBJ_QP);
+	ctl_raise_port_event(ctl, 0, 1, IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(recv(a.async_fd, &ev, sizeof(ev), MSG_DONTWAIT), (ssize_t)sizeof(ev));
+	cr_assert_eq(ev.type, IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(ev.user_handle, 1);
+	req(&m, IPC_OP_DESTROY_QP);
+	m.u.req_DESTROY_QP.handle = q.handle;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_DESTROY_QP.events_reported, 1);
+	client_close(&a);
+}
+
+Test(ctl, cq_resize_keeps_unread_completions)
+{
+	struct client a;
+	struct ipc_msg m, r;
+	int rfds[IPC_MAX_FDS];
+	struct spsc_ring *ring;
+	uint8_t *shm;
+
+	client_open(&a, true);
+	req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = 4;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, rfds), 0);
+	cr_assert_eq(r.u.rsp_CREATE_CQ.ring.stride, sizeof(struct cqe));
+	shm = ipc_shm_map(rfds[0], r.u.rsp_CREATE_CQ.shm_size, 0);
+	ring = (struct spsc_ring *)(shm + r.u.rsp_CREATE_CQ.ring.offset);
+	cr_assert_eq(ring->size, r.u.rsp_CREATE_CQ.ring.entries);
+	/* Pretend the daemon produced three CQEs and the app read one. */
+	for (uint64_t i = 0; i < 3; i++)
+		((struct cqe *)spsc_ring_prod_slot(ring, (uint32_t)i))->wr_id = 100 + i;
+	spsc_ring_publish(ring, 3);
+	spsc_ring_release(ring, 1);
+	uint32_t h = r.u.rsp_CREATE_CQ.handle;
+
+	munmap(shm, r.u.rsp_CREATE_CQ.shm_size);
+	close(rfds[0]);
+	req(&m, IPC_OP_RESIZE_CQ);
+	m.u.req_RESIZE_CQ.handle = h;
+	m.u.req_RESIZE_CQ.cqe = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "two CQEs do not fit in one");
+	m.u.req_RESIZE_CQ.cqe = 100;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, rfds), 0);
+	cr_assert_geq(r.u.rsp_RESIZE_CQ.cqe, 100);
+	cr_assert_eq(r.u.rsp_RESIZE_CQ.handle, h);
+	shm = ipc_shm_map(rfds[0], r.u.rsp_RESIZE_CQ.shm_size, 0);
+	ring = (struct spsc_ring *)(shm + r.u.rsp_RESIZE_CQ.ring.offset);
+	cr_assert_eq(spsc_ring_count(ring), 2);
+	cr_assert_eq(((struct cqe *)spsc_ring_cons_slot(ring, 0))->wr_id, 101);
+	cr_assert_eq(((struct cqe *)spsc_ring_cons_slot(ring, 1))->wr_id, 102);
+	munmap(shm, r.u.rsp_RESIZE_CQ.shm_size);
+	close(rfds[0]);
+	client_close(&a);
+}
+
+/* ---- the socket server ---- */
+
+static void serve_until(struct ctl_server *srv, uint32_t nconns)
+{
+	for (int i = 0; i < 100 && ctl_server_nconns(srv) != nconns; i++)
+		ctl_server_poll(srv, 10);
+	cr_assert_eq(ctl_server_nconns(srv), nconns);
+}
+
+Test(ctl, server_drops_a_client_that_breaks_framing)
+{
+	char dir[] = "/tmp/ctl-test-XXXXXX", path[64];
+	struct ctl_server *srv;
+	struct ipc_msg m, r;
+	int fd, good;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/roce.sock", dir);
+	srv = ctl_server_create(ctl, path);
+	cr_assert_not_null(srv);
+	fd = ipc_connect(path);
+	good = ipc_connect(path);
+	cr_assert_geq(fd, 0);
+	serve_until(srv, 2);
+
+	/* A well-formed request is answered. */
+	ipc_req_init(&m, IPC_OP_OPEN_DEVICE, 9);
+	memset(&m.u.req_OPEN_DEVICE, 0, sizeof(m.u.req_OPEN_DEVICE));
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(ipc_send(fd, &m, NULL, 0), 0);
+	ipc_req_init(&m, IPC_OP_ALLOC_PD, 10);
+	memset(&m.u.req_ALLOC_PD, 0, sizeof(m.u.req_ALLOC_PD));
+	cr_assert_eq(ipc_send(fd, &m, NULL, 0), 0);
+	for (int i = 0; i < 20 && ctl_nobjects(ctl) == 0; i++)
+		ctl_server_poll(srv, 10);
+	cr_assert_eq(ctl_nobjects(ctl), 1);
+
+	/* Garbage: the connection is dropped and its PD torn down. */
+	cr_assert_eq(send(fd, "garbage!", 8, 0), 8);
+	serve_until(srv, 1);
+	cr_assert_eq(ctl_nobjects(ctl), 0);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (int i = 0; i < 2; i++) { /* two answers queued, then EOF */
+		int fds[IPC_MAX_FDS];
+		unsigned int n;
+
+		cr_assert_gt(ipc_recv(fd, &r, fds, &n, IPC_RESPONSE), 0);
+		for (unsigned int k = 0; k < n; k++)
+			close(fds[k]);
+	}
+	cr_assert_eq(poll(&p, 1, 1000), 1);
+	cr_assert_eq(recv(fd, &r, sizeof(r), 0), 0, "EOF");
+	close(fd);
+
+	/* The other client is unaffected; then the server goes and it sees EOF. */
+	ipc_req_init(&m, IPC_OP_DEVICE_LIST, 1);
+	m.u.req_DEVICE_LIST.reserved = 0;
+	cr_assert_eq(ipc_send(good, &m, NULL, 0), 0);
+	ctl_server_poll(srv, 100);
+	{
+		int fds[IPC_MAX_FDS];
+		unsigned int n;
+
+		cr_assert_gt(ipc_recv(good, &r, fds, &n, IPC_RESPONSE), 0);
+		cr_assert_eq(r.u.rsp_DEVICE_LIST.count, 1);
+	}
+	ctl_server_destroy(srv);
+	cr_assert_eq(access(path, F_OK), -1, "socket path removed");
+	cr_assert_eq(recv(good, &r, sizeof(r), 0), 0, "EOF once the server is gone");
+	close(good);
+	rmdir(dir);
+}

@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shim's verbs in-process, against a lib/ctl server on a thread. A
+ * fake dataplane records what the control plane hands over, and the test
+ * plays the daemon's lcore on the shared rings (consume WQEs, produce CQEs,
+ * signal the completion channel), so the whole shim <-> daemon contract is
+ * exercised without DPDK.
+ *
+ * Linked against the built shim (libibverbs.so.1 of this tree), never the
+ * system library.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "ctl.h"
+
+/* Private export (rdma-core driver.h): not in the installed headers. */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       void *type);
+
+static const uint8_t mac[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x01 };
+
+/* ---- fake dataplane: remembers the objects, by number ---- */
+
+#define FAKE_MAX 64
+static struct {
+	const struct ctl_qp_info *qp[FAKE_MAX];   /* by qpn - qpn_base */
+	const struct ctl_cq_info *cq[FAKE_MAX];   /* by cqn */
+	const struct ctl_srq_info *srq[FAKE_MAX]; /* by srqn */
+	const struct ctl_mr_info *mr;             /* the latest one */
+	void *mr_local[FAKE_MAX];                 /* by lkey >> 8 */
+	int nmr;
+} fake;
+
+static int f_mr_create(void *dp, struct ctl_mr_info *mr)
+{
+	(void)dp;
+	fake.mr = mr;
+	fake.mr_local[(mr->lkey >> 8) % FAKE_MAX] = mr->local;
+	fake.nmr++;
+	return 0;
+}
+static void f_mr_destroy(void *dp, const struct ctl_mr_info *mr)
+{
+	(void)dp;
+	fake.mr_local[(mr->lkey >> 8) % FAKE_MAX] = NULL;
+	fake.nmr--;
+}
+static int f_cq_create(void *dp, const struct ctl_cq_info *cq)
+{
+	(void)dp;
+	fake.cq[cq->cqn % FAKE_MAX] = cq;
+	return 0;
+}
+static void f_cq_destroy(void *dp, const struct ctl_cq_info *cq)
+{
+	(void)dp;
+	fake.cq[cq->cqn % FAKE_MAX] = NULL;
+}
+static int f_qp_create(void *dp, const struct ctl_qp_info *qp)
+{
+	(void)dp;
+	fake.qp[(qp->qpn - 0x11) % FAKE_MAX] = qp;
+	return 0;
+}
+static void f_qp_destroy(void *dp, const struct ctl_qp_info *qp)
+{
+	(void)dp;
+	fake.qp[(qp->qpn - 0x11) % FAKE_MAX] = NULL;
+}
+static int f_srq_create(void *dp, const struct ctl_srq_info *srq)
+{
+	(void)dp;
+	fake.srq[srq->srqn % FAKE_MAX] = srq;
+	return 0;
+}
+static int f_ah_create(void *dp, struct ctl_ah_info *ah)
+{
+	(void)dp;
+	ah->av.dmac[5] = 0x42; /* "ARP resolved" */
+	return 0;
+}
+
+static const struct ctl_dataplane_ops fake_ops = {
+	.mr_create = f_mr_create, .mr_destroy = f_mr_destroy,
+	.cq_create = f_cq_create, .cq_destroy = f_cq_destroy,
+	.qp_create = f_qp_create, .qp_destroy = f_qp_destroy,
+	.srq_create = f_srq_create, .ah_create = f_ah_create,
+};
+
+/* ---- the daemon on a thread ---- */
+
+static char dir[64], sock[128];
+static struct ctl *ctl;
+static struct ctl_server *srv;
+static pthread_t srv_thread;
+static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int srv_stop;
+
+static void *serve(void *arg)
+{
+	(void)arg;
+	while (!srv_stop) {
+		pthread_mutex_lock(&srv_lock);
+		ctl_server_poll(srv, 5);
+		pthread_mutex_unlock(&srv_lock);
+		usleep(100);
+	}
+	return NULL;
+}
+
+static void daemon_start(void)
+{
+	struct ctl_config cfg;
+	uint32_t ip;
+
+	memset(&fake, 0, sizeof(fake));
+	strcpy(dir, "/tmp/shim-verbs-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/roce.sock", dir);
+	setenv("ROCE_DAEMON_SOCKET", sock, 1);
+	inet_pton(AF_INET, "198.18.0.1", &ip);
+	ctl_config_default(&cfg, "dpdk_roce0", mac, ip);
+	cfg.dp_ops = &fake_ops;
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+	srv = ctl_server_create(ctl, sock);
+	cr_assert_not_null(srv);
+	srv_stop = 0;
+	cr_assert_eq(pthread_create(&srv_thread, NULL, serve, NULL), 0);
+}
+
+static void daemon_stop(void)
+{
+	if (srv == NULL)
+		return;
+	srv_stop = 1;
+	pthread_join(srv_thread, NULL);
+	ctl_server_destroy(srv);
+	ctl_destroy(ctl);
+	srv = NULL;
+	rmdir(dir);
+}
+
+/* ---- the application side ---- */
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+
+static void open_ctx(void)
+{
+	struct ibv_device **list;
+	int n;
+
+	daemon_start();
+	list = ibv_get_device_list(&n);
+	cr_assert_not_null(list);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(ibv_get_device_name(list[0]), "dpdk_roce0");
+	ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	cr_assert_not_null(ctx);
+	pd = ibv_alloc_pd(ctx);
+	cr_assert_not_null(pd);
+}
+
+static void close_ctx(void)
+{
+	if (pd)
+		cr_assert_eq(ibv_dealloc_pd(pd), 0);
+	if (ctx)
+		cr_assert_eq(ibv_close_device(ctx), 0);
+	pd = NULL;
+	ctx = NULL;
+	daemon_stop();
+}
+
+/* Play the engine: complete up to @p n send WQEs of @p qp into its send CQ. */
+static uint32_t engine_complete_sends(struct ibv_qp *qp, uint32_t n, struct sq_wqe *seen)
+{
+	const struct ctl_qp_info *qi = fake.qp[(qp->qp_num - 0x11) % FAKE_MAX];
+	const struct ctl_cq_info *ci;
+	uint32_t done = 0;
+
+	cr_assert_not_null(qi);
+	ci = fake.cq[qi->send_cqn % FAKE_MAX];
+	cr_assert_not_null(ci);
+	while (done < n && spsc_ring_count(qi->sq.ring) > 0) {
+		const struct sq_wqe *w = spsc_ring_cons_slot(qi->sq.ring, 0);
+		struct cqe *e = spsc_ring_prod_slot(ci->ring.ring, 0);
+
+		if (seen)
+			seen[done] = *w;
+		memset(e, 0, sizeof(*e));
+		e->wr_id = w->wr_id;
+		e->status = IBV_WC_SUCCESS;
+		e->opcode = w->opcode == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE : IBV_WC_SEND;
+		e->qp_num = qi->qpn;
+		e->byte_len = w->num_sge ? w->sg_list[0].length : w->inline_len;
+		spsc_ring_publish(ci->ring.ring, 1);
+		spsc_ring_release(qi->sq.ring, 1);
+		done++;
+	}
+	/* The notification the engine reports and the daemon delivers. */
+	if (done && __atomic_exchange_n(&ci->ctrl->arm, 0, __ATOMIC_SEQ_CST) != 0)
+		ipc_cq_signal(ci->ctrl, ci->event_fd);
+	return done;
+}
+
+static void to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					   IBV_QP_ACCESS_FLAGS), 0);
+	cr_assert_eq(qp->state, IBV_QPS_INIT);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.rq_psn = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 0xff;
+	cr_assert_eq(ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid), 0); /* loop back to ourselves */
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					   IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	cr_assert_eq(qp->state, IBV_QPS_RTS);
+}
+
+static struct ibv_qp *make_qp(struct ibv_cq *cq, enum ibv_qp_type type, uint32_t wr, uint32_t sge)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = type,
+		.cap = { .max_send_wr = wr, .max_recv_wr = wr, .max_send_sge = sge, .max_recv_sge = sge },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	cr_assert_not_null(qp, "create_qp: %s", strerror(errno));
+	return qp;
+}
+
+TestSuite(shim_verbs, .init = open_ctx, .fini = close_ctx, .timeout = 30);
+
+Test(shim_verbs, device_port_gid_pkey)
+{
+	struct ibv_device_attr da;
+	struct ibv_device_attr_ex dx;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry ge[4];
+	union ibv_gid gid;
+	enum { ROCE_V2 = 1 } t;
+	__be16 pkey;
+
+	cr_assert_eq(ibv_query_device(ctx, &da), 0);
+	cr_assert_eq(da.vendor_id, 0xffffff);
+	cr_assert_eq(da.vendor_part_id, 0);
+	cr_assert_eq(da.phys_port_cnt, 1);
+	cr_assert_eq(ibv_query_device_ex(ctx, NULL, &dx), 0);
+	cr_assert_eq(dx.phys_port_cnt_ex, 1);
+	cr_assert_eq(dx.orig_attr.max_qp_wr, da.max_qp_wr);
+	cr_assert_geq(ctx->num_comp_vectors, 1);
+
+	cr_assert_eq(ibv_query_port(ctx, 1, &pa), 0);
+	cr_assert_eq(pa.state, IBV_PORT_ACTIVE);
+	cr_assert_eq(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+	cr_assert_eq(pa.gid_tbl_len, 16);
+	cr_assert_eq(ibv_query_port(ctx, 2, &pa), EINVAL, "pyverbs expects EINVAL");
+
+	cr_assert_eq(ibv_query_gid(ctx, 1, 1, &gid), 0);
+	cr_assert_eq(gid.raw[10], 0xff);
+	cr_assert_eq(gid.raw[15], 1);
+	cr_assert_eq(ibv_query_gid(ctx, 1, 5, &gid), 0, "legacy: empty slot is a zero GID");
+	cr_assert_eq(gid.global.interface_id, 0);
+	cr_assert_eq(ibv_query_gid(ctx, 1, 99, &gid), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(ibv_query_gid_ex(ctx, 1, 0, &ge[0], 0), 0);
+	cr_assert_eq(ge[0].gid_type, IBV_GID_TYPE_ROCE_V2);
+	cr_assert_eq(ge[0].gid.raw[0], 0xfe);
+	cr_assert_eq(ibv_query_gid_ex(ctx, 1, 5, &ge[0], 0), ENODATA);
+	cr_assert_eq(ibv_query_gid_ex(ctx, 3, 0, &ge[0], 0), EINVAL);
+	cr_assert_eq(ibv_query_gid_table(ctx, ge, 4, 0), 2);
+	cr_assert_eq(ge[1].gid_index, 1);
+	cr_assert_eq(ibv_query_gid_table(ctx, ge, 1, 0), -EINVAL, "buffer too small");
+	cr_assert_eq(ibv_query_gid_type(ctx, 1, 1, &t), 0);
+	cr_assert_eq(t, ROCE_V2);
+
+	cr_assert_eq(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
+	cr_assert_eq(pkey, htons(0xffff));
+	cr_assert_eq(ibv_query_pkey(ctx, 1, 1, &pkey), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(ibv_get_pkey_index(ctx, 1, htons(0xffff)), 0);
+}
+
+static bool maps_line_for(void *addr, char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool found = false;
+
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= (uintptr_t)addr &&
+		    (uintptr_t)addr < hi) {
+			snprintf(out, cap, "%s", line);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+Test(shim_verbs, registered_pages_are_shared_with_the_daemon)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = 3 * (size_t)pg;
+	uint8_t *buf = mmap(NULL, len + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr, *mr2;
+	uint8_t *remote;
+	char line[512];
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 7);
+	mr = ibv_reg_mr(pd, buf + 100, len - 200, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_not_null(mr, "%s", strerror(errno));
+	cr_assert_eq(mr->addr, buf + 100);
+	cr_assert_eq(mr->lkey, mr->rkey);
+	remote = fake.mr_local[(mr->lkey >> 8) % FAKE_MAX];
+	cr_assert_not_null(remote, "the daemon maps the application's pages");
+	cr_assert_neq(remote, buf + 100, "at its own address");
+	cr_assert_eq(memcmp(remote, buf + 100, len - 200), 0, "contents survived the remap");
+	remote[0] = 0xab;
+	cr_assert_eq(buf[100], 0xab, "daemon writes land in the application");
+	buf[len - 101] = 0xcd;
+	cr_assert_eq(remote[len - 201], 0xcd, "application writes reach the daemon");
+	cr_assert(maps_line_for(buf + 100, line, sizeof(line)));
+	cr_assert(strstr(line, "roce-mr") != NULL && strstr(line, "rw-s") != NULL, "%s", line);
+
+	/* A second registration inside the first reuses its pages. */
+	mr2 = ibv_reg_mr(pd, buf + pg, 16, IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_not_null(mr2);
+	cr_assert_neq(mr2->lkey, mr->lkey);
+	remote = fake.mr_local[(mr2->lkey >> 8) % FAKE_MAX];
+	remote[0] = 0x5a;
+	cr_assert_eq(buf[pg], 0x5a);
+
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert(maps_line_for(buf + 100, line, sizeof(line)));
+	cr_assert(strstr(line, "roce-mr") != NULL, "still shared while mr2 uses it: %s", line);
+	cr_assert_eq(ibv_dereg_mr(mr2), 0);
+	cr_assert_eq(fake.nmr, 0);
+	cr_assert(maps_line_for(buf + 100, line, sizeof(line)));
+	cr_assert(strstr(line, "roce-mr") == NULL && strstr(line, "rw-p") != NULL,
+		  "private memory again: %s", line);
+	cr_assert_eq(buf[100], 0xab, "contents kept after the last deregistration");
+	cr_assert_eq(buf[pg], 0x5a);
+	cr_assert_eq(buf[len - 101], 0xcd);
+	cr_assert_eq(buf[2 * pg + 1], (uint8_t)((2 * pg + 1) * 7));
+	munmap(buf, len + pg);
+
+	/* Bad flows: pyverbs' test_reg_mr_bad_flags, ODP, empty. */
+	uint8_t small[64];
+
+	cr_assert_null(ibv_reg_mr(pd, small, sizeof(small), IBV_ACCESS_REMOTE_WRITE));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(ibv_reg_mr(pd, small, sizeof(small), IBV_ACCESS_REMOTE_ATOMIC));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(ibv_reg_mr(pd, small, 0, IBV_ACCESS_LOCAL_WRITE));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(ibv_reg_mr(pd, small, sizeof(small), IBV_ACCESS_ON_DEMAND));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	/* Stack memory cannot be remapped: registered without direct access (fallback). */
+	mr = ibv_reg_mr(pd, small, sizeof(small), IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_not_null(mr);
+	cr_assert_null(fake.mr_local[(mr->lkey >> 8) % FAKE_MAX]);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+}
+
+Test(shim_verbs, rereg_mr)
+{
+	uint8_t *a = aligned_alloc(4096, 8192), *b = aligned_alloc(4096, 8192);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr = ibv_reg_mr(pd, a, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	uint32_t key;
+
+	cr_assert_not_null(mr);
+	key = mr->lkey;
+	cr_assert_eq(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				  IBV_ACCESS_LOCAL_WRITE), 0);
+	cr_assert_eq(fake.mr->access, IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_eq(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0), 0);
+	cr_assert_eq(mr->pd, pd2);
+	cr_assert_eq(fake.mr->pd, 1, "the dataplane sees the new PD");
+	cr_assert_eq(ibv_dealloc_pd(pd2), EBUSY, "the MR uses it now");
+	b[10] = 77;
+	cr_assert_eq(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, b, 4096, 0), 0);
+	cr_assert_eq(mr->addr, b);
+	cr_assert_eq(mr->lkey, key, "keys survive a rereg when the dataplane keeps them");
+	cr_assert_eq(((uint8_t *)fake.mr->local)[10], 77, "the new pages are shared");
+	cr_assert_eq(ibv_rereg_mr(mr, 0, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
+	free(a);
+	free(b);
+}
+
+Test(shim_verbs, posting_bad_flows_like_rxe)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *qp;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	uint8_t buf[256];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge[4] = { { (uintptr_t)buf, 8, mr->lkey }, { (uintptr_t)buf + 8, 8, mr->lkey },
+				  { (uintptr_t)buf + 16, 8, mr->lkey }, { (uintptr_t)buf + 24, 8, mr->lkey } };
+	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED }, *bad_s = NULL;
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = sge, .num_sge = 1 }, *bad_r = NULL;
+	uint32_t max;
+
+	cr_assert_not_null(cq);
+	qp = make_qp(cq, IBV_QPT_RC, 4, 2);
+	cr_assert_eq(qp->state, IBV_QPS_RESET);
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "send in RESET");
+	cr_assert_eq(bad_s, &swr);
+	cr_assert_eq(ibv_post_recv(qp, &rwr, &bad_r), EINVAL, "receive in RESET");
+	cr_assert_eq(bad_r, &rwr);
+	to_rts(qp);
+
+	cr_assert_eq(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi), 0);
+	max = qa.cap.max_recv_wr;
+	cr_assert_geq(max, 4);
+	cr_assert_eq(qa.cap.max_recv_sge, 2);
+	rwr.num_sge = 3;
+	cr_assert_eq(ibv_post_recv(qp, &rwr, &bad_r), EINVAL, "more SGEs than max_recv_sge");
+	rwr.num_sge = 1;
+	for (uint32_t i = 0; i < max; i++)
+		cr_assert_eq(ibv_post_recv(qp, &rwr, &bad_r), 0);
+	cr_assert_eq(ibv_post_recv(qp, &rwr, &bad_r), ENOMEM, "RQ full at max_recv_wr + 1");
+
+	swr.num_sge = 4;
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "more SGEs than max_send_sge");
+	swr.num_sge = 1;
+	swr.opcode = IBV_WR_LOCAL_INV;
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "opcode not supported");
+	swr.opcode = IBV_WR_SEND;
+	/* A chain: the WRs before the bad one are posted. */
+	struct ibv_send_wr chain[3] = { swr, swr, swr };
+
+	chain[0].next = &chain[1];
+	chain[1].next = &chain[2];
+	chain[2].num_sge = 9;
+	cr_assert_eq(ibv_post_send(qp, chain, &bad_s), EINVAL);
+	cr_assert_eq(bad_s, &chain[2]);
+	cr_assert_eq(engine_complete_sends(qp, 10, NULL), 2, "two WQEs reached the ring");
+	cr_assert_eq(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi), 0);
+	for (uint32_t i = 0; i < qa.cap.max_send_wr; i++)
+		cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), 0);
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), ENOMEM, "SQ full");
+
+	/* Inline data is copied into the WQE. */
+	engine_complete_sends(qp, 100, NULL);
+	struct ibv_wc wc[64];
+
+	while (ibv_poll_cq(cq, 64, wc) > 0)
+		;
+	memcpy(buf, "inline!", 8);
+	swr.send_flags |= IBV_SEND_INLINE;
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), 0);
+	struct sq_wqe seen;
+
+	cr_assert_eq(engine_complete_sends(qp, 1, &seen), 1);
+	cr_assert_eq(seen.inline_len, 8);
+	cr_assert_str_eq((char *)seen.inline_data, "inline!");
+
+	cr_assert_eq(ibv_destroy_cq(cq), EBUSY, "the QP uses it");
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+Test(shim_verbs, completions_flow_through_the_rings)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 8, 1);
+	uint64_t buf[8];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, 32, mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc[8];
+	struct sq_wqe seen[3];
+
+	to_rts(qp);
+	wr.wr.rdma.remote_addr = 0x1000;
+	wr.wr.rdma.rkey = 0x77;
+	for (uint64_t i = 0; i < 3; i++) {
+		wr.wr_id = 100 + i;
+		cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	}
+	cr_assert_eq(ibv_poll_cq(cq, 8, wc), 0, "nothing completed yet");
+	cr_assert_eq(engine_complete_sends(qp, 3, seen), 3);
+	cr_assert_eq(seen[0].opcode, IBV_WR_RDMA_WRITE);
+	cr_assert_eq(seen[0].wr.rdma.rkey, 0x77);
+	cr_assert_eq(seen[0].sg_list[0].lkey, mr->lkey);
+	cr_assert_eq(ibv_poll_cq(cq, 2, wc), 2);
+	cr_assert_eq(wc[0].wr_id, 100);
+	cr_assert_eq(wc[1].wr_id, 101);
+	cr_assert_eq(wc[0].qp_num, qp->qp_num);
+	cr_assert_eq(wc[0].opcode, IBV_WC_RDMA_WRITE);
+	cr_assert_eq(wc[0].byte_len, 32);
+	cr_assert_eq(ibv_poll_cq(cq, 8, wc), 1);
+	cr_assert_eq(wc[0].wr_id, 102);
+
+	/* The new post-send API writes the same ring. */
+	struct ibv_qp_init_attr_ex ix = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *q2 = ibv_create_qp_ex(ctx, &ix);
+	struct ibv_qp_ex *x;
+
+	cr_assert_not_null(q2);
+	cr_assert_null(ibv_qp_to_qp_ex(qp), "only QPs created with send_ops_flags");
+	x = ibv_qp_to_qp_ex(q2);
+	cr_assert_not_null(x);
+	to_rts(q2);
+	ibv_wr_start(x);
+	x->wr_id = 7;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 16);
+	x->wr_id = 8;
+	ibv_wr_rdma_write(x, 0x99, 0x2000);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 24);
+	cr_assert_eq(ibv_wr_complete(x), 0);
+	cr_assert_eq(engine_complete_sends(q2, 5, seen), 2);
+	cr_assert_eq(seen[0].wr_id, 7);
+	cr_assert_eq(seen[0].opcode, IBV_WR_SEND);
+	cr_assert_eq(seen[1].wr.rdma.rkey, 0x99);
+	cr_assert_eq(seen[1].sg_list[0].length, 24);
+
+	/* ... and its bad flow: wrong state is EINVAL at wr_complete (pyverbs test_qpex). */
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	cr_assert_eq(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 16);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	cr_assert_eq(engine_complete_sends(q2, 5, NULL), 0, "nothing was posted");
+
+	/* ibv_cq_ex polling of what is left. */
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_cq_ex *cx = (struct ibv_cq_ex *)cq;
+	int n = 0;
+
+	cr_assert_eq(ibv_start_poll(cx, &pa), 0);
+	do {
+		cr_assert_eq(cx->status, IBV_WC_SUCCESS);
+		cr_assert_eq(cx->wr_id, (uint64_t)(7 + n));
+		cr_assert_eq(ibv_wc_read_qp_num(cx), q2->qp_num);
+		n++;
+	} while (ibv_next_poll(cx) == 0);
+	ibv_end_poll(cx);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(ibv_start_poll(cx, &pa), ENOENT);
+
+	cr_assert_eq(ibv_destroy_qp(q2), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+Test(shim_verbs, completion_channel_and_resize)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq, *got;
+	struct ibv_qp *qp;
+	struct ibv_sge sge = { 0, 0, 0 };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 0, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct pollfd p;
+	struct ibv_wc wc[4];
+	void *cctx;
+	int marker;
+
+	cr_assert_not_null(ch);
+	cq = ibv_create_cq(ctx, 4, &marker, ch, 0);
+	cr_assert_not_null(cq);
+	cr_assert_eq(cq->channel, ch);
+	qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	to_rts(qp);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), EBUSY, "a CQ uses it");
+
+	cr_assert_eq(ibv_req_notify_cq(cq, 0), 0);
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "no event before the completion");
+	cr_assert_eq(engine_complete_sends(qp, 1, NULL), 1);
+	cr_assert_eq(poll(&p, 1, 1000), 1, "the channel fd is readable");
+	cr_assert_eq(ibv_get_cq_event(ch, &got, &cctx), 0);
+	cr_assert_eq(got, cq);
+	cr_assert_eq(cctx, &marker);
+	cr_assert_eq(ibv_poll_cq(cq, 4, wc), 1);
+	cr_assert_eq(wc[0].wr_id, 5);
+	/* Not armed again: the next completion raises no event. */
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	cr_assert_eq(engine_complete_sends(qp, 1, NULL), 1);
+	cr_assert_eq(poll(&p, 1, 0), 0);
+
+	/* Resize keeps the unread completion. */
+	cr_assert_eq(ibv_resize_cq(cq, 100), 0);
+	cr_assert_geq(cq->cqe, 100);
+	cr_assert_eq(ibv_poll_cq(cq, 4, wc), 1);
+	cr_assert_eq(wc[0].wr_id, 5);
+
+	ibv_ack_cq_events(cq, 1);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0, "every event was acknowledged");
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+}
+
+Test(shim_verbs, srq_and_ud_address_handles)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &si);
+	struct ibv_srq_attr sa;
+	struct ibv_recv_wr rwr = { .wr_id = 1, .num_sge = 1 }, *bad_r;
+	struct ibv_sge sge = { 0, 4, 0 };
+	uint32_t num;
+
+	cr_assert_not_null(srq);
+	cr_assert_geq(si.attr.max_wr, 4);
+	cr_assert_eq(ibv_query_srq(srq, &sa), 0);
+	cr_assert_eq(sa.max_wr, si.attr.max_wr);
+	cr_assert_eq(ibv_get_srq_num(srq, &num), 0);
+	cr_assert_neq(num, 0);
+	rwr.sg_list = &sge;
+	for (uint32_t i = 0; i < sa.max_wr; i++)
+		cr_assert_eq(ibv_post_srq_recv(srq, &rwr, &bad_r), 0);
+	cr_assert_eq(ibv_post_srq_recv(srq, &rwr, &bad_r), ENOMEM);
+	rwr.num_sge = 2;
+	cr_assert_eq(ibv_post_srq_recv(srq, &rwr, &bad_r), EINVAL);
+
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	cr_assert_not_null(qp);
+	cr_assert_eq(ibv_post_recv(qp, &rwr, &bad_r), EINVAL, "the QP's receives go to the SRQ");
+	cr_assert_eq(ibv_destroy_srq(srq), EBUSY);
+
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .sgid_index = 1, .hop_limit = 64 } };
+	struct ibv_ah *ah;
+
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	aa.grh.dgid.raw[12] = 198;
+	aa.grh.dgid.raw[13] = 18;
+	aa.grh.dgid.raw[15] = 2;
+	ah = ibv_create_ah(pd, &aa);
+	cr_assert_not_null(ah);
+	aa.is_global = 0;
+	cr_assert_null(ibv_create_ah(pd, &aa), "RoCE needs a GRH");
+	cr_assert_eq(errno, EINVAL);
+
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	struct ibv_send_wr swr = { .wr_id = 9, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad_s;
+	struct sq_wqe seen;
+
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = 0x1234;
+	swr.wr.ud.remote_qkey = 0x11111111;
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), 0);
+	swr.opcode = IBV_WR_RDMA_WRITE;
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "no RDMA on UD");
+	swr.opcode = IBV_WR_SEND;
+	swr.wr.ud.ah = NULL;
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "UD needs an AH");
+	cr_assert_eq(engine_complete_sends(qp, 2, &seen), 1);
+	cr_assert_eq(seen.wr.ud.remote_qpn, 0x1234);
+	cr_assert_eq(seen.av.dgid[12], 198);
+	cr_assert_eq(seen.av.dgid[15], 2);
+	cr_assert_eq(seen.av.sgid[15], 1, "source GID filled from the table");
+	cr_assert_eq(seen.av.smac[5], 0x01);
+	cr_assert_eq(seen.av.dmac[5], 0x42, "the dataplane's resolution reaches the WQE");
+	cr_assert_eq(seen.av.ipv6, 0);
+	cr_assert_eq(seen.av.hop_limit, 64);
+
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* A RoCEv2/IPv4 receive buffer: 20 unused bytes, then the IPv4 header (IBA A17.4.5.1). */
+Test(shim_verbs, ah_from_a_received_ipv4_packet)
+{
+	uint8_t buf[40] = { 0 };
+	uint8_t *ip = buf + 20;
+	struct ibv_wc wc = { .wc_flags = IBV_WC_GRH, .sl = 3 };
+	struct ibv_ah_attr aa;
+	uint32_t sum = 0;
+	struct ibv_ah *ah;
+
+	ip[0] = 0x45;
+	ip[1] = 0x68;               /* TOS */
+	ip[8] = 61;                 /* TTL */
+	ip[9] = 17;                 /* UDP */
+	memcpy(ip + 12, "\xc6\x12\x00\x07", 4); /* from 198.18.0.7 */
+	memcpy(ip + 16, "\xc6\x12\x00\x01", 4); /* to us, GID 1 */
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+
+	cr_assert_eq(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)buf, &aa), 0);
+	cr_assert_eq(aa.is_global, 1);
+	cr_assert_eq(aa.grh.sgid_index, 1, "our IPv4-mapped RoCE v2 GID");
+	cr_assert_eq(aa.grh.dgid.raw[10], 0xff);
+	cr_assert_eq(aa.grh.dgid.raw[15], 7, "reply to the sender");
+	cr_assert_eq(aa.grh.hop_limit, 61);
+	cr_assert_eq(aa.grh.traffic_class, 0x68);
+	cr_assert_eq(aa.sl, 3);
+	ah = ibv_create_ah_from_wc(pd, &wc, (struct ibv_grh *)buf, 1);
+	cr_assert_not_null(ah, "%s", strerror(errno));
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+	memcpy(ip + 16, "\xc6\x12\x00\x09", 4); /* not our address: no source GID */
+	cr_assert_eq(ibv_init_ah_from_wc(ctx, 1, &wc, (struct ibv_grh *)buf, &aa), -1);
+}
+
+Test(shim_verbs, async_events_and_daemon_loss)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_async_event ev;
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+
+	to_rts(qp);
+	pthread_mutex_lock(&srv_lock);
+	cr_assert_eq(ctl_qp_event(ctl, qp->qp_num, CTL_QP_EV_FATAL, IBV_EVENT_QP_FATAL), 0);
+	pthread_mutex_unlock(&srv_lock);
+	cr_assert_eq(poll(&p, 1, 1000), 1, "async_fd is pollable");
+	cr_assert_eq(ibv_get_async_event(ctx, &ev), 0);
+	cr_assert_eq(ev.event_type, IBV_EVENT_QP_FATAL);
+	cr_assert_eq(ev.element.qp, qp);
+	ibv_ack_async_event(&ev);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	cr_assert_eq(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi), 0);
+	cr_assert_eq(qa.qp_state, IBV_QPS_ERR, "the semantics followed the dataplane");
+	cr_assert_eq(ibv_destroy_qp(qp), 0, "the event was acknowledged");
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+
+	/* The daemon goes away: DEVICE_FATAL, then errors, never a crash or hang. */
+	daemon_stop();
+	cr_assert_eq(ibv_get_async_event(ctx, &ev), 0);
+	cr_assert_eq(ev.event_type, IBV_EVENT_DEVICE_FATAL);
+	ibv_ack_async_event(&ev);
+	cr_assert_null(ibv_alloc_pd(ctx));
+	cr_assert_eq(errno, EIO, "as a disassociated device");
+	cr_assert_eq(ibv_dealloc_pd(pd), 0, "destroys still succeed and free the local part");
+	pd = NULL;
+}
+
+Test(shim_verbs, unsupported_verbs_say_eopnotsupp)
+{
+	struct ibv_xrcd_init_attr xa = { 0 };
+	struct ibv_td_init_attr ta = { 0 };
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qi = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RAW_PACKET };
+
+	cr_assert_null(ibv_open_xrcd(ctx, &xa));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	cr_assert_null(ibv_alloc_mw(pd, IBV_MW_TYPE_1));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	cr_assert_null(ibv_alloc_td(ctx, &ta));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	cr_assert_null(ibv_create_qp(pd, &qi));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	cr_assert_null(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	cr_assert_null(ibv_import_pd(ctx, 1));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	cr_assert_eq(ibv_attach_mcast(NULL, NULL, 0), EOPNOTSUPP);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+Test(shim_verbs_nodaemon, empty_list_without_daemon)
+{
+	struct ibv_device **list;
+	int n = -1;
+
+	setenv("ROCE_DAEMON_SOCKET", "/nonexistent/roce.sock", 1);
+	list = ibv_get_device_list(&n);
+	cr_assert_not_null(list, "an empty list, not NULL");
+	cr_assert_eq(n, 0);
+	cr_assert_null(list[0]);
+	ibv_free_device_list(list);
+	cr_assert_str_eq(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), "remote access error");
+	cr_assert_str_eq(ibv_event_type_str(IBV_EVENT_DEVICE_FATAL), "local catastrophic error");
+	cr_assert_eq(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125);
+	cr_assert_eq(mult_to_ibv_rate(4), IBV_RATE_10_GBPS);
+}
