@@ -50,7 +50,7 @@ static struct shim_device *shim_device_get(const struct ipc_device_info *info)
 	d->device.node_type = IBV_NODE_CA;
 	d->device.transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->device.name, sizeof(d->device.name), "%s", info->name);
-	snprintf(d->device.dev_name, sizeof(d->device.dev_name), "uverbs-%s", info->name);
+	snprintf(d->device.dev_name, sizeof(d->device.dev_name), "uverbs-%.56s", info->name);
 	snprintf(d->device.dev_path, sizeof(d->device.dev_path),
 		 "/sys/class/infiniband_verbs/uverbs-%s", info->name);
 	snprintf(d->device.ibdev_path, sizeof(d->device.ibdev_path), "/sys/class/infiniband/%s",
