@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../test/splitmix64.h"
 #include "timer_wheel.h"
 
 #define PROBES 1024u         /* extra handles armed and cancelled on top of the live ones */
@@ -24,11 +25,7 @@ static uint64_t rng_state = 12345;
 static uint64_t
 rng(void)
 {
-	uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return splitmix64_next(&rng_state);
 }
 
 static uint64_t

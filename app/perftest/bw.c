@@ -2,8 +2,8 @@
 /*
  * Engines the modes share: the requester that keeps a window of WRs in
  * flight (perftest's run_iter_bw), the SEND receiver (run_iter_bw_server),
- * the passive target, and the -D measurement window. Each call is one
- * bounded, non-blocking step.
+ * the passive target, the ping-pong of the SEND/WRITE latency modes, and the
+ * -D measurement window. Each call is one bounded, non-blocking step.
  */
 #include <string.h>
 #include <time.h>
@@ -72,9 +72,10 @@ int pt_poll_send(struct pt_side *s, struct ibv_wc *wc, int max)
 	return n;
 }
 
-/* Post iteration c->posted of QP @p q. */
-static int pt_post_one(struct pt_side *s, uint32_t q, struct pt_qp_counts *c, pt_prepare_fn *prep)
+/* Post iteration c->posted of QP @p q with @p flags (SIGNALED or 0). */
+static int pt_post_one(struct pt_side *s, uint32_t q, unsigned int flags, pt_prepare_fn *prep)
 {
+	struct pt_qp_counts *c = &s->pub.qp[q];
 	uint64_t iter = c->posted;
 	struct ibv_sge sge = {
 		.addr = (uint64_t)(uintptr_t)pt_tx_slot(s, q, iter),
@@ -85,11 +86,9 @@ static int pt_post_one(struct pt_side *s, uint32_t q, struct pt_qp_counts *c, pt
 		.wr_id = pt_wr_id(q, iter),
 		.sg_list = &sge,
 		.num_sge = 1,
+		.send_flags = flags,
 	}, *bad;
 
-	/* CQ moderation: every cq_mod-th WR and the last one are signaled. */
-	if ((iter + 1) % s->cq_mod == 0 || iter + 1 == s->iters)
-		wr.send_flags = IBV_SEND_SIGNALED;
 	prep(s, q, iter, &wr, &sge);
 	if ((wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_RDMA_WRITE) && s->size <= (uint64_t)s->inline_size)
 		wr.send_flags |= IBV_SEND_INLINE;
@@ -131,7 +130,11 @@ enum pt_step pt_bw_requester_step(struct pt_side *s, pt_prepare_fn *prep, pt_com
 		struct pt_qp_counts *c = &s->pub.qp[q];
 
 		for (int b = 0; b < PT_POST_BURST && pt_may_post(s, q, c, time_up); b++) {
-			if (pt_post_one(s, q, c, prep))
+			/* CQ moderation: every cq_mod-th WR and the last one are signaled. */
+			uint64_t next = c->posted + 1;
+			unsigned int flags = next % s->cq_mod == 0 || next == s->iters ? IBV_SEND_SIGNALED : 0;
+
+			if (pt_post_one(s, q, flags, prep))
 				return PT_STEP_ERROR;
 			progress = true;
 		}
@@ -301,7 +304,8 @@ enum pt_step pt_target_step(struct pt_side *s, void (*check)(struct pt_side *s))
 	return PT_STEP_DONE;
 }
 
-bool pt_pingpong_may_send(const struct pt_side *s, bool time_up)
+/* May this side send its next ping-pong message now? */
+static bool pt_pingpong_may_send(const struct pt_side *s, bool time_up)
 {
 	const struct pt_qp_counts *c = &s->pub.qp[0];
 
@@ -312,7 +316,8 @@ bool pt_pingpong_may_send(const struct pt_side *s, bool time_up)
 	return c->posted < c->received;
 }
 
-enum pt_step pt_pingpong_finish(struct pt_side *s, bool time_up, bool progress)
+/* Poll the send CQ and tell whether the ping-pong side is done. */
+static enum pt_step pt_pingpong_finish(struct pt_side *s, bool time_up, bool progress)
 {
 	struct pt_qp_counts *c = &s->pub.qp[0];
 	struct ibv_wc wc;
@@ -334,4 +339,18 @@ enum pt_step pt_pingpong_finish(struct pt_side *s, bool time_up, bool progress)
 		}
 	}
 	return progress ? PT_STEP_BUSY : PT_STEP_IDLE;
+}
+
+enum pt_step pt_pingpong_step(struct pt_side *s, bool progress, bool credit, pt_prepare_fn *prep)
+{
+	const struct pt_qp_counts *c = &s->pub.qp[0];
+	bool time_up = s->role == PT_ROLE_CLIENT && pt_window_update(s, c->received);
+
+	if (credit && pt_pingpong_may_send(s, time_up)) {
+		/* one message in flight each way: every one is signaled */
+		if (pt_post_one(s, 0, IBV_SEND_SIGNALED, prep))
+			return PT_STEP_ERROR;
+		progress = true;
+	}
+	return pt_pingpong_finish(s, time_up, progress);
 }

@@ -276,6 +276,22 @@ static uint8_t *pt_msg_recv(struct pt_link *l, enum pt_msg_type type, size_t *le
 	return buf;
 }
 
+/*
+ * Send @p out as @p type, then receive the peer's message of the same type
+ * into @p in. Returns the received buffer (freed by the caller) or NULL.
+ */
+static uint8_t *pt_msg_swap(struct pt_link *l, enum pt_msg_type type, const struct pt_wbuf *out,
+			    struct pt_rbuf *in)
+{
+	uint8_t *buf;
+
+	if (pt_msg_send(l, type, out))
+		return NULL;
+	buf = pt_msg_recv(l, type, &in->len);
+	*in = (struct pt_rbuf){ .p = buf, .len = buf ? in->len : 0 };
+	return buf;
+}
+
 /* ---- messages ---------------------------------------------------------------- */
 
 size_t pt_hello_encode(const struct pt_params *p, uint8_t *buf, size_t cap)
@@ -348,23 +364,21 @@ int pt_xchg_hello(struct pt_link *l, const struct pt_params *p)
 {
 	uint8_t mine[PT_HELLO_LEN], *theirs;
 	struct pt_wbuf b = { .p = mine, .cap = sizeof(mine) };
-	size_t len;
+	struct pt_rbuf r;
 	int rc;
 
 	b.len = pt_hello_encode(p, mine, sizeof(mine));
-	if (pt_msg_send(l, PT_MSG_HELLO, &b))
-		return -1;
-	theirs = pt_msg_recv(l, PT_MSG_HELLO, &len);
+	theirs = pt_msg_swap(l, PT_MSG_HELLO, &b, &r);
 	if (!theirs)
 		return -1;
-	rc = pt_hello_check(p, theirs, len, stderr);
+	rc = pt_hello_check(p, theirs, r.len, stderr);
 	free(theirs);
 	return rc;
 }
 
 int pt_xchg_dests(struct pt_link *l, const struct pt_dest *local, struct pt_dest *remote, uint32_t n)
 {
-	size_t cap = 4 + (size_t)n * PT_DEST_LEN, len;
+	size_t cap = 4 + (size_t)n * PT_DEST_LEN;
 	struct pt_wbuf b = { .p = malloc(cap), .cap = cap };
 	struct pt_rbuf r;
 	uint8_t *in;
@@ -383,17 +397,12 @@ int pt_xchg_dests(struct pt_link *l, const struct pt_dest *local, struct pt_dest
 		pt_put(&b, local[i].out_reads, 1);
 		pt_put(&b, local[i].mtu, 1);
 	}
-	if (pt_msg_send(l, PT_MSG_DEST, &b)) {
-		free(b.p);
-		return -1;
-	}
+	in = pt_msg_swap(l, PT_MSG_DEST, &b, &r);
 	free(b.p);
-	in = pt_msg_recv(l, PT_MSG_DEST, &len);
 	if (!in)
 		return -1;
-	r = (struct pt_rbuf){ .p = in, .len = len };
-	if (pt_get(&r, 4) != n || len != cap) {
-		fprintf(stderr, " The peer sent %zu bytes of QP data, expected %zu\n", len, cap);
+	if (pt_get(&r, 4) != n || r.len != cap) {
+		fprintf(stderr, " The peer sent %zu bytes of QP data, expected %zu\n", r.len, cap);
 		goto out;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -428,16 +437,12 @@ int pt_xchg_sync(struct pt_link *l, uint32_t tag)
 	uint8_t out[4], *in;
 	struct pt_wbuf b = { .p = out, .cap = sizeof(out) };
 	struct pt_rbuf r;
-	size_t len;
 	int rc;
 
 	pt_put(&b, tag, 4);
-	if (pt_msg_send(l, PT_MSG_SYNC, &b))
-		return -1;
-	in = pt_msg_recv(l, PT_MSG_SYNC, &len);
+	in = pt_msg_swap(l, PT_MSG_SYNC, &b, &r);
 	if (!in)
 		return -1;
-	r = (struct pt_rbuf){ .p = in, .len = len };
 	rc = pt_expect_tag(&r, tag, "sync");
 	free(in);
 	return rc;
@@ -495,27 +500,24 @@ out:
 	return rc;
 }
 
+/* RESULT after tag and flags, in wire order: X(field, u64 or double). */
+#define PT_RESULT_FIELDS(X) \
+	X(size, u64) X(iters, u64) \
+	X(seconds, double) X(bw_peak, double) X(bw_avg, double) X(msg_rate, double) \
+	X(t_min, double) X(t_max, double) X(t_typical, double) X(t_avg, double) \
+	X(t_stdev, double) X(t_p99, double) X(t_p999, double) X(tps, double) \
+	X(verify_checked, u64) X(verify_errors, u64) X(lost, u64)
+
+static void pt_put_u64(struct pt_wbuf *b, uint64_t v) { pt_put(b, v, 8); }
+static uint64_t pt_get_u64(struct pt_rbuf *b) { return pt_get(b, 8); }
+
 static void pt_result_put(struct pt_wbuf *b, uint32_t tag, const struct pt_result *x)
 {
 	pt_put(b, tag, 4);
 	pt_put(b, (uint64_t)x->valid | (uint64_t)x->lat << 1 | (uint64_t)x->duration << 2, 1);
-	pt_put(b, x->size, 8);
-	pt_put(b, x->iters, 8);
-	pt_put_double(b, x->seconds);
-	pt_put_double(b, x->bw_peak);
-	pt_put_double(b, x->bw_avg);
-	pt_put_double(b, x->msg_rate);
-	pt_put_double(b, x->t_min);
-	pt_put_double(b, x->t_max);
-	pt_put_double(b, x->t_typical);
-	pt_put_double(b, x->t_avg);
-	pt_put_double(b, x->t_stdev);
-	pt_put_double(b, x->t_p99);
-	pt_put_double(b, x->t_p999);
-	pt_put_double(b, x->tps);
-	pt_put(b, x->verify_checked, 8);
-	pt_put(b, x->verify_errors, 8);
-	pt_put(b, x->lost, 8);
+#define PT_PUT_FIELD(f, t) pt_put_##t(b, x->f);
+	PT_RESULT_FIELDS(PT_PUT_FIELD)
+#undef PT_PUT_FIELD
 }
 
 static void pt_result_get(struct pt_rbuf *r, struct pt_result *x)
@@ -525,23 +527,9 @@ static void pt_result_get(struct pt_rbuf *r, struct pt_result *x)
 	x->valid = flags & 1;
 	x->lat = flags & 2;
 	x->duration = flags & 4;
-	x->size = pt_get(r, 8);
-	x->iters = pt_get(r, 8);
-	x->seconds = pt_get_double(r);
-	x->bw_peak = pt_get_double(r);
-	x->bw_avg = pt_get_double(r);
-	x->msg_rate = pt_get_double(r);
-	x->t_min = pt_get_double(r);
-	x->t_max = pt_get_double(r);
-	x->t_typical = pt_get_double(r);
-	x->t_avg = pt_get_double(r);
-	x->t_stdev = pt_get_double(r);
-	x->t_p99 = pt_get_double(r);
-	x->t_p999 = pt_get_double(r);
-	x->tps = pt_get_double(r);
-	x->verify_checked = pt_get(r, 8);
-	x->verify_errors = pt_get(r, 8);
-	x->lost = pt_get(r, 8);
+#define PT_GET_FIELD(f, t) x->f = pt_get_##t(r);
+	PT_RESULT_FIELDS(PT_GET_FIELD)
+#undef PT_GET_FIELD
 }
 
 int pt_xchg_result(struct pt_link *l, uint32_t tag, const struct pt_result *mine, struct pt_result *theirs)
@@ -549,20 +537,16 @@ int pt_xchg_result(struct pt_link *l, uint32_t tag, const struct pt_result *mine
 	uint8_t out[PT_RESULT_LEN], *in;
 	struct pt_wbuf b = { .p = out, .cap = sizeof(out) };
 	struct pt_rbuf r;
-	size_t len;
 	int rc = -1;
 
 	pt_result_put(&b, tag, mine);
-	if (pt_msg_send(l, PT_MSG_RESULT, &b))
-		return -1;
-	in = pt_msg_recv(l, PT_MSG_RESULT, &len);
+	in = pt_msg_swap(l, PT_MSG_RESULT, &b, &r);
 	if (!in)
 		return -1;
-	r = (struct pt_rbuf){ .p = in, .len = len };
 	if (pt_expect_tag(&r, tag, "result") == 0) {
 		memset(theirs, 0, sizeof(*theirs));
 		pt_result_get(&r, theirs);
-		rc = r.bad || r.off != len ? -1 : 0;
+		rc = r.bad || r.off != r.len ? -1 : 0;
 		if (rc)
 			fprintf(stderr, " Malformed result from the peer\n");
 	}

@@ -372,10 +372,13 @@ enum pt_step pt_bw_requester_step(struct pt_side *s, pt_prepare_fn *prep, pt_com
 enum pt_step pt_bw_receiver_step(struct pt_side *s);
 /** Poll one batch of receive completions: verify, count, re-post. Count or -1. */
 int pt_poll_recv(struct pt_side *s);
-/** Ping-pong: may this side send its next message now? */
-bool pt_pingpong_may_send(const struct pt_side *s, bool time_up);
-/** Ping-pong: poll the send CQ and tell whether the side is done. */
-enum pt_step pt_pingpong_finish(struct pt_side *s, bool time_up, bool progress);
+/**
+ * Ping-pong on QP 0, after the mode looked for the peer's message
+ * (@p progress: it found one): update the -D window, send the next message
+ * when it is this side's turn and @p credit allows (@p prep sets opcode and
+ * payload), poll the send CQ and tell whether the side is done.
+ */
+enum pt_step pt_pingpong_step(struct pt_side *s, bool progress, bool credit, pt_prepare_fn *prep);
 /** Post the receives of a new size (tops up what is still posted). */
 int pt_bw_post_receives(struct pt_side *s);
 /** Target of WRITE/READ/ATOMIC: done at once, or after @p check once the peer is done. */
@@ -388,7 +391,8 @@ void pt_verify_fail(struct pt_side *s, const char *what, uint32_t qp, uint64_t i
 bool pt_window_update(struct pt_side *s, uint64_t count);
 uint64_t pt_now_ns(void);
 
-/* ---- read_bw.c / atomic_bw.c: shared with the latency modes ----------- */
+/* ---- send_bw.c / read_bw.c / atomic_bw.c: shared with the latency modes */
+void pt_send_prepare(struct pt_side *s, uint32_t qp, uint64_t iter, struct ibv_send_wr *wr, struct ibv_sge *sge);
 void pt_read_prepare(struct pt_side *s, uint32_t qp, uint64_t iter, struct ibv_send_wr *wr, struct ibv_sge *sge);
 void pt_read_complete(struct pt_side *s, uint32_t qp, uint64_t first, uint64_t end);
 int pt_read_setup(struct pt_side *s);

@@ -6,8 +6,8 @@
  */
 #include "perftest.h"
 
-static void send_bw_prepare(struct pt_side *s, uint32_t qp, uint64_t iter,
-			    struct ibv_send_wr *wr, struct ibv_sge *sge)
+void pt_send_prepare(struct pt_side *s, uint32_t qp, uint64_t iter,
+		     struct ibv_send_wr *wr, struct ibv_sge *sge)
 {
 	wr->opcode = IBV_WR_SEND;
 	if (s->p->conn == PT_UD) {
@@ -28,7 +28,7 @@ static enum pt_step send_bw_run(struct pt_side *s)
 {
 	if (s->role == PT_ROLE_SERVER)
 		return pt_bw_receiver_step(s);
-	return pt_bw_requester_step(s, send_bw_prepare, NULL);
+	return pt_bw_requester_step(s, pt_send_prepare, NULL);
 }
 
 const struct pt_mode pt_mode_send_bw = {

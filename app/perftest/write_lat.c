@@ -37,59 +37,26 @@ static bool write_lat_arrived(struct pt_side *s)
 	return true;
 }
 
-static int write_lat_post(struct pt_side *s)
+/* Message k: the pattern of k, then the mark the receiver polls for. */
+static void write_lat_prepare(struct pt_side *s, uint32_t qp, uint64_t iter,
+			      struct ibv_send_wr *wr, struct ibv_sge *sge)
 {
-	struct pt_qp_counts *c = &s->pub.qp[0];
-	uint8_t *msg = pt_tx_slot(s, 0, c->posted);
-	struct ibv_sge sge = {
-		.addr = (uint64_t)(uintptr_t)msg,
-		.length = (uint32_t)s->size,
-		.lkey = s->mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = pt_wr_id(0, c->posted),
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = {
-			.remote_addr = pt_remote_slot(s, 0, c->posted),
-			.rkey = s->remote[0].rkey,
-		},
-	}, *bad;
+	uint8_t *msg = (uint8_t *)(uintptr_t)sge->addr;
 
+	wr->opcode = IBV_WR_RDMA_WRITE;
+	wr->wr.rdma.remote_addr = pt_remote_slot(s, qp, iter);
+	wr->wr.rdma.rkey = s->remote[qp].rkey;
 	if (s->p->verify)
-		pt_pattern_fill(msg, s->size - 1, c->posted, 0);
-	msg[s->size - 1] = pt_pingpong_mark(c->posted);
-	if (s->size <= (uint64_t)s->inline_size)
-		wr.send_flags |= IBV_SEND_INLINE;
-	if (s->tposted && s->n_posted < s->ts_cap)
-		s->tposted[s->n_posted] = pt_now_ns();
-	if (ibv_post_send(s->qp[0], &wr, &bad)) {
-		fprintf(stderr, " Couldn't post send: iteration %lu\n", (unsigned long)c->posted);
-		return -1;
-	}
-	s->n_posted++;
-	c->posted++;
-	return 0;
+		pt_pattern_fill(msg, s->size - 1, iter, qp);
+	msg[s->size - 1] = pt_pingpong_mark(iter);
 }
 
 static enum pt_step write_lat_run(struct pt_side *s)
 {
-	struct pt_qp_counts *c = &s->pub.qp[0];
-	bool client = s->role == PT_ROLE_CLIENT;
-	bool progress = false, time_up = false;
+	const struct pt_qp_counts *c = &s->pub.qp[0];
+	bool expect = c->received < (s->role == PT_ROLE_CLIENT ? c->posted : s->iters);
 
-	if (c->received < (client ? c->posted : s->iters) && write_lat_arrived(s))
-		progress = true;
-	if (client)
-		time_up = pt_window_update(s, c->received);
-	if (pt_pingpong_may_send(s, time_up)) {
-		if (write_lat_post(s))
-			return PT_STEP_ERROR;
-		progress = true;
-	}
-	return pt_pingpong_finish(s, time_up, progress);
+	return pt_pingpong_step(s, expect && write_lat_arrived(s), true, write_lat_prepare);
 }
 
 const struct pt_mode pt_mode_write_lat = {

@@ -9,10 +9,15 @@
 static struct sim S;
 static struct collect K;
 
+/* Both hosts with the default parameters changed by @p tweak (may be NULL). */
 static void
-setup_with(const struct sim_params *p)
+setup_sim(void (*tweak)(struct sim_params *))
 {
-	cr_assert_eq(sim_init(&S, p, 1), 0);
+	struct sim_params p;
+	sim_default_params(&p);
+	if (tweak)
+		tweak(&p);
+	cr_assert_eq(sim_init(&S, &p, 1), 0);
 	collect_init(&K);
 }
 
@@ -26,9 +31,33 @@ teardown(void)
 static void
 setup_default(void)
 {
-	struct sim_params p;
-	sim_default_params(&p);
-	setup_with(&p);
+	setup_sim(NULL);
+}
+
+/* A WQE of host @p h with one SGE (its arena at @p loff, @p len bytes) aimed
+ * at the peer's arena at @p roff: RDMA or atomic by @p opcode. */
+static struct sq_wqe
+wqe_to_peer(int h, uint8_t opcode, uint64_t wr_id, uint32_t flags, uint64_t loff, uint32_t len,
+	    uint64_t roff)
+{
+	struct sq_wqe w = wqe_new(opcode, wr_id, flags);
+	wqe_add_sge(&w, sim_va(&S, h, loff), len, S.h[h].arena_key);
+	if (opcode == WR_ATOMIC_FETCH_AND_ADD || opcode == WR_ATOMIC_CMP_AND_SWP) {
+		w.wr.atomic.remote_addr = sim_va(&S, 1 - h, roff);
+		w.wr.atomic.rkey = S.h[1 - h].arena_key;
+	} else {
+		w.wr.rdma.remote_addr = sim_va(&S, 1 - h, roff);
+		w.wr.rdma.rkey = S.h[1 - h].arena_key;
+	}
+	return w;
+}
+
+/* Run until host 0 has @p n send completions (and what else K.want asks). */
+static void
+run_until_sent(uint32_t n)
+{
+	K.want[0][0] = n;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
 }
 
 static const uint64_t *
@@ -43,13 +72,9 @@ Test(rc, write_multi_packet_lands)
 {
 	uint32_t len = 10000; /* 10 packets at MTU 1024 */
 	fill(S.h[0].arena, len, 7);
-	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 42, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), len, S.h[0].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1, 4096);
-	w.wr.rdma.rkey = S.h[1].arena_key;
+	struct sq_wqe w = wqe_to_peer(0, WR_RDMA_WRITE, 42, WR_FLAG_SIGNALED, 0, len, 4096);
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].wr_id, 42);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(K.c[0][0][0].opcode, WC_RDMA_WRITE);
@@ -75,9 +100,8 @@ Test(rc, send_with_imm_scatter)
 	w.imm_data = 0xdeadbeef;
 	S.h[1].cq_arm = XPORT_CQ_ARM_SOLICITED;
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 1;
 	K.want[1][1] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	const struct cqe *rc = &K.c[1][1][0];
 	cr_assert_eq(rc->wr_id, 5);
 	cr_assert_eq(rc->status, WC_SUCCESS);
@@ -99,15 +123,11 @@ Test(rc, read_multi_packet)
 {
 	uint32_t len = 5000;
 	fill(S.h[1].arena + 8192, len, 3);
-	struct sq_wqe w = wqe_new(WR_RDMA_READ, 77, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 2000, S.h[0].arena_key);
+	struct sq_wqe w = wqe_to_peer(0, WR_RDMA_READ, 77, WR_FLAG_SIGNALED, 0, 2000, 8192);
 	wqe_add_sge(&w, sim_va(&S, 0, 4000), 3000, S.h[0].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1, 8192);
-	w.wr.rdma.rkey = S.h[1].arena_key;
 	uint32_t psn0 = xport_qp_sq_psn(S.h[0].qp);
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(K.c[0][0][0].opcode, WC_RDMA_READ);
 	cr_assert_eq(K.c[0][0][0].byte_len, len);
@@ -124,24 +144,17 @@ Test(rc, atomics)
 {
 	uint64_t *slot = (uint64_t *)(void *)(S.h[1].arena + 64);
 	*slot = 100;
-	struct sq_wqe w = wqe_new(WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
-	w.wr.atomic.remote_addr = sim_va(&S, 1, 64);
-	w.wr.atomic.rkey = S.h[1].arena_key;
+	struct sq_wqe w = wqe_to_peer(0, WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED, 0, 8, 64);
 	w.wr.atomic.compare_add = 5;
 	cr_assert(sim_post_send(&S, 0, &w));
-	w = wqe_new(WR_ATOMIC_CMP_AND_SWP, 2, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 8), 8, S.h[0].arena_key);
-	w.wr.atomic.remote_addr = sim_va(&S, 1, 64);
-	w.wr.atomic.rkey = S.h[1].arena_key;
+	w = wqe_to_peer(0, WR_ATOMIC_CMP_AND_SWP, 2, WR_FLAG_SIGNALED, 8, 8, 64);
 	w.wr.atomic.compare_add = 105;
 	w.wr.atomic.swap = 7;
 	cr_assert(sim_post_send(&S, 0, &w));
 	w.wr_id = 3; /* compare fails now (value is 7) */
 	w.sg_list[0].addr = sim_va(&S, 0, 16);
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 3;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(3);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS);
 		cr_assert_eq(K.c[0][0][i].wr_id, (uint64_t)i + 1);
@@ -159,15 +172,11 @@ Test(rc, atomics)
 
 static struct capture CAP;
 
+/* setup_sim() plus a capture on the link and a 10 us one-way delay. */
 static void
 setup_params(void (*tweak)(struct sim_params *))
 {
-	struct sim_params p;
-	sim_default_params(&p);
-	if (tweak)
-		tweak(&p);
-	cr_assert_eq(sim_init(&S, &p, 1), 0);
-	collect_init(&K);
+	setup_sim(tweak);
 	capture_attach(&S, &CAP);
 	S.faults.delay_ns = 10000;
 }
@@ -175,20 +184,14 @@ setup_params(void (*tweak)(struct sim_params *))
 static void
 post_write(int h, uint64_t wr_id, uint64_t loff, uint64_t roff, uint32_t len, uint32_t flags)
 {
-	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, wr_id, flags);
-	wqe_add_sge(&w, sim_va(&S, h, loff), len, S.h[h].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1 - h, roff);
-	w.wr.rdma.rkey = S.h[1 - h].arena_key;
+	struct sq_wqe w = wqe_to_peer(h, WR_RDMA_WRITE, wr_id, flags, loff, len, roff);
 	cr_assert(sim_post_send(&S, h, &w));
 }
 
 static void
 post_read(int h, uint64_t wr_id, uint64_t loff, uint64_t roff, uint32_t len)
 {
-	struct sq_wqe w = wqe_new(WR_RDMA_READ, wr_id, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, h, loff), len, S.h[h].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1 - h, roff);
-	w.wr.rdma.rkey = S.h[1 - h].arena_key;
+	struct sq_wqe w = wqe_to_peer(h, WR_RDMA_READ, wr_id, WR_FLAG_SIGNALED, loff, len, roff);
 	cr_assert(sim_post_send(&S, h, &w));
 }
 
@@ -213,9 +216,8 @@ Test(rc, retry_exhaustion_completes_with_error_and_flushes, .init = NULL)
 	post_write(0, 1, 0, 0, 3000, WR_FLAG_SIGNALED);
 	post_write(0, 2, 0, 4096, 100, 0);
 	post_write(0, 3, 0, 8192, 100, WR_FLAG_SIGNALED);
-	K.want[0][0] = 3;
 	uint64_t t0 = S.now;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(3);
 	cr_assert_eq(K.c[0][0][0].wr_id, 1);
 	cr_assert_eq(K.c[0][0][0].status, WC_RETRY_EXC_ERR);
 	cr_assert_eq(K.c[0][0][0].vendor_err, XPORT_ERR_RETRY_EXC);
@@ -244,8 +246,7 @@ Test(rc, rnr_retry_exhaustion_and_backoff, .init = NULL)
 	setup_params(rnr2);
 	post_send(0, 1, 0, 100);
 	post_send(0, 2, 0, 100);
-	K.want[0][0] = 2;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(2);
 	cr_assert_eq(K.c[0][0][0].status, WC_RNR_RETRY_EXC_ERR);
 	cr_assert_eq(K.c[0][0][1].status, WC_WR_FLUSH_ERR);
 	cr_assert_eq(cnt(0)[XPORT_CNT_RNR_NAK_RX], 3, "rnr_retry 2: the 3rd RNR NAK gives up");
@@ -284,7 +285,7 @@ Test(rc, rnr_retry_7_is_infinite, .init = NULL)
 	struct rq_wqe r = rwqe_new(9, sim_va(&S, 1, 0), 128, S.h[1].arena_key);
 	cr_assert(sim_post_recv(&S, 1, &r));
 	K.want[1][1] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(K.c[1][1][0].wr_id, 9);
 }
@@ -292,14 +293,10 @@ Test(rc, rnr_retry_7_is_infinite, .init = NULL)
 Test(rc, remote_access_error_at_requester, .init = NULL)
 {
 	setup_params(NULL);
-	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 1, 0); /* unsignaled: errors complete anyway */
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 64, S.h[0].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1, S.h[1].arena_len - 32); /* runs past the MR */
-	w.wr.rdma.rkey = S.h[1].arena_key;
-	cr_assert(sim_post_send(&S, 0, &w));
+	/* unsignaled: errors complete anyway; runs past the MR */
+	post_write(0, 1, 0, S.h[1].arena_len - 32, 64, 0);
 	post_write(0, 2, 0, 0, 64, WR_FLAG_SIGNALED);
-	K.want[0][0] = 2;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(2);
 	cr_assert_eq(K.c[0][0][0].wr_id, 1);
 	cr_assert_eq(K.c[0][0][0].status, WC_REM_ACCESS_ERR);
 	cr_assert_eq(K.c[0][0][1].status, WC_WR_FLUSH_ERR);
@@ -311,13 +308,10 @@ Test(rc, remote_access_error_at_requester, .init = NULL)
 Test(rc, invalid_request_and_op_error_at_requester, .init = NULL)
 {
 	setup_params(NULL);
-	struct sq_wqe w = wqe_new(WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
-	w.wr.atomic.remote_addr = sim_va(&S, 1, 4); /* misaligned */
-	w.wr.atomic.rkey = S.h[1].arena_key;
+	struct sq_wqe w = wqe_to_peer(0, WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED, 0, 8,
+				      4); /* misaligned */
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_REM_INV_REQ_ERR);
 	teardown();
 
@@ -325,9 +319,8 @@ Test(rc, invalid_request_and_op_error_at_requester, .init = NULL)
 	struct rq_wqe r = rwqe_new(5, sim_va(&S, 1, 0), 64, 0x77700); /* bad lkey */
 	cr_assert(sim_post_recv(&S, 1, &r));
 	post_send(0, 1, 0, 16);
-	K.want[0][0] = 1;
 	K.want[1][1] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_REM_OP_ERR);
 	cr_assert_eq(K.c[1][1][0].status, WC_LOC_PROT_ERR);
 }
@@ -348,8 +341,7 @@ Test(rc, go_back_n_on_sequence_nak, .init = NULL)
 	uint32_t len = 8 * 1024;
 	fill(S.h[0].arena, len, 11);
 	post_write(0, 1, 0, 65536, len, WR_FLAG_SIGNALED);
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(check_fill(S.h[1].arena + 65536, len, 11), -1);
 	cr_assert_eq(cnt(1)[XPORT_CNT_NAK_SEQ_TX], 1);
@@ -368,8 +360,7 @@ Test(rc, implied_nak_restarts_read_mid_message, .init = NULL)
 	uint32_t len = 6 * 1024;
 	fill(S.h[1].arena + 4096, len, 12);
 	post_read(0, 1, 0, 4096, len);
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(check_fill(S.h[0].arena, len, 12), -1);
 	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_IMPLIED_NAK], 1);
@@ -395,14 +386,10 @@ Test(rc, lost_atomic_ack_replays_result, .init = NULL)
 	CAP.drop_nth = 0;
 	uint64_t *slot = (uint64_t *)(void *)(S.h[1].arena + 128);
 	*slot = 1000;
-	struct sq_wqe w = wqe_new(WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
-	w.wr.atomic.remote_addr = sim_va(&S, 1, 128);
-	w.wr.atomic.rkey = S.h[1].arena_key;
+	struct sq_wqe w = wqe_to_peer(0, WR_ATOMIC_FETCH_AND_ADD, 1, WR_FLAG_SIGNALED, 0, 8, 128);
 	w.wr.atomic.compare_add = 1;
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(*(uint64_t *)(void *)S.h[0].arena, 1000);
 	cr_assert_eq(*slot, 1001, "executed once");
@@ -421,8 +408,7 @@ Test(rc, max_rd_atomic_limits_outstanding_reads, .init = NULL)
 	setup_params(rd2);
 	for (int i = 0; i < 6; i++)
 		post_read(0, (uint64_t)i, (uint64_t)i * 256, (uint64_t)i * 256, 200);
-	K.want[0][0] = 6;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(6);
 	int outstanding = 0, peak = 0;
 	for (uint32_t i = 0; i < CAP.n; i++) {
 		/* arrival order at host 0 == send order + constant delay */
@@ -447,8 +433,7 @@ Test(rc, fence_waits_for_prior_read, .init = NULL)
 	struct sq_wqe w = wqe_new(WR_SEND, 2, WR_FLAG_SIGNALED | WR_FLAG_FENCE);
 	wqe_add_sge(&w, sim_va(&S, 0, 1024), 16, S.h[0].arena_key);
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 2;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(2);
 	uint64_t resp_at = 0, send_at = 0;
 	for (uint32_t i = 0; i < CAP.n; i++) {
 		if (CAP.pkt[i].opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY)
@@ -464,8 +449,7 @@ Test(rc, unsignaled_success_is_silent, .init = NULL)
 	setup_params(NULL);
 	post_write(0, 1, 0, 0, 64, 0);
 	post_write(0, 2, 0, 128, 64, WR_FLAG_SIGNALED);
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	sim_run(&S, never_done, &K, S.now + 1000000);
 	cr_assert_eq(K.n[0][0], 1);
 	cr_assert_eq(K.c[0][0][0].wr_id, 2);
@@ -474,13 +458,10 @@ Test(rc, unsignaled_success_is_silent, .init = NULL)
 Test(rc, local_key_errors, .init = NULL)
 {
 	setup_params(NULL);
-	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 1, 0);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 64, 0x99900); /* bad lkey */
-	w.wr.rdma.remote_addr = sim_va(&S, 1, 0);
-	w.wr.rdma.rkey = S.h[1].arena_key;
+	struct sq_wqe w = wqe_to_peer(0, WR_RDMA_WRITE, 1, 0, 0, 64, 0);
+	w.sg_list[0].lkey = 0x99900; /* bad lkey */
 	cr_assert(sim_post_send(&S, 0, &w));
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_LOC_PROT_ERR);
 	cr_assert_eq(K.c[0][0][0].vendor_err, XPORT_ERR_LOC_KEY);
 	cr_assert_eq(capture_count(&CAP, 0, ROCE_OP_RC_RDMA_WRITE_ONLY), 0, "nothing sent");
@@ -491,13 +472,10 @@ Test(rc, local_key_errors, .init = NULL)
 	uint32_t ro;
 	cr_assert_eq(mr_reg(S.h[0].mrs, SIM_PD, (uintptr_t)S.h[0].arena, 0x50000000, 4096, 0, &ro),
 		     0);
-	struct sq_wqe rd = wqe_new(WR_RDMA_READ, 1, WR_FLAG_SIGNALED);
-	wqe_add_sge(&rd, 0x50000000, 64, ro);
-	rd.wr.rdma.remote_addr = sim_va(&S, 1, 0);
-	rd.wr.rdma.rkey = S.h[1].arena_key;
+	struct sq_wqe rd = wqe_to_peer(0, WR_RDMA_READ, 1, WR_FLAG_SIGNALED, 0, 64, 0);
+	rd.sg_list[0] = (struct wr_sge){ .addr = 0x50000000, .length = 64, .lkey = ro };
 	cr_assert(sim_post_send(&S, 0, &rd));
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_LOC_PROT_ERR);
 }
 
@@ -533,9 +511,8 @@ Test(rc, modify_to_error_flushes_everything, .init = NULL)
 	sim_poll(&S);
 	sim_set_state(&S, 0, XPORT_STATE_ERR);
 	post_write(0, 3, 0, 0, 64, 0); /* posted in the error state: flushed too */
-	K.want[0][0] = 3;
 	K.want[0][1] = 2;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(3);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(K.c[0][0][i].wr_id, (uint64_t)i + 1);
 		cr_assert_eq(K.c[0][0][i].status, WC_WR_FLUSH_ERR);
@@ -557,8 +534,7 @@ Test(rc, rate_limit_paces_the_requester, .init = NULL)
 	setup_params(paced);
 	for (int i = 0; i < 4; i++)
 		post_write(0, (uint64_t)i, 0, 0, 1000, WR_FLAG_SIGNALED);
-	K.want[0][0] = 4;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(4);
 	uint64_t prev = 0;
 	int seen = 0;
 	for (uint32_t i = 0; i < CAP.n; i++) {
@@ -577,8 +553,7 @@ Test(rc, stale_response_ignored, .init = NULL)
 {
 	setup_params(NULL);
 	post_write(0, 1, 0, 0, 64, WR_FLAG_SIGNALED);
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	/* replay the ACK host 1 sent */
 	for (uint32_t i = 0; i < CAP.n; i++)
 		if (CAP.from[i] == 1 && CAP.pkt[i].opcode == ROCE_OP_RC_ACKNOWLEDGE) {
@@ -597,14 +572,12 @@ Test(rc, sqd_drains_then_signals, .init = NULL)
 	sim_poll(&S); /* the first WRITE is on the wire */
 	sim_set_state(&S, 0, XPORT_STATE_SQD);
 	post_write(0, 2, 0, 4096, 100, WR_FLAG_SIGNALED);
-	K.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(1);
 	sim_run(&S, never_done, &K, S.now + 1000000);
 	cr_assert_eq(K.n[0][0], 1, "nothing new starts in SQD");
 	cr_assert_eq(S.h[0].async[ASYNC_SQ_DRAINED], 1);
 	sim_set_state(&S, 0, XPORT_STATE_RTS);
-	K.want[0][0] = 2;
-	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	run_until_sent(2);
 	cr_assert_eq(K.c[0][0][1].wr_id, 2);
 }
 

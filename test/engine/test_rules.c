@@ -14,14 +14,22 @@
 static struct sim S;
 static struct capture C;
 
+/* Both hosts from @p p, the link captured; host 1's answers stop there
+ * (host 0 never asked: keep its completer out of it). */
+static void
+setup_with(const struct sim_params *p, uint64_t seed)
+{
+	cr_assert_eq(sim_init(&S, p, seed), 0);
+	capture_attach(&S, &C);
+	C.drop[1] = true;
+}
+
 static void
 setup(void)
 {
 	struct sim_params p;
 	sim_default_params(&p);
-	cr_assert_eq(sim_init(&S, &p, 1), 0);
-	capture_attach(&S, &C);
-	C.drop[1] = true; /* host 0 never asked: keep its completer out of it */
+	setup_with(&p, 1);
 }
 
 static void
@@ -59,6 +67,36 @@ post_recv1(uint64_t wr_id, uint64_t off, uint32_t len)
 {
 	struct rq_wqe r = rwqe_new(wr_id, sim_va(&S, 1, off), len, S.h[1].arena_key);
 	cr_assert(sim_post_recv(&S, 1, &r));
+}
+
+/* SEND_ONLY with @p len bytes of @p data. */
+static struct roce_pkt
+send_only(uint32_t psn, const uint8_t *data, uint32_t len)
+{
+	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY, psn);
+	p.payload = data;
+	p.payload_len = len;
+	return p;
+}
+
+/* FETCH_ADD of @p add to the 8 bytes at host 1's arena offset @p off. */
+static struct roce_pkt
+fetch_add(uint32_t psn, uint64_t off, uint64_t add)
+{
+	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_FETCH_ADD, psn);
+	p.atmeth.va = sim_va(&S, 1, off);
+	p.atmeth.rkey = S.h[1].arena_key;
+	p.atmeth.swap_add = add;
+	return p;
+}
+
+/* The next receive completion of host 1 (there must be one). */
+static struct cqe
+recv_cqe1(void)
+{
+	struct cqe c;
+	cr_assert(sim_poll_cq(&S, 1, true, &c), "no receive completion");
+	return c;
 }
 
 static struct roce_pkt
@@ -116,8 +154,7 @@ Test(rules, rnr_nak_without_receive_wqe)
 	p.psn = EPSN;
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, EPSN);
-	struct cqe c;
-	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	struct cqe c = recv_cqe1();
 	cr_assert_eq(c.wr_id, 7);
 	cr_assert_eq(c.status, WC_SUCCESS);
 }
@@ -245,13 +282,10 @@ Test(rules, unwritable_receive_buffer_is_remote_op_error)
 	struct rq_wqe r = rwqe_new(9, sim_va(&S, 1, 0), 64, 0x4242); /* bad lkey */
 	cr_assert(sim_post_recv(&S, 1, &r));
 	uint8_t data[16] = { 0 };
-	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY, EPSN);
-	p.payload = data;
-	p.payload_len = sizeof(data);
+	struct roce_pkt p = send_only(EPSN, data, sizeof(data));
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_NAK_REM_OP_ERR, EPSN);
-	struct cqe c;
-	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	struct cqe c = recv_cqe1();
 	cr_assert_eq(c.wr_id, 9);
 	cr_assert_eq(c.status, WC_LOC_PROT_ERR);
 	cr_assert_eq(cnt1()[XPORT_CNT_NAK_OP_TX], 1);
@@ -262,14 +296,10 @@ Test(rules, receive_buffer_too_small_is_invalid_request)
 {
 	post_recv1(3, 0, 8);
 	uint8_t data[16] = { 0 };
-	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY, EPSN);
-	p.payload = data;
-	p.payload_len = sizeof(data);
+	struct roce_pkt p = send_only(EPSN, data, sizeof(data));
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN);
-	struct cqe c;
-	cr_assert(sim_poll_cq(&S, 1, true, &c));
-	cr_assert_eq(c.status, WC_LOC_LEN_ERR);
+	cr_assert_eq(recv_cqe1().status, WC_LOC_LEN_ERR);
 }
 
 Test(rules, duplicate_write_and_send_reacked_not_reexecuted)
@@ -282,9 +312,7 @@ Test(rules, duplicate_write_and_send_reacked_not_reexecuted)
 	S.h[1].arena[256] = 0x11; /* the application changes it */
 	post_recv1(1, 0, 64);
 	post_recv1(2, 64, 64);
-	struct roce_pkt s = req_pkt(&S, ROCE_OP_RC_SEND_ONLY, EPSN + 1);
-	s.payload = data;
-	s.payload_len = 8;
+	struct roce_pkt s = send_only(EPSN + 1, data, 8);
 	sim_inject(&S, 1, &s);
 	uint32_t n = C.n;
 	/* both again */
@@ -294,8 +322,7 @@ Test(rules, duplicate_write_and_send_reacked_not_reexecuted)
 	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, EPSN + 1);
 	cr_assert_eq(C.n, n + 2);
 	cr_assert_eq(S.h[1].arena[256], 0x11, "duplicate WRITE not executed");
-	struct cqe c;
-	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	struct cqe c = recv_cqe1();
 	cr_assert_eq(c.wr_id, 1);
 	cr_assert_not(sim_poll_cq(&S, 1, true, &c), "duplicate SEND not executed");
 	cr_assert_eq(cnt1()[XPORT_CNT_DUP_REQ], 2);
@@ -348,10 +375,7 @@ Test(rules, duplicate_atomic_replays_saved_result)
 {
 	uint64_t *slot = (uint64_t *)(void *)(S.h[1].arena + 64);
 	*slot = 40;
-	struct roce_pkt a = req_pkt(&S, ROCE_OP_RC_FETCH_ADD, EPSN);
-	a.atmeth.va = sim_va(&S, 1, 64);
-	a.atmeth.rkey = S.h[1].arena_key;
-	a.atmeth.swap_add = 2;
+	struct roce_pkt a = fetch_add(EPSN, 64, 2);
 	sim_inject(&S, 1, &a);
 	cr_assert_eq(last()->opcode, ROCE_OP_RC_ATOMIC_ACKNOWLEDGE);
 	cr_assert_eq(last()->atmack_orig, 40);
@@ -367,10 +391,7 @@ Test(rules, duplicate_older_than_resources_dropped)
 {
 	/* max_dest_rd_atomic atomics push the first one out of the resources */
 	unsigned n = S.h[1].cfg.max_dest_rd_atomic;
-	struct roce_pkt a = req_pkt(&S, ROCE_OP_RC_FETCH_ADD, EPSN);
-	a.atmeth.va = sim_va(&S, 1, 64);
-	a.atmeth.rkey = S.h[1].arena_key;
-	a.atmeth.swap_add = 1;
+	struct roce_pkt a = fetch_add(EPSN, 64, 1);
 	for (unsigned i = 0; i <= n; i++) {
 		a.psn = EPSN + i;
 		sim_inject(&S, 1, &a);
@@ -417,8 +438,7 @@ Test(rules, send_with_invalidate)
 	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE, EPSN);
 	p.ieth_rkey = key;
 	sim_inject(&S, 1, &p);
-	struct cqe c;
-	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	struct cqe c = recv_cqe1();
 	cr_assert_eq(c.status, WC_SUCCESS);
 	cr_assert_eq(c.wc_flags, WC_FLAG_WITH_INV);
 	cr_assert_eq(c.imm_data, key, "invalidated_rkey");
@@ -441,9 +461,7 @@ Test(rules, srq_limit_event)
 	struct sim_params prm;
 	sim_default_params(&prm);
 	prm.srq = true;
-	cr_assert_eq(sim_init(&S, &prm, 1), 0);
-	capture_attach(&S, &C);
-	C.drop[1] = true;
+	setup_with(&prm, 1);
 	for (int i = 0; i < 5; i++)
 		post_recv1((uint64_t)i, (uint64_t)i * 64, 64);
 	S.h[1].srq.limit = 3;
@@ -490,9 +508,8 @@ fuzz_type(uint8_t type, uint64_t seed)
 	struct sim_params prm;
 	sim_default_params(&prm);
 	prm.type = type;
-	cr_assert_eq(sim_init(&S, &prm, seed), 0);
-	capture_attach(&S, &C);
-	C.drop[0] = C.drop[1] = true;
+	setup_with(&prm, seed);
+	C.drop[0] = true;
 	static uint8_t payload[4096];
 	for (unsigned i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)i;

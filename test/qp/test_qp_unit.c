@@ -11,6 +11,14 @@
 
 #include "qp_fixture.h"
 
+/* A QP of @p type brought from RESET to @p state (both steps asserted). */
+static void
+open_qp(struct qp_sem *qp, enum ibv_qp_type type, enum ibv_qp_state state)
+{
+	cr_assert_eq(fx_create(qp, type), 0);
+	cr_assert_eq(fx_bring_to(qp, state), 0, "bring-up to state %d", state);
+}
+
 /* ---- encodings ---- */
 
 Test(qp_encoding, ack_timeout)
@@ -74,8 +82,7 @@ Test(qp_encoding, retries_and_mtu)
 	cr_expect_eq(qp_sem_mtu_bytes(0), 0);
 	cr_expect_eq(qp_sem_mtu_bytes(6), 0);
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTS), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_RTS);
 	qp_sem_timing(&qp, &t);
 	cr_expect_eq(t.ack_timeout_ns, 67108864);  /* timeout 14 */
 	cr_expect_eq(t.retry_cnt, 7);
@@ -186,8 +193,7 @@ Test(qp_effects, sq_drained_on_request)
 	struct qp_sem qp;
 	struct qp_sem_effects fx;
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_UC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTS), 0);
+	open_qp(&qp, IBV_QPT_UC, IBV_QPS_RTS);
 	cr_assert_eq(go(&qp, IBV_QPS_SQD, IBV_QP_EN_SQD_ASYNC_NOTIFY, &fx), 0);
 	cr_expect_eq(qp.attr.en_sqd_async_notify, 1);
 	cr_assert_eq(qp_sem_sq_drained(&qp, &fx), 0);
@@ -241,12 +247,10 @@ Test(qp_effects, sqe_for_uc_ud)
 	struct qp_sem_effects fx;
 	struct ibv_qp_attr a;
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTS), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_RTS);
 	cr_expect_eq(qp_sem_send_queue_error(&qp, &fx), EINVAL);  /* RC: no SQE */
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_UD), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTR), 0);
+	open_qp(&qp, IBV_QPT_UD, IBV_QPS_RTR);
 	cr_expect_eq(qp_sem_send_queue_error(&qp, &fx), EINVAL);  /* not RTS */
 	cr_assert_eq(go(&qp, IBV_QPS_RTS, 0, &fx), 0);
 	cr_assert_eq(qp_sem_send_queue_error(&qp, &fx), 0);
@@ -273,8 +277,7 @@ Test(qp_effects, comm_established_once)
 	struct qp_sem qp;
 	struct qp_sem_effects fx;
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTR), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_RTR);
 	cr_assert_eq(qp_sem_comm_established(&qp, &fx), 0);
 	cr_assert_eq(fx.n_events, 1);
 	cr_expect_eq(fx.event[0], IBV_EVENT_COMM_EST);
@@ -283,8 +286,7 @@ Test(qp_effects, comm_established_once)
 	cr_assert_eq(go(&qp, IBV_QPS_RTS, 0, &fx), 0);
 	cr_expect_eq(qp_sem_comm_established(&qp, &fx), EINVAL);
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_UD), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTR), 0);
+	open_qp(&qp, IBV_QPT_UD, IBV_QPS_RTR);
 	cr_expect_eq(qp_sem_comm_established(&qp, &fx), EINVAL);
 }
 
@@ -299,8 +301,7 @@ Test(qp_apm, alternate_path_and_migration)
 	int rtr = IBV_QP_STATE | fx_required(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR);
 
 	fx_device_copy(&dev);
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_INIT), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_INIT);
 	fx_setup_attr(&a, IBV_QPS_INIT);
 	a.qp_state = IBV_QPS_RTR;
 	a.alt_ah_attr.grh.dgid = fx_gid_peer;
@@ -359,8 +360,7 @@ Test(qp_rate, bounds_and_types)
 	struct qp_sem_effects fx;
 	struct ibv_qp_attr a;
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTS), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_RTS);
 	fx_setup_attr(&a, IBV_QPS_RTS);
 	a.rate_limit = 999;  /* below qp_rate_limit_min */
 	cr_expect_eq(qp_sem_modify(&qp, &a, IBV_QP_RATE_LIMIT, fx_device(), &fx),
@@ -387,8 +387,7 @@ Test(qp_rate, bounds_and_types)
 	cr_expect_eq(qp_sem_modify(&qp, &a, IBV_QP_RATE_LIMIT, &dev, &fx), EOPNOTSUPP);
 
 	/* RAW_PACKET: RTR -> RTS and RTS -> RTS, as in Linux. */
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RAW_PACKET), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTR), 0);
+	open_qp(&qp, IBV_QPT_RAW_PACKET, IBV_QPS_RTR);
 	cr_assert_eq(go(&qp, IBV_QPS_RTS, IBV_QP_RATE_LIMIT, &fx), 0);
 	cr_expect_eq(qp.attr.rate_limit, 1000);
 }
@@ -423,8 +422,7 @@ Test(qp_values, path_mtu_against_active_mtu)
 	struct ibv_qp_attr a;
 	int rtr = IBV_QP_STATE | fx_required(IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR);
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_UC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_INIT), 0);
+	open_qp(&qp, IBV_QPT_UC, IBV_QPS_INIT);
 	fx_setup_attr(&a, IBV_QPS_INIT);
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_4096;
@@ -452,8 +450,7 @@ Test(qp_values, av_and_resolver)
 	struct ibv_qp_attr a;
 	int rtr = IBV_QP_STATE | fx_required(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR);
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_INIT), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_INIT);
 	fx_setup_attr(&a, IBV_QPS_INIT);
 	a.qp_state = IBV_QPS_RTR;
 	saved = qp;
@@ -490,8 +487,7 @@ Test(qp_values, max_rd_atomic_limits)
 	fx_device_copy(&dev);
 	dev.attr.max_qp_rd_atom = 16;
 	dev.attr.max_qp_init_rd_atom = 8;
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_SQD), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_SQD);
 	fx_setup_attr(&a, IBV_QPS_SQD);
 	a.max_rd_atomic = 9;
 	cr_expect_eq(qp_sem_modify(&qp, &a, IBV_QP_MAX_QP_RD_ATOMIC, &dev, NULL), EINVAL);
@@ -516,8 +512,7 @@ Test(qp_query, masks_and_fields)
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr init;
 
-	cr_assert_eq(fx_create(&qp, IBV_QPT_RC), 0);
-	cr_assert_eq(fx_bring_to(&qp, IBV_QPS_RTS), 0);
+	open_qp(&qp, IBV_QPT_RC, IBV_QPS_RTS);
 	cr_expect_eq(qp_sem_query(&qp, IBV_QP_RATE_LIMIT, &a, &init), EOPNOTSUPP);
 	cr_expect_eq(qp_sem_query(&qp, 1 << 30, &a, &init), EOPNOTSUPP);
 	memset(&a, 0xff, sizeof(a));

@@ -87,3 +87,20 @@ golden_free(struct golden_frame *frames, size_t n)
 	}
 	free(frames);
 }
+
+struct golden_frame *golden_frames;
+size_t golden_nframes;
+
+void
+golden_suite_init(void)
+{
+	golden_nframes = golden_load(&golden_frames);
+}
+
+void
+golden_suite_fini(void)
+{
+	golden_free(golden_frames, golden_nframes);
+	golden_frames = NULL;
+	golden_nframes = 0;
+}

@@ -21,6 +21,15 @@ struct golden_frame {
 size_t golden_load(struct golden_frame **out);
 void golden_free(struct golden_frame *frames, size_t n);
 
+/** The frames of a suite that uses golden_suite_init / golden_suite_fini. */
+extern struct golden_frame *golden_frames;
+extern size_t golden_nframes;
+
+/** Criterion suite .init: golden_load() into golden_frames. */
+void golden_suite_init(void);
+/** Criterion suite .fini: free golden_frames. */
+void golden_suite_fini(void);
+
 /** Raw look at the bytes, independent of lib/roce: is this UDP to 4791? */
 int golden_is_udp_4791(const uint8_t *f, size_t len);
 

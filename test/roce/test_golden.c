@@ -15,29 +15,14 @@
 #include "pkt_equal.h"
 #include "roce.h"
 
-static struct golden_frame *frames;
-static size_t nframes;
-
-static void
-setup(void)
-{
-	nframes = golden_load(&frames);
-}
-
-static void
-teardown(void)
-{
-	golden_free(frames, nframes);
-}
-
-TestSuite(golden, .init = setup, .fini = teardown);
+TestSuite(golden, .init = golden_suite_init, .fini = golden_suite_fini);
 
 Test(golden, all_frames_parse_and_icrc_verifies)
 {
 	unsigned per_op[256] = {0};
 
-	for (size_t i = 0; i < nframes; i++) {
-		struct golden_frame *g = &frames[i];
+	for (size_t i = 0; i < golden_nframes; i++) {
+		struct golden_frame *g = &golden_frames[i];
 		struct roce_pkt pkt;
 		enum roce_drop_reason r = roce_parse(g->data, g->len, &pkt);
 		cr_assert_eq(r, ROCE_DROP_NONE, "%s #%u: %s", g->file, g->index,
@@ -66,7 +51,7 @@ Test(golden, all_frames_parse_and_icrc_verifies)
 	};
 	for (size_t k = 0; k < sizeof(seen); k++)
 		cr_expect_gt(per_op[seen[k]], 0, "no %s frame", roce_opcode_desc(seen[k])->name);
-	cr_expect_geq(nframes, 279);
+	cr_expect_geq(golden_nframes, 279);
 }
 
 /* ICRC computed here with zlib over a copy masked per Annex A17.3.3 (IPv4). */
@@ -91,8 +76,8 @@ icrc_by_hand(const uint8_t *frame, size_t len)
 
 Test(golden, icrc_cross_checked_with_zlib_and_chunks)
 {
-	for (size_t i = 0; i < nframes; i++) {
-		struct golden_frame *g = &frames[i];
+	for (size_t i = 0; i < golden_nframes; i++) {
+		struct golden_frame *g = &golden_frames[i];
 		struct roce_pkt pkt;
 		cr_assert_eq(roce_parse(g->data, g->len, &pkt), ROCE_DROP_NONE);
 		const uint8_t *wire = g->data + g->len - 4;
@@ -130,8 +115,8 @@ Test(golden, rebuild_is_byte_identical)
 {
 	uint8_t *buf = malloc(1 << 16);
 
-	for (size_t i = 0; i < nframes; i++) {
-		struct golden_frame *g = &frames[i];
+	for (size_t i = 0; i < golden_nframes; i++) {
+		struct golden_frame *g = &golden_frames[i];
 		struct roce_pkt pkt;
 		cr_assert_eq(roce_parse(g->data, g->len, &pkt), ROCE_DROP_NONE);
 
@@ -164,9 +149,9 @@ Test(golden, format_line_names_the_fields)
 {
 	char line[512];
 
-	for (size_t i = 0; i < nframes; i++) {
+	for (size_t i = 0; i < golden_nframes; i++) {
 		struct roce_pkt pkt;
-		cr_assert_eq(roce_parse(frames[i].data, frames[i].len, &pkt), ROCE_DROP_NONE);
+		cr_assert_eq(roce_parse(golden_frames[i].data, golden_frames[i].len, &pkt), ROCE_DROP_NONE);
 		int n = roce_pkt_format(&pkt, line, sizeof(line));
 		cr_assert_lt((size_t)n, sizeof(line));
 		cr_assert_eq((size_t)n, strlen(line));

@@ -14,22 +14,7 @@
 #include "golden.h"
 #include "roce.h"
 
-static struct golden_frame *frames;
-static size_t nframes;
-
-static void
-setup(void)
-{
-	nframes = golden_load(&frames);
-}
-
-static void
-teardown(void)
-{
-	golden_free(frames, nframes);
-}
-
-TestSuite(malformed, .init = setup, .fini = teardown);
+TestSuite(malformed, .init = golden_suite_init, .fini = golden_suite_fini);
 
 /* Parse @p len bytes from a heap buffer of exactly that size. */
 static enum roce_drop_reason
@@ -104,8 +89,8 @@ Test(malformed, every_truncation_fails_on_length)
 {
 	struct roce_pkt pkt;
 
-	for (size_t i = 0; i < nframes; i++) {
-		struct golden_frame *g = &frames[i];
+	for (size_t i = 0; i < golden_nframes; i++) {
+		struct golden_frame *g = &golden_frames[i];
 		for (size_t len = 0; len < g->len; len++) {
 			enum roce_drop_reason want = len < 14 ? ROCE_DROP_ETH_TRUNCATED :
 						     len < 34 ? ROCE_DROP_IP_TRUNCATED :
@@ -122,8 +107,8 @@ Test(malformed, ethernet_padding_is_ignored)
 	struct roce_pkt pkt;
 	uint8_t buf[2048];
 
-	for (size_t i = 0; i < nframes; i += 7) {
-		struct golden_frame *g = &frames[i];
+	for (size_t i = 0; i < golden_nframes; i += 7) {
+		struct golden_frame *g = &golden_frames[i];
 		memcpy(buf, g->data, g->len);
 		memset(buf + g->len, 0xee, 64);
 		cr_assert_eq(parse_exact(buf, g->len + 64, &pkt), ROCE_DROP_NONE);
@@ -194,8 +179,8 @@ Test(malformed, every_header_and_icrc_bit_flip)
 	uint8_t *rebuilt = malloc(1 << 16);
 	unsigned accepted = 0, total = 0;
 
-	for (size_t i = 0; i < nframes; i++) {
-		struct golden_frame *g = &frames[i];
+	for (size_t i = 0; i < golden_nframes; i++) {
+		struct golden_frame *g = &golden_frames[i];
 		cr_assert_eq(roce_parse(g->data, g->len, &orig), ROCE_DROP_NONE);
 		size_t hdr_end = (size_t)(orig.payload - g->data);
 		size_t data_end = hdr_end + orig.payload_len + orig.pad;
@@ -228,7 +213,7 @@ Test(malformed, every_header_and_icrc_bit_flip)
 		free(m);
 	}
 	cr_assert_gt(total, 100000);
-	cr_assert_geq(accepted, nframes * (12 + 1) * 8);  /* + rare UDP checksum hits */
+	cr_assert_geq(accepted, golden_nframes * (12 + 1) * 8);  /* + rare UDP checksum hits */
 	free(rebuilt);
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../splitmix64.h"
 #include "timer_wheel.h"
 
 #define CAPACITY 2048u
@@ -34,12 +35,7 @@ static uint64_t rng_state;
 static uint64_t
 rng(void)
 {
-	/* splitmix64 */
-	uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return splitmix64_next(&rng_state);
 }
 
 static uint64_t
