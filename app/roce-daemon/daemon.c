@@ -150,7 +150,7 @@ daemon_add_hook(struct daemon *d, int (*fn)(void *arg, int timeout_ms), void *ar
 }
 
 void
-daemon_shutdown(struct daemon *d)
+daemon_stop_workers(struct daemon *d)
 {
 	daemon_request_stop(d);
 	if (d->workers_running) {
@@ -159,6 +159,12 @@ daemon_shutdown(struct daemon *d)
 				d->worker_failures++;
 		d->workers_running = false;
 	}
+}
+
+void
+daemon_shutdown(struct daemon *d)
+{
+	daemon_stop_workers(d);
 	ctr_telemetry_register(NULL); /* telemetry answers -ENODEV from now on */
 	capture_close(d);
 	/* Frames the control thread queued after the workers stopped. */

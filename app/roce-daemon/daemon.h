@@ -119,8 +119,15 @@ daemon_stopping(const struct daemon *d)
 }
 
 /**
- * Stop workers (wait for their lcores; failures counted in
- * d->worker_failures), free workers, close ports, free tables.
+ * Request a stop and wait until every worker lcore returned (failures
+ * counted in d->worker_failures). Afterwards the control thread is the only
+ * thread touching worker state. Idempotent.
+ */
+void daemon_stop_workers(struct daemon *d);
+
+/**
+ * Stop workers (daemon_stop_workers()), free workers, close ports, free
+ * tables.
  */
 void daemon_shutdown(struct daemon *d);
 

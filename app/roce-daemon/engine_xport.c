@@ -45,6 +45,7 @@ struct eqp {
 	uint32_t slot;
 	uint16_t port;            /* daemon port its frames leave on */
 	uint32_t active_pos;      /* index in the lcore's active list */
+	uint32_t cookie;          /* echoed in events (engine_xport_qp_create) */
 	uint64_t seen[XPORT_CNT_COUNT]; /* engine counters already mirrored */
 };
 
@@ -179,6 +180,7 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 			.type = x->type, .code = x->code, .worker = (uint16_t)w->index,
 			.handle = x->handle,
 			.qpn = qp_event ? x->handle * w->n_workers + w->index : UINT32_MAX,
+			.cookie = qp_event ? q->cookie : 0,
 		};
 
 		(void)rte_ring_sp_enqueue_elem(w->events, &ev, sizeof(ev));
@@ -258,7 +260,8 @@ engine_xport_qp(struct worker *w, uint32_t qpn)
 }
 
 int
-engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t port)
+engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t port,
+		       uint32_t cookie)
 {
 	struct elcore *e = w->engine_ctx;
 	struct xport_cfg c = *cfg;
@@ -275,6 +278,7 @@ engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t p
 		return -ENOMEM;
 	q->slot = cfg->qpn / w->n_workers;
 	q->port = port;
+	q->cookie = cookie;
 	c.handle = q->slot;
 	q->qp = xport_qp_create(&c);
 	if (q->qp == NULL) {
@@ -308,6 +312,26 @@ engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state
 }
 
 int
+engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *cfg, int state)
+{
+	struct elcore *e = w->engine_ctx;
+	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct xport_cfg c = *cfg;
+	struct eqp *q;
+
+	if (slot == NULL || e == NULL)
+		return -ENOENT;
+	q = slot->engine_qp;
+	c.handle = q->slot;
+	if (xport_qp_modify(q->qp, &c) != 0)
+		return -EINVAL;
+	if (state >= 0)
+		xport_qp_set_state(q->qp, (enum xport_state)state, now_ns(e, rte_rdtsc()), &e->out);
+	flush(w, e, slot, q);
+	return 0;
+}
+
+int
 engine_xport_qp_destroy(struct worker *w, uint32_t qpn)
 {
 	struct elcore *e = w->engine_ctx;
@@ -334,6 +358,7 @@ engine_xport_qp_destroy(struct worker *w, uint32_t qpn)
 struct call_create {
 	const struct xport_cfg *cfg;
 	uint16_t port;
+	uint32_t cookie;
 };
 
 static int
@@ -341,7 +366,7 @@ do_create(struct worker *w, void *arg)
 {
 	struct call_create *c = arg;
 
-	return engine_xport_qp_create(w, c->cfg, c->port);
+	return engine_xport_qp_create(w, c->cfg, c->port, c->cookie);
 }
 
 struct call_state {
@@ -370,9 +395,10 @@ owner(struct daemon *d, uint32_t qpn)
 }
 
 int
-engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port)
+engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port,
+			    uint32_t cookie)
 {
-	struct call_create c = { cfg, port };
+	struct call_create c = { cfg, port, cookie };
 	struct worker *w = owner(d, cfg->qpn);
 
 	return w ? worker_call(w, do_create, &c, CALL_TIMEOUT_MS) : -ENODEV;

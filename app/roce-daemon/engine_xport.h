@@ -36,11 +36,21 @@ extern const struct engine_ops engine_xport;
 /**
  * Create the engine QP of @p cfg (cfg->qpn must be owned by @p w) on daemon
  * port @p port, in state RESET. cfg->handle is set by this function.
+ * @p cookie is echoed in every event of this QP (worker_event.cookie), so
+ * the control thread can tell a stale event of a destroyed QP from one of
+ * the QP that reuses its QPN.
  * @return 0, -EINVAL (bad cfg or QPN), -EEXIST, -ENOMEM
  */
-int engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t port);
+int engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t port,
+			   uint32_t cookie);
 /** Move QP @p qpn to @p state. @return 0 or -ENOENT */
 int engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state);
+/**
+ * Apply @p cfg (xport_qp_modify(); cfg->handle is set by this function),
+ * then move to @p state unless it is negative.
+ * @return 0, -ENOENT, -EINVAL (xport_qp_modify refused)
+ */
+int engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *cfg, int state);
 /** Destroy QP @p qpn (its timers are cancelled). @return 0 or -ENOENT */
 int engine_xport_qp_destroy(struct worker *w, uint32_t qpn);
 /** The engine QP of @p qpn, or NULL. */
@@ -48,7 +58,8 @@ struct xport_qp *engine_xport_qp(struct worker *w, uint32_t qpn);
 /** @} */
 
 /** @name Control thread: the same through the owner's control ring @{ */
-int engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port);
+int engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port,
+				uint32_t cookie);
 int engine_xport_call_qp_set_state(struct daemon *d, uint32_t qpn, enum xport_state state);
 int engine_xport_call_qp_destroy(struct daemon *d, uint32_t qpn);
 /** @} */

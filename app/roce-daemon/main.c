@@ -10,8 +10,9 @@
  *   1. command line          6. workers, rings, QP tables
  *   2. configuration file    7. neighbour table
  *   3. EAL                   8. capture (--pcap)
- *   4. signals               9. telemetry commands
- *   5. ports                10. launch workers, run the control loop
+ *   4. signals               9. application interface (lib/ctl server
+ *   5. ports                   on [daemon] socket), telemetry commands
+ *                           10. launch workers, run the control loop
  * Shutdown (SIGINT/SIGTERM) runs it backwards and exits 0.
  */
 #include <errno.h>
@@ -28,6 +29,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
+#include "app_iface.h"
 #include "capture.h"
 #include "config.h"
 #include "counters.h"
@@ -266,6 +268,7 @@ main(int argc, char **argv)
 	char *eal_argv[MAX_EAL_ARGS + 1];
 	struct options opt;
 	struct daemon *d = &the_daemon;
+	struct app_iface *ai = NULL;
 	int eal_argc, rc;
 
 	/* 1. command line */
@@ -312,6 +315,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "roce-daemon: %s\n", err);
 		goto out;
 	}
+	ai = app_iface_create(d, err, sizeof(err));
+	if (ai == NULL) {
+		fprintf(stderr, "roce-daemon: %s\n", err);
+		goto out;
+	}
 	if (cfg.daemon.telemetry && (rc = ctr_telemetry_register(d)) != 0) {
 		fprintf(stderr, "roce-daemon: telemetry: %s\n", strerror(-rc));
 		rc = EXIT_INIT;
@@ -332,7 +340,10 @@ main(int argc, char **argv)
 		control_run(d);
 	rc = 0;
 	printf("roce-daemon: stopping\n");
+	fflush(stdout);
 out:
+	/* clients see IBV_EVENT_DEVICE_FATAL, their objects go; then the dataplane */
+	app_iface_destroy(ai);
 	daemon_shutdown(d);
 	rte_eal_cleanup();
 	if (rc == 0 && d->worker_failures > 0) {

@@ -119,7 +119,7 @@ struct worker_event {
 	uint16_t worker;    /**< index of the worker that raised it */
 	uint32_t handle;    /**< the object: CQ/SRQ handle, or the QP's slot */
 	uint32_t qpn;       /**< QP events: the QPN; otherwise UINT32_MAX */
-	uint32_t reserved;
+	uint32_t cookie;    /**< QP events: the cookie the QP was created with (stale-event check) */
 };
 
 #define WORKER_EVENT_RING 1024u

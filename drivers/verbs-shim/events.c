@@ -185,6 +185,14 @@ SHIM_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asyn
 		return -1;
 	}
 	event->event_type = (enum ibv_event_type)rec.type;
+	if (rec.type == IBV_EVENT_DEVICE_FATAL) {
+		/* the daemon said it first: its EOF that follows is not a second event */
+		struct shim_context *ctx = shim_ctx(context);
+
+		pthread_mutex_lock(&context->mutex);
+		ctx->async_eof = true;
+		pthread_mutex_unlock(&context->mutex);
+	}
 	switch (rec.kind) {
 	case IPC_OBJ_QP:
 		event->element.qp = (struct ibv_qp *)(uintptr_t)rec.user_handle;
@@ -250,8 +258,9 @@ SHIM_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 void shim_wait_async_acks(pthread_mutex_t *m, pthread_cond_t *cv, const uint32_t *acked,
 			  uint32_t reported)
 {
+	/* acks of events the daemon does not count (COMM_EST) may run ahead */
 	pthread_mutex_lock(m);
-	while (*acked != reported)
+	while (*acked < reported)
 		pthread_cond_wait(cv, m);
 	pthread_mutex_unlock(m);
 }

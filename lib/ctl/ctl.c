@@ -170,6 +170,7 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	int rc = -EINVAL;
 
 	if (cfg->ndevices == 0 || cfg->ndevices > CTL_MAX_DEVICES || cfg->limits.max_conns == 0 ||
+	    cfg->limits.n_lcores > 1024 ||
 	    cfg->limits.max_mr >= (UINT32_C(1) << 24) - 1 ||
 	    cfg->limits.qpn_base < 2 || cfg->limits.qpn_base + cfg->limits.max_qp > 0xffffff) {
 		errno = EINVAL;
@@ -191,7 +192,9 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	for (uint32_t d = 0; d < cfg->ndevices; d++)
 		ctl_devsem_build(ctl, d);
 	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
-	if (ctl->conns == NULL)
+	ctl->lcore_qps = calloc(cfg->limits.n_lcores > 1 ? cfg->limits.n_lcores : 1,
+				sizeof(*ctl->lcore_qps));
+	if (ctl->conns == NULL || ctl->lcore_qps == NULL)
 		goto fail;
 	for (int k = 0; k < CTL_KIND_COUNT; k++) {
 		rc = ctl_table_init(&ctl->tab[k], ctl_kind_cap(&cfg->limits, k), ctl_obj_sizes[k]);
@@ -203,6 +206,7 @@ fail:
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->conns);
+	free(ctl->lcore_qps);
 	free(ctl);
 	errno = rc < 0 ? -rc : ENOMEM;
 	return NULL;
@@ -223,6 +227,7 @@ void ctl_destroy(struct ctl *ctl)
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->conns);
+	free(ctl->lcore_qps);
 	free(ctl);
 }
 
@@ -245,6 +250,25 @@ int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,
 	ctl_devsem_build(ctl, dev);
 	ctl_raise_port_event(ctl, dev, port, IBV_EVENT_GID_CHANGE);
 	return 0;
+}
+
+void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
+		if (ctl->conns[i].used) {
+			st->conns++;
+			st->events_dropped += ctl->conns[i].events_dropped;
+		}
+	}
+	st->events_dropped += ctl->events_dropped;
+	st->pd = ctl->tab[CTL_KIND_PD].nused;
+	st->mr = ctl->tab[CTL_KIND_MR].nused;
+	st->channel = ctl->tab[CTL_KIND_CHANNEL].nused;
+	st->cq = ctl->tab[CTL_KIND_CQ].nused;
+	st->qp = ctl->tab[CTL_KIND_QP].nused;
+	st->srq = ctl->tab[CTL_KIND_SRQ].nused;
+	st->ah = ctl->tab[CTL_KIND_AH].nused;
 }
 
 uint32_t ctl_nobjects(const struct ctl *ctl)
@@ -298,6 +322,7 @@ void ctl_conn_close(struct ctl_conn *c)
 	}
 	if (c->async_fd >= 0)
 		close(c->async_fd);
+	ctl->events_dropped += c->events_dropped;
 	memset(c, 0, sizeof(*c));
 }
 
@@ -356,8 +381,14 @@ int ctl_raise_event(struct ctl *ctl, enum ipc_obj_kind kind, uint32_t num, uint3
 	if (o == NULL)
 		return -ENOENT;
 	rc = ctl_send_event(o->owner, type, kind, o->user_handle);
-	if (rc == 0)
-		o->events++; /* only events the client can read count for destroy */
+	/*
+	 * Only events the client can read count for destroy (ibv_destroy_* waits
+	 * for that many acks). COMM_EST does not count: Linux rxe never raises
+	 * it, and applications that never read async events (perftest's server
+	 * receives in RTR) would otherwise wait in ibv_destroy_qp forever.
+	 */
+	if (rc == 0 && type != IBV_EVENT_COMM_EST)
+		o->events++;
 	return rc;
 }
 

@@ -80,7 +80,32 @@ struct ctl_limits {
 	uint32_t max_srq;
 	uint32_t max_ah;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
+	/**
+	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
+	 * 1). See "QP placement" below.
+	 */
+	uint32_t n_lcores;
 };
+
+/**
+ * @name QP placement
+ * A CQ ring has a single producer and an SRQ ring a single consumer, so
+ * every QP that shares a CQ or an SRQ must run on the same lcore. The
+ * control plane chooses QPNs accordingly:
+ *  - a CQ or SRQ is unbound until a QP uses it; it is then bound to that
+ *    QP's lcore until its last QP is destroyed;
+ *  - a new QP goes to the lcore its send CQ, receive CQ and SRQ are bound
+ *    to; if none is bound, to the lcore with the fewest QPs; its QPN is the
+ *    next free one with qpn % n_lcores == that lcore;
+ *  - if they are bound to different lcores, ibv_create_qp fails with EINVAL
+ *    (such a QP would need two producers on one CQ ring).
+ * @{ */
+/** @return the lcore of QPN @p qpn under @p limits. */
+static inline uint32_t ctl_qpn_lcore(const struct ctl_limits *limits, uint32_t qpn)
+{
+	return limits->n_lcores > 1 ? qpn % limits->n_lcores : 0;
+}
+/** @} */
 
 struct ctl;
 struct ctl_conn;
@@ -176,6 +201,13 @@ enum ctl_qp_event {
 	CTL_QP_EV_SQ_ERROR,      /**< UC/UD send error: the QP enters SQE */
 	CTL_QP_EV_SQ_DRAINED,    /**< SQD: the send queue is empty */
 	CTL_QP_EV_COMM_EST,      /**< first packet received in RTR */
+	/**
+	 * The engine moved the QP to ERR after a completion error of its own
+	 * work request (retries exhausted, remote NAK...): ERR and flush like
+	 * FATAL, but no IBV_EVENT_QP_FATAL (Linux reports these errors only in
+	 * the CQE); an SRQ QP still gets IBV_EVENT_QP_LAST_WQE_REACHED.
+	 */
+	CTL_QP_EV_ERROR,
 };
 
 /**
@@ -272,6 +304,16 @@ void ctl_conn_close(struct ctl_conn *conn);
  */
 void ctl_conn_handle(struct ctl_conn *conn, const struct ipc_msg *req, int *fds,
 		     unsigned int nfds, struct ipc_msg *rsp, int *rfds, unsigned int *rnfds);
+
+/** Object counts of a whole control plane (diagnostics, telemetry). */
+struct ctl_stats {
+	uint32_t conns;          /**< open connections */
+	uint32_t pd, mr, channel, cq, qp, srq, ah;
+	uint64_t events_dropped; /**< async events clients did not read in time */
+};
+
+/** Fill @p st. */
+void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st);
 
 /** Objects currently owned by @p conn (all kinds), for tests and diagnostics. */
 uint32_t ctl_conn_nobjects(const struct ctl_conn *conn);

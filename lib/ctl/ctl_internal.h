@@ -73,8 +73,12 @@ struct ctl_channel {
 	int efd;
 };
 
+/* Not bound to an lcore (no QP uses the CQ/SRQ). */
+#define CTL_LCORE_NONE UINT32_MAX
+
 struct ctl_cq {
 	struct ctl_obj o;
+	uint32_t lcore;          /* CTL_LCORE_NONE while o.refs == 0 (QP placement) */
 	struct ctl_channel *ch;
 	struct ctl_shm shm;
 	struct ctl_cq_info info;
@@ -82,6 +86,7 @@ struct ctl_cq {
 
 struct ctl_srq {
 	struct ctl_obj o;
+	uint32_t lcore;          /* as ctl_cq.lcore */
 	struct ctl_pd *pd;
 	struct ctl_shm shm;
 	struct ctl_srq_info info;
@@ -128,6 +133,8 @@ struct ctl {
 	struct ctl_devsem sem[CTL_MAX_DEVICES];
 	struct ctl_table tab[CTL_KIND_COUNT];
 	struct ctl_conn *conns;
+	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
+	uint64_t events_dropped; /* of closed connections */
 };
 
 /* ctl_table.c */
@@ -135,6 +142,9 @@ int ctl_table_init(struct ctl_table *t, uint32_t cap, size_t obj_size);
 void ctl_table_fini(struct ctl_table *t);
 void *ctl_table_alloc(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
 		      uint64_t user_handle);
+/* As ctl_table_alloc(), only slots with (index + base) % modulus == rem. */
+void *ctl_table_alloc_class(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
+			    uint64_t user_handle, uint32_t base, uint32_t modulus, uint32_t rem);
 void ctl_table_free(struct ctl_table *t, void *obj);
 void *ctl_table_at(const struct ctl_table *t, uint32_t index);
 uint32_t ctl_obj_handle(const struct ctl_obj *o);

@@ -366,6 +366,7 @@ int ctl_h_create_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 		return rc;
 	}
 	cq->ch = ch;
+	cq->lcore = CTL_LCORE_NONE;
 	cq->info.cqn = cq->o.index;
 	cq->info.event_fd = ch ? ch->efd : -1;
 	cq->info.user_handle = q->user_handle;
@@ -479,6 +480,7 @@ int ctl_h_create_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 	}
 	ctl_ring_setup(&srq->shm, 0, entries, stride, &srq->info.ring, &r->ring);
 	srq->pd = pd;
+	srq->lcore = CTL_LCORE_NONE;
 	srq->info.srqn = srq->o.index + 1;
 	srq->info.pd = pd->o.index;
 	srq->info.max_wr = entries - 1;

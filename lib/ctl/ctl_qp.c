@@ -15,13 +15,68 @@
 #define DP(ctl) ((ctl)->cfg.dp_ops)
 #define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
 
-static void ctl_qp_put_refs(struct ctl_qp *qp)
+/* A CQ or SRQ without QPs is free to move to another lcore. */
+static void ctl_cq_put(struct ctl_cq *cq)
+{
+	if (--cq->o.refs == 0)
+		cq->lcore = CTL_LCORE_NONE;
+}
+
+static void ctl_qp_put_refs(struct ctl *ctl, struct ctl_qp *qp)
 {
 	qp->pd->o.refs--;
-	qp->scq->o.refs--;
-	qp->rcq->o.refs--;
-	if (qp->srq)
-		qp->srq->o.refs--;
+	ctl_cq_put(qp->scq);
+	ctl_cq_put(qp->rcq);
+	if (qp->srq && --qp->srq->o.refs == 0)
+		qp->srq->lcore = CTL_LCORE_NONE;
+	ctl->lcore_qps[ctl_qpn_lcore(&ctl->cfg.limits, qp->info.qpn)]--;
+}
+
+static void ctl_qp_get_refs(struct ctl *ctl, struct ctl_qp *qp, uint32_t lcore)
+{
+	qp->pd->o.refs++;
+	qp->scq->o.refs++;
+	qp->scq->lcore = lcore;
+	qp->rcq->o.refs++;
+	qp->rcq->lcore = lcore;
+	if (qp->srq) {
+		qp->srq->o.refs++;
+		qp->srq->lcore = lcore;
+	}
+	ctl->lcore_qps[lcore]++;
+}
+
+/* Merge one object's binding into @p lcore. @return false on a conflict. */
+static bool ctl_place_with(uint32_t bound, uint32_t *lcore)
+{
+	if (bound == CTL_LCORE_NONE)
+		return true;
+	if (*lcore != CTL_LCORE_NONE && *lcore != bound)
+		return false;
+	*lcore = bound;
+	return true;
+}
+
+/*
+ * The lcore a new QP must run on (ctl.h "QP placement").
+ * @return 0, or EINVAL when its CQs/SRQ live on different lcores
+ */
+static int ctl_qp_place(const struct ctl *ctl, const struct ctl_cq *scq, const struct ctl_cq *rcq,
+			const struct ctl_srq *srq, uint32_t *lcore)
+{
+	uint32_t n = ctl->cfg.limits.n_lcores > 1 ? ctl->cfg.limits.n_lcores : 1;
+
+	*lcore = CTL_LCORE_NONE;
+	if (!ctl_place_with(scq->lcore, lcore) || !ctl_place_with(rcq->lcore, lcore) ||
+	    (srq && !ctl_place_with(srq->lcore, lcore)))
+		return EINVAL;
+	if (*lcore != CTL_LCORE_NONE)
+		return 0;
+	*lcore = 0;
+	for (uint32_t l = 1; l < n; l++)
+		if (ctl->lcore_qps[l] < ctl->lcore_qps[*lcore])
+			*lcore = l;
+	return 0;
 }
 
 /* Lay out a ring at @p off of @p shm; fills the dataplane view and the wire description. */
@@ -50,6 +105,7 @@ int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	uint32_t sq_n, rq_n = 0;
 	size_t sq_bytes, rq_bytes = 0;
 	struct ctl_qp *qp;
+	uint32_t lcore;
 	int rc, fd;
 
 	if (pd == NULL || scq == NULL || rcq == NULL)
@@ -59,6 +115,9 @@ int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 		if (srq == NULL)
 			return EINVAL;
 	}
+	rc = ctl_qp_place(ctl, scq, rcq, srq, &lcore);
+	if (rc)
+		return rc;
 	if (q->create_flags != 0)
 		return EOPNOTSUPP;
 	/* The semantics only check that the CQs exist; they never dereference them. */
@@ -83,7 +142,9 @@ int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	if (sq_bytes == 0 || (!srq && rq_bytes == 0))
 		return EINVAL;
 
-	qp = ctl_table_alloc(&ctl->tab[CTL_KIND_QP], c, CTL_KIND_QP, q->user_handle);
+	qp = ctl_table_alloc_class(&ctl->tab[CTL_KIND_QP], c, CTL_KIND_QP, q->user_handle,
+				   ctl->cfg.limits.qpn_base,
+				   ctl->cfg.limits.n_lcores > 1 ? ctl->cfg.limits.n_lcores : 1, lcore);
 	if (qp == NULL)
 		return ENOMEM;
 	rc = ctl_shm_alloc(&qp->shm, "roce-qp", sq_bytes + rq_bytes, &fd);
@@ -116,11 +177,7 @@ int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 		ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
 		return rc;
 	}
-	pd->o.refs++;
-	scq->o.refs++;
-	rcq->o.refs++;
-	if (srq)
-		srq->o.refs++;
+	ctl_qp_get_refs(ctl, qp, lcore);
 	r->handle = ctl_obj_handle(&qp->o);
 	r->qpn = qp->info.qpn;
 	ipc_cap_from_ibv(&qp->sem.init.cap, &r->cap);
@@ -233,6 +290,17 @@ int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t c
 	case CTL_QP_EV_COMM_EST:
 		rc = qp_sem_comm_established(&next, &fx);
 		break;
+	case CTL_QP_EV_ERROR:
+		rc = qp_sem_fatal(&next, IBV_EVENT_QP_FATAL, &fx);
+		if (rc == 0) {
+			unsigned int k = 0;
+
+			for (unsigned int i = 0; i < fx.n_events && i < QP_SEM_MAX_EVENTS; i++)
+				if (fx.event[i] != IBV_EVENT_QP_FATAL)
+					fx.event[k++] = fx.event[i];
+			fx.n_events = k;
+		}
+		break;
 	default:
 		rc = EINVAL;
 		break;
@@ -252,7 +320,7 @@ void ctl_qp_destroy(struct ctl *ctl, struct ctl_qp *qp)
 	if (DP_HAS(ctl, qp_destroy))
 		DP(ctl)->qp_destroy(ctl->cfg.dp, &qp->info);
 	ctl_shm_free(&qp->shm);
-	ctl_qp_put_refs(qp);
+	ctl_qp_put_refs(ctl, qp);
 	ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
 }
 

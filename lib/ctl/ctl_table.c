@@ -43,13 +43,19 @@ void *ctl_table_at(const struct ctl_table *t, uint32_t index)
 void *ctl_table_alloc(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
 		      uint64_t user_handle)
 {
-	if (t->nused == t->cap)
+	return ctl_table_alloc_class(t, owner, kind, user_handle, 0, 1, 0);
+}
+
+void *ctl_table_alloc_class(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
+			    uint64_t user_handle, uint32_t base, uint32_t modulus, uint32_t rem)
+{
+	if (t->nused == t->cap || modulus == 0)
 		return NULL;
 	for (uint32_t n = 0; n < t->cap; n++) {
 		uint32_t i = (t->cursor + n) % t->cap;
 		struct ctl_obj *o = ctl_table_at(t, i);
 
-		if (o->owner != NULL)
+		if (o->owner != NULL || (uint32_t)((uint64_t)i + base) % modulus != rem)
 			continue;
 		uint16_t gen = o->gen;
 

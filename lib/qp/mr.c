@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory region table (mr.h): preallocated slots, generation-tagged keys. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "mr.h"
@@ -21,11 +22,68 @@ mr_table_create(uint32_t capacity)
 		return NULL;
 	}
 	t->capacity = capacity;
-	/* free list 1 -> 2 -> ... -> capacity-1 -> 0 */
-	for (uint32_t i = 1; i < capacity; i++)
+	/* free list 1 <-> 2 <-> ... <-> capacity-1, 0 terminates both ways */
+	for (uint32_t i = 1; i < capacity; i++) {
 		t->entries[i].next_free = (i + 1 < capacity) ? i + 1 : 0;
+		t->entries[i].prev_free = i - 1;
+	}
 	t->free_head = 1;
 	return t;
+}
+
+/* Take slot @p idx off the free list. */
+static void
+free_unlink(struct mr_table *t, uint32_t idx)
+{
+	struct mr_entry *e = &t->entries[idx];
+
+	if (e->prev_free)
+		t->entries[e->prev_free].next_free = e->next_free;
+	else
+		t->free_head = e->next_free;
+	if (e->next_free)
+		t->entries[e->next_free].prev_free = e->prev_free;
+}
+
+/* Put slot @p idx at the head of the free list. */
+static void
+free_push(struct mr_table *t, uint32_t idx)
+{
+	struct mr_entry *e = &t->entries[idx];
+
+	e->prev_free = 0;
+	e->next_free = t->free_head;
+	if (t->free_head)
+		t->entries[t->free_head].prev_free = idx;
+	t->free_head = idx;
+}
+
+static bool
+reg_args_ok(uint64_t host, uint64_t iova, uint64_t length, uint32_t access)
+{
+	/* ibv_reg_mr: remote write/atomic require local write */
+	if ((access & (MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & MR_ACCESS_LOCAL_WRITE))
+		return false;
+	return iova + length >= iova && host + length >= host;
+}
+
+/* Fill slot @p idx (already off the free list) with key @p key. */
+static void
+slot_fill(struct mr_table *t, uint32_t idx, uint32_t key, uint32_t pd, uint64_t host,
+	  uint64_t iova, uint64_t length, uint32_t access)
+{
+	t->entries[idx] = (struct mr_entry){
+		.host = host,
+		.iova = iova,
+		.length = length,
+		.key = key,
+		.pd = pd,
+		.access = access,
+		.valid = 1,
+		.in_use = 1,
+	};
+	t->count++;
 }
 
 void
@@ -41,30 +99,30 @@ int
 mr_reg(struct mr_table *t, uint32_t pd, uint64_t host, uint64_t iova,
        uint64_t length, uint32_t access, uint32_t *key)
 {
-	/* ibv_reg_mr: remote write/atomic require local write */
-	if ((access & (MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & MR_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	if (iova + length < iova || host + length < host)
+	if (!reg_args_ok(host, iova, length, access))
 		return -EINVAL;
 	uint32_t idx = t->free_head;
 	if (idx == 0)
 		return -ENOSPC;
-	struct mr_entry *e = &t->entries[idx];
-	t->free_head = e->next_free;
-	uint8_t gen = (uint8_t)(e->key + 1);
-	*e = (struct mr_entry){
-		.host = host,
-		.iova = iova,
-		.length = length,
-		.key = (idx << 8) | gen,
-		.pd = pd,
-		.access = access,
-		.valid = 1,
-		.in_use = 1,
-	};
-	t->count++;
-	*key = e->key;
+	free_unlink(t, idx);
+	uint8_t gen = (uint8_t)(t->entries[idx].key + 1);
+	slot_fill(t, idx, (idx << 8) | gen, pd, host, iova, length, access);
+	*key = t->entries[idx].key;
+	return 0;
+}
+
+int
+mr_reg_key(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t host, uint64_t iova,
+	   uint64_t length, uint32_t access)
+{
+	uint32_t idx = key >> 8;
+
+	if (idx == 0 || idx >= t->capacity || !reg_args_ok(host, iova, length, access))
+		return -EINVAL;
+	if (t->entries[idx].in_use)
+		return -EEXIST;
+	free_unlink(t, idx);
+	slot_fill(t, idx, key, pd, host, iova, length, access);
 	return 0;
 }
 
@@ -76,8 +134,7 @@ mr_dereg(struct mr_table *t, uint32_t key)
 		return -ENOENT;
 	e->valid = 0;
 	e->in_use = 0;
-	e->next_free = t->free_head;
-	t->free_head = key >> 8;
+	free_push(t, key >> 8);
 	t->count--;
 	return 0;
 }

@@ -57,7 +57,8 @@ struct mr_entry {
 	uint8_t valid;     /**< registered and not invalidated */
 	uint8_t in_use;    /**< slot allocated */
 	uint16_t reserved;
-	uint32_t next_free;
+	uint32_t next_free;  /**< free list (doubly linked, so any slot can leave it) */
+	uint32_t prev_free;
 };
 
 /** The table. */
@@ -87,6 +88,16 @@ void mr_table_destroy(struct mr_table *t);
  */
 int mr_reg(struct mr_table *t, uint32_t pd, uint64_t host, uint64_t iova,
 	   uint64_t length, uint32_t access, uint32_t *key);
+
+/**
+ * Register a region under a key chosen by the caller (the daemon's control
+ * plane hands keys out; each lcore's table mirrors them): slot key >> 8,
+ * generation key & 0xff. Same checks as mr_reg().
+ * @return 0, -EINVAL (slot 0 or beyond the capacity, bad access, wrap),
+ *   -EEXIST (the slot holds a registration)
+ */
+int mr_reg_key(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t host, uint64_t iova,
+	       uint64_t length, uint32_t access);
 
 /** Deregister. @return 0 or -ENOENT */
 int mr_dereg(struct mr_table *t, uint32_t key);

@@ -226,6 +226,34 @@ spsc_ring_pop(struct spsc_ring *r, void *rec)
 }
 /** @} */
 
+/**
+ * @name Trusted geometry
+ * The header's size, mask and elem_size live in the shared mapping, so a
+ * peer in another process can overwrite them. A side that does not trust
+ * its peer (the daemon towards an application) keeps the geometry it
+ * allocated the ring with and indexes only through these forms: any index
+ * then lands inside the ring, whatever the header or the indexes say.
+ * @{ */
+
+/** @return the slot of record @p index, with the caller's @p mask and @p elem_size. */
+static inline void *
+spsc_ring_slot_in(const struct spsc_ring *r, uint32_t mask, uint32_t elem_size, uint32_t index)
+{
+	return (void *)(r->slots + (size_t)(index & mask) * elem_size);
+}
+
+/**
+ * @return records available to the consumer, clamped to the caller's
+ * @p size. Precondition: called by the consumer (acquire on prod).
+ */
+static inline uint32_t
+spsc_ring_count_in(const struct spsc_ring *r, uint32_t size)
+{
+	uint32_t used = spsc_ring_prod_acquire(r) - spsc_ring_cons_index(r);
+	return used > size ? size : used;
+}
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

@@ -72,10 +72,20 @@ xport_qp_rq_psn(const struct xport_qp *qp)
 
 /* ---- lifetime ---------------------------------------------------------- */
 
+/* A ring of @p trusted slots (0: the header's) of @p elem_size records. */
 static bool
-ring_ok(const struct spsc_ring *r, uint32_t elem_size)
+ring_ok(const struct spsc_ring *r, uint32_t trusted, uint32_t elem_size)
 {
-	return r && r->elem_size == elem_size && r->size && (r->size & (r->size - 1)) == 0;
+	if (!r)
+		return false;
+	uint32_t size = trusted ? trusted : r->size;
+	return r->elem_size == elem_size && size && (size & (size - 1)) == 0 && size <= (1u << 30);
+}
+
+static uint32_t
+sq_slots_of(const struct xport_cfg *cfg)
+{
+	return cfg->sq_size ? cfg->sq_size : cfg->sq->size;
 }
 
 static bool
@@ -86,12 +96,12 @@ cfg_valid(const struct xport_cfg *cfg)
 	if (roce_mtu_bytes(cfg->path_mtu) == 0 || cfg->qpn > ROCE_QPN_MASK ||
 	    cfg->dest_qpn > ROCE_QPN_MASK)
 		return false;
-	if (!ring_ok(cfg->sq, sizeof(struct sq_wqe)) || !cfg->send_cq || !cfg->recv_cq ||
-	    !ring_ok(cfg->send_cq->ring, sizeof(struct cqe)) ||
-	    !ring_ok(cfg->recv_cq->ring, sizeof(struct cqe)) || !cfg->mrs)
+	if (!ring_ok(cfg->sq, cfg->sq_size, sizeof(struct sq_wqe)) || !cfg->send_cq ||
+	    !cfg->recv_cq || !ring_ok(cfg->send_cq->ring, cfg->send_cq->size, sizeof(struct cqe)) ||
+	    !ring_ok(cfg->recv_cq->ring, cfg->recv_cq->size, sizeof(struct cqe)) || !cfg->mrs)
 		return false;
-	if (cfg->srq ? !ring_ok(cfg->srq->ring, sizeof(struct rq_wqe))
-		     : !ring_ok(cfg->rq, sizeof(struct rq_wqe)))
+	if (cfg->srq ? !ring_ok(cfg->srq->ring, cfg->srq->size, sizeof(struct rq_wqe))
+		     : !ring_ok(cfg->rq, cfg->rq_size, sizeof(struct rq_wqe)))
 		return false;
 	if (cfg->type == XPORT_RC &&
 	    (cfg->max_rd_atomic > XPORT_MAX_RD_ATOMIC || cfg->max_dest_rd_atomic == 0 ||
@@ -107,7 +117,7 @@ xport_qp_mem_size(const struct xport_cfg *cfg)
 	if (!cfg_valid(cfg))
 		return 0;
 	size_t obj = (sizeof(struct xport_qp) + 63) & ~(size_t)63;
-	return obj + (size_t)cfg->sq->size * sizeof(struct xport_swqe);
+	return obj + (size_t)sq_slots_of(cfg) * sizeof(struct xport_swqe);
 }
 
 static void
@@ -172,7 +182,8 @@ xport_qp_init(void *mem, const struct xport_cfg *cfg)
 	derive(qp);
 	size_t obj = (sizeof(struct xport_qp) + 63) & ~(size_t)63;
 	qp->swqe = (struct xport_swqe *)((uint8_t *)mem + obj);
-	qp->sq_mask = cfg->sq->size - 1;
+	qp->sq_mask = sq_slots_of(cfg) - 1;
+	qp->rq_mask = cfg->rq ? (cfg->rq_size ? cfg->rq_size : cfg->rq->size) - 1 : 0;
 	tmpl_init(qp);
 	qp_reset_progress(qp);
 	return qp;
@@ -202,7 +213,9 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 	const struct xport_cfg *o = &qp->cfg;
 	if (!cfg_valid(cfg) || cfg->type != o->type || cfg->qpn != o->qpn || cfg->sq != o->sq ||
 	    cfg->rq != o->rq || cfg->srq != o->srq || cfg->send_cq != o->send_cq ||
-	    cfg->recv_cq != o->recv_cq || cfg->mrs != o->mrs || cfg->handle != o->handle)
+	    cfg->recv_cq != o->recv_cq || cfg->mrs != o->mrs || cfg->handle != o->handle ||
+	    sq_slots_of(cfg) != qp->sq_mask + 1 ||
+	    (cfg->rq && (cfg->rq_size ? cfg->rq_size : cfg->rq->size) != qp->rq_mask + 1))
 		return -EINVAL;
 	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
 	uint16_t ip_id = qp->tmpl.l3.ip_id;
@@ -213,9 +226,16 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 	if (qp->state == XPORT_STATE_RESET) {
 		qp_reset_progress(qp); /* the PSNs start here */
 	} else {
-		/* live QP: the PSNs are progress, not configuration */
-		qp->cfg.sq_psn = sq_psn;
+		/* live QP: the PSNs are progress, not configuration, except that
+		 * RTR -> RTS carries the first PSN (IBV_QP_SQ_PSN) while the
+		 * requester has sent nothing yet: it starts there */
 		qp->cfg.rq_psn = rq_psn;
+		if (qp->state == XPORT_STATE_RTR && cfg->sq_psn != sq_psn) {
+			xport_req_reset(qp);
+			xport_comp_reset(qp);
+		} else {
+			qp->cfg.sq_psn = sq_psn;
+		}
 		if (qp->resp.res_next >= qp->cfg.max_dest_rd_atomic)
 			qp->resp.res_next = 0;
 		if (qp->resp.res_emit >= qp->cfg.max_dest_rd_atomic)
@@ -269,9 +289,10 @@ xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
 	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED); /* engine: sole producer */
 
 	if (!cq->overflowed) {
+		uint32_t size = cq_slots(cq);
 		cq->cons_cache = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
-		if (prod - cq->cons_cache < r->size)
-			return spsc_ring_slot(r, prod);
+		if (prod - cq->cons_cache < size)
+			return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
 		/* CQ overrun -> affiliated async CQ_ERR, the QP goes to error */
 		cq->overflowed = true;
 		xport_event(out, XPORT_EV_ASYNC, ASYNC_CQ_ERR, cq->handle);
@@ -468,14 +489,14 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	struct spsc_ring *sq = qp->cfg.sq;
 	uint32_t avail = spsc_ring_prod_acquire(sq) - qp->comp.head;
 
-	if (avail > sq->size)
-		avail = sq->size;
+	if (avail > qp->sq_mask + 1)
+		avail = qp->sq_mask + 1;
 	while (avail && budget) {
 		uint32_t head = qp->comp.head;
 		struct xport_swqe *w = swqe_at(qp, head);
 		if ((int32_t)(qp->req.fetch - head) <= 0) {
 			/* never fetched: take wr_id/opcode from the ring */
-			const struct sq_wqe *rw = spsc_ring_slot(sq, head);
+			const struct sq_wqe *rw = sq_ring_at(qp, head);
 			w->wqe.wr_id = rw->wr_id;
 			w->wqe.opcode = rw->opcode;
 			w->status = WC_SUCCESS;
@@ -502,9 +523,12 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		qp->resp.have_recv = false;
 	}
 	if (qp->cfg.rq) {
-		struct rq_wqe rw;
-		while (budget && spsc_ring_pop(qp->cfg.rq, &rw)) {
-			flush_recv(qp, rw.wr_id, out, now);
+		struct spsc_ring *rq = qp->cfg.rq;
+		while (budget && spsc_ring_count_in(rq, qp->rq_mask + 1)) {
+			const struct rq_wqe *rw = spsc_ring_slot_in(rq, qp->rq_mask, sizeof(*rw),
+								    spsc_ring_cons_index(rq));
+			flush_recv(qp, rw->wr_id, out, now);
+			spsc_ring_release(rq, 1);
 			budget--;
 		}
 	} else if (qp->cfg.srq && !qp->last_wqe_event) {

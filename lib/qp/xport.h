@@ -40,6 +40,14 @@
  *
  * Memory access: host address = MR host + (IOVA - MR IOVA) via mr_check();
  * every access is checked (key, PD, access flags, range) right before it.
+ *
+ * Untrusted rings: the application writes the SQ/RQ/SRQ producer indexes,
+ * the CQ consumer index and can overwrite every header field. The engine
+ * indexes only with the trusted geometry of xport_cfg.sq_size/rq_size,
+ * xport_cq.size and xport_srq.size and the fixed record sizes, and clamps
+ * every count derived from a shared index to the ring size, so a corrupt
+ * ring misbehaves only for its own QP and never makes the engine touch
+ * memory outside the ring.
  */
 #ifndef QP_XPORT_H
 #define QP_XPORT_H
@@ -94,6 +102,12 @@ enum xport_state {
  */
 struct xport_cq {
 	struct spsc_ring *ring;   /**< CQE ring: the engine is the producer */
+	/**
+	 * Slots of @ref ring as its allocator made it (trusted geometry: the
+	 * engine indexes with size - 1, never with the shared header's mask);
+	 * 0: the header's size, only when the consumer is trusted (tests).
+	 */
+	uint32_t size;
 	uint32_t *arm;            /**< shared word written by req_notify_cq: 1 next, 2 solicited; NULL: none */
 	uint32_t handle;          /**< daemon CQ handle, echoed in events */
 	bool overflowed;          /**< a CQE did not fit: the CQ is in error */
@@ -110,6 +124,7 @@ enum xport_cq_arm {
 /** A shared receive queue: all its QPs live on one lcore (single consumer). */
 struct xport_srq {
 	struct spsc_ring *ring;   /**< struct rq_wqe ring: the engine is the consumer */
+	uint32_t size;            /**< trusted slots of @ref ring; 0: the header's (see xport_cq) */
 	uint32_t handle;          /**< daemon SRQ handle, echoed in events */
 	uint32_t limit;           /**< srq_limit: event when the count falls below it */
 	bool limit_armed;         /**< set by modify_srq; cleared when the event fires */
@@ -147,6 +162,13 @@ struct xport_cfg {
 	/* queues */
 	struct spsc_ring *sq;     /**< struct sq_wqe ring (engine = consumer) */
 	struct spsc_ring *rq;     /**< struct rq_wqe ring, or NULL with an SRQ */
+	/**
+	 * Trusted slots of the SQ and RQ rings (the geometry the daemon
+	 * allocated; the shared headers may be overwritten by the application).
+	 * 0: the header's size, only when the producer is trusted (tests).
+	 */
+	uint32_t sq_size;
+	uint32_t rq_size;
 	struct xport_srq *srq;    /**< or NULL */
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;
@@ -313,8 +335,10 @@ void xport_qp_destroy(struct xport_qp *qp);
  * Apply a changed configuration (modify_qp): timeout, retry counts,
  * min_rnr_timer, rd_atomic limits, access flags, P_Key/Q_Key, AV, path MTU,
  * rate limit, AckReq period and window. Rings, CQs, SRQ, MR table, type,
- * QPN and handle cannot change. sq_psn/rq_psn apply only in RESET (they
- * are taken when the QP leaves RESET); on a live QP they are ignored. A
+ * QPN and handle cannot change. sq_psn/rq_psn apply in RESET (they
+ * are taken when the QP leaves RESET), and sq_psn also in RTR (the
+ * requester has not started: RTR -> RTS brings it); otherwise a live QP
+ * ignores them. A
  * path MTU change applies to packets built afterwards: change it only
  * where IBA allows it (INIT->RTR, SQD).
  * @return 0, or -EINVAL (invalid or immutable field changed)

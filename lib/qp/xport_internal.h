@@ -141,8 +141,9 @@ struct xport_qp {
 	bool last_wqe_event;   /* SRQ QP: LAST_WQE_REACHED sent */
 	bool comm_est_event;   /* COMM_EST sent (first packet received in RTR) */
 	bool drained_event;    /* SQ_DRAINED sent for the current SQD period */
-	struct xport_swqe *swqe; /* sq->size entries, after the object */
-	uint32_t sq_mask;
+	struct xport_swqe *swqe; /* sq_mask + 1 entries, after the object */
+	uint32_t sq_mask;      /* trusted SQ geometry (cfg.sq_size - 1) */
+	uint32_t rq_mask;      /* trusted RQ geometry (cfg.rq_size - 1), 0 with an SRQ */
 	uint64_t cnt[XPORT_CNT_COUNT];
 };
 
@@ -150,6 +151,26 @@ static inline struct xport_swqe *
 swqe_at(const struct xport_qp *qp, uint32_t idx)
 {
 	return &qp->swqe[idx & qp->sq_mask];
+}
+
+/* Trusted ring geometry (xport.h "Untrusted rings"). */
+static inline uint32_t
+cq_slots(const struct xport_cq *cq)
+{
+	return cq->size ? cq->size : cq->ring->size;
+}
+
+static inline uint32_t
+srq_slots(const struct xport_srq *srq)
+{
+	return srq->size ? srq->size : srq->ring->size;
+}
+
+/* The SQ WQE at ring index @p idx. */
+static inline const struct sq_wqe *
+sq_ring_at(const struct xport_qp *qp, uint32_t idx)
+{
+	return spsc_ring_slot_in(qp->cfg.sq, qp->sq_mask, sizeof(struct sq_wqe), idx);
 }
 
 static inline void
@@ -260,10 +281,11 @@ static inline struct cqe *
 xport_cq_reserve(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
 {
 	struct spsc_ring *r = cq->ring;
+	uint32_t size = cq_slots(cq);
 	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
-	if (__builtin_expect(prod - cq->cons_cache >= r->size || cq->overflowed, 0))
+	if (__builtin_expect(prod - cq->cons_cache >= size || cq->overflowed, 0))
 		return xport_cq_full(qp, cq, out);
-	return spsc_ring_slot(r, prod);
+	return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
 }
 
 /* Publish the CQE written into the reserved slot (release); notify if armed. */

@@ -81,7 +81,7 @@ xport_req_reset(struct xport_qp *qp)
 static void
 fetch_wqe(struct xport_qp *qp, uint32_t idx)
 {
-	const struct sq_wqe *src = spsc_ring_slot(qp->cfg.sq, idx);
+	const struct sq_wqe *src = sq_ring_at(qp, idx);
 	struct xport_swqe *w = swqe_at(qp, idx);
 	uint8_t type = qp->cfg.type;
 
@@ -169,8 +169,8 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 		struct spsc_ring *sq = qp->cfg.sq;
 		uint32_t prod = spsc_ring_prod_acquire(sq);
 		/* the shim may not run ahead by more than the ring (untrusted index) */
-		if (prod == req->fetch || req->fetch - qp->comp.head >= sq->size ||
-		    prod - qp->comp.head > sq->size)
+		if (prod == req->fetch || req->fetch - qp->comp.head > qp->sq_mask ||
+		    prod - qp->comp.head > qp->sq_mask + 1)
 			return REQ_IDLE;
 		if (qp->state == XPORT_STATE_SQD)
 			return REQ_IDLE; /* drain: start nothing new */

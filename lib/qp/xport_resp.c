@@ -106,10 +106,12 @@ take_recv(struct xport_qp *qp, struct xport_out *out)
 	struct xport_resp *r = &qp->resp;
 	struct xport_srq *srq = qp->cfg.srq;
 	struct spsc_ring *ring = srq ? srq->ring : qp->cfg.rq;
+	uint32_t size = srq ? srq_slots(srq) : qp->rq_mask + 1;
 
-	if (spsc_ring_count(ring) == 0)
+	if (spsc_ring_count_in(ring, size) == 0)
 		return false;
-	const struct rq_wqe *src = spsc_ring_cons_slot(ring, 0);
+	const struct rq_wqe *src = spsc_ring_slot_in(ring, size - 1, sizeof(*src),
+						     spsc_ring_cons_index(ring));
 	r->recv.wr_id = src->wr_id;
 	r->recv.num_sge = src->num_sge;
 	if (r->recv.num_sge > WQE_MAX_SGE)
@@ -123,7 +125,7 @@ take_recv(struct xport_qp *qp, struct xport_out *out)
 	r->recv_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
 	r->have_recv = true;
 	/* SRQ limit event when the count falls below the limit (one shot) */
-	if (srq && srq->limit_armed && spsc_ring_count(ring) < srq->limit) {
+	if (srq && srq->limit_armed && spsc_ring_count_in(ring, size) < srq->limit) {
 		srq->limit_armed = false;
 		xport_event(out, XPORT_EV_ASYNC, ASYNC_SRQ_LIMIT_REACHED, srq->handle);
 	}

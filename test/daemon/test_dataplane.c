@@ -600,7 +600,7 @@ make_qp(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn, uint32_
 	c->recv_cq = &q->rcq;
 	c->mrs = mrs;
 	struct worker *w = d.worker[worker_of_qpn(qpn, d.n_workers)];
-	cr_assert_eq(engine_xport_qp_create(w, c, 0), 0);
+	cr_assert_eq(engine_xport_qp_create(w, c, 0, 0), 0);
 	cr_assert_eq(engine_xport_qp_set_state(w, qpn, XPORT_STATE_RTR), 0);
 	cr_assert_eq(engine_xport_qp_set_state(w, qpn, XPORT_STATE_RTS), 0);
 }

@@ -361,9 +361,11 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		h->sq = ring_new(p->sq_size, sizeof(struct sq_wqe));
 		h->scq_ring = ring_new(p->cq_size, sizeof(struct cqe));
 		h->rcq_ring = ring_new(p->cq_size, sizeof(struct cqe));
-		h->scq = (struct xport_cq){ .ring = h->scq_ring, .handle = (uint32_t)(10 + i * 2) };
-		h->rcq = (struct xport_cq){ .ring = h->rcq_ring, .handle = (uint32_t)(11 + i * 2),
-					    .arm = &h->cq_arm };
+		/* the allocator's geometry is the trusted one (xport.h "Untrusted rings") */
+		h->scq = (struct xport_cq){ .ring = h->scq_ring, .size = p->cq_size,
+					    .handle = (uint32_t)(10 + i * 2) };
+		h->rcq = (struct xport_cq){ .ring = h->rcq_ring, .size = p->cq_size,
+					    .handle = (uint32_t)(11 + i * 2), .arm = &h->cq_arm };
 		struct xport_cfg *c = &h->cfg;
 		c->handle = (uint32_t)i;
 		c->type = p->type;
@@ -389,13 +391,16 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->ack_req_every = p->ack_req_every;
 		c->max_unacked = p->max_unacked;
 		c->sq = h->sq;
+		c->sq_size = p->sq_size;
 		if (p->srq && i == 1) {
 			h->srq_ring = ring_new(p->rq_size, sizeof(struct rq_wqe));
-			h->srq = (struct xport_srq){ .ring = h->srq_ring, .handle = 77 };
+			h->srq = (struct xport_srq){ .ring = h->srq_ring, .size = p->rq_size,
+						     .handle = 77 };
 			c->srq = &h->srq;
 		} else {
 			h->rq = ring_new(p->rq_size, sizeof(struct rq_wqe));
 			c->rq = h->rq;
+			c->rq_size = p->rq_size;
 		}
 		c->send_cq = &h->scq;
 		c->recv_cq = &h->rcq;

@@ -242,6 +242,48 @@ Test(mr, register_check_and_keys)
 	cr_assert_null(mr_table_create(1));
 }
 
+Test(mr, register_with_a_given_key_mixes_with_mr_reg)
+{
+	struct mr_table *t = mr_table_create(5); /* slots 1..4 */
+	uint8_t buf[64];
+	uint8_t *host;
+	uint32_t k[4];
+
+	cr_assert_eq(mr_reg_key(t, 0x0207, 1, (uintptr_t)buf, 0x2000, 64, MR_ACCESS_LOCAL_WRITE), 0);
+	cr_assert_eq(mr_check(t, 0x0207, 1, 0x2000, 64, MR_ACCESS_LOCAL_WRITE, &host), MR_OK);
+	cr_assert_eq(host, buf);
+	cr_assert_eq(mr_check(t, 0x0208, 1, 0x2000, 8, 0, &host), MR_ERR_KEY, "other generation");
+	cr_assert_eq(mr_reg_key(t, 0x0209, 1, (uintptr_t)buf, 0, 64, 0), -EEXIST, "slot taken");
+	cr_assert_eq(mr_reg_key(t, 0x0001, 1, (uintptr_t)buf, 0, 64, 0), -EINVAL, "slot 0");
+	cr_assert_eq(mr_reg_key(t, 0x0501, 1, (uintptr_t)buf, 0, 64, 0), -EINVAL, "beyond capacity");
+	cr_assert_eq(mr_reg_key(t, 0x0301, 1, (uintptr_t)buf, 0, 64, MR_ACCESS_REMOTE_WRITE),
+		     -EINVAL, "remote write needs local write");
+	/* mr_reg() never hands out slot 2 while the keyed registration lives */
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[0]), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[1]), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[2]), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[3]), -ENOSPC);
+	for (int i = 0; i < 3; i++)
+		cr_assert_neq(k[i] >> 8, 2u);
+	cr_assert_eq(t->count, 4);
+	/* after deregistration the slot returns to the free list exactly once */
+	cr_assert_eq(mr_dereg(t, 0x0207), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[3]), 0);
+	cr_assert_eq(k[3] >> 8, 2u);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[3]), -ENOSPC);
+	/* a keyed registration of a slot in the middle of the free list */
+	cr_assert_eq(mr_dereg(t, k[0]), 0);
+	cr_assert_eq(mr_dereg(t, k[1]), 0);
+	cr_assert_eq(mr_dereg(t, k[2]), 0);
+	cr_assert_eq(mr_reg_key(t, (k[1] & ~0xffu) | 0x42, 1, (uintptr_t)buf, 0, 64, 0), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[0]), 0);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[2]), 0);
+	cr_assert_neq(k[0] >> 8, k[1] >> 8);
+	cr_assert_neq(k[2] >> 8, k[1] >> 8);
+	cr_assert_eq(mr_reg(t, 1, (uintptr_t)buf, 0, 64, 0, &k[3]), -ENOSPC);
+	mr_table_destroy(t);
+}
+
 /* ---- tables ---- */
 
 Test(tables, names_complete_and_unique)
@@ -281,5 +323,149 @@ Test(tables, invalid_config_rejected)
 	cr_assert_null(xport_qp_create(&c));
 	c = s.h[0].cfg;
 	cr_assert_eq(xport_qp_mem_size(&c) > sizeof(struct xport_swqe) * p.sq_size, 1);
+	sim_fini(&s);
+}
+
+/* ---- rings written by a hostile application ---- */
+
+/* An application scribbles over every ring header it shares with the daemon. */
+static void
+corrupt_header(struct spsc_ring *r)
+{
+	r->size = 1u << 30;
+	r->mask = UINT32_MAX;
+	r->elem_size = 1u << 20;
+}
+
+/* Producer side with the geometry the test allocated (the header is garbage). */
+static void *
+true_slot(struct spsc_ring *r, uint32_t size, uint32_t elem, uint32_t index)
+{
+	return spsc_ring_slot_in(r, size - 1, elem, index);
+}
+
+static bool
+cqes_arrived(struct sim *s, void *arg)
+{
+	(void)arg;
+	return s->h[0].scq_ring->prod != s->h[0].scq_ring->cons &&
+	       s->h[1].rcq_ring->prod != s->h[1].rcq_ring->cons;
+}
+
+Test(untrusted_rings, engine_indexes_with_trusted_geometry_only)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	cr_assert_eq(sim_init(&s, &p, 7), 0);
+	struct sim_host *a = &s.h[0], *b = &s.h[1];
+	corrupt_header(a->sq);
+	corrupt_header(a->rq);
+	corrupt_header(a->scq_ring);
+	corrupt_header(a->rcq_ring);
+	corrupt_header(b->sq);
+	corrupt_header(b->rq);
+	corrupt_header(b->scq_ring);
+	corrupt_header(b->rcq_ring);
+
+	/* index wrap on top: the slots are (index & true mask) */
+	struct rq_wqe *rw = true_slot(b->rq, p.rq_size, sizeof(*rw), b->rq->prod);
+	*rw = (struct rq_wqe){ .wr_id = 0xbeef, .num_sge = 1,
+			       .sg_list[0] = { sim_va(&s, 1, 0), 64, b->arena_key } };
+	__atomic_store_n(&b->rq->prod, b->rq->prod + 1, __ATOMIC_RELEASE);
+	memset(a->arena, 0x5a, 64);
+	struct sq_wqe *sw = true_slot(a->sq, p.sq_size, sizeof(*sw), a->sq->prod);
+	*sw = (struct sq_wqe){ .wr_id = 0xcafe, .opcode = WR_SEND, .num_sge = 1,
+			       .send_flags = WR_FLAG_SIGNALED,
+			       .sg_list[0] = { sim_va(&s, 0, 0), 64, a->arena_key } };
+	__atomic_store_n(&a->sq->prod, a->sq->prod + 1, __ATOMIC_RELEASE);
+	cr_assert(sim_run(&s, cqes_arrived, NULL, s.now + 1000000000ull));
+	const struct cqe *sc = true_slot(a->scq_ring, p.cq_size, sizeof(*sc), a->scq_ring->cons);
+	const struct cqe *rc = true_slot(b->rcq_ring, p.cq_size, sizeof(*rc), b->rcq_ring->cons);
+	cr_assert_eq(sc->wr_id, 0xcafe);
+	cr_assert_eq(sc->status, WC_SUCCESS);
+	cr_assert_eq(rc->wr_id, 0xbeef);
+	cr_assert_eq(rc->byte_len, 64);
+	cr_assert_eq(b->arena[63], 0x5a, "payload placed");
+
+	/* a producer index far beyond the ring: the engine starts nothing */
+	uint64_t sent = s.frames_sent;
+	__atomic_store_n(&a->sq->prod, a->sq->prod + 5000000, __ATOMIC_RELEASE);
+	__atomic_store_n(&b->rq->prod, b->rq->prod + 5000000, __ATOMIC_RELEASE);
+	sim_run(&s, cqes_arrived, NULL, s.now + 1000000ull);
+	cr_assert_eq(s.frames_sent, sent, "garbage producer index: nothing fetched");
+	/* the error flush walks at most one ring's worth, inside the ring */
+	sim_set_state(&s, 1, XPORT_STATE_ERR);
+	sim_set_state(&s, 0, XPORT_STATE_ERR);
+	for (int i = 0; i < 8; i++)
+		sim_run(&s, cqes_arrived, NULL, s.now + 1000000ull);
+	cr_assert_leq(b->rcq_ring->prod - b->rcq_ring->cons, p.cq_size);
+	sim_fini(&s);
+}
+
+/* ---- ibv_modify_qp order: sq_psn arrives with RTR -> RTS ---- */
+
+static uint32_t first_psn;
+static bool first_seen;
+
+static bool
+note_first_psn(void *arg, int from, const struct roce_pkt *pkt)
+{
+	(void)arg;
+	if (from == 0 && !first_seen) {
+		first_psn = pkt->psn;
+		first_seen = true;
+	}
+	return true;
+}
+
+static bool
+send_completed(struct sim *s, void *arg)
+{
+	(void)arg;
+	return s->h[0].scq_ring->prod != s->h[0].scq_ring->cons;
+}
+
+Test(modify, sq_psn_given_at_rtr_to_rts_is_the_first_psn)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	cr_assert_eq(sim_init(&s, &p, 11), 0);
+	sim_set_state(&s, 0, XPORT_STATE_RESET);
+	sim_set_state(&s, 1, XPORT_STATE_RESET);
+	/* the responder learns the PSN in RESET -> RTR */
+	struct xport_cfg c1 = s.h[1].cfg;
+	c1.rq_psn = 0xabcdef;
+	cr_assert_eq(xport_qp_modify(s.h[1].qp, &c1), 0);
+	sim_set_state(&s, 1, XPORT_STATE_RTR);
+	sim_set_state(&s, 1, XPORT_STATE_RTS);
+	/* the requester goes to RTR first, then RTR -> RTS carries sq_psn */
+	sim_set_state(&s, 0, XPORT_STATE_RTR);
+	struct xport_cfg c0 = s.h[0].cfg;
+	c0.sq_psn = 0xabcdef;
+	cr_assert_eq(xport_qp_modify(s.h[0].qp, &c0), 0);
+	sim_set_state(&s, 0, XPORT_STATE_RTS);
+	cr_assert_eq(xport_qp_sq_psn(s.h[0].qp), 0xabcdef);
+	s.filter = note_first_psn;
+	first_seen = false;
+	struct rq_wqe rw = { .wr_id = 1, .num_sge = 1,
+			     .sg_list[0] = { sim_va(&s, 1, 0), 64, s.h[1].arena_key } };
+	cr_assert(sim_post_recv(&s, 1, &rw));
+	struct sq_wqe sw = { .wr_id = 2, .opcode = WR_SEND, .num_sge = 1,
+			     .send_flags = WR_FLAG_SIGNALED,
+			     .sg_list[0] = { sim_va(&s, 0, 0), 64, s.h[0].arena_key } };
+	cr_assert(sim_post_send(&s, 0, &sw));
+	cr_assert(sim_run(&s, send_completed, NULL, s.now + 1000000000ull));
+	cr_assert(first_seen);
+	cr_assert_eq(first_psn, 0xabcdef);
+	struct cqe c;
+	cr_assert(sim_poll_cq(&s, 0, false, &c));
+	cr_assert_eq(c.status, WC_SUCCESS, "no PSN mismatch, no retries");
+	cr_assert_eq(xport_qp_counters(s.h[0].qp)[XPORT_CNT_RETRANSMIT_PKTS], 0);
+	/* once live, a later sq_psn is progress, not configuration */
+	c0.sq_psn = 0x10;
+	cr_assert_eq(xport_qp_modify(s.h[0].qp, &c0), 0);
+	cr_assert_neq(xport_qp_sq_psn(s.h[0].qp), 0x10);
 	sim_fini(&s);
 }
