@@ -11,10 +11,13 @@
 #    between two processes. Round trips (ping/pong) at the 8 B SEND frame.
 #    Optionally (-T) dpdk-testpmd txonly/rxonly as a cross-check.
 # 2. Ours: scripts/lab.sh brings up two daemons (lab "rbench"), roce-perftest
-#    runs WRITE/READ/SEND bandwidth over message sizes and 8 B WRITE/SEND
-#    latency; skipped with a message when the daemon, the perftest or the lab
-#    is not there or does not run (memif: the lab has no memif link yet).
-# 3. Daemon memory (VmRSS/VmHWM) with 1, 1k, 16k QPs: a hook (MEM_QP_CMD).
+#    runs WRITE/READ/SEND bandwidth over message sizes (-D SEC each) and 8 B
+#    WRITE/SEND latency (-n N), -R rounds interleaved, medians; the daemons'
+#    retransmit counters (telemetry /roce/port/stats,0) are read around every
+#    run. Skipped with a message when the daemon, the perftest or the lab is
+#    not there or does not run (memif: the lab has no memif link yet).
+# 3. Daemon memory (VmRSS/VmHWM) with 0, 1, 1k, 16k QPs held by bench/qp_hold
+#    (MEM_QP_CMD), the lab brought up again with max_qps = MEM_MAX_QPS.
 # Then CSV files, a table with our throughput as a ratio of the link limit
 # for the same frame size (goals: >= 0.9 x at >= 4 KiB, >= 0.7 x at 64 B),
 # and PNG plots (gnuplot).
@@ -25,6 +28,7 @@
 #   -p LIST   PMDs, comma-separated: af_packet,af_xdp,memif [BENCH_PMDS, af_packet]
 #   -m MTU    IP MTU of the link, as lab.sh -m [BENCH_MTU, 1500]
 #   -r N      runs of each link point, interleaved; medians reported [BENCH_REPS, 3]
+#   -R N      rounds of our points, interleaved; medians [BENCH_OURS_REPS, 3]
 #   -d SEC    seconds per point (linkrate --duration, perftest -D) [BENCH_DURATION, 2]
 #   -s LIST   message sizes, comma-separated [BENCH_SIZES, 64,128,...,1048576]
 #   -n N      latency iterations (perftest -n, linkrate ping --count) [BENCH_LAT_ITERS, 10000]
@@ -42,7 +46,9 @@
 #   OURS_CLIENT_CMD  default '{lab} run a {perftest} {test} {args} 198.18.0.2'
 #                    single process: '{lab} run a {perftest} {test} {args} --single-process'
 #   PERFTEST_EXTRA   more perftest flags for every run (e.g. -e for SEND)
-#   MEM_QP_CMD       HOOK, see ours_memory() below
+#   MEM_QP_CMD       creates and holds {n} QPs on daemon a; default
+#                    '{lab} run a {qp_hold} {n} 2'; empty: no QP points
+#   MEM_MAX_QPS      the daemons' max_qps for the memory points (16640)
 #
 # Thread placement (2 cores): linkrate tx and ping on CPU 1, rx and pong on
 # CPU 0, as lab.sh places the workers of daemons a and b. Only our own
@@ -66,7 +72,9 @@ REPLOT=0
 OURS_SERVER_CMD=${OURS_SERVER_CMD-'{lab} run b {perftest} {test} {args}'}
 OURS_CLIENT_CMD=${OURS_CLIENT_CMD-'{lab} run a {perftest} {test} {args} 198.18.0.2'}
 PERFTEST_EXTRA=${PERFTEST_EXTRA:-}
-MEM_QP_CMD=${MEM_QP_CMD:-}
+MEM_QP_CMD=${MEM_QP_CMD-'{lab} run a {qp_hold} {n} 2'}
+MEM_MAX_QPS=${MEM_MAX_QPS:-16640}
+BENCH_OURS_REPS=${BENCH_OURS_REPS:-3}
 
 usage() {
 	sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
@@ -77,13 +85,14 @@ die() {
 	exit 1
 }
 
-while getopts "b:o:p:m:r:d:s:n:TLI:Ph" opt; do
+while getopts "b:o:p:m:r:R:d:s:n:TLI:Ph" opt; do
 	case $opt in
 	b) BENCH_BUILD=$OPTARG ;;
 	o) BENCH_OUT=$OPTARG ;;
 	p) BENCH_PMDS=$OPTARG; BENCH_PMDS_SET=1 ;;
 	m) BENCH_MTU=$OPTARG ;;
 	r) BENCH_REPS=$OPTARG ;;
+	R) BENCH_OURS_REPS=$OPTARG ;;
 	d) BENCH_DURATION=$OPTARG ;;
 	s) BENCH_SIZES=$OPTARG ;;
 	n) BENCH_LAT_ITERS=$OPTARG ;;
@@ -101,6 +110,8 @@ shift $((OPTIND - 1))
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 is_uint "$BENCH_MTU" && [ "$BENCH_MTU" -ge 576 ] && [ "$BENCH_MTU" -le 9000 ] || die "bad MTU '$BENCH_MTU'"
 is_uint "$BENCH_REPS" && [ "$BENCH_REPS" -ge 1 ] && [ "$BENCH_REPS" -le 20 ] || die "bad -r '$BENCH_REPS'"
+is_uint "$BENCH_OURS_REPS" && [ "$BENCH_OURS_REPS" -ge 1 ] && [ "$BENCH_OURS_REPS" -le 20 ] || die "bad -R '$BENCH_OURS_REPS'"
+is_uint "$MEM_MAX_QPS" && [ "$MEM_MAX_QPS" -ge 16400 ] && [ "$MEM_MAX_QPS" -le 1048576 ] || die "bad MEM_MAX_QPS '$MEM_MAX_QPS' (16400 or more)"
 is_uint "$BENCH_DURATION" && [ "$BENCH_DURATION" -ge 1 ] && [ "$BENCH_DURATION" -le 60 ] || die "bad -d '$BENCH_DURATION'"
 is_uint "$BENCH_LAT_ITERS" && [ "$BENCH_LAT_ITERS" -ge 100 ] && [ "$BENCH_LAT_ITERS" -le 1000000 ] || die "bad -n '$BENCH_LAT_ITERS'"
 IFS=, read -r -a SIZES <<< "$BENCH_SIZES"
@@ -118,6 +129,7 @@ BUILD=$(cd "$BENCH_BUILD" 2>/dev/null && pwd) || die "no build directory '$BENCH
 LINKRATE=$BUILD/bench/linkrate
 DAEMON=$BUILD/app/roce-daemon/roce-daemon
 PERFTEST=$BUILD/app/perftest/roce-perftest
+QP_HOLD=$BUILD/bench/qp_hold
 TC_OBJ=$BUILD/app/roce-daemon/roce_tc_drop.o
 LAB=$SRC/scripts/lab.sh
 LAB_NAME=rbench
@@ -504,6 +516,7 @@ expand() { # template test args
 	local c=$1
 	c=${c//\{lab\}/$LAB -n $LAB_NAME -b $BUILD}
 	c=${c//\{perftest\}/$PERFTEST}
+	c=${c//\{qp_hold\}/$QP_HOLD}
 	c=${c//\{test\}/$2}
 	c=${c//\{args\}/$3}
 	echo "$c"
@@ -517,11 +530,42 @@ csv_field() { # file column
 			print $idx[col]; exit }' "$1"
 }
 
-# One perftest run (server + client, or one process). Log in $OURS_LOG.
+# Port counters of both lab daemons summed (telemetry /roce/port/stats,0,
+# read straight from their telemetry sockets: one python start per call):
+# "retransmits tx_packets timeouts nak_rx_psn_seq_error", empty on failure.
+port_counters() {
+	python3 - "$LAB_NAME" 2> /dev/null <<'PY'
+import json, socket, sys
+keys = ("retransmits", "tx_packets", "timeouts", "nak_rx_psn_seq_error")
+tot = dict.fromkeys(keys, 0)
+for h in "ab":
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(3)
+    s.connect("/var/run/dpdk/%s-%s/dpdk_telemetry.v2" % (sys.argv[1], h))
+    info = json.loads(s.recv(4096))
+    s.send(b"/roce/port/stats,0")
+    st = json.loads(s.recv(info["max_output_len"]))["/roce/port/stats"]
+    s.close()
+    for k in keys:
+        tot[k] += int(st[k])
+print(" ".join(str(tot[k]) for k in keys))
+PY
+}
+
+# "a b c d" - "e f g h", field by field (empty if either is empty)
+counters_delta() { # after before
+	[ -n "$1" ] && [ -n "$2" ] || return 0
+	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? " " : ""), x[i] - y[i]; print "" }'
+}
+
+# One perftest run (server + client, or one process). Log in $OURS_LOG,
+# port counter deltas of the run (both daemons) in $OURS_CNT.
 ours_run() { # test args tag
-	local test=$1 args="$2 $PERFTEST_EXTRA" tag=$3 srv="" cli rc limit
+	local test=$1 args="$2 $PERFTEST_EXTRA" tag=$3 srv="" cli rc limit before
 	OURS_LOG=$OUT/logs/ours-$tag-client.log
 	limit=$((BENCH_DURATION * 3 + 30))
+	before=$(port_counters)
 	if [ -n "$OURS_SERVER_CMD" ]; then
 		spawn "$OUT/logs/ours-$tag-server.log" timeout -s INT $limit bash -c "$(expand "$OURS_SERVER_CMD" "$test" "$args")"
 		srv=$LAST_PID
@@ -536,94 +580,151 @@ ours_run() { # test args tag
 	reap "$cli" $((limit + 5))
 	rc=$?
 	[ -n "$srv" ] && reap "$srv" 15
+	OURS_CNT=$(counters_delta "$(port_counters)" "$before")
 	return $rc
 }
 
+lab_up() { # pmd logfile [max_qps]
+	net_down
+	LAB_MAX_QPS=${3:-256} LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME -p "$1" -m "$BENCH_MTU" up >> "$2" 2>&1 &&
+		{ LAB_UP=1; return 0; }
+	LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME down > /dev/null 2>&1
+	return 1
+}
+
+lab_down() { # logfile
+	LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME down >> "$1" 2>&1 ||
+		echo "  (lab down reported an unclean daemon exit, see $1)"
+	LAB_UP=0
+}
+
+# median of the numbers on stdin (empty when none)
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.6f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ours_raw.csv -> ours_bw.csv / ours_lat.csv: medians per point over the runs
+ours_medians() { # pmd
+	local pmd=$1 test s col
+	for test in write_bw read_bw send_bw; do
+		for s in "${SIZES[@]}"; do
+			local sel="\$1 == \"$pmd\" && \$2 == $BENCH_MTU && \$3 == \"$test\" && \$4 == $s && \$6 != \"\""
+			local n
+			n=$(awk -F, "$sel" "$OUT/ours_raw.csv" | wc -l)
+			[ "$n" -gt 0 ] || continue
+			local row="$pmd,$BENCH_MTU,$test,$s"
+			for col in 6 7 10 11 12; do
+				row="$row,$(awk -F, "$sel && \$$col != \"\" { print \$$col }" "$OUT/ours_raw.csv" | median)"
+			done
+			echo "$row,$n" >> "$OUT/ours_bw.csv"
+		done
+	done
+	for test in write_lat send_lat; do
+		local sel="\$1 == \"$pmd\" && \$2 == $BENCH_MTU && \$3 == \"$test\" && \$8 != \"\""
+		[ "$(awk -F, "$sel" "$OUT/ours_raw.csv" | wc -l)" -gt 0 ] || continue
+		echo "$pmd,$BENCH_MTU,$test,8,$(awk -F, "$sel { print \$8 }" "$OUT/ours_raw.csv" | median),$(awk -F, "$sel { print \$9 }" "$OUT/ours_raw.csv" | median),$(awk -F, "$sel" "$OUT/ours_raw.csv" | wc -l)" >> "$OUT/ours_lat.csv"
+	done
+}
+
+# Bandwidth (WRITE/READ/SEND over the sizes) and 8 B latency, BENCH_OURS_REPS
+# rounds, each round every point once (interleaved), then medians.
 ours_phase() { # pmd
-	local pmd=$1 test s rc
+	local pmd=$1 test s rc rep log=$OUT/logs/lab-$pmd.log
 	if ! ours_available "$pmd"; then
 		echo "== ours ($pmd): skipped: $OURS_WHY"
 		echo "$pmd,skipped,$OURS_WHY" >> "$OUT/ours_status.csv"
 		return 0
 	fi
-	echo "== ours ($pmd): scripts/lab.sh -n $LAB_NAME -p $pmd -m $BENCH_MTU up"
-	net_down
-	if ! LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME -p "$pmd" -m "$BENCH_MTU" up > "$OUT/logs/lab-$pmd.log" 2>&1; then
-		OURS_WHY="the lab did not come up (see $OUT/logs/lab-$pmd.log)"
+	echo "== ours ($pmd): scripts/lab.sh -n $LAB_NAME -p $pmd -m $BENCH_MTU up; $BENCH_OURS_REPS interleaved rounds"
+	if ! lab_up "$pmd" "$log"; then
+		OURS_WHY="the lab did not come up (see $log)"
 		echo "== ours ($pmd): skipped: $OURS_WHY"
 		echo "$pmd,skipped,$OURS_WHY" >> "$OUT/ours_status.csv"
-		LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME down > /dev/null 2>&1
 		return 0
 	fi
-	LAB_UP=1
 	local ok=0 failed=0
-	for test in write_bw read_bw send_bw; do
-		for s in "${SIZES[@]}"; do
-			ours_run "$test" "-s $s -D $BENCH_DURATION --report_gbits --output csv" "$pmd-$test-$s"
-			rc=$?
-			local bw mr
-			bw=$(csv_field "$OURS_LOG" bw_avg); mr=$(csv_field "$OURS_LOG" msg_rate_mpps)
-			if [ $rc -ne 0 ] || [ -z "$bw" ]; then
-				failed=$((failed + 1))
-				echo "  $test $s B: failed (status $rc, see $OURS_LOG)"
-				# nothing works yet: do not spend a timeout on every point
-				if [ $ok = 0 ] && [ $failed -ge 2 ]; then
-					OURS_WHY="roce-perftest does not run over the lab: '$(grep -m1 -v '^[[:space:]]*$' "$OURS_LOG" | sed 's/^ *//' | cut -c1-100)' (see $OURS_LOG)"
-					break 2
+	for rep in $(seq 1 "$BENCH_OURS_REPS"); do
+		for test in write_bw read_bw send_bw; do
+			for s in "${SIZES[@]}"; do
+				ours_run "$test" "-s $s -D $BENCH_DURATION --report_gbits --output csv" "$pmd-$test-$s-$rep"
+				rc=$?
+				local bw mr it cnt
+				bw=$(csv_field "$OURS_LOG" bw_avg); mr=$(csv_field "$OURS_LOG" msg_rate_mpps)
+				it=$(csv_field "$OURS_LOG" iterations)
+				cnt=${OURS_CNT:-- - - -}
+				if [ $rc -ne 0 ] || [ -z "$bw" ]; then
+					failed=$((failed + 1))
+					echo "  #$rep $test $s B: failed (status $rc, see $OURS_LOG)"
+					echo "$pmd,$BENCH_MTU,$test,$s,$rep,,,,,${cnt// /,},failed($rc)" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
+					# nothing works: do not spend a timeout on every point
+					if [ $ok = 0 ] && [ $failed -ge 2 ]; then
+						OURS_WHY="roce-perftest does not run over the lab: '$(grep -m1 -v '^[[:space:]]*$' "$OURS_LOG" | sed 's/^ *//' | cut -c1-100)' (see $OURS_LOG)"
+						break 3
+					fi
+					continue
 				fi
+				ok=$((ok + 1))
+				# pmd,mtu,test,size,rep,gbps,mmsgs,t_typical,t_p99,retransmits,tx_packets,timeouts,psn_naks,status
+				echo "$pmd,$BENCH_MTU,$test,$s,$rep,$bw,$mr,,,${cnt// /,},ok" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
+				printf "  #%d %-9s %8d B: %9.3f Gb/s %8.4f Mmsg/s  (%s iterations; retransmits %s of %s frames sent)\n" \
+					"$rep" "$test" "$s" "$bw" "$mr" "$it" "$(cut -d' ' -f1 <<< "$cnt")" "$(cut -d' ' -f2 <<< "$cnt")"
+			done
+		done
+		for test in write_lat send_lat; do
+			ours_run "$test" "-s 8 -n $BENCH_LAT_ITERS --output csv" "$pmd-$test-8-$rep"
+			local p50 p99
+			p50=$(csv_field "$OURS_LOG" t_typical_us); p99=$(csv_field "$OURS_LOG" t_p99_us)
+			cnt=${OURS_CNT:-- - - -}
+			if [ -z "$p50" ]; then
+				echo "  #$rep $test 8 B: failed (see $OURS_LOG)"
 				continue
 			fi
-			ok=$((ok + 1))
-			echo "$pmd,$BENCH_MTU,$test,$s,$bw,$mr" >> "$OUT/ours_bw.csv"
-			printf "  %-9s %8d B: %9.3f Gb/s %8.3f Mmsg/s\n" "$test" "$s" "$bw" "$mr"
+			echo "$pmd,$BENCH_MTU,$test,8,$rep,,,$p50,$p99,${cnt// /,},ok" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
+			printf "  #%d %-9s        8 B: p50 %.2f us, p99 %.2f us (retransmits %s)\n" "$rep" "$test" "$p50" "$p99" "$(cut -d' ' -f1 <<< "$cnt")"
 		done
 	done
 	if [ $ok -gt 0 ]; then
-		for test in write_lat send_lat; do
-			ours_run "$test" "-s 8 -n $BENCH_LAT_ITERS --output csv" "$pmd-$test-8"
-			local p50 p99
-			p50=$(csv_field "$OURS_LOG" t_typical_us); p99=$(csv_field "$OURS_LOG" t_p99_us)
-			if [ -z "$p50" ]; then
-				echo "  $test 8 B: failed (see $OURS_LOG)"
-				continue
-			fi
-			echo "$pmd,$BENCH_MTU,$test,8,$p50,$p99" >> "$OUT/ours_lat.csv"
-			printf "  %-9s        8 B: p50 %.2f us, p99 %.2f us\n" "$test" "$p50" "$p99"
-		done
-		echo "$pmd,ran,$ok points ok $failed failed" >> "$OUT/ours_status.csv"
+		ours_medians "$pmd"
+		echo "$pmd,ran,$ok runs ok $failed failed" >> "$OUT/ours_status.csv"
 	else
 		echo "== ours ($pmd): skipped: ${OURS_WHY:-no point succeeded}"
 		echo "$pmd,skipped,${OURS_WHY:-no point succeeded}" >> "$OUT/ours_status.csv"
 	fi
+	ours_memory_point "$pmd" 256 0 baseline
+	lab_down "$log"
 	ours_memory "$pmd"
-	LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME down >> "$OUT/logs/lab-$pmd.log" 2>&1 ||
-		echo "  (lab down reported an unclean daemon exit, see $OUT/logs/lab-$pmd.log)"
-	LAB_UP=0
 }
 
-# ==== HOOK: daemon memory with 1, 1k, 16k QPs ================================
-# Samples VmRSS of host a's daemon (PID from the lab's state directory) every
-# 0.1 s while MEM_QP_CMD runs, then reads VmHWM. MEM_QP_CMD is a template with
-# {n} (QPs to create and hold), {lab}, {perftest}; it must create {n} QPs on
-# daemon a and keep them for a moment, e.g. a perftest pair with -q {n}:
-#   MEM_QP_CMD='{lab} run b {perftest} write_bw -q {n} -n 1000 -s 64 & sleep 1;
-#               {lab} run a {perftest} write_bw -q {n} -n 1000 -s 64 198.18.0.2; wait'
-# Unset: only the daemon's resident size with no QP is recorded. Note that
-# scripts/lab.sh configures max_qps = 256 today: 1k and 16k need more.
-ours_memory() { # pmd
-	local pmd=$1 pid n cmd mx cur hwm rc base
+# ==== daemon memory with 1, 1k, 16k QPs =====================================
+# MEM_QP_CMD ({n}, {lab}, {perftest}, {qp_hold}) creates {n} QPs on daemon a
+# and holds them; default: bench/qp_hold {n} 2 through the verbs shim. The lab
+# is brought up again with max_qps = MEM_MAX_QPS (default 16640) for these
+# points, and its baseline (no QP) is recorded first: the daemon sizes its QP
+# tables from max_qps. VmRSS of daemon a is sampled every 0.1 s while the
+# command runs (max kept), VmHWM read after.
+
+daemon_kb() { # pid field
+	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+
+ours_memory_point() { # pmd max_qps n status
+	local pid
 	pid=$(cat "${LAB_STATE:-/tmp/roce-lab}/$LAB_NAME/a.pid" 2>/dev/null)
-	if [ -z "$pid" ] || [ ! -r "/proc/$pid/status" ]; then
-		echo "  memory: no daemon PID found"
+	[ -n "$pid" ] && [ -r "/proc/$pid/status" ] || { echo "  memory: no daemon PID found"; return 1; }
+	echo "$1,$2,$3,$(daemon_kb "$pid" VmRSS),$(daemon_kb "$pid" VmHWM),$4" >> "$OUT/ours_mem.csv"
+	printf "  memory: max_qps %d, %5d QPs: VmRSS %s kB, VmHWM %s kB (%s)\n" "$2" "$3" \
+		"$(daemon_kb "$pid" VmRSS)" "$(daemon_kb "$pid" VmHWM)" "$4"
+}
+
+ours_memory() { # pmd
+	local pmd=$1 pid n cmd mx cur hwm rc log=$OUT/logs/lab-$pmd-mem.log
+	[ -n "$MEM_QP_CMD" ] || { echo "  memory: MEM_QP_CMD empty: QP points not measured"; return 0; }
+	if ! lab_up "$pmd" "$log" "$MEM_MAX_QPS"; then
+		echo "  memory: the lab did not come up with max_qps $MEM_MAX_QPS (see $log)"
 		return 0
 	fi
-	base=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
-	echo "$pmd,0,$base,$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status"),baseline" >> "$OUT/ours_mem.csv"
-	echo "  memory: daemon a VmRSS $base kB with no benchmark QP"
-	if [ -z "$MEM_QP_CMD" ]; then
-		echo "  memory: MEM_QP_CMD not set: 1/1k/16k QP points not measured (HOOK in bench/sweep.sh)"
-		return 0
-	fi
+	pid=$(cat "${LAB_STATE:-/tmp/roce-lab}/$LAB_NAME/a.pid" 2>/dev/null)
+	ours_memory_point "$pmd" "$MEM_MAX_QPS" 0 baseline || { lab_down "$log"; return 0; }
 	for n in 1 1024 16384; do
 		cmd=$(expand "$MEM_QP_CMD" "" "")
 		cmd=${cmd//\{n\}/$n}
@@ -631,18 +732,20 @@ ours_memory() { # pmd
 		local job=$LAST_PID
 		mx=0
 		while kill -0 "$job" 2>/dev/null; do
-			cur=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+			cur=$(daemon_kb "$pid" VmRSS)
 			[ -n "$cur" ] && [ "$cur" -gt "$mx" ] && mx=$cur
 			sleep 0.1
 		done
 		reap "$job" 1
 		rc=$?
-		hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
-		echo "$pmd,$n,$mx,$hwm,$([ $rc = 0 ] && echo ok || echo "failed($rc)")" >> "$OUT/ours_mem.csv"
-		echo "  memory: $n QPs: max VmRSS $mx kB, VmHWM $hwm kB (command status $rc)"
+		hwm=$(daemon_kb "$pid" VmHWM)
+		echo "$pmd,$MEM_MAX_QPS,$n,$mx,$hwm,$([ $rc = 0 ] && echo ok || echo "failed($rc)")" >> "$OUT/ours_mem.csv"
+		printf "  memory: max_qps %d, %5d QPs: max VmRSS %s kB, VmHWM %s kB (command status %d; %s)\n" \
+			"$MEM_MAX_QPS" "$n" "$mx" "$hwm" "$rc" "$(grep -m1 created "$OUT/logs/mem-$pmd-$n.log")"
 	done
+	lab_down "$log"
 }
-# ==== end of HOOK ===========================================================
+# ==== end of memory ==========================================================
 
 # ---- summary, ratios, plots -----------------------------------------------
 
@@ -670,21 +773,25 @@ summarize() {
 	done
 	# sweep.csv: per test and message size, the link limit at that frame size
 	# (payload Gb/s = frames/s x payload per frame) and ours as a ratio of it.
-	echo "pmd,mtu,test,size,frame,link_mpps,link_payload_gbps,ours_gbps,ours_mmsgs,ratio,goal,verdict" > "$OUT/sweep.csv"
+	echo "pmd,mtu,test,size,frame,link_mpps,link_payload_gbps,ours_gbps,ours_mmsgs,ratio,goal,verdict,retransmits,tx_frames,retx_pct" > "$OUT/sweep.csv"
 	for pmd in "${PMDS[@]}"; do
 		pmtu=$(path_mtu "$pmd")
 		for test in write_bw read_bw send_bw; do
 			for s in "${SIZES[@]}"; do
 				f=$(frame_of "$s" "$pmtu")
-				local lm og om
+				local lm og om rt tx
 				lm=$(awk -F, -v p="$pmd" -v f="$f" '$1 == p && $3 == f { print $4 }' "$OUT/link.csv")
 				[ -n "$lm" ] || continue
 				og=$(awk -F, -v p="$pmd" -v t="$test" -v s="$s" -v m="$BENCH_MTU" \
 					'$1 == p && $2 == m && $3 == t && $4 == s { print $5 }' "$OUT/ours_bw.csv" 2>/dev/null | tail -1)
 				om=$(awk -F, -v p="$pmd" -v t="$test" -v s="$s" -v m="$BENCH_MTU" \
 					'$1 == p && $2 == m && $3 == t && $4 == s { print $6 }' "$OUT/ours_bw.csv" 2>/dev/null | tail -1)
+				rt=$(awk -F, -v p="$pmd" -v t="$test" -v s="$s" -v m="$BENCH_MTU" \
+					'$1 == p && $2 == m && $3 == t && $4 == s { printf "%d", $7 }' "$OUT/ours_bw.csv" 2>/dev/null | tail -1)
+				tx=$(awk -F, -v p="$pmd" -v t="$test" -v s="$s" -v m="$BENCH_MTU" \
+					'$1 == p && $2 == m && $3 == t && $4 == s { printf "%d", $8 }' "$OUT/ours_bw.csv" 2>/dev/null | tail -1)
 				awk -v p="$pmd" -v m="$BENCH_MTU" -v t="$test" -v s="$s" -v f="$f" -v lm="$lm" \
-					-v pm="$pmtu" -v og="$og" -v om="$om" 'BEGIN {
+					-v pm="$pmtu" -v og="$og" -v om="$om" -v rt="$rt" -v tx="$tx" 'BEGIN {
 					pay = s < pm ? s : pm
 					lg = lm * pay * 8 / 1e3
 					goal = s >= 4096 ? 0.9 : (s == 64 ? 0.7 : "")
@@ -693,8 +800,9 @@ summarize() {
 						ratio = sprintf("%.3f", og / lg)
 						verdict = goal == "" ? "-" : (ratio + 0 >= goal ? "meets" : "below")
 					}
-					printf "%s,%s,%s,%s,%s,%.6f,%.6f,%s,%s,%s,%s,%s\n", p, m, t, s, f, lm, lg,
-						og, om, ratio, goal, verdict }' >> "$OUT/sweep.csv"
+					pct = (tx != "" && tx > 0) ? sprintf("%.1f", 100 * rt / tx) : ""
+					printf "%s,%s,%s,%s,%s,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s\n", p, m, t, s, f, lm, lg,
+						og, om, ratio, goal, verdict, rt, tx, pct }' >> "$OUT/sweep.csv"
 			done
 		done
 	done
@@ -722,7 +830,8 @@ print_tables() {
 	echo "== link limit (linkrate rx rate, median, min, max of the runs; frame = Ethernet through ICRC)"
 	show_csv "$OUT/link.csv"
 	echo
-	echo "== ours as a ratio of the link limit at the same frame size (goal: >= 0.9 at >= 4 KiB, >= 0.7 at 64 B)"
+	echo "== ours as a ratio of the link limit at the same frame size (goal: >= 0.9 at >= 4 KiB, >= 0.7 at 64 B);"
+	echo "   medians of $BENCH_OURS_REPS interleaved runs; retransmits/tx_frames: both daemons, per run (median)"
 	awk -F, 'NR == 1 || $8 != "" ' "$OUT/sweep.csv" | show_csv
 	if ! awk -F, 'NR > 1 && $8 != "" { found = 1 } END { exit !found }' "$OUT/sweep.csv"; then
 		echo "(no numbers of ours:"
@@ -734,7 +843,7 @@ print_tables() {
 	show_csv "$OUT/latency.csv"
 	if [ "$(wc -l < "$OUT/ours_mem.csv")" -gt 1 ]; then
 		echo
-		echo "== daemon memory (kB)"
+		echo "== daemon a memory (kB; max VmRSS sampled while the QPs are held)"
 		show_csv "$OUT/ours_mem.csv"
 	fi
 }
@@ -841,14 +950,15 @@ if [ "$REPLOT" = 1 ]; then
 	[ -n "${BENCH_PMDS_SET:-}" ] || mapfile -t PMDS < <(awk -F, 'NR > 1 && !seen[$1]++ { print $1 }' "$OUT/link_raw.csv")
 	BENCH_MTU=$(awk -F, 'NR == 2 { print $2 }' "$OUT/link_raw.csv")
 else
-	rm -f "$OUT"/{link_raw,link_latency,ours_bw,ours_lat,ours_mem,ours_status,link,sweep,latency}.csv \
+	rm -f "$OUT"/{link_raw,link_latency,ours_raw,ours_bw,ours_lat,ours_mem,ours_status,link,sweep,latency}.csv \
 		"$OUT"/linkrate-mtu*.png "$OUT"/bandwidth-*-mtu*.png "$OUT"/ratio-*-mtu*.png \
 		"$OUT"/logs/*.log
 	echo "pmd,mtu,tool,frame,rep,rx_mpps,rx_gbps,tx_mpps,lost,kernel_drop" > "$OUT/link_raw.csv"
 	echo "pmd,mtu,frame,probes,lost,rtt_min_us,rtt_p50_us,rtt_p99_us,rtt_max_us" > "$OUT/link_latency.csv"
-	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps" > "$OUT/ours_bw.csv"
-	echo "pmd,mtu,test,size,t_typical_us,t_p99_us" > "$OUT/ours_lat.csv"
-	echo "pmd,qps,vmrss_kb,vmhwm_kb,status" > "$OUT/ours_mem.csv"
+	echo "pmd,mtu,test,size,rep,bw_gbps,msg_rate_mpps,t_typical_us,t_p99_us,retransmits,tx_packets,timeouts,psn_naks,status" > "$OUT/ours_raw.csv"
+	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps,retransmits,tx_packets,timeouts,runs" > "$OUT/ours_bw.csv"
+	echo "pmd,mtu,test,size,t_typical_us,t_p99_us,runs" > "$OUT/ours_lat.csv"
+	echo "pmd,max_qps,qps,vmrss_kb,vmhwm_kb,status" > "$OUT/ours_mem.csv"
 	echo "pmd,status,detail" > "$OUT/ours_status.csv"
 	echo "sweep: build $BUILD, output $OUT, PMDs ${PMDS[*]}, IP MTU $BENCH_MTU, $BENCH_REPS x ${BENCH_DURATION}s per link point"
 	for pmd in "${PMDS[@]}"; do

@@ -21,6 +21,7 @@
 #   -K        do not add the tc ingress drop of UDP 4791 on af_packet links
 #             [LAB_KERNEL_DROP=0]
 #   -D        network only, no daemons [LAB_NO_DAEMONS=1]
+#   LAB_MAX_QPS  the daemons' max_qps (environment only, default 256)
 #
 # Hosts (addresses from 198.18.0.0/15 and 2001:db8::/32 only):
 #   host a: kernel 198.18.0.1  2001:db8::1    daemon 198.18.0.11  2001:db8::11
@@ -75,6 +76,7 @@ shift
 [[ $LAB_NAME =~ ^[a-z0-9]{1,10}$ ]] || die "name '$LAB_NAME': 1-10 of a-z 0-9 (interface names are NAME-a)"
 case $LAB_PMD in af_packet|af_xdp|af_xdp_shared) ;; *) die "unknown PMD '$LAB_PMD'" ;; esac
 [[ $LAB_MTU =~ ^[0-9]+$ ]] || die "bad MTU '$LAB_MTU'"
+[[ ${LAB_MAX_QPS:-256} =~ ^[0-9]+$ ]] || die "bad LAB_MAX_QPS '$LAB_MAX_QPS'"
 
 STATE=${LAB_STATE:-/tmp/roce-lab}/$LAB_NAME
 BUILD=$(cd "$LAB_BUILD" 2>/dev/null && pwd) || BUILD=$LAB_BUILD
@@ -137,7 +139,7 @@ socket = $STATE/$h.sock
 lcores = 0@$cpu_ctl,1@$cpu_wrk
 eal_args = --no-huge --no-shconf -m 256 --file-prefix=$(prefix "$h") --no-pci
 idle = $LAB_IDLE
-max_qps = 256
+max_qps = ${LAB_MAX_QPS:-256}
 
 [port p0]
 devargs = $devargs
