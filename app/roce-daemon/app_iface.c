@@ -90,7 +90,7 @@ struct app_iface {
 /* ---- telemetry: a snapshot the control thread publishes ---- */
 
 #define AI_STAT_LIST(X) \
-	X(conns) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) X(events_dropped)
+	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) X(events_dropped)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -108,6 +108,7 @@ stats_publish(struct app_iface *ai)
 	ctl_get_stats(ai->ctl, &st);
 #define AI_STAT_STORE(name, v) atomic_store_explicit(&ai_stats.name, (v), memory_order_relaxed);
 	AI_STAT_STORE(conns, st.conns)
+	AI_STAT_STORE(contexts, st.contexts)
 	AI_STAT_STORE(pd, st.pd)
 	AI_STAT_STORE(mr, st.mr)
 	AI_STAT_STORE(channel, st.channel)

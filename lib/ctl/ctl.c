@@ -258,6 +258,8 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
 		if (ctl->conns[i].used) {
 			st->conns++;
+			if (ctl->conns[i].dev >= 0)
+				st->contexts++;
 			st->events_dropped += ctl->conns[i].events_dropped;
 		}
 	}

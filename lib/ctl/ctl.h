@@ -308,6 +308,7 @@ void ctl_conn_handle(struct ctl_conn *conn, const struct ipc_msg *req, int *fds,
 /** Object counts of a whole control plane (diagnostics, telemetry). */
 struct ctl_stats {
 	uint32_t conns;          /**< open connections */
+	uint32_t contexts;       /**< connections that opened a device (ibv_open_device) */
 	uint32_t pd, mr, channel, cq, qp, srq, ah;
 	uint64_t events_dropped; /**< async events clients did not read in time */
 };
