@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lossy_link: an impairing Ethernet relay between two interfaces, for the
+ * interop loss tests on a host whose kernel has no sch_netem (the CI kernel:
+ * no loadable modules, CONFIG_NET_SCH_NETEM unset).
+ *
+ *   lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] [--seed N] [--all] IF_A IF_B
+ *
+ * Every frame received on one interface is sent out of the other (AF_PACKET,
+ * outgoing frames ignored). RoCEv2 frames (IPv4/IPv6 UDP to port 4791; every
+ * frame with --all) are impaired, independently per direction, like netem's
+ * loss / duplicate / reorder: dropped with probability --loss, sent twice with
+ * probability --dup, or held back with probability --reorder and sent right
+ * after the next frame of that direction (or after 5 ms without one).
+ * Decisions come from a seeded xorshift generator, so a run is repeatable for
+ * the same frame sequence.
+ *
+ * Runs until SIGTERM/SIGINT, then prints one line per direction:
+ *   lossy_link: A->B frames=N impaired=I dropped=D duplicated=U reordered=O
+ * Exit status 0, or 2 when an interface cannot be opened.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LINK_FRAME_MAX 16384
+#define LINK_HOLD_MS 5
+#define ROCE_UDP_PORT 4791
+
+struct link_dir {
+	const char *name;           /* "A->B" */
+	int in_fd, out_fd, out_ifindex;
+	uint8_t held[LINK_FRAME_MAX];
+	size_t held_len;            /* 0: nothing held */
+	uint64_t frames, impaired, dropped, duplicated, reordered;
+};
+
+struct link_opts {
+	double loss, dup, reorder;  /* probabilities 0..1 */
+	uint64_t seed;
+	bool all;
+};
+
+static volatile sig_atomic_t stop;
+static uint64_t rng_state;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* xorshift64*: @return a uniform double in [0, 1). */
+static double
+rng_uniform(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (double)((rng_state * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+}
+
+/* @return true for an IPv4 or IPv6 UDP datagram to the RoCEv2 port. */
+static bool
+is_roce(const uint8_t *f, size_t len)
+{
+	size_t l2 = 14;
+	uint16_t type;
+
+	if (len < 18)
+		return false;
+	type = (uint16_t)(f[12] << 8 | f[13]);
+	if (type == 0x8100) {
+		type = (uint16_t)(f[16] << 8 | f[17]);
+		l2 += 4;
+	}
+	if (len < l2 + 40 + 8) /* IPv6 + UDP, or more than IPv4 + UDP */
+		return false;
+	if (type == 0x0800) {
+		size_t ihl = (size_t)(f[l2] & 0x0f) * 4;
+
+		return f[l2 + 9] == 17 && len >= l2 + ihl + 4 &&
+		       (f[l2 + ihl + 2] << 8 | f[l2 + ihl + 3]) == ROCE_UDP_PORT;
+	}
+	if (type == 0x86dd)
+		return f[l2 + 6] == 17 && (f[l2 + 42] << 8 | f[l2 + 43]) == ROCE_UDP_PORT;
+	return false;
+}
+
+static int
+open_if(const char *ifname, int *ifindex)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+	struct packet_mreq mr = { .mr_type = PACKET_MR_PROMISC };
+	int one = 1, fd;
+
+	*ifindex = (int)if_nametoindex(ifname);
+	if (*ifindex == 0) {
+		fprintf(stderr, "lossy_link: no interface %s\n", ifname);
+		return -1;
+	}
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	if (fd < 0) {
+		perror("lossy_link: socket(AF_PACKET)");
+		return -1;
+	}
+	sll.sll_ifindex = *ifindex;
+	mr.mr_ifindex = *ifindex;
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) != 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) != 0) {
+		fprintf(stderr, "lossy_link: %s: %s\n", ifname, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+send_frame(struct link_dir *d, const uint8_t *f, size_t len)
+{
+	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = d->out_ifindex,
+				  .sll_halen = 6 };
+
+	memcpy(to.sll_addr, f, 6);
+	/* A full socket buffer loses the frame, as a full link would. */
+	(void)sendto(d->out_fd, f, len, MSG_DONTWAIT, (struct sockaddr *)&to, sizeof(to));
+}
+
+static void
+release_held(struct link_dir *d)
+{
+	if (d->held_len > 0) {
+		send_frame(d, d->held, d->held_len);
+		d->held_len = 0;
+	}
+}
+
+/* Forward one received frame, impaired per @p o. */
+static void
+forward(struct link_dir *d, const struct link_opts *o, const uint8_t *f, size_t len)
+{
+	bool impair;
+
+	d->frames++;
+	impair = o->all || is_roce(f, len);
+	if (!impair) {
+		send_frame(d, f, len);
+		release_held(d);
+		return;
+	}
+	d->impaired++;
+	if (rng_uniform() < o->loss) {
+		d->dropped++;
+		return;
+	}
+	if (d->held_len == 0 && rng_uniform() < o->reorder) {
+		memcpy(d->held, f, len);
+		d->held_len = len;
+		d->reordered++;
+		return;
+	}
+	send_frame(d, f, len);
+	if (rng_uniform() < o->dup) {
+		send_frame(d, f, len);
+		d->duplicated++;
+	}
+	release_held(d);
+}
+
+static double
+pct_arg(const char *s, const char *what)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (*end != '\0' || v < 0.0 || v > 100.0) {
+		fprintf(stderr, "lossy_link: --%s %s: want 0..100\n", what, s);
+		exit(2);
+	}
+	return v / 100.0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "loss", required_argument, NULL, 'l' }, { "dup", required_argument, NULL, 'd' },
+		{ "reorder", required_argument, NULL, 'r' }, { "seed", required_argument, NULL, 's' },
+		{ "all", no_argument, NULL, 'a' }, { NULL, 0, NULL, 0 },
+	};
+	struct link_opts o = { .seed = 1 };
+	static struct link_dir dir[2];
+	static uint8_t frame[LINK_FRAME_MAX];
+	struct sigaction sa = { .sa_handler = on_signal };
+	int c, ifindex[2], fd[2];
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l': o.loss = pct_arg(optarg, "loss"); break;
+		case 'd': o.dup = pct_arg(optarg, "dup"); break;
+		case 'r': o.reorder = pct_arg(optarg, "reorder"); break;
+		case 's': o.seed = strtoull(optarg, NULL, 0); break;
+		case 'a': o.all = true; break;
+		default:
+			fprintf(stderr, "usage: lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] "
+				"[--seed N] [--all] IF_A IF_B\n");
+			return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "lossy_link: two interfaces needed\n");
+		return 2;
+	}
+	rng_state = o.seed != 0 ? o.seed : 1;
+	for (int i = 0; i < 2; i++) {
+		fd[i] = open_if(argv[optind + i], &ifindex[i]);
+		if (fd[i] < 0)
+			return 2;
+	}
+	dir[0] = (struct link_dir){ .name = "A->B", .in_fd = fd[0], .out_fd = fd[1],
+				    .out_ifindex = ifindex[1] };
+	dir[1] = (struct link_dir){ .name = "B->A", .in_fd = fd[1], .out_fd = fd[0],
+				    .out_ifindex = ifindex[0] };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	printf("lossy_link: %s <-> %s loss %.1f%% dup %.1f%% reorder %.1f%% seed %llu%s\n",
+	       argv[optind], argv[optind + 1], o.loss * 100, o.dup * 100, o.reorder * 100,
+	       (unsigned long long)o.seed, o.all ? " (all frames)" : " (RoCEv2 frames)");
+	fflush(stdout);
+
+	while (!stop) {
+		struct pollfd p[2] = { { .fd = fd[0], .events = POLLIN }, { .fd = fd[1], .events = POLLIN } };
+		int n = poll(p, 2, LINK_HOLD_MS);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0) { /* quiet for LINK_HOLD_MS: let held frames go */
+			release_held(&dir[0]);
+			release_held(&dir[1]);
+			continue;
+		}
+		for (int i = 0; i < 2; i++) {
+			/* a bounded batch per wake-up, so one direction cannot starve the other */
+			for (int k = 0; k < 64 && (p[i].revents & POLLIN); k++) {
+				struct sockaddr_ll from;
+				socklen_t fl = sizeof(from);
+				ssize_t len = recvfrom(fd[i], frame, sizeof(frame), MSG_DONTWAIT | MSG_TRUNC,
+						       (struct sockaddr *)&from, &fl);
+
+				if (len < 0)
+					break;
+				if (from.sll_pkttype == PACKET_OUTGOING || len > (ssize_t)sizeof(frame))
+					continue;
+				forward(&dir[i], &o, frame, (size_t)len);
+			}
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		release_held(&dir[i]);
+		printf("lossy_link: %s frames=%llu impaired=%llu dropped=%llu duplicated=%llu reordered=%llu\n",
+		       dir[i].name, (unsigned long long)dir[i].frames, (unsigned long long)dir[i].impaired,
+		       (unsigned long long)dir[i].dropped, (unsigned long long)dir[i].duplicated,
+		       (unsigned long long)dir[i].reordered);
+		close(fd[i]);
+	}
+	return 0;
+}
