@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <rte_cycles.h>
 #include <rte_telemetry.h>
 
 #include "ctl.h"
@@ -298,7 +299,14 @@ lcore_cq_resize(struct worker *w, void *arg)
 {
 	struct cq_resize_op *op = arg;
 
-	(void)w;
+	/*
+	 * Control messages run before the engine's poll: first take in the work
+	 * the application posted before it asked, so the size check counts the
+	 * completions that work has already produced (a sleeping lcore would
+	 * otherwise see them only after the move).
+	 */
+	if (w->engine->poll != NULL)
+		w->engine->poll(w, rte_rdtsc());
 	return cq_move(op->c, op->to, op->from);
 }
 

@@ -104,6 +104,7 @@ SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return shim_null(ENOMEM);
 	}
 	pthread_mutex_init(&ctx->rpc_lock, NULL);
+	pthread_mutex_init(&ctx->live_lock, NULL);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->dev = dev;
 	ctx->seq = atomic_fetch_add(&shim_seq_base, 0x10000);
@@ -140,6 +141,7 @@ fail:
 		close(ctx->vctx.context.async_fd);
 	close(fd);
 	pthread_mutex_destroy(&ctx->rpc_lock);
+	pthread_mutex_destroy(&ctx->live_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx);
 	return shim_null(rc);
@@ -158,7 +160,9 @@ SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
 	if (context->async_fd >= 0)
 		close(context->async_fd);
 	pthread_mutex_destroy(&ctx->rpc_lock);
+	pthread_mutex_destroy(&ctx->live_lock);
 	pthread_mutex_destroy(&context->mutex);
+	free(ctx->live);
 	free(ctx);
 	return 0;
 }

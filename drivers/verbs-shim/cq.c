@@ -56,6 +56,33 @@ int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	return (int)n;
 }
 
+/*
+ * Drop every pending CQE of QP @qpn, keeping the others in order (a QP that
+ * went to RESET or was destroyed leaves nothing behind, as IBA 10.3.1 lets a
+ * device do and as rdma-core's tests expect). Only the consumer-owned slots
+ * [cons, cons + count) are touched: walking down from the newest, kept entries
+ * slide towards the producer end, then the freed head slots are released.
+ * Entries the daemon publishes meanwhile lie beyond the snapshot.
+ */
+void shim_cq_clean(struct shim_cq *cq, uint32_t qpn)
+{
+	uint32_t n, freed = 0;
+
+	pthread_spin_lock(&cq->lock);
+	n = spsc_ring_count(cq->ring); /* acquire: the CQE contents are visible */
+	for (uint32_t i = n; i-- > 0;) {
+		struct cqe *e = spsc_ring_cons_slot(cq->ring, i);
+
+		if (e->qp_num == qpn)
+			freed++;
+		else if (freed)
+			memcpy(spsc_ring_cons_slot(cq->ring, i + freed), e, sizeof(*e));
+	}
+	if (freed)
+		spsc_ring_release(cq->ring, freed);
+	pthread_spin_unlock(&cq->lock);
+}
+
 int shim_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct shim_cq *cq = shim_cq(ibcq);
@@ -232,6 +259,7 @@ static struct shim_cq *shim_cq_create(struct ibv_context *context, uint32_t cqe,
 	shim_cq_ex_ops(cq);
 	if (ch)
 		shim_channel_attach(ch, cq);
+	shim_live_add(context, cq);
 	return cq;
 }
 
@@ -315,6 +343,7 @@ SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct shim_cq *cq = shim_cq(ibcq);
 	struct ipc_msg req, rsp;
+	uint32_t events;
 	int rc;
 
 	shim_req(&req, IPC_OP_DESTROY_CQ);
@@ -325,10 +354,11 @@ SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (ibcq->channel)
 		shim_channel_detach((struct shim_channel *)ibcq->channel, cq);
 	/* As rdma-core: wait until every delivered event has been acknowledged. */
+	events = shim_live_del(ibcq->context, cq, &cq->async_events);
 	pthread_mutex_lock(&ibcq->mutex);
 	while (!shim_ctx(ibcq->context)->dead &&
 	       (ibcq->comp_events_completed != cq->events_delivered ||
-		ibcq->async_events_completed != rsp.u.rsp_DESTROY_CQ.events_reported))
+		ibcq->async_events_completed != events))
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 	munmap(cq->shm, cq->shm_size);

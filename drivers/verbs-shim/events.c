@@ -153,6 +153,76 @@ SHIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 
 /* ---- async events ---- */
 
+void shim_live_add(struct ibv_context *context, void *obj)
+{
+	struct shim_context *ctx = shim_ctx(context);
+
+	pthread_mutex_lock(&ctx->live_lock);
+	if (ctx->nlive == ctx->live_cap) {
+		uint32_t cap = ctx->live_cap ? 2 * ctx->live_cap : 16;
+		void **v = realloc(ctx->live, cap * sizeof(*v));
+
+		if (v == NULL) {
+			pthread_mutex_unlock(&ctx->live_lock);
+			return;
+		}
+		ctx->live = v;
+		ctx->live_cap = cap;
+	}
+	ctx->live[ctx->nlive++] = obj;
+	pthread_mutex_unlock(&ctx->live_lock);
+}
+
+/* The read-event counter of live @p obj (ctx->live_lock held), or NULL. */
+static uint32_t *shim_live_counter(struct shim_context *ctx, enum ipc_obj_kind kind, void *obj)
+{
+	uint32_t i;
+
+	for (i = 0; i < ctx->nlive && ctx->live[i] != obj; i++)
+		;
+	if (i == ctx->nlive)
+		return NULL;
+	switch (kind) {
+	case IPC_OBJ_QP: return &((struct shim_qp *)obj)->async_events;
+	case IPC_OBJ_CQ: return &((struct shim_cq *)obj)->async_events;
+	case IPC_OBJ_SRQ: return &((struct shim_srq *)obj)->async_events;
+	default: return NULL;
+	}
+}
+
+uint32_t shim_live_del(struct ibv_context *context, void *obj, const uint32_t *events)
+{
+	struct shim_context *ctx = shim_ctx(context);
+	uint32_t n;
+
+	pthread_mutex_lock(&ctx->live_lock);
+	for (uint32_t i = 0; i < ctx->nlive; i++) {
+		if (ctx->live[i] == obj) {
+			ctx->live[i] = ctx->live[--ctx->nlive];
+			break;
+		}
+	}
+	n = *events; /* final: nobody counts for it any more */
+	pthread_mutex_unlock(&ctx->live_lock);
+	return n;
+}
+
+/* Count an event the application is about to read; false: its object is gone, drop it. */
+static bool shim_event_count(struct ibv_context *context, const struct ipc_async_event *rec)
+{
+	struct shim_context *ctx = shim_ctx(context);
+	uint32_t *events;
+
+	if (rec->kind != IPC_OBJ_QP && rec->kind != IPC_OBJ_CQ && rec->kind != IPC_OBJ_SRQ)
+		return true;
+	pthread_mutex_lock(&ctx->live_lock);
+	events = shim_live_counter(ctx, rec->kind, (void *)(uintptr_t)rec->user_handle);
+	if (events != NULL)
+		(*events)++;
+	pthread_mutex_unlock(&ctx->live_lock);
+	return events != NULL;
+}
+
 SHIM_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
 	struct ipc_async_event rec;
@@ -160,7 +230,8 @@ SHIM_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asyn
 
 	do {
 		n = recv(context->async_fd, &rec, sizeof(rec), 0);
-	} while (n < 0 && errno == EINTR);
+	} while ((n < 0 && errno == EINTR) ||
+		 ((size_t)n == sizeof(rec) && !shim_event_count(context, &rec)));
 	if (n < 0)
 		return -1;
 	memset(event, 0, sizeof(*event));

@@ -145,6 +145,7 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		qp->comp_mask = 1u << 1; /* VERBS_QP_EX */
 		shim_qp_ex_init(qp, attr->send_ops_flags);
 	}
+	shim_live_add(context, &qp->qp);
 	return &qp->qp;
 }
 
@@ -176,6 +177,15 @@ SHIM_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 	return qp->has_qpx ? &qp->qpx : NULL;
 }
 
+/* Remove the QP's pending completions from its CQs (RESET, destroy). */
+static void shim_qp_clean_cqs(struct ibv_qp *ibqp)
+{
+	if (ibqp->send_cq != NULL)
+		shim_cq_clean(shim_cq(ibqp->send_cq), ibqp->qp_num);
+	if (ibqp->recv_cq != NULL && ibqp->recv_cq != ibqp->send_cq)
+		shim_cq_clean(shim_cq(ibqp->recv_cq), ibqp->qp_num);
+}
+
 SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct shim_qp *qp = shim_qp(ibqp);
@@ -194,6 +204,9 @@ SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	ibqp->state = (enum ibv_qp_state)rsp.u.rsp_MODIFY_QP.state;
 	pthread_spin_unlock(&qp->rq_lock);
 	pthread_spin_unlock(&qp->sq_lock);
+	/* The daemon answered after the engine dropped the QP's work: no CQE follows. */
+	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		shim_qp_clean_cqs(ibqp);
 	return 0;
 }
 
@@ -229,6 +242,7 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct shim_qp *qp = shim_qp(ibqp);
 	struct ipc_msg req, rsp;
+	uint32_t events;
 	int rc;
 
 	shim_req(&req, IPC_OP_DESTROY_QP);
@@ -236,9 +250,10 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	rc = shim_destroy_rc(ibqp->context, shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
 		return rc;
+	events = shim_live_del(ibqp->context, ibqp, &qp->async_events);
 	if (!shim_ctx(ibqp->context)->dead)
-		shim_wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
-				     rsp.u.rsp_DESTROY_QP.events_reported);
+		shim_wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, events);
+	shim_qp_clean_cqs(ibqp);
 	munmap(qp->shm, qp->shm_size);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);

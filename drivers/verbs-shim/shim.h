@@ -56,6 +56,13 @@ struct shim_context {
 	struct ipc_device_attr attr; /* cached at open, for post-path limits */
 	bool async_eof;            /* the async socket saw EOF (daemon gone), reported once */
 	_Atomic bool dead;         /* the daemon connection broke: requests fail with EIO */
+	/*
+	 * Live QPs/CQs/SRQs, the objects an async event may name: an event for
+	 * one destroyed meanwhile is dropped unread, as the kernel drops it.
+	 */
+	pthread_mutex_t live_lock;
+	void **live;
+	uint32_t nlive, live_cap;
 };
 
 static inline struct shim_context *shim_ctx(struct ibv_context *c)
@@ -135,6 +142,16 @@ struct shim_channel {
 void shim_channel_attach(struct shim_channel *ch, struct shim_cq *cq);
 void shim_channel_detach(struct shim_channel *ch, struct shim_cq *cq);
 /* Wait until the app has acked every async event reported for an object. */
+/*
+ * Async event bookkeeping. Like the kernel's events_reported, an object's
+ * count is of the events the application read (ibv_get_async_event), so
+ * ibv_destroy_* waits only for acks it can get.
+ * shim_live_add: the object (ibv_qp/ibv_cq/ibv_srq address) may be named by
+ * events; without memory for it its events are dropped.
+ * shim_live_del: no event names it any more; @return its read-event count.
+ */
+void shim_live_add(struct ibv_context *context, void *obj);
+uint32_t shim_live_del(struct ibv_context *context, void *obj, const uint32_t *events);
 void shim_wait_async_acks(pthread_mutex_t *m, pthread_cond_t *cv, const uint32_t *acked,
 			  uint32_t reported);
 
@@ -219,5 +236,6 @@ static inline struct shim_ah *shim_ah(struct ibv_ah *a) { return (struct shim_ah
 /* ---- context.c: ops installed in every context ---- */
 int shim_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int shim_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void shim_cq_clean(struct shim_cq *cq, uint32_t qpn);
 
 #endif /* SHIM_H */

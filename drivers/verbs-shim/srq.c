@@ -67,6 +67,7 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 	srq->v.srq_num = srq->srqn;
 	attr->max_wr = srq->max_wr;
 	attr->max_sge = srq->max_sge;
+	shim_live_add(context, &srq->v.srq);
 	return &srq->v.srq;
 }
 
@@ -126,6 +127,7 @@ SHIM_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct shim_srq *srq = shim_srq(ibsrq);
 	struct ipc_msg req, rsp;
+	uint32_t events;
 	int rc;
 
 	shim_req(&req, IPC_OP_DESTROY_SRQ);
@@ -133,9 +135,9 @@ SHIM_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	rc = shim_destroy_rc(ibsrq->context, shim_rpc(shim_ctx(ibsrq->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
 		return rc; /* EBUSY while QPs use it */
+	events = shim_live_del(ibsrq->context, ibsrq, &srq->async_events);
 	if (!shim_ctx(ibsrq->context)->dead)
-		shim_wait_async_acks(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
-				     rsp.u.rsp_DESTROY_SRQ.events_reported);
+		shim_wait_async_acks(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed, events);
 	munmap(srq->shm, srq->shm_size);
 	pthread_spin_destroy(&srq->lock);
 	free(srq);

@@ -569,16 +569,6 @@ Test(shim_verbs, completions_flow_through_the_rings)
 	cr_assert_eq(seen[1].wr.rdma.rkey, 0x99);
 	cr_assert_eq(seen[1].sg_list[0].length, 24);
 
-	/* ... and its bad flow: wrong state is EINVAL at wr_complete (pyverbs test_qpex). */
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
-
-	cr_assert_eq(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
-	ibv_wr_start(x);
-	ibv_wr_send(x);
-	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 16);
-	cr_assert_eq(ibv_wr_complete(x), EINVAL);
-	cr_assert_eq(engine_complete_sends(q2, 5, NULL), 0, "nothing was posted");
-
 	/* ibv_cq_ex polling of what is left. */
 	struct ibv_poll_cq_attr pa = { 0 };
 	struct ibv_cq_ex *cx = (struct ibv_cq_ex *)cq;
@@ -594,6 +584,25 @@ Test(shim_verbs, completions_flow_through_the_rings)
 	ibv_end_poll(cx);
 	cr_assert_eq(n, 2);
 	cr_assert_eq(ibv_start_poll(cx, &pa), ENOENT);
+
+	/* RESET drops the QP's unpolled completions (pyverbs test_mr rereg restates QPs). */
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 16);
+	cr_assert_eq(ibv_wr_complete(x), 0);
+	cr_assert_eq(engine_complete_sends(q2, 5, NULL), 1);
+
+	/* ... and the bad flow: wrong state is EINVAL at wr_complete (pyverbs test_qpex). */
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	cr_assert_eq(ibv_modify_qp(q2, &a, IBV_QP_STATE), 0);
+	cr_assert_eq(ibv_poll_cq(cq, 8, wc), 0, "RESET removed wr_id 9's completion");
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 16);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	cr_assert_eq(engine_complete_sends(q2, 5, NULL), 0, "nothing was posted");
 
 	cr_assert_eq(ibv_destroy_qp(q2), 0);
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
