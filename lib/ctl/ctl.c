@@ -15,6 +15,7 @@
 
 #include "ctl_internal.h"
 #include "ipc_verbs.h"
+#include "xport.h"
 
 /* ---- configuration ---- */
 
@@ -96,9 +97,9 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_cqe = 65535;
 	a->max_mr = cfg->limits.max_mr;
 	a->max_pd = cfg->limits.max_pd;
-	a->max_qp_rd_atom = 16;      /* lib/qp xport.h XPORT_MAX_RD_ATOMIC */
-	a->max_qp_init_rd_atom = 16;
-	a->max_res_rd_atom = 16 * cfg->limits.max_qp;
+	a->max_qp_rd_atom = XPORT_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = XPORT_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = XPORT_MAX_RD_ATOMIC * cfg->limits.max_qp;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = cfg->limits.max_ah;
 	a->max_srq = cfg->limits.max_srq;

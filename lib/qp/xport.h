@@ -71,7 +71,7 @@ extern "C" {
 #define XPORT_OUT_EVENTS 16        /**< events one xport_out holds */
 #define XPORT_FRAME_MAX_SEG (WQE_MAX_SGE + 1) /**< payload segments per frame */
 #define XPORT_FLUSH_BUDGET 256     /**< WQEs flushed per call in the error state */
-#define XPORT_MAX_RD_ATOMIC 16     /**< max of max_rd_atomic / max_dest_rd_atomic */
+#define XPORT_MAX_RD_ATOMIC 16     /**< max of max_rd_atomic / max_dest_rd_atomic (rxe: 128) */
 #define XPORT_ACK_REQ_EVERY 64     /**< default: AckReq at least every N packets */
 #define XPORT_MAX_UNACKED 1024     /**< default: window of unacknowledged PSNs */
 #define XPORT_UD_GRH_LEN 40        /**< GRH bytes at the head of a UD receive buffer */
@@ -212,6 +212,7 @@ struct xport_cfg {
 	X(DROP_QKEY, "dropped: Q_Key mismatch (UD)") \
 	X(DROP_PSN_OOS, "dropped: out of sequence after a NAK was sent") \
 	X(DROP_DUP_UNKNOWN, "dropped: duplicate READ/ATOMIC not in the resources") \
+	X(DROP_STALE_REPLAY, "replays dropped: a new READ/ATOMIC reused their resource") \
 	X(DROP_STALE_RESP, "dropped: stale or unexpected response") \
 	X(DROP_BAD_RESP, "dropped: response inconsistent with the request") \
 	X(DROP_UC_MSG, "dropped: UC packet of a broken message") \

@@ -81,6 +81,7 @@ enum res_type {
 struct xport_res {
 	uint8_t type;          /* enum res_type */
 	bool pending;          /* responses still to emit */
+	bool replay;           /* pending because a duplicate asked again */
 	uint32_t first_psn;
 	uint32_t last_psn;
 	uint32_t next_psn;     /* next response PSN to emit */

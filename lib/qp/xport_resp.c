@@ -243,8 +243,11 @@ resp_check_resource(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out 
 		return qp->cfg.type == XPORT_UC ? RESP_UC_DROP : RESP_DROP;
 	}
 	if (HAS(ctx, READ) || HAS(ctx, ATOMIC)) {
-		/* the oldest resource is reused; still sending it = too many RD/ATOMIC */
-		if (r->res[r->res_next].pending) {
+		/* the oldest resource is reused (rxe get_rsp_res). Still sending its
+		 * original responses = more RD/ATOMIC than max_dest_rd_atomic; a
+		 * queued replay is stale: a new PSN means the requester moved past it. */
+		const struct xport_res *oldest = &r->res[r->res_next];
+		if (oldest->pending && !oldest->replay) {
 			ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
 			return RESP_CLASS_C;
 		}
@@ -357,10 +360,19 @@ static void
 record_resource(struct xport_qp *qp, const struct xport_res *res)
 {
 	struct xport_resp *r = &qp->resp;
+	uint32_t n = qp->cfg.max_dest_rd_atomic;
+	if (r->res[r->res_next].pending) {
+		/* only a stale replay gets here (resp_check_resource): drop it */
+		r->res[r->res_next].pending = false;
+		r->res_pending--;
+		cnt_inc(qp, XPORT_CNT_DROP_STALE_REPLAY);
+		if (r->res_emit == r->res_next) /* the next slot is the oldest now */
+			r->res_emit = r->res_next + 1 == n ? 0 : r->res_next + 1;
+	}
 	if (r->res_pending == 0)
 		r->res_emit = r->res_next; /* the oldest with responses to send */
 	r->res[r->res_next] = *res;
-	if (++r->res_next == qp->cfg.max_dest_rd_atomic)
+	if (++r->res_next == n)
 		r->res_next = 0;
 	r->res_pending++;
 	/* the response covers every ACK or NAK owed before it */
@@ -557,6 +569,7 @@ resp_duplicate(struct xport_qp *qp, struct resp_ctx *ctx)
 		if (res->pending && psn_le(res->next_psn, pkt->psn))
 			return RESP_DONE; /* still to be sent anyway */
 		res->next_psn = pkt->psn;
+		res->replay = true;
 		if (!res->pending) {
 			res->pending = true;
 			r->res_pending++;
@@ -571,6 +584,7 @@ resp_duplicate(struct xport_qp *qp, struct resp_ctx *ctx)
 		return RESP_DROP;
 	if (!res->pending) {
 		res->pending = true;
+		res->replay = true;
 		r->res_pending++;
 		r->res_emit = r->res_next; /* rescan from the oldest */
 	}

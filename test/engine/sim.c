@@ -204,6 +204,14 @@ sim_inject(struct sim *s, int h, const struct roce_pkt *pkt)
 	flush_out(s, h);
 }
 
+void
+sim_inject_burst(struct sim *s, int h, const struct roce_pkt *const pkts[], uint32_t n)
+{
+	xport_out_reset(&s->out);
+	xport_qp_rx_burst(s->h[h].qp, pkts, n, s->now, &s->out);
+	flush_out(s, h);
+}
+
 static void
 deliver(struct sim *s, struct sim_frame *f)
 {

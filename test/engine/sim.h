@@ -127,6 +127,11 @@ void sim_set_state(struct sim *s, int h, enum xport_state state);
 /* Deliver a hand-made packet to host @p h now (as if received). */
 void sim_inject(struct sim *s, int h, const struct roce_pkt *pkt);
 
+/* Deliver @p n hand-made packets to host @p h as one receive burst: the
+ * engine records them all before it emits (one activation, up to
+ * XPORT_OUT_FRAMES frames; sim_poll() sends the rest). */
+void sim_inject_burst(struct sim *s, int h, const struct roce_pkt *const pkts[], uint32_t n);
+
 void sim_trace_add(struct sim *s, const void *data, uint64_t len);
 
 #endif

@@ -406,6 +406,116 @@ Test(rules, duplicate_older_than_resources_dropped)
 	cr_assert_eq(C.n, before + 1, "a recent one is still replayed");
 }
 
+/* Drain host 1's output: one activation holds XPORT_OUT_FRAMES frames. */
+static void
+drain1(void)
+{
+	for (int i = 0; i < 64; i++) {
+		uint32_t n = C.n;
+		sim_poll(&S);
+		if (C.n == n)
+			return;
+	}
+	cr_assert_fail("host 1 never stopped sending");
+}
+
+/* rxe under loss: the ACK of the oldest READ is late, the requester resends
+ * all n outstanding READs (duplicates -> replays queued), the late ACK
+ * arrives, the requester completes the oldest and sends READ n (new) in the
+ * same receive burst as the duplicates. The new READ reuses the oldest
+ * resource; its queued replay is dropped, no invalid request NAK. */
+Test(rules, new_read_reuses_resource_of_queued_replay)
+{
+	unsigned n = S.h[1].cfg.max_dest_rd_atomic;
+	struct roce_pkt pk[XPORT_MAX_RD_ATOMIC + 1];
+	const struct roce_pkt *burst[XPORT_MAX_RD_ATOMIC + 1];
+
+	fill(S.h[1].arena + 8192, (n + 1) * 8, 7);
+	for (unsigned i = 0; i < n; i++) {
+		pk[i] = read_req(EPSN + i, 8192 + 8 * i, 8);
+		sim_inject(&S, 1, &pk[i]);
+	}
+	drain1();
+	cr_assert_eq(C.n, n);
+	for (unsigned i = 0; i <= n; i++) {
+		pk[i] = read_req(EPSN + i, 8192 + 8 * i, 8);
+		burst[i] = &pk[i];
+	}
+	uint32_t before = C.n;
+	sim_inject_burst(&S, 1, burst, n + 1);
+	drain1();
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0, "no invalid request NAK");
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_RTS);
+	cr_assert_eq(S.h[1].qp_errors, 0);
+	cr_assert_eq(cnt1()[XPORT_CNT_DROP_STALE_REPLAY], 1);
+	cr_assert_eq(cnt1()[XPORT_CNT_DUP_READ_REPLAY], n);
+	cr_assert_eq(xport_qp_rq_psn(S.h[1].qp), EPSN + n + 1);
+	/* replays of READs 1..n-1, then the new READ n, in PSN order */
+	cr_assert_eq(C.n, before + n);
+	for (unsigned i = 0; i < n; i++) {
+		const struct roce_pkt *p = &C.pkt[before + i];
+		cr_assert_eq(p->opcode, ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, "#%u 0x%02x", i,
+			     p->opcode);
+		cr_assert_eq(p->psn, EPSN + 1 + i, "#%u psn 0x%06x", i, p->psn);
+		cr_assert_eq(p->payload_len, 8);
+	}
+	/* the new READ is a resource too: a duplicate of it is replayed */
+	sim_inject(&S, 1, &pk[n]);
+	cr_assert_eq(last()->psn, EPSN + n);
+	cr_assert_eq(last()->opcode, ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY);
+}
+
+/* Same with ATOMICs: a new FETCH_ADD executes once; the stale replay of the
+ * oldest saved result is dropped. */
+Test(rules, new_atomic_reuses_resource_of_queued_replay)
+{
+	unsigned n = S.h[1].cfg.max_dest_rd_atomic;
+	uint64_t *slot = (uint64_t *)(void *)(S.h[1].arena + 64);
+	struct roce_pkt pk[XPORT_MAX_RD_ATOMIC + 1];
+	const struct roce_pkt *burst[XPORT_MAX_RD_ATOMIC + 1];
+
+	*slot = 0;
+	for (unsigned i = 0; i <= n; i++) {
+		pk[i] = fetch_add(EPSN + i, 64, 1);
+		burst[i] = &pk[i];
+	}
+	for (unsigned i = 0; i < n; i++)
+		sim_inject(&S, 1, &pk[i]);
+	drain1();
+	uint32_t before = C.n;
+	sim_inject_burst(&S, 1, burst, n + 1);
+	drain1();
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0, "no invalid request NAK");
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_RTS);
+	cr_assert_eq(*slot, n + 1, "each ATOMIC executed exactly once");
+	cr_assert_eq(cnt1()[XPORT_CNT_DROP_STALE_REPLAY], 1);
+	cr_assert_eq(C.n, before + n);
+	for (unsigned i = 0; i < n; i++) {
+		cr_assert_eq(C.pkt[before + i].opcode, ROCE_OP_RC_ATOMIC_ACKNOWLEDGE);
+		cr_assert_eq(C.pkt[before + i].psn, EPSN + 1 + i);
+		cr_assert_eq(C.pkt[before + i].atmack_orig, 1 + i, "saved result of #%u", 1 + i);
+	}
+}
+
+/* More new READs in one burst than responder resources, none answered yet:
+ * still "too many outstanding" -> NAK invalid request, QP to error. */
+Test(rules, too_many_new_reads_is_invalid_request)
+{
+	unsigned n = S.h[1].cfg.max_dest_rd_atomic;
+	struct roce_pkt pk[XPORT_MAX_RD_ATOMIC + 1];
+	const struct roce_pkt *burst[XPORT_MAX_RD_ATOMIC + 1];
+
+	for (unsigned i = 0; i <= n; i++) {
+		pk[i] = read_req(EPSN + i, 8192, 8);
+		burst[i] = &pk[i];
+	}
+	sim_inject_burst(&S, 1, burst, n + 1);
+	drain1();
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 1);
+	cr_assert_eq(cnt1()[XPORT_CNT_DROP_STALE_REPLAY], 0);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+}
+
 Test(rules, filters_drop_and_count)
 {
 	post_recv1(1, 0, 64);

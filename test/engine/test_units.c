@@ -316,7 +316,7 @@ Test(tables, invalid_config_rejected)
 	c.type = 7;
 	cr_assert_null(xport_qp_create(&c));
 	c = s.h[0].cfg;
-	c.max_dest_rd_atomic = 17;
+	c.max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC + 1;
 	cr_assert_null(xport_qp_create(&c));
 	c = s.h[0].cfg;
 	c.rq = NULL;

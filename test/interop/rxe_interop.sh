@@ -90,8 +90,8 @@ diag() { echo "# $*"; }
 
 # Known failures: "glob|reason", the first matching rule gives the reason.
 # Each names what is wrong on our side; see doc/interop.md.
-RD_ATOMIC_TODO="our engine allows 16 outstanding READ/ATOMIC per QP (lib/qp/xport.h XPORT_MAX_RD_ATOMIC; the daemon clamps max_rd_atomic = 128 to it) and rxe 128; perftest's requester takes the peer's max_qp_rd_atom as its max_rd_atomic, so ibv_modify_qp(RTS) fails with EINVAL on our side (the other cases pass -o 16)"
-REPLAY_TODO="intermittent: our responder NAKs a new READ/ATOMIC with Invalid Request while the replay of a duplicate of its oldest resource is still queued (lib/qp/xport_resp.c: 'the oldest resource is reused; still sending it'), which happens when a reordered ACK makes rxe retry and then complete that oldest request"
+RD_ATOMIC_TODO="our engine allows 16 outstanding READ/ATOMIC per QP (lib/qp/xport.h XPORT_MAX_RD_ATOMIC; the daemon rejects max_rd_atomic above it) and rxe 128; perftest's requester takes the peer's max_qp_rd_atom as its max_rd_atomic, so ibv_modify_qp(RTS) fails with EINVAL on our side (the other cases pass -o 16)"
+REPLAY_TODO="intermittent (engine fix landed: a new READ/ATOMIC now reuses the slot of a queued replay, test/engine rules/new_*_reuses_resource_of_queued_replay; rule kept until repeated interop runs confirm): our responder NAKs a new READ/ATOMIC with Invalid Request while the replay of a duplicate of its oldest resource is still queued (lib/qp/xport_resp.c: 'the oldest resource is reused; still sending it'), which happens when a reordered ACK makes rxe retry and then complete that oldest request"
 TODO_RULES=(
     "read_bw_defaults/*/rs|$RD_ATOMIC_TODO"
     "loss/read_bw/*/us|$REPLAY_TODO"

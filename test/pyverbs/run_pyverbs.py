@@ -113,6 +113,9 @@ def judge(records, modules):
         log(f"  skip x{len(ids)} '{reason}': {why or 'NOT AN ALLOWED REASON'}")
         for i in ids:
             log(f'      {i}')
+    for r in records:
+        if 'first_failure' in r:
+            log(f"  FLAKY (known, passed on its one rerun: {r['outcome']}): {r['id']}: {r['first_failure']}")
     for b in bad:
         log(b)
     return not bad
