@@ -274,7 +274,7 @@ idle = sleep
 max_qps = 256
 ; as rxe (perftest's requester takes the peer's max_qp_rd_atom); the engine
 ; clamps it to its own limit (16)
-max_rd_atomic = 128
+max_rd_atomic = 16
 telemetry = yes
 
 [port p0]
