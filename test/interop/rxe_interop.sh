@@ -272,8 +272,7 @@ lcores = $LCORES
 eal_args = --no-huge --no-shconf -m 256 --file-prefix=$TEL_PREFIX --no-pci
 idle = sleep
 max_qps = 256
-; as rxe (perftest's requester takes the peer's max_qp_rd_atom); the engine
-; clamps it to its own limit (16)
+; the engine's limit (lib/qp XPORT_MAX_RD_ATOMIC); rxe has 128, see RD_ATOMIC_TODO
 max_rd_atomic = 16
 telemetry = yes
 
