@@ -163,50 +163,13 @@ static int shim_query_device_ipc(struct ibv_context *context, struct ipc_device_
 	return rc;
 }
 
-static void shim_device_attr(const struct ipc_device_attr *a, struct ibv_device_attr *o)
-{
-	memset(o, 0, sizeof(*o));
-	snprintf(o->fw_ver, sizeof(o->fw_ver), "%s", a->fw_ver);
-	o->node_guid = a->node_guid;
-	o->sys_image_guid = a->sys_image_guid;
-	o->max_mr_size = a->max_mr_size;
-	o->page_size_cap = a->page_size_cap;
-	o->vendor_id = a->vendor_id;
-	o->vendor_part_id = a->vendor_part_id;
-	o->hw_ver = a->hw_ver;
-	o->max_qp = (int)a->max_qp;
-	o->max_qp_wr = (int)a->max_qp_wr;
-	o->device_cap_flags = a->device_cap_flags;
-	o->max_sge = (int)a->max_sge;
-	o->max_sge_rd = (int)a->max_sge_rd;
-	o->max_cq = (int)a->max_cq;
-	o->max_cqe = (int)a->max_cqe;
-	o->max_mr = (int)a->max_mr;
-	o->max_pd = (int)a->max_pd;
-	o->max_qp_rd_atom = (int)a->max_qp_rd_atom;
-	o->max_qp_init_rd_atom = (int)a->max_qp_init_rd_atom;
-	o->max_res_rd_atom = (int)a->max_res_rd_atom;
-	o->atomic_cap = (enum ibv_atomic_cap)a->atomic_cap;
-	o->max_mw = (int)a->max_mw;
-	o->max_mcast_grp = (int)a->max_mcast_grp;
-	o->max_mcast_qp_attach = (int)a->max_mcast_qp_attach;
-	o->max_total_mcast_qp_attach = (int)a->max_total_mcast_qp_attach;
-	o->max_ah = (int)a->max_ah;
-	o->max_srq = (int)a->max_srq;
-	o->max_srq_wr = (int)a->max_srq_wr;
-	o->max_srq_sge = (int)a->max_srq_sge;
-	o->max_pkeys = a->max_pkeys;
-	o->local_ca_ack_delay = a->local_ca_ack_delay;
-	o->phys_port_cnt = a->phys_port_cnt;
-}
-
 SHIM_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
 {
 	struct ipc_device_attr a;
 	int rc = shim_query_device_ipc(context, &a);
 
 	if (rc == 0)
-		shim_device_attr(&a, device_attr);
+		ipc_device_attr_to_ibv(&a, device_attr);
 	return rc;
 }
 
@@ -226,7 +189,7 @@ int shim_query_device_ex(struct ibv_context *context, const struct ibv_query_dev
 	if (rc)
 		return rc;
 	memset(&ex, 0, sizeof(ex));
-	shim_device_attr(&a, &ex.orig_attr);
+	ipc_device_attr_to_ibv(&a, &ex.orig_attr);
 	ex.completion_timestamp_mask = a.completion_timestamp_mask;
 	ex.hca_core_clock = a.hca_core_clock;
 	ex.device_cap_flags_ex = a.device_cap_flags_ex | a.device_cap_flags;
