@@ -563,6 +563,7 @@ struct qp_op {
 	struct ai_qp *q;
 	const struct xport_cfg *cfg;
 	int state;
+	uint32_t cookie; /* modify: the QP's events carry it from then on */
 };
 
 static int
@@ -578,7 +579,7 @@ lcore_qp_modify(struct worker *w, void *arg)
 {
 	struct qp_op *op = arg;
 
-	return engine_xport_qp_modify(w, op->cfg->qpn, op->cfg, op->state);
+	return engine_xport_qp_modify(w, op->cfg->qpn, op->cfg, op->state, op->cookie);
 }
 
 static int
@@ -648,7 +649,7 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		.mrs = ai->mrs[lcore],
 	};
 	qp_cfg(ai, q, info->sem, &q->cfg); /* RESET: no path to resolve */
-	op = (struct qp_op){ ai, q, &q->cfg, -1 };
+	op = (struct qp_op){ ai, q, &q->cfg, -1, q->cookie };
 	rc = ai_call(ai, ai->d->worker[lcore], lcore_qp_create, &op, false);
 	if (rc != 0) {
 		qp_unbind(ai, info);
@@ -678,13 +679,21 @@ dp_qp_modify(void *dp, const struct ctl_qp_info *info, const struct qp_sem *next
 		state = XPORT_STATE_RESET;
 	else if (engine_state(fx->new_state) != engine_state(fx->old_state))
 		state = engine_state(fx->new_state);
-	op = (struct qp_op){ ai, q, &c, state };
+	/*
+	 * A reset starts a new life of the QP: its events get a new cookie, so
+	 * an error the engine raised before the reset (still on the event ring)
+	 * is dropped by qp_event() rather than moving the reset QP to ERR.
+	 */
+	op = (struct qp_op){ ai, q, &c, state,
+			     state == XPORT_STATE_RESET ? ai->next_cookie + 1 : q->cookie };
 	rc = ai_call(ai, qp_worker(ai, info->qpn), lcore_qp_modify, &op, false);
 	if (rc != 0)
 		return rc == -EINVAL ? EINVAL : EAGAIN;
 	q->cfg = c;
-	if (state == XPORT_STATE_RESET)
+	if (state == XPORT_STATE_RESET) {
+		q->cookie = ++ai->next_cookie;
 		q->error_reported = false;
+	}
 	return 0;
 }
 
@@ -693,7 +702,7 @@ dp_qp_destroy(void *dp, const struct ctl_qp_info *info)
 {
 	struct app_iface *ai = dp;
 	struct ai_qp *q = ai_qp_of(ai, info->qpn);
-	struct qp_op op = { ai, q, NULL, -1 };
+	struct qp_op op = { ai, q, NULL, -1, 0 };
 
 	if (q == NULL || q->info != info)
 		return;
@@ -764,7 +773,8 @@ qp_event(struct app_iface *ai, const struct worker_event *ev)
 	struct ai_qp *q = ai_qp_of(ai, ev->qpn);
 
 	if (q == NULL || q->info == NULL || q->cookie != ev->cookie)
-		return; /* a QP destroyed meanwhile (its QPN may be someone else's now) */
+		return; /* raised before a reset, or by a QP destroyed meanwhile
+			 * (its QPN may be someone else's now) */
 	if (ev->type == XPORT_EV_QP_ERROR) {
 		if (ev->code == XPORT_ERR_MODIFY || q->error_reported)
 			return; /* the application asked for ERR / the async event did it */

@@ -312,7 +312,8 @@ engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state
 }
 
 int
-engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *cfg, int state)
+engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *cfg, int state,
+		       uint32_t cookie)
 {
 	struct elcore *e = w->engine_ctx;
 	struct qp_slot *slot = worker_qp_slot(w, qpn);
@@ -325,6 +326,7 @@ engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *c
 	c.handle = q->slot;
 	if (xport_qp_modify(q->qp, &c) != 0)
 		return -EINVAL;
+	q->cookie = cookie;
 	if (state >= 0)
 		xport_qp_set_state(q->qp, (enum xport_state)state, now_ns(e, rte_rdtsc()), &e->out);
 	flush(w, e, slot, q);

@@ -47,10 +47,14 @@ int engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16
 int engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state);
 /**
  * Apply @p cfg (xport_qp_modify(); cfg->handle is set by this function),
- * then move to @p state unless it is negative.
+ * then move to @p state unless it is negative. From then on the QP's events
+ * carry @p cookie: a new cookie on a reset lets the control thread drop
+ * events raised before it (still queued on the event ring) instead of
+ * applying them to the QP's next life.
  * @return 0, -ENOENT, -EINVAL (xport_qp_modify refused)
  */
-int engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *cfg, int state);
+int engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *cfg, int state,
+			   uint32_t cookie);
 /** Destroy QP @p qpn (its timers are cancelled). @return 0 or -ENOENT */
 int engine_xport_qp_destroy(struct worker *w, uint32_t qpn);
 /** The engine QP of @p qpn, or NULL. */
