@@ -15,116 +15,91 @@
 
 #include "ipc.h"
 
+/*
+ * Field lists, X(ipc field, ibv field): one list per record serves both
+ * directions, so a field added to one side cannot be forgotten in the other
+ * conversion. Arrays and nested records are converted by hand next to them.
+ */
+#define IPC_AH_FIELDS(X) \
+	X(flow_label, grh.flow_label) X(sgid_index, grh.sgid_index) \
+	X(hop_limit, grh.hop_limit) X(traffic_class, grh.traffic_class) \
+	X(is_global, is_global) X(dlid, dlid) X(sl, sl) X(src_path_bits, src_path_bits) \
+	X(static_rate, static_rate) X(port_num, port_num)
+
+#define IPC_QP_CAP_FIELDS(X) \
+	X(max_send_wr, max_send_wr) X(max_recv_wr, max_recv_wr) X(max_send_sge, max_send_sge) \
+	X(max_recv_sge, max_recv_sge) X(max_inline_data, max_inline_data)
+
+#define IPC_QP_ATTR_FIELDS(X) \
+	X(qp_state, qp_state) X(cur_qp_state, cur_qp_state) X(path_mtu, path_mtu) \
+	X(path_mig_state, path_mig_state) X(qkey, qkey) X(rq_psn, rq_psn) X(sq_psn, sq_psn) \
+	X(dest_qp_num, dest_qp_num) X(qp_access_flags, qp_access_flags) \
+	X(pkey_index, pkey_index) X(alt_pkey_index, alt_pkey_index) \
+	X(en_sqd_async_notify, en_sqd_async_notify) X(sq_draining, sq_draining) \
+	X(max_rd_atomic, max_rd_atomic) X(max_dest_rd_atomic, max_dest_rd_atomic) \
+	X(min_rnr_timer, min_rnr_timer) X(port_num, port_num) X(timeout, timeout) \
+	X(retry_cnt, retry_cnt) X(rnr_retry, rnr_retry) X(alt_port_num, alt_port_num) \
+	X(alt_timeout, alt_timeout) X(rate_limit, rate_limit)
+
+#define IPC_DEVICE_ATTR_FIELDS(X) \
+	X(node_guid, node_guid) X(sys_image_guid, sys_image_guid) X(max_mr_size, max_mr_size) \
+	X(page_size_cap, page_size_cap) X(vendor_id, vendor_id) \
+	X(vendor_part_id, vendor_part_id) X(hw_ver, hw_ver) X(max_qp, max_qp) \
+	X(max_qp_wr, max_qp_wr) X(device_cap_flags, device_cap_flags) X(max_sge, max_sge) \
+	X(max_sge_rd, max_sge_rd) X(max_cq, max_cq) X(max_cqe, max_cqe) X(max_mr, max_mr) \
+	X(max_pd, max_pd) X(max_qp_rd_atom, max_qp_rd_atom) \
+	X(max_qp_init_rd_atom, max_qp_init_rd_atom) X(max_res_rd_atom, max_res_rd_atom) \
+	X(atomic_cap, atomic_cap) X(max_mw, max_mw) X(max_mcast_grp, max_mcast_grp) \
+	X(max_mcast_qp_attach, max_mcast_qp_attach) \
+	X(max_total_mcast_qp_attach, max_total_mcast_qp_attach) X(max_ah, max_ah) \
+	X(max_srq, max_srq) X(max_srq_wr, max_srq_wr) X(max_srq_sge, max_srq_sge) \
+	X(max_pkeys, max_pkeys) X(local_ca_ack_delay, local_ca_ack_delay) \
+	X(phys_port_cnt, phys_port_cnt)
+
+/* o is the destination, a the source; the cast is to the destination's type */
+#define IPC_FIELD_FROM_IBV(f_ipc, f_ibv) o->f_ipc = (__typeof__(o->f_ipc))a->f_ibv;
+#define IPC_FIELD_TO_IBV(f_ipc, f_ibv) o->f_ibv = (__typeof__(o->f_ibv))a->f_ipc;
+
 static inline void ipc_ah_from_ibv(const struct ibv_ah_attr *a, struct ipc_ah_attr *o)
 {
 	memset(o, 0, sizeof(*o));
 	memcpy(o->dgid, a->grh.dgid.raw, 16);
-	o->flow_label = a->grh.flow_label;
-	o->sgid_index = a->grh.sgid_index;
-	o->hop_limit = a->grh.hop_limit;
-	o->traffic_class = a->grh.traffic_class;
-	o->is_global = a->is_global;
-	o->dlid = a->dlid;
-	o->sl = a->sl;
-	o->src_path_bits = a->src_path_bits;
-	o->static_rate = a->static_rate;
-	o->port_num = a->port_num;
+	IPC_AH_FIELDS(IPC_FIELD_FROM_IBV)
 }
 
 static inline void ipc_ah_to_ibv(const struct ipc_ah_attr *a, struct ibv_ah_attr *o)
 {
 	memset(o, 0, sizeof(*o));
 	memcpy(o->grh.dgid.raw, a->dgid, 16);
-	o->grh.flow_label = a->flow_label;
-	o->grh.sgid_index = a->sgid_index;
-	o->grh.hop_limit = a->hop_limit;
-	o->grh.traffic_class = a->traffic_class;
-	o->is_global = a->is_global;
-	o->dlid = a->dlid;
-	o->sl = a->sl;
-	o->src_path_bits = a->src_path_bits;
-	o->static_rate = a->static_rate;
-	o->port_num = a->port_num;
+	IPC_AH_FIELDS(IPC_FIELD_TO_IBV)
 }
 
-static inline void ipc_cap_from_ibv(const struct ibv_qp_cap *c, struct ipc_qp_cap *o)
+static inline void ipc_cap_from_ibv(const struct ibv_qp_cap *a, struct ipc_qp_cap *o)
 {
-	o->max_send_wr = c->max_send_wr;
-	o->max_recv_wr = c->max_recv_wr;
-	o->max_send_sge = c->max_send_sge;
-	o->max_recv_sge = c->max_recv_sge;
-	o->max_inline_data = c->max_inline_data;
+	IPC_QP_CAP_FIELDS(IPC_FIELD_FROM_IBV)
 }
 
-static inline void ipc_cap_to_ibv(const struct ipc_qp_cap *c, struct ibv_qp_cap *o)
+static inline void ipc_cap_to_ibv(const struct ipc_qp_cap *a, struct ibv_qp_cap *o)
 {
-	o->max_send_wr = c->max_send_wr;
-	o->max_recv_wr = c->max_recv_wr;
-	o->max_send_sge = c->max_send_sge;
-	o->max_recv_sge = c->max_recv_sge;
-	o->max_inline_data = c->max_inline_data;
+	IPC_QP_CAP_FIELDS(IPC_FIELD_TO_IBV)
 }
 
 static inline void ipc_qp_attr_from_ibv(const struct ibv_qp_attr *a, struct ipc_qp_attr *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->qp_state = a->qp_state;
-	o->cur_qp_state = a->cur_qp_state;
-	o->path_mtu = a->path_mtu;
-	o->path_mig_state = a->path_mig_state;
-	o->qkey = a->qkey;
-	o->rq_psn = a->rq_psn;
-	o->sq_psn = a->sq_psn;
-	o->dest_qp_num = a->dest_qp_num;
-	o->qp_access_flags = (uint32_t)a->qp_access_flags;
+	IPC_QP_ATTR_FIELDS(IPC_FIELD_FROM_IBV)
 	ipc_cap_from_ibv(&a->cap, &o->cap);
 	ipc_ah_from_ibv(&a->ah_attr, &o->ah_attr);
 	ipc_ah_from_ibv(&a->alt_ah_attr, &o->alt_ah_attr);
-	o->pkey_index = a->pkey_index;
-	o->alt_pkey_index = a->alt_pkey_index;
-	o->en_sqd_async_notify = a->en_sqd_async_notify;
-	o->sq_draining = a->sq_draining;
-	o->max_rd_atomic = a->max_rd_atomic;
-	o->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	o->min_rnr_timer = a->min_rnr_timer;
-	o->port_num = a->port_num;
-	o->timeout = a->timeout;
-	o->retry_cnt = a->retry_cnt;
-	o->rnr_retry = a->rnr_retry;
-	o->alt_port_num = a->alt_port_num;
-	o->alt_timeout = a->alt_timeout;
-	o->rate_limit = a->rate_limit;
 }
 
 static inline void ipc_qp_attr_to_ibv(const struct ipc_qp_attr *a, struct ibv_qp_attr *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->qp_state = (enum ibv_qp_state)a->qp_state;
-	o->cur_qp_state = (enum ibv_qp_state)a->cur_qp_state;
-	o->path_mtu = (enum ibv_mtu)a->path_mtu;
-	o->path_mig_state = (enum ibv_mig_state)a->path_mig_state;
-	o->qkey = a->qkey;
-	o->rq_psn = a->rq_psn;
-	o->sq_psn = a->sq_psn;
-	o->dest_qp_num = a->dest_qp_num;
-	o->qp_access_flags = (int)a->qp_access_flags;
+	IPC_QP_ATTR_FIELDS(IPC_FIELD_TO_IBV)
 	ipc_cap_to_ibv(&a->cap, &o->cap);
 	ipc_ah_to_ibv(&a->ah_attr, &o->ah_attr);
 	ipc_ah_to_ibv(&a->alt_ah_attr, &o->alt_ah_attr);
-	o->pkey_index = a->pkey_index;
-	o->alt_pkey_index = a->alt_pkey_index;
-	o->en_sqd_async_notify = a->en_sqd_async_notify;
-	o->sq_draining = a->sq_draining;
-	o->max_rd_atomic = a->max_rd_atomic;
-	o->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	o->min_rnr_timer = a->min_rnr_timer;
-	o->port_num = a->port_num;
-	o->timeout = a->timeout;
-	o->retry_cnt = a->retry_cnt;
-	o->rnr_retry = a->rnr_retry;
-	o->alt_port_num = a->alt_port_num;
-	o->alt_timeout = a->alt_timeout;
-	o->rate_limit = a->rate_limit;
 }
 
 static inline void ipc_device_attr_to_ibv(const struct ipc_device_attr *a, struct ibv_device_attr *o)
@@ -132,37 +107,7 @@ static inline void ipc_device_attr_to_ibv(const struct ipc_device_attr *a, struc
 	memset(o, 0, sizeof(*o));
 	memcpy(o->fw_ver, a->fw_ver, sizeof(o->fw_ver));
 	o->fw_ver[sizeof(o->fw_ver) - 1] = '\0';
-	o->node_guid = a->node_guid;
-	o->sys_image_guid = a->sys_image_guid;
-	o->max_mr_size = a->max_mr_size;
-	o->page_size_cap = a->page_size_cap;
-	o->vendor_id = a->vendor_id;
-	o->vendor_part_id = a->vendor_part_id;
-	o->hw_ver = a->hw_ver;
-	o->max_qp = (int)a->max_qp;
-	o->max_qp_wr = (int)a->max_qp_wr;
-	o->device_cap_flags = a->device_cap_flags;
-	o->max_sge = (int)a->max_sge;
-	o->max_sge_rd = (int)a->max_sge_rd;
-	o->max_cq = (int)a->max_cq;
-	o->max_cqe = (int)a->max_cqe;
-	o->max_mr = (int)a->max_mr;
-	o->max_pd = (int)a->max_pd;
-	o->max_qp_rd_atom = (int)a->max_qp_rd_atom;
-	o->max_qp_init_rd_atom = (int)a->max_qp_init_rd_atom;
-	o->max_res_rd_atom = (int)a->max_res_rd_atom;
-	o->atomic_cap = (enum ibv_atomic_cap)a->atomic_cap;
-	o->max_mw = (int)a->max_mw;
-	o->max_mcast_grp = (int)a->max_mcast_grp;
-	o->max_mcast_qp_attach = (int)a->max_mcast_qp_attach;
-	o->max_total_mcast_qp_attach = (int)a->max_total_mcast_qp_attach;
-	o->max_ah = (int)a->max_ah;
-	o->max_srq = (int)a->max_srq;
-	o->max_srq_wr = (int)a->max_srq_wr;
-	o->max_srq_sge = (int)a->max_srq_sge;
-	o->max_pkeys = a->max_pkeys;
-	o->local_ca_ack_delay = a->local_ca_ack_delay;
-	o->phys_port_cnt = a->phys_port_cnt;
+	IPC_DEVICE_ATTR_FIELDS(IPC_FIELD_TO_IBV)
 }
 
 #endif /* IPC_VERBS_H */
