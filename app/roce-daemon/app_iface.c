@@ -186,6 +186,9 @@ lcore_mr(struct worker *w, void *arg)
 	struct mr_table *t = op->ai->mrs[w->index];
 	int rc;
 
+	if (op->reg && mr->local == NULL) /* fallback: copies into the client (mr.h) */
+		return mr_reg_key_indirect(t, mr->lkey, mr->pd, mr->app_addr, mr->iova, mr->length,
+					   mr->access & 0x3fu, mr->pid, mr->pidfd);
 	if (op->reg)
 		return mr_reg_key(t, mr->lkey, mr->pd, (uint64_t)(uintptr_t)mr->local, mr->iova,
 				  mr->length, mr->access & 0x3fu);
@@ -202,14 +205,16 @@ dp_mr_create(void *dp, struct ctl_mr_info *mr)
 	int rc = 0;
 
 	if (mr->local == NULL) {
-		/* Not shared with us (doc/verbs-shim.md): no lcore can reach it, so
-		 * every access through its keys fails the MR check. */
+		/* Not shared with us (doc/verbs-shim.md): the lcores copy from/to
+		 * the client's pages (process_vm_readv/writev), if we may. */
+		rc = mr_indirect_probe(mr->pid, mr->pidfd, mr->app_addr);
 		if (!ai->warned_unmapped)
 			fprintf(stderr, "roce-daemon: pid %d registered memory the daemon cannot "
-				"map (stack, file or read-only pages): accesses to it fail\n",
-				(int)mr->pid);
+				"map (stack, file or read-only pages): %s\n", (int)mr->pid,
+				rc == 0 ? "served by copies (slower)" : strerror(-rc));
 		ai->warned_unmapped = true;
-		return 0;
+		if (rc != 0)
+			return -rc;
 	}
 	for (i = 0; i < ai->d->n_workers; i++) {
 		rc = ai_call(ai, ai->d->worker[i], lcore_mr, &op, false);
@@ -233,8 +238,6 @@ dp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 	struct app_iface *ai = dp;
 	struct mr_op op = { ai, mr, false };
 
-	if (mr->local == NULL)
-		return;
 	for (unsigned int i = 0; i < ai->d->n_workers; i++)
 		ai_call(ai, ai->d->worker[i], lcore_mr, &op, true);
 	ai->dp_mrs--;
@@ -688,7 +691,7 @@ dp_qp_modify(void *dp, const struct ctl_qp_info *info, const struct qp_sem *next
 			     state == XPORT_STATE_RESET ? ai->next_cookie + 1 : q->cookie };
 	rc = ai_call(ai, qp_worker(ai, info->qpn), lcore_qp_modify, &op, false);
 	if (rc != 0)
-		return rc == -EINVAL ? EINVAL : EAGAIN;
+		return rc == -EINVAL || rc == -ENOMEM ? -rc : EAGAIN;
 	q->cfg = c;
 	if (state == XPORT_STATE_RESET) {
 		q->cookie = ++ai->next_cookie;

@@ -80,8 +80,8 @@ static const struct config_key daemon_keys[] = {
 	U32("max_srqs", D_FIELD(max_srqs), 0, 1u << 20, "256", "SRQs per device"),
 	U32("max_srq_wr", D_FIELD(max_srq_wr), 1, 1u << 16, "4096", "WRs per SRQ"),
 	U32("max_inline", D_FIELD(max_inline), 0, 4096, "256", "inline data bytes per WR"),
-	/* the range is the engine's (lib/qp XPORT_MAX_RD_ATOMIC) */
-	U32("max_rd_atomic", D_FIELD(max_rd_atomic), 1, XPORT_MAX_RD_ATOMIC, "16",
+	/* the range is the engine's (lib/qp XPORT_MAX_RD_ATOMIC); 128 as rxe */
+	U32("max_rd_atomic", D_FIELD(max_rd_atomic), 1, XPORT_MAX_RD_ATOMIC, "128",
 	    "outstanding RDMA READ/atomic per QP"),
 	U32("neigh_entries", D_FIELD(neigh_entries), 16, 65536, "256", "neighbour table size"),
 	U32("neigh_reachable_s", D_FIELD(neigh_reachable_s), 1, 86400, "300",

@@ -255,6 +255,21 @@ tel_port_info(const char *cmd, const char *params, struct rte_tel_data *t)
 	WITH_DAEMON(d, port_info_locked(d, params, t));
 }
 
+/* The destination QPN of port @p idx's latest rx_no_qp frame over all lcores (0: none). */
+static uint32_t
+port_no_qp_last(const struct daemon *d, uint32_t idx)
+{
+	uint64_t last = 0;
+
+	for (unsigned int w = 0; w < d->n_workers; w++) {
+		uint64_t v = __atomic_load_n(&d->worker[w]->no_qp_last[idx], __ATOMIC_RELAXED);
+
+		if (v > last)
+			last = v;
+	}
+	return (uint32_t)(last & ROCE_QPN_MASK);
+}
+
 static int
 port_stats_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 {
@@ -269,6 +284,7 @@ port_stats_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 		ctr_set_accumulate(&sum, &d->worker[w]->port_ctr[idx]);
 	rte_tel_data_start_dict(t);
 	add_set(t, &sum, CTR_S_PORT);
+	rte_tel_data_add_dict_u64(t, "rx_no_qp_last_qpn", port_no_qp_last(d, idx));
 	if (rte_eth_stats_get(d->port[idx].port_id, &es) == 0) {
 		rte_tel_data_add_dict_u64(t, "eth_ipackets", es.ipackets);
 		rte_tel_data_add_dict_u64(t, "eth_opackets", es.opackets);

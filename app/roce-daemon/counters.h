@@ -55,6 +55,22 @@
 	X(RETRANSMITS, "retransmits", CTR_S_ALL, "packets sent again after a timeout or NAK") \
 	X(TIMEOUTS, "timeouts", CTR_S_ALL, "local ACK timeouts (retransmit timer expiries)") \
 	X(RNR_RETRIES, "rnr_retries", CTR_S_ALL, "sends repeated after an RNR NAK") \
+	X(DUP_REQUESTS, "dup_requests", CTR_S_ALL, "duplicate requests received (the peer retransmitted)") \
+	X(QP_DROP_STATE, "qp_drop_state", CTR_S_ALL, "dropped by the QP: its state does not accept the frame") \
+	X(QP_DROP_DEST_QP, "qp_drop_dest_qp", CTR_S_ALL, "dropped by the QP: another destination QPN") \
+	X(QP_DROP_TRANSPORT, "qp_drop_transport", CTR_S_ALL, "dropped by the QP: opcode of another transport") \
+	X(QP_DROP_SOURCE, "qp_drop_source", CTR_S_ALL, "dropped by the QP: source is not its connected peer") \
+	X(QP_DROP_PKEY, "qp_drop_pkey", CTR_S_ALL, "dropped by the QP: P_Key mismatch") \
+	X(QP_DROP_QKEY, "qp_drop_qkey", CTR_S_ALL, "dropped by the QP: Q_Key mismatch (UD)") \
+	X(QP_DROP_PSN_OOS, "qp_drop_psn_oos", CTR_S_ALL, "dropped by the QP: out of sequence after a NAK") \
+	X(QP_DROP_DUP_UNKNOWN, "qp_drop_dup_unknown", CTR_S_ALL, "dropped by the QP: duplicate READ/ATOMIC not in its resources") \
+	X(QP_DROP_STALE_RESP, "qp_drop_stale_resp", CTR_S_ALL, "dropped by the QP: stale or unexpected response") \
+	X(QP_DROP_BAD_RESP, "qp_drop_bad_resp", CTR_S_ALL, "dropped by the QP: response inconsistent with the request") \
+	X(QP_DROP_OTHER, "qp_drop_other", CTR_S_ALL, "dropped by the QP: broken UC message, no receive WQE, UD too long, stale replay") \
+	X(MR_FALLBACK_COPIES, "mr_fallback_copies", CTR_S_ALL, \
+	  "copies to/from registered memory the daemon cannot map (process_vm_readv/writev)") \
+	X(MR_FALLBACK_ERRORS, "mr_fallback_errors", CTR_S_ALL, \
+	  "fallback copies that failed (client gone, pages unmapped or read-only)") \
 	X(NEIGH_MISS, "neigh_miss", CTR_S_PL, "sends that found no resolved neighbour") \
 	X(CAPTURE_DROPS, "capture_drops", CTR_S_LCORE, "frames not captured (ring or pool full)") \
 	X(POLLS, "polls", CTR_S_LCORE, "worker loop iterations") \

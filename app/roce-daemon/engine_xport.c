@@ -21,10 +21,27 @@
 #define EXPIRED_MAX 64u           /* timer expiries handled per poll */
 #define CALL_TIMEOUT_MS 2000u
 
-/* Engine counters mirrored into the daemon's counters (counters.h). */
+/* Engine counters mirrored into the daemon's counters (counters.h); several may add to one. */
 #define MIRROR_LIST(X) \
 	X(RETRANSMIT_PKTS, CTR_RETRANSMITS) \
-	X(RETRY_TIMEOUT, CTR_TIMEOUTS)
+	X(RETRY_TIMEOUT, CTR_TIMEOUTS) \
+	X(DUP_REQ, CTR_DUP_REQUESTS) \
+	X(DROP_STATE, CTR_QP_DROP_STATE) \
+	X(DROP_DEST_QP, CTR_QP_DROP_DEST_QP) \
+	X(DROP_TRANSPORT, CTR_QP_DROP_TRANSPORT) \
+	X(DROP_SOURCE, CTR_QP_DROP_SOURCE) \
+	X(DROP_PKEY, CTR_QP_DROP_PKEY) \
+	X(DROP_QKEY, CTR_QP_DROP_QKEY) \
+	X(DROP_PSN_OOS, CTR_QP_DROP_PSN_OOS) \
+	X(DROP_DUP_UNKNOWN, CTR_QP_DROP_DUP_UNKNOWN) \
+	X(DROP_STALE_RESP, CTR_QP_DROP_STALE_RESP) \
+	X(DROP_BAD_RESP, CTR_QP_DROP_BAD_RESP) \
+	X(DROP_STALE_REPLAY, CTR_QP_DROP_OTHER) \
+	X(DROP_UC_MSG, CTR_QP_DROP_OTHER) \
+	X(DROP_NO_RECV, CTR_QP_DROP_OTHER) \
+	X(DROP_UD_LEN, CTR_QP_DROP_OTHER) \
+	X(MR_FALLBACK_COPIES, CTR_MR_FALLBACK_COPIES) \
+	X(MR_FALLBACK_ERRORS, CTR_MR_FALLBACK_ERRORS)
 
 /* Engine NAK counters, by the syndrome class they count. */
 #define NAK_MIRROR_LIST(X) \
@@ -54,7 +71,7 @@ struct elcore {
 	struct timer_wheel *wheel;
 	struct timer_wheel_clock clock;   /* ns -> ticks */
 	uint64_t ns_mult;                 /* TSC -> ns, 32.32 fixed point */
-	uint32_t *active;                 /* slots with a QP, dense, for polling */
+	uint32_t *active;                 /* slots of the QPs polled (active_update), dense */
 	uint32_t n_active;
 	struct xport_out out;
 };
@@ -259,6 +276,42 @@ engine_xport_qp(struct worker *w, uint32_t qpn)
 	return slot != NULL ? ((struct eqp *)slot->engine_qp)->qp : NULL;
 }
 
+#define ACTIVE_NONE UINT32_MAX    /* eqp.active_pos of a QP not polled */
+
+/* Take @p q off the lcore's poll list (no-op when it is not on it). */
+static void
+active_del(struct worker *w, struct elcore *e, struct eqp *q)
+{
+	uint32_t last;
+
+	if (q->active_pos == ACTIVE_NONE)
+		return;
+	/* keep the active list dense: move the last one into the hole */
+	last = e->active[--e->n_active];
+	e->active[q->active_pos] = last;
+	((struct eqp *)w->qp[last].engine_qp)->active_pos = q->active_pos;
+	q->active_pos = ACTIVE_NONE;
+}
+
+/*
+ * Poll a QP only in states with work that no packet brings (RTR, RTS, SQD:
+ * posted WRs, ACKs to send; ERR: flushing). RESET (the IB RESET and INIT)
+ * has none: thousands of QPs being set up cost the loop nothing, so control
+ * calls (worker_call) stay as fast as with one QP. The owner calls this
+ * after every state change it makes; the engine's own moves (to ERR) start
+ * from polled states.
+ */
+static void
+active_update(struct worker *w, struct elcore *e, struct eqp *q)
+{
+	if (xport_qp_state(q->qp) == XPORT_STATE_RESET) {
+		active_del(w, e, q);
+	} else if (q->active_pos == ACTIVE_NONE) {
+		q->active_pos = e->n_active;
+		e->active[e->n_active++] = q->slot;
+	}
+}
+
 int
 engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t port,
 		       uint32_t cookie)
@@ -291,8 +344,7 @@ engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t p
 		free(q);
 		return rc;
 	}
-	q->active_pos = e->n_active;
-	e->active[e->n_active++] = q->slot;
+	q->active_pos = ACTIVE_NONE; /* RESET: not polled (active_update) */
 	return 0;
 }
 
@@ -307,6 +359,7 @@ engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state
 		return -ENOENT;
 	q = slot->engine_qp;
 	xport_qp_set_state(q->qp, state, now_ns(e, rte_rdtsc()), &e->out);
+	active_update(w, e, q);
 	flush(w, e, slot, q);
 	return 0;
 }
@@ -324,11 +377,13 @@ engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *c
 		return -ENOENT;
 	q = slot->engine_qp;
 	c.handle = q->slot;
-	if (xport_qp_modify(q->qp, &c) != 0)
-		return -EINVAL;
+	int rc = xport_qp_modify(q->qp, &c);
+	if (rc != 0)
+		return rc; /* the QP is unchanged */
 	q->cookie = cookie;
 	if (state >= 0)
 		xport_qp_set_state(q->qp, (enum xport_state)state, now_ns(e, rte_rdtsc()), &e->out);
+	active_update(w, e, q);
 	flush(w, e, slot, q);
 	return 0;
 }
@@ -345,10 +400,7 @@ engine_xport_qp_destroy(struct worker *w, uint32_t qpn)
 	q = slot->engine_qp;
 	for (uint32_t t = 0; t < XPORT_TIMER_COUNT; t++)
 		timer_wheel_cancel(e->wheel, timer_wheel_handle(q->slot, t));
-	/* keep the active list dense: move the last one into the hole */
-	uint32_t last = e->active[--e->n_active];
-	e->active[q->active_pos] = last;
-	((struct eqp *)w->qp[last].engine_qp)->active_pos = q->active_pos;
+	active_del(w, e, q);
 	worker_qp_detach(w, qpn);
 	xport_qp_destroy(q->qp);
 	free(q);

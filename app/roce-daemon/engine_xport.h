@@ -51,7 +51,7 @@ int engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state s
  * carry @p cookie: a new cookie on a reset lets the control thread drop
  * events raised before it (still queued on the event ring) instead of
  * applying them to the QP's next life.
- * @return 0, -ENOENT, -EINVAL (xport_qp_modify refused)
+ * @return 0, -ENOENT, -EINVAL or -ENOMEM (xport_qp_modify refused)
  */
 int engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *cfg, int state,
 			   uint32_t cookie);

@@ -172,7 +172,20 @@ struct worker {
 	/* counters: written by this lcore only (counters.h) */
 	struct ctr_set ctr;
 	struct ctr_set port_ctr[CONFIG_MAX_PORTS];
+	/**
+	 * Per port, the last frame counted in rx_no_qp: worker_no_qp_stamp()
+	 * (TSC with the low 24 bits cleared | destination QPN). Relaxed store by
+	 * this lcore, relaxed load by telemetry; 0: none yet.
+	 */
+	uint64_t no_qp_last[CONFIG_MAX_PORTS];
 } __rte_cache_aligned;
+
+/** An rx_no_qp record (worker.no_qp_last): @p tsc at 2^24-cycle resolution, then @p qpn. */
+static inline uint64_t
+worker_no_qp_stamp(uint64_t tsc, uint32_t qpn)
+{
+	return (tsc & ~(uint64_t)ROCE_QPN_MASK) | (qpn & ROCE_QPN_MASK);
+}
 
 /** @return the index of the worker owning @p qpn. */
 static inline unsigned int

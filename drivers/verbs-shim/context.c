@@ -2,7 +2,9 @@
 /*
  * verbs shim: contexts. One SOCK_SEQPACKET connection to the daemon per
  * ibv_context (its fd is context->cmd_fd); the async-event socket the
- * daemon returns at OPEN_DEVICE is context->async_fd.
+ * daemon returns at OPEN_DEVICE is context->async_fd. An imported context
+ * (ibv_import_device) has a connection of its own too, in the daemon's
+ * connection group of the one it was imported from: same objects.
  *
  * Layout: [struct verbs_context (ending in ibv_context)][private], with
  * abi_compat = __VERBS_ABI_IS_EXTENDED and sz = sizeof(struct verbs_context)
@@ -14,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -87,9 +91,78 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->sz = sizeof(struct verbs_context);
 }
 
+/* A context on connection @p fd (owned from here on), before OPEN/IMPORT_DEVICE. */
+static struct shim_context *shim_context_alloc(int fd)
+{
+	struct shim_context *ctx = calloc(1, sizeof(*ctx));
+
+	if (ctx == NULL) {
+		close(fd);
+		return NULL;
+	}
+	pthread_mutex_init(&ctx->rpc_lock, NULL);
+	pthread_mutex_init(&ctx->live_lock, NULL);
+	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
+	ctx->seq = atomic_fetch_add(&shim_seq_base, 0x10000);
+	ctx->import_fd = -1;
+	ctx->vctx.context.cmd_fd = fd;
+	ctx->vctx.context.async_fd = -1;
+	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	return ctx;
+}
+
+static void shim_context_free(struct shim_context *ctx)
+{
+	close(ctx->vctx.context.cmd_fd);
+	if (ctx->vctx.context.async_fd >= 0)
+		close(ctx->vctx.context.async_fd);
+	if (ctx->import_fd >= 0)
+		close(ctx->import_fd);
+	pthread_mutex_destroy(&ctx->rpc_lock);
+	pthread_mutex_destroy(&ctx->live_lock);
+	pthread_mutex_destroy(&ctx->vctx.context.mutex);
+	free(ctx->live);
+	free(ctx);
+}
+
+/*
+ * Complete a context from the OPEN_DEVICE/IMPORT_DEVICE answer @p r whose
+ * async-event socket is @p async_fd (owned from here on): attributes, ops.
+ * @return 0 or a positive errno (the caller frees the context).
+ */
+static int shim_context_setup(struct shim_context *ctx, const struct ipc_open_device_rsp *r,
+			      int async_fd)
+{
+	struct ibv_context *c = &ctx->vctx.context;
+	struct ipc_msg req, rsp;
+	int rc;
+
+	c->async_fd = async_fd;
+	if (ctx->dev == NULL) {
+		ctx->dev = shim_device_lookup(&r->info);
+		if (ctx->dev == NULL)
+			return ENOMEM;
+	}
+	c->device = &ctx->dev->device;
+	c->num_comp_vectors = r->num_comp_vectors < 1 ? 1 : (int)r->num_comp_vectors;
+	shim_req(&req, IPC_OP_QUERY_DEVICE);
+	rc = shim_rpc(ctx, &req, NULL, 0, &rsp, NULL);
+	if (rc)
+		return rc;
+	ctx->attr = rsp.u.rsp_QUERY_DEVICE.attr;
+	shim_set_ops(ctx);
+	return 0;
+}
+
+static void shim_close_fds(int *fds)
+{
+	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
 SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct shim_device *dev = shim_device_of(device);
 	struct shim_context *ctx;
 	struct ipc_msg req, rsp;
 	int rfds[IPC_MAX_FDS] = { -1, -1 };
@@ -98,77 +171,87 @@ SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	fd = ipc_connect(NULL);
 	if (fd < 0)
 		return shim_null(-fd);
-	ctx = calloc(1, sizeof(*ctx));
-	if (ctx == NULL) {
-		close(fd);
+	ctx = shim_context_alloc(fd);
+	if (ctx == NULL)
 		return shim_null(ENOMEM);
-	}
-	pthread_mutex_init(&ctx->rpc_lock, NULL);
-	pthread_mutex_init(&ctx->live_lock, NULL);
-	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
-	ctx->dev = dev;
-	ctx->seq = atomic_fetch_add(&shim_seq_base, 0x10000);
-	ctx->vctx.context.device = device;
-	ctx->vctx.context.cmd_fd = fd;
-	ctx->vctx.context.async_fd = -1;
-	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
-
+	ctx->dev = shim_device_of(device);
 	shim_req(&req, IPC_OP_OPEN_DEVICE);
 	snprintf(req.u.req_OPEN_DEVICE.name, sizeof(req.u.req_OPEN_DEVICE.name), "%s", device->name);
 	rc = shim_rpc(ctx, &req, NULL, 0, &rsp, rfds);
 	if (rc == 0 && rsp.hdr.nfds != 1)
 		rc = EPROTO;
-	if (rc)
-		goto fail;
-	ctx->vctx.context.async_fd = rfds[0];
-	rfds[0] = -1;
-	ctx->vctx.context.num_comp_vectors = (int)rsp.u.rsp_OPEN_DEVICE.num_comp_vectors;
-	if (ctx->vctx.context.num_comp_vectors < 1)
-		ctx->vctx.context.num_comp_vectors = 1;
-
-	shim_req(&req, IPC_OP_QUERY_DEVICE);
-	rc = shim_rpc(ctx, &req, NULL, 0, &rsp, NULL);
-	if (rc)
-		goto fail;
-	ctx->attr = rsp.u.rsp_QUERY_DEVICE.attr;
-	shim_set_ops(ctx);
+	if (rc == 0) {
+		rc = shim_context_setup(ctx, &rsp.u.rsp_OPEN_DEVICE, rfds[0]);
+		rfds[0] = -1;
+	}
+	shim_close_fds(rfds);
+	if (rc) {
+		shim_context_free(ctx);
+		return shim_null(rc);
+	}
 	return &ctx->vctx.context;
-fail:
-	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
-		if (rfds[i] >= 0)
-			close(rfds[i]);
-	if (ctx->vctx.context.async_fd >= 0)
-		close(ctx->vctx.context.async_fd);
-	close(fd);
-	pthread_mutex_destroy(&ctx->rpc_lock);
-	pthread_mutex_destroy(&ctx->live_lock);
-	pthread_mutex_destroy(&ctx->vctx.context.mutex);
-	free(ctx);
-	return shim_null(rc);
 }
 
 /*
  * Closing the connection makes the daemon destroy everything the context
- * still owns; objects the application did not destroy leak their user-space
- * part exactly as with rdma-core.
+ * still owns, unless other contexts share its objects (ibv_import_device):
+ * then the last one's close does. Objects the application did not destroy
+ * leak their user-space part exactly as with rdma-core.
  */
 SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
 {
-	struct shim_context *ctx = shim_ctx(context);
-
-	close(context->cmd_fd);
-	if (context->async_fd >= 0)
-		close(context->async_fd);
-	pthread_mutex_destroy(&ctx->rpc_lock);
-	pthread_mutex_destroy(&ctx->live_lock);
-	pthread_mutex_destroy(&context->mutex);
-	free(ctx->live);
-	free(ctx);
+	shim_context_free(shim_ctx(context));
 	return 0;
 }
 
+/*
+ * A context on a connection of its own that shares the objects of the
+ * connection @p cmd_fd belongs to (a dup of some context's cmd_fd, from this
+ * process or another). Our socket pair's far end travels in an
+ * IMPORT_DEVICE request on @p cmd_fd; the daemon serves it as a member of
+ * that connection's group and answers on it, so @p cmd_fd, perhaps shared
+ * with the exporting process, carries no answer of ours. Possession of
+ * @p cmd_fd is the only credential, as for a uverbs fd. @p cmd_fd is ours
+ * from here on: ibv_close_device closes it (as rdma-core does).
+ */
 SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	(void)cmd_fd;
-	return shim_null(EOPNOTSUPP);
+	struct shim_context *ctx;
+	struct ipc_msg req, rsp;
+	int rfds[IPC_MAX_FDS] = { -1, -1 };
+	int sv[2], v = 0, rc;
+	socklen_t len = sizeof(v);
+	struct stat st;
+
+	if (fstat(cmd_fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    getsockopt(cmd_fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 || v != SOCK_SEQPACKET)
+		return shim_null(EINVAL);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return shim_null(errno);
+	ctx = shim_context_alloc(sv[0]);
+	if (ctx == NULL) {
+		close(sv[1]);
+		return shim_null(ENOMEM);
+	}
+	shim_req(&req, IPC_OP_IMPORT_DEVICE);
+	req.hdr.seq = ++ctx->seq;
+	rc = ipc_send(cmd_fd, &req, &sv[1], 1);
+	close(sv[1]);
+	if (rc == 0)
+		rc = ipc_await(sv[0], IPC_OP_IMPORT_DEVICE, req.hdr.seq, &rsp, rfds);
+	if (rc < 0)
+		rc = EIO; /* the daemon refused the socket (closed it) or is gone */
+	if (rc == 0 && rsp.hdr.nfds != 1)
+		rc = EPROTO;
+	if (rc == 0) {
+		rc = shim_context_setup(ctx, &rsp.u.rsp_IMPORT_DEVICE, rfds[0]);
+		rfds[0] = -1;
+	}
+	shim_close_fds(rfds);
+	if (rc) {
+		shim_context_free(ctx);
+		return shim_null(rc);
+	}
+	ctx->import_fd = cmd_fd;
+	return &ctx->vctx.context;
 }

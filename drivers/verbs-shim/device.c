@@ -59,6 +59,20 @@ static struct shim_device *shim_device_get(const struct ipc_device_info *info)
 	return d;
 }
 
+struct shim_device *shim_device_lookup(const struct ipc_device_info *info)
+{
+	struct ipc_device_info i = *info;
+	struct shim_device *d;
+
+	i.name[sizeof(i.name) - 1] = '\0';
+	pthread_mutex_lock(&shim_dev_lock);
+	d = shim_device_get(&i);
+	if (d)
+		d->present = true;
+	pthread_mutex_unlock(&shim_dev_lock);
+	return d;
+}
+
 /* Ask the daemon for its devices. @return count, or -errno when it cannot be reached. */
 static int shim_discover(void)
 {

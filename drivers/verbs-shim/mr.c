@@ -12,10 +12,13 @@
  *
  * Limits (documented in doc/verbs-shim.md):
  *  - only private, writable, anonymous memory (heap, malloc/memalign/mmap
- *    anonymous) is remapped; file-backed, hugetlb, read-only memory and
- *    ranges partly overlapping an existing backing are registered without a
- *    memfd: the daemon then has no direct access (the process_vm_readv
- *    fallback is a TODO of the dataplane);
+ *    anonymous) is remapped; file-backed, hugetlb, read-only memory, the
+ *    stack and ranges partly overlapping an existing backing are registered
+ *    without a memfd: the daemon then copies from/to this process with
+ *    process_vm_readv/writev (a system call per packet: slower; ATOMICs on
+ *    such memory are not atomic against this process's own CPU accesses),
+ *    and refuses the registration if it may not (no CAP_SYS_PTRACE over us,
+ *    or the address is not mapped);
  *  - a thread writing the range during the copy-and-remap can lose data;
  *  - other data on the same pages becomes shared too, and a fork child
  *    shares the pages instead of copying them on write.
@@ -402,16 +405,44 @@ SHIM_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 	return shim_null(EOPNOTSUPP);
 }
 
+/*
+ * An MR object for @p mr_handle, an MR of @p pd's connection group
+ * registered in @p pd. As rdma-core's, its addr is NULL (the pages are the
+ * registering process's; the keys reach them through the daemon's mapping).
+ * ibv_dereg_mr on it destroys the MR for every context; ibv_unimport_mr
+ * frees only ours.
+ */
 SHIM_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
-	(void)pd;
-	(void)mr_handle;
-	return shim_null(EOPNOTSUPP);
+	struct shim_mr *mr = calloc(1, sizeof(*mr));
+	struct ipc_msg req, rsp;
+	int rc;
+
+	if (mr == NULL)
+		return shim_null(ENOMEM);
+	shim_req(&req, IPC_OP_IMPORT_MR);
+	req.u.req_IMPORT_MR.handle = mr_handle;
+	req.u.req_IMPORT_MR.pd = shim_pd(pd)->handle;
+	rc = shim_rpc(shim_ctx(pd->context), &req, NULL, 0, &rsp, NULL);
+	if (rc) {
+		free(mr);
+		return shim_null(rc);
+	}
+	mr->handle = mr_handle;
+	mr->mr.context = pd->context;
+	mr->mr.pd = pd;
+	mr->mr.addr = NULL;
+	mr->mr.length = rsp.u.rsp_IMPORT_MR.length;
+	mr->mr.handle = mr_handle;
+	mr->mr.lkey = rsp.u.rsp_IMPORT_MR.lkey;
+	mr->mr.rkey = rsp.u.rsp_IMPORT_MR.rkey;
+	return &mr->mr;
 }
 
+/* Frees our object only; a backing of ours (rereg of an imported MR) stays with the daemon's MR. */
 SHIM_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-	(void)mr;
+	free(mr);
 }
 
 /* ---- fork support: shared backings need no copy-on-write protection ---- */

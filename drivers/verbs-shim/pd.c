@@ -42,14 +42,33 @@ SHIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	return 0;
 }
 
+/*
+ * A PD object for @p pd_handle, a PD of @p context's connection group (the
+ * handle another context's ibv_pd->handle showed). ibv_dealloc_pd on it
+ * destroys the PD for every context; ibv_unimport_pd frees only ours.
+ */
 SHIM_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
 {
-	(void)context;
-	(void)pd_handle;
-	return shim_null(EOPNOTSUPP);
+	struct shim_pd *pd = calloc(1, sizeof(*pd));
+	struct ipc_msg req, rsp;
+	int rc;
+
+	if (pd == NULL)
+		return shim_null(ENOMEM);
+	shim_req(&req, IPC_OP_IMPORT_PD);
+	req.u.req_IMPORT_PD.handle = pd_handle;
+	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, NULL);
+	if (rc) {
+		free(pd);
+		return shim_null(rc);
+	}
+	pd->handle = pd_handle;
+	pd->pd.context = context;
+	pd->pd.handle = pd_handle;
+	return &pd->pd;
 }
 
 SHIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	(void)pd;
+	free(shim_pd(pd));
 }

@@ -46,11 +46,14 @@ struct shim_device {
 };
 
 struct shim_device *shim_device_of(struct ibv_device *dev);
+/* The device object for a daemon's device record (created if new); NULL: no room. */
+struct shim_device *shim_device_lookup(const struct ipc_device_info *info);
 
 /* ---- context.c ---- */
 struct shim_context {
 	struct verbs_context vctx; /* ends with struct ibv_context */
 	struct shim_device *dev;
+	int import_fd;             /* ibv_import_device's cmd_fd, ours to close; -1: opened */
 	pthread_mutex_t rpc_lock;  /* one request in flight per connection */
 	uint32_t seq;
 	struct ipc_device_attr attr; /* cached at open, for post-path limits */

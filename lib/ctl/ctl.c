@@ -97,6 +97,8 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_cqe = 65535;
 	a->max_mr = cfg->limits.max_mr;
 	a->max_pd = cfg->limits.max_pd;
+	/* responder resources are per QP, allocated as its max_dest_rd_atomic
+	 * asks: every QP may have the engine's maximum (128, as rxe) */
 	a->max_qp_rd_atom = XPORT_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = XPORT_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = XPORT_MAX_RD_ATOMIC * cfg->limits.max_qp;
@@ -220,8 +222,8 @@ void ctl_destroy(struct ctl *ctl)
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
 		struct ctl_conn *c = &ctl->conns[i];
 
-		if (!c->used)
-			continue;
+		if (!c->open)
+			continue; /* free, or a closed group head: its last member frees it */
 		ctl_send_event(c, IBV_EVENT_DEVICE_FATAL, IPC_OBJ_DEVICE, 0);
 		ctl_conn_close(c);
 	}
@@ -257,7 +259,7 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
-		if (ctl->conns[i].used) {
+		if (ctl->conns[i].open) {
 			st->conns++;
 			if (ctl->conns[i].dev >= 0)
 				st->contexts++;
@@ -295,6 +297,9 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 		memset(c, 0, sizeof(*c));
 		c->ctl = ctl;
 		c->used = true;
+		c->open = true;
+		c->group = c;
+		c->members = 1;
 		c->dev = -1;
 		c->async_fd = -1;
 		if (ipc_peer_cred(sock, &c->pid, &c->uid, &c->gid) < 0) {
@@ -308,30 +313,84 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 	return NULL;
 }
 
-void ctl_conn_close(struct ctl_conn *c)
+/* Visit every allocated object of every table, in teardown order (enum ctl_kind). */
+static void ctl_objs_foreach(struct ctl *ctl, void (*fn)(struct ctl *, struct ctl_obj *, void *),
+			     void *arg)
 {
-	struct ctl *ctl = c->ctl;
-
-	/* Dependency order: users before what they use (enum ctl_kind order). */
-	for (int k = 0; k < CTL_KIND_COUNT && c->nobjs > 0; k++) {
+	for (int k = 0; k < CTL_KIND_COUNT; k++) {
 		struct ctl_table *t = &ctl->tab[k];
 
 		for (uint32_t i = 0; i < t->cap && t->nused > 0; i++) {
 			struct ctl_obj *o = ctl_table_at(t, i);
 
-			if (o->owner == c)
-				ctl_obj_destroy(ctl, o);
+			if (o->owner != NULL)
+				fn(ctl, o, arg);
 		}
 	}
+}
+
+static void ctl_obj_destroy_of(struct ctl *ctl, struct ctl_obj *o, void *group)
+{
+	if (o->owner == group)
+		ctl_obj_destroy(ctl, o); /* users before what they use: the visiting order */
+}
+
+static void ctl_obj_unnotify(struct ctl *ctl, struct ctl_obj *o, void *conn)
+{
+	(void)ctl;
+	if (o->notify == conn)
+		o->notify = NULL;
+}
+
+void ctl_conn_close(struct ctl_conn *c)
+{
+	struct ctl *ctl = c->ctl;
+	struct ctl_conn *g = c->group;
+
+	if (!c->open)
+		return;
+	c->open = false;
 	if (c->async_fd >= 0)
 		close(c->async_fd);
+	c->async_fd = -1;
 	ctl->events_dropped += c->events_dropped;
+	c->events_dropped = 0;
+	if (--g->members > 0) {
+		/* The group lives on with the objects; c's have nowhere to report events. */
+		ctl_objs_foreach(ctl, ctl_obj_unnotify, c);
+		if (c != g)
+			memset(c, 0, sizeof(*c));
+		return; /* a closed head stays allocated: the objects point at it */
+	}
+	if (g->nobjs > 0)
+		ctl_objs_foreach(ctl, ctl_obj_destroy_of, g);
+	if (g != c)
+		memset(g, 0, sizeof(*g));
 	memset(c, 0, sizeof(*c));
+}
+
+/* Give @p c its async-event socketpair; the application's end goes to rfds[0]. */
+static int ctl_conn_async_open(struct ctl_conn *c, int *rfds, unsigned int *rnfds)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return errno;
+	/* Our end never blocks the control thread: a full buffer drops the event. */
+	if (shutdown(sv[1], SHUT_WR) < 0 || shutdown(sv[0], SHUT_RD) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return EIO;
+	}
+	c->async_fd = sv[0];
+	rfds[0] = sv[1];
+	*rnfds = 1;
+	return 0;
 }
 
 uint32_t ctl_conn_nobjects(const struct ctl_conn *c)
 {
-	return c->nobjs;
+	return c->group->nobjs;
 }
 
 int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle)
@@ -383,7 +442,7 @@ int ctl_raise_event(struct ctl *ctl, enum ipc_obj_kind kind, uint32_t num, uint3
 
 	if (o == NULL)
 		return -ENOENT;
-	rc = ctl_send_event(o->owner, type, kind, o->user_handle);
+	rc = ctl_send_event(o->notify, type, kind, o->user_handle);
 	/*
 	 * Only events the client can read count for destroy (ibv_destroy_* waits
 	 * for that many acks). COMM_EST does not count: Linux rxe never raises
@@ -400,7 +459,7 @@ void ctl_raise_port_event(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
 		struct ctl_conn *c = &ctl->conns[i];
 
-		if (c->used && c->dev == (int)dev)
+		if (c->open && c->dev == (int)dev)
 			ctl_send_event(c, type, IPC_OBJ_PORT, port);
 	}
 }
@@ -435,7 +494,7 @@ static int h_open_device(struct ctl_conn *c, const struct ipc_msg *req, struct i
 	const struct ipc_open_device_req *q = &req->u.req_OPEN_DEVICE;
 	struct ipc_open_device_rsp *r = &rsp->u.rsp_OPEN_DEVICE;
 	struct ctl *ctl = c->ctl;
-	int sv[2];
+	int rc;
 
 	if (c->dev >= 0)
 		return EBUSY;
@@ -444,23 +503,48 @@ static int h_open_device(struct ctl_conn *c, const struct ipc_msg *req, struct i
 	for (uint32_t i = 0; i < ctl->cfg.ndevices; i++) {
 		if (strcmp(ctl->cfg.dev[i].name, q->name) != 0)
 			continue;
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-			return errno;
-		/* Our end never blocks the control thread: a full buffer drops the event. */
-		if (shutdown(sv[1], SHUT_WR) < 0 || shutdown(sv[0], SHUT_RD) < 0) {
-			close(sv[0]);
-			close(sv[1]);
-			return EIO;
-		}
+		rc = ctl_conn_async_open(c, rfds, rnfds);
+		if (rc)
+			return rc;
 		c->dev = (int)i;
-		c->async_fd = sv[0];
-		rfds[0] = sv[1];
-		*rnfds = 1;
 		ctl_device_info(&ctl->cfg.dev[i], &r->info);
 		r->num_comp_vectors = ctl->cfg.dev[i].num_comp_vectors;
 		return 0;
 	}
 	return ENODEV;
+}
+
+struct ctl_conn *ctl_conn_import(struct ctl_conn *parent, int sock, const struct ipc_msg *req,
+				 struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
+{
+	struct ipc_open_device_rsp *r = &rsp->u.rsp_IMPORT_DEVICE;
+	struct ctl *ctl = parent->ctl;
+	struct ctl_conn *c = NULL;
+	int rc = ENODEV;
+
+	*rnfds = 0;
+	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
+		rfds[i] = -1;
+	ipc_rsp_init(rsp, req, 0);
+	if (parent->dev >= 0) {
+		c = ctl_conn_open(ctl, sock);
+		rc = c ? 0 : errno;
+	}
+	if (c) {
+		c->group = parent->group;
+		c->group->members++;
+		c->dev = parent->dev;
+		rc = ctl_conn_async_open(c, rfds, rnfds);
+	}
+	if (rc) {
+		if (c)
+			ctl_conn_close(c);
+		ipc_rsp_init(rsp, req, rc);
+		return NULL;
+	}
+	ctl_device_info(&ctl->cfg.dev[c->dev], &r->info);
+	r->num_comp_vectors = ctl->cfg.dev[c->dev].num_comp_vectors;
+	return c;
 }
 
 static const struct ctl_device_cfg *ctl_dev(const struct ctl_conn *c)
@@ -544,6 +628,8 @@ int ctl_h_create_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *,
 int ctl_h_modify_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
 int ctl_h_query_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
 int ctl_h_destroy_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_import_pd(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+int ctl_h_import_mr(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
 
 static int ctl_dispatch(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
 			struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
@@ -554,6 +640,8 @@ static int ctl_dispatch(struct ctl_conn *c, const struct ipc_msg *req, int *fds,
 		return h_device_list(c, req, rsp);
 	if (op == IPC_OP_OPEN_DEVICE)
 		return h_open_device(c, req, rsp, rfds, rnfds);
+	if (op == IPC_OP_IMPORT_DEVICE)
+		return EINVAL; /* answered on another socket: ctl_conn_import() */
 	if (c->dev < 0)
 		return ENODEV; /* every other request needs OPEN_DEVICE first */
 
@@ -582,6 +670,8 @@ static int ctl_dispatch(struct ctl_conn *c, const struct ipc_msg *req, int *fds,
 	case IPC_OP_DESTROY_SRQ: return ctl_h_destroy_srq(c, req, rsp);
 	case IPC_OP_CREATE_AH: return ctl_h_create_ah(c, req, rsp);
 	case IPC_OP_DESTROY_AH: return ctl_h_destroy_ah(c, req, rsp);
+	case IPC_OP_IMPORT_PD: return ctl_h_import_pd(c, req, rsp);
+	case IPC_OP_IMPORT_MR: return ctl_h_import_mr(c, req, rsp);
 	default: return EOPNOTSUPP;
 	}
 }

@@ -10,11 +10,16 @@
  * keys and handles are allocated device-wide (next-fit, so a freed QPN or
  * key is not handed out again at once).
  *
- * Every object belongs to the connection (`struct ctl_conn`) that created
- * it. A handle in a request is looked up together with the connection: an
- * object of another connection is indistinguishable from a free slot
- * (EINVAL). ctl_conn_close() destroys everything the connection owned, in
- * dependency order (QP, SRQ, AH, MR, CQ, channel, PD), whatever the state.
+ * Every object belongs to the connection group of the connection
+ * (`struct ctl_conn`) that created it. A group is a connection that opened a
+ * device plus the connections imported from it (ctl_conn_import(),
+ * ibv_import_device); usually it is one connection. A handle in a request is
+ * looked up together with the connection's group: an object of another
+ * group is indistinguishable from a free slot (EINVAL). When the last
+ * connection of a group closes, ctl_conn_close() destroys everything the
+ * group owned, in dependency order (QP, SRQ, AH, MR, CQ, channel, PD),
+ * whatever the state. Async events of an object go to the connection that
+ * created it (dropped once that one closed).
  *
  * Requests arrive as validated lib/ipc messages (ctl_conn_handle()).
  * ctl_server.c is a ready poll(2) loop over a listening socket for the
@@ -140,7 +145,7 @@ struct ctl_qp_info {
 	struct ctl_ring_info rq; /**< struct rq_wqe records; entries == 0 with an SRQ */
 	const struct qp_sem *sem; /**< current attributes (caps, state, AV, PSNs...) */
 	uint64_t user_handle;
-	struct ctl_conn *owner;
+	struct ctl_conn *owner;  /**< the owning connection group (its head) */
 };
 
 /** What the dataplane gets for a CQ. */
@@ -151,7 +156,7 @@ struct ctl_cq_info {
 	struct ipc_cq_ctrl *ctrl; /**< arm word (xport_cq.arm) and notify_count */
 	struct ctl_ring_info ring; /**< struct cqe records; the dataplane produces */
 	uint64_t user_handle;
-	struct ctl_conn *owner;
+	struct ctl_conn *owner;  /**< the owning connection group (its head) */
 };
 
 /** What the dataplane gets for an SRQ. */
@@ -163,7 +168,7 @@ struct ctl_srq_info {
 	uint32_t srq_limit;      /**< 0: disarmed; raise IBV_EVENT_SRQ_LIMIT_REACHED once below */
 	struct ctl_ring_info ring; /**< struct rq_wqe records */
 	uint64_t user_handle;
-	struct ctl_conn *owner;
+	struct ctl_conn *owner;  /**< the owning connection group (its head) */
 };
 
 /** What the dataplane gets for an MR. */
@@ -176,9 +181,12 @@ struct ctl_mr_info {
 	uint64_t iova;           /**< address the peer and WQEs use */
 	uint64_t length;
 	uint64_t app_addr;       /**< the application's virtual address of iova */
-	void *local;             /**< the same bytes mapped in this process; NULL: not shared
-				      (fallback path, not implemented yet) */
-	pid_t pid;               /**< owner process, for the fallback path */
+	void *local;             /**< the same bytes mapped in this process; NULL: not shared,
+				      reach them in process @p pid (fallback: process_vm_readv/
+				      writev, lib/qp mr.h indirect regions) */
+	pid_t pid;               /**< owner process (the registering connection's peer) */
+	int pidfd;               /**< while local is NULL: a pidfd of @p pid, held by lib/ctl
+				      until mr_destroy returned; else -1 */
 };
 
 /** What the dataplane gets for an AH. */
@@ -290,11 +298,29 @@ int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,
  * @return NULL with errno (EMFILE when max_conns connections exist).
  */
 struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock);
-/** Destroy every object of @p conn and free it. */
+/**
+ * Close @p conn. The last connection of a group destroys every object of
+ * the group and frees it; others leave the objects to the group.
+ */
 void ctl_conn_close(struct ctl_conn *conn);
 
 /**
+ * Serve an IMPORT_DEVICE request (see lib/ipc) that arrived on @p parent:
+ * open a connection for @p sock, the socket that came with the request, in
+ * @p parent's group (same device, same objects). The answer, an OPEN_DEVICE
+ * answer whose @p rfds hold the new connection's async-event socket, is to
+ * be sent on @p sock, not on @p parent's socket (the caller sends it, then
+ * closes @p rfds).
+ * @return the new connection; NULL when the import failed (rsp carries the
+ *         status: ENODEV before OPEN_DEVICE, EMFILE...)
+ */
+struct ctl_conn *ctl_conn_import(struct ctl_conn *parent, int sock, const struct ipc_msg *req,
+				 struct ipc_msg *rsp, int *rfds, unsigned int *rnfds);
+
+/**
  * Handle one validated request (ipc_recv(..., IPC_REQUEST) succeeded).
+ * IMPORT_DEVICE is not one of them: its answer goes to another socket (see
+ * ctl_conn_import()); here it is answered EINVAL.
  * @param fds descriptors that came with the request; always consumed (kept
  *            by the object they belong to, or closed)
  * @param rsp the response to send (op/seq of @p req, status, body)
@@ -308,7 +334,7 @@ void ctl_conn_handle(struct ctl_conn *conn, const struct ipc_msg *req, int *fds,
 /** Object counts of a whole control plane (diagnostics, telemetry). */
 struct ctl_stats {
 	uint32_t conns;          /**< open connections */
-	uint32_t contexts;       /**< connections that opened a device (ibv_open_device) */
+	uint32_t contexts;       /**< open connections with a device (ibv_open_device/import_device) */
 	uint32_t pd, mr, channel, cq, qp, srq, ah;
 	uint64_t events_dropped; /**< async events clients did not read in time */
 };
@@ -316,7 +342,7 @@ struct ctl_stats {
 /** Fill @p st. */
 void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st);
 
-/** Objects currently owned by @p conn (all kinds), for tests and diagnostics. */
+/** Objects currently owned by @p conn's group (all kinds), for tests and diagnostics. */
 uint32_t ctl_conn_nobjects(const struct ctl_conn *conn);
 /** Objects allocated in @p ctl (all connections, all kinds). */
 uint32_t ctl_nobjects(const struct ctl *ctl);

@@ -32,7 +32,8 @@ enum ctl_kind {
 
 /* Common head of every table object. */
 struct ctl_obj {
-	struct ctl_conn *owner; /* NULL: free slot */
+	struct ctl_conn *owner; /* the group head (ctl_conn.group); NULL: free slot */
+	struct ctl_conn *notify; /* gets its async events: the creator; NULL once it closed */
 	uint64_t user_handle;
 	uint32_t index;
 	uint16_t gen;
@@ -41,13 +42,23 @@ struct ctl_obj {
 	uint32_t events;        /* async events queued for it (destroy reports it) */
 };
 
-/* A fixed table of objects of one kind. */
+/*
+ * A fixed table of objects of one kind. Free slots are on FIFO lists, one
+ * per class (index + class_base) % nclass (ctl_table_alloc_class()), linked
+ * through next[]: O(1) allocation and free, a freed slot reused last.
+ */
 struct ctl_table {
 	uint8_t *mem;
 	size_t obj_size;
 	uint32_t cap;
-	uint32_t cursor; /* next-fit start */
 	uint32_t nused;
+	uint32_t *next;      /* free-list link of each free slot */
+	uint32_t *head;      /* nclass list heads (&one_head when nclass == 1) */
+	uint32_t *tail;      /* nclass list tails (&one_tail when nclass == 1) */
+	uint32_t nclass;
+	uint32_t class_base;
+	uint32_t one_head;
+	uint32_t one_tail;
 };
 
 /* Shared memory the daemon created for rings. */
@@ -109,15 +120,25 @@ struct ctl_ah {
 	struct ctl_ah_info info;
 };
 
+/*
+ * Connection groups (ibv_import_device): connections imported from one
+ * another share one object set. Objects belong to the group's head, the
+ * connection that opened the device; every member points at it. The head
+ * stays allocated, its socket possibly closed (open == false), until the
+ * last member closes; then the group's objects are destroyed.
+ */
 struct ctl_conn {
 	struct ctl *ctl;
-	bool used;
+	bool used;        /* slot allocated */
+	bool open;        /* its socket is served (false: a closed head kept for its group) */
+	struct ctl_conn *group; /* the head: itself unless imported */
+	uint32_t members; /* head only: open connections of the group, itself included */
 	int dev;          /* -1 until OPEN_DEVICE */
 	int async_fd;     /* our end of the async-event socketpair, -1 before open */
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	uint32_t nobjs;
+	uint32_t nobjs;   /* head only: objects of the group */
 	uint64_t events_dropped;
 };
 
@@ -142,7 +163,12 @@ int ctl_table_init(struct ctl_table *t, uint32_t cap, size_t obj_size);
 void ctl_table_fini(struct ctl_table *t);
 void *ctl_table_alloc(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
 		      uint64_t user_handle);
-/* As ctl_table_alloc(), only slots with (index + base) % modulus == rem. */
+/*
+ * As ctl_table_alloc(), only slots with (index + base) % modulus == rem.
+ * O(1), except the first call with another (base % modulus, modulus) than
+ * the table's last, which re-sorts the free slots in O(cap): keep one
+ * (base, modulus) per table.
+ */
 void *ctl_table_alloc_class(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
 			    uint64_t user_handle, uint32_t base, uint32_t modulus, uint32_t rem);
 void ctl_table_free(struct ctl_table *t, void *obj);

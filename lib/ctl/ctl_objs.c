@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -107,8 +108,66 @@ static int ctl_mr_check_access(uint32_t access)
 	return 0;
 }
 
-/* Map the client's memfd so the dataplane reaches [addr, addr+length) directly. */
-static int ctl_mr_map(struct ctl_mr *mr, int fd, uint64_t addr, uint64_t length, uint64_t fd_offset)
+/* Real, effective and saved IDs of process @p pid (its /proc status) are all @p uid / @p gid. */
+static bool ctl_proc_creds_are(pid_t pid, uid_t uid, gid_t gid)
+{
+	char path[64], line[256];
+	unsigned int id[3];
+	int seen = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		bool is_uid = strncmp(line, "Uid:", 4) == 0;
+
+		if (!is_uid && strncmp(line, "Gid:", 4) != 0)
+			continue;
+		if (sscanf(line + 4, "%u %u %u", &id[0], &id[1], &id[2]) != 3 ||
+		    id[0] != id[1] || id[1] != id[2] || id[0] != (is_uid ? uid : gid))
+			break;
+		seen++;
+	}
+	fclose(f);
+	return seen == 2;
+}
+
+/*
+ * A pidfd of the client @p c for the fallback path. The PID comes from
+ * SO_PEERCRED at connect time; the process now behind it must have the
+ * peer's user and group (not a setuid program, not another user's process
+ * that reused the PID): its credentials are read after the pidfd pins the
+ * process and trusted only if the pidfd still names a live process then.
+ * @return the pidfd, or -errno
+ */
+static int ctl_client_pidfd(const struct ctl_conn *c)
+{
+	int pidfd;
+
+	if (c->pid <= 0)
+		return -ESRCH;
+	pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	if (pidfd < 0)
+		return -errno;
+	if (!ctl_proc_creds_are(c->pid, c->uid, c->gid) ||
+	    syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0) {
+		close(pidfd);
+		return -EPERM;
+	}
+	return pidfd;
+}
+
+/*
+ * Map the client's memfd so the dataplane reaches [addr, addr+length)
+ * directly. Without one (memory the shim could not share: file-backed,
+ * stack, read-only...) the dataplane copies from/to the client's process
+ * (fallback path): hold a pidfd of it, so a PID reused after the client
+ * died is never mistaken for it.
+ */
+static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint64_t addr,
+		      uint64_t length, uint64_t fd_offset)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uint64_t start = addr & ~(uint64_t)(pg - 1);
@@ -118,8 +177,12 @@ static int ctl_mr_map(struct ctl_mr *mr, int fd, uint64_t addr, uint64_t length,
 	mr->map = NULL;
 	mr->map_len = 0;
 	mr->info.local = NULL;
-	if (fd < 0)
-		return 0; /* fallback path: the dataplane has no direct access */
+	mr->info.pidfd = -1;
+	if (fd < 0) {
+		rc = ctl_client_pidfd(c);
+		mr->info.pidfd = rc >= 0 ? rc : -1;
+		return rc >= 0 ? 0 : -rc;
+	}
 	if (fd_offset % (uint64_t)pg != 0 || end - start > SIZE_MAX)
 		return EINVAL;
 	rc = ipc_shm_check(fd, fd_offset + (end - start));
@@ -137,9 +200,18 @@ static void ctl_mr_unmap(struct ctl_mr *mr)
 {
 	if (mr->map != NULL)
 		munmap(mr->map, mr->map_len);
+	if (mr->info.pidfd >= 0)
+		close(mr->info.pidfd);
 	mr->map = NULL;
 	mr->map_len = 0;
 	mr->info.local = NULL;
+	mr->info.pidfd = -1;
+}
+
+/* Same memory behind both (mapping or fallback pidfd): unmapping one would unmap the other. */
+static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
+{
+	return a->map == b->map && a->info.pidfd == b->info.pidfd;
 }
 
 static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t length)
@@ -171,7 +243,7 @@ int ctl_h_reg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsign
 	mr = ctl_table_alloc(&ctl->tab[CTL_KIND_MR], c, CTL_KIND_MR, q->user_handle);
 	if (mr == NULL)
 		return ENOMEM;
-	rc = ctl_mr_map(mr, nfds > 0 ? fds[0] : -1, q->addr, q->length, q->fd_offset);
+	rc = ctl_mr_map(mr, c, nfds > 0 ? fds[0] : -1, q->addr, q->length, q->fd_offset);
 	if (rc) {
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
 		return rc;
@@ -226,7 +298,8 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 	if (q->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		rc = ctl_mr_check_range(c, q->addr, q->length);
 		if (rc == 0)
-			rc = ctl_mr_map(&next, nfds > 0 ? fds[0] : -1, q->addr, q->length, q->fd_offset);
+			rc = ctl_mr_map(&next, c, nfds > 0 ? fds[0] : -1, q->addr, q->length,
+					q->fd_offset);
 		if (rc)
 			return rc;
 		next.info.iova = q->iova;
@@ -246,13 +319,13 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
 	*mr = next;
 	if (DP_HAS(ctl, mr_create) && (rc = DP(ctl)->mr_create(ctl->cfg.dp, &mr->info)) != 0) {
-		if (next.map != old.map)
+		if (!ctl_mr_same_memory(&next, &old))
 			ctl_mr_unmap(mr);
 		*mr = old;
 		DP(ctl)->mr_create(ctl->cfg.dp, &mr->info); /* restore; it existed a moment ago */
 		return rc;
 	}
-	if (next.map != old.map)
+	if (!ctl_mr_same_memory(&next, &old))
 		ctl_mr_unmap(&old);
 	old.pd->o.refs--;
 	pd->o.refs++;
@@ -270,6 +343,29 @@ int ctl_h_dereg_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg
 	if (mr == NULL)
 		return EINVAL;
 	ctl_obj_destroy(c->ctl, &mr->o);
+	return 0;
+}
+
+/* ---- import (ibv_import_pd / ibv_import_mr): the object must be the group's ---- */
+
+int ctl_h_import_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	(void)rsp;
+	return ctl_lookup(c, CTL_KIND_PD, req->u.req_IMPORT_PD.handle) ? 0 : EINVAL;
+}
+
+int ctl_h_import_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+{
+	const struct ipc_import_mr_req *q = &req->u.req_IMPORT_MR;
+	struct ipc_import_mr_rsp *r = &rsp->u.rsp_IMPORT_MR;
+	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, q->handle);
+
+	/* Stricter than uverbs' QUERY_MR: the PD given must be the MR's. */
+	if (mr == NULL || mr->pd != ctl_lookup(c, CTL_KIND_PD, q->pd))
+		return EINVAL;
+	r->lkey = mr->info.lkey;
+	r->rkey = mr->info.rkey;
+	r->length = mr->info.length;
 	return 0;
 }
 
@@ -370,7 +466,7 @@ int ctl_h_create_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	cq->info.cqn = cq->o.index;
 	cq->info.event_fd = ch ? ch->efd : -1;
 	cq->info.user_handle = q->user_handle;
-	cq->info.owner = c;
+	cq->info.owner = c->group;
 	if (DP_HAS(ctl, cq_create) && (rc = DP(ctl)->cq_create(ctl->cfg.dp, &cq->info)) != 0) {
 		close(fd);
 		ctl_shm_free(&cq->shm);
@@ -487,7 +583,7 @@ int ctl_h_create_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 	srq->info.max_sge = max_sge;
 	srq->info.srq_limit = q->srq_limit;
 	srq->info.user_handle = q->user_handle;
-	srq->info.owner = c;
+	srq->info.owner = c->group;
 	if (DP_HAS(ctl, srq_create) && (rc = DP(ctl)->srq_create(ctl->cfg.dp, &srq->info)) != 0) {
 		close(fd);
 		ctl_shm_free(&srq->shm);

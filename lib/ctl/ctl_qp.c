@@ -170,7 +170,7 @@ int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	qp->info.port = 1;
 	qp->info.sem = &qp->sem;
 	qp->info.user_handle = q->user_handle;
-	qp->info.owner = c;
+	qp->info.owner = c->group;
 	if (DP_HAS(ctl, qp_create) && (rc = DP(ctl)->qp_create(ctl->cfg.dp, &qp->info)) != 0) {
 		close(fd);
 		ctl_shm_free(&qp->shm);

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/ctl: a poll(2) server over a listening SOCK_SEQPACKET socket: accepts
- * clients, feeds their requests to ctl_conn_handle() and tears a client's
- * objects down when its socket closes. A client that breaks the framing
- * (bad magic, size, fds: see ipc_msg_check()) is disconnected, which also
- * tears its objects down; semantic errors are answered with a status.
+ * clients, feeds their requests to ctl_conn_handle() and closes a client's
+ * connection when its socket closes (the objects go with the last
+ * connection of its group). A client that breaks the framing (bad magic,
+ * size, fds: see ipc_msg_check()) is disconnected; semantic errors are
+ * answered with a status. IMPORT_DEVICE adds a connection on the socket the
+ * request carries (ctl_server_import()).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +94,66 @@ static void ctl_server_accept(struct ctl_server *srv)
 	}
 }
 
+/* A socket the importer may hand us: our end of a SOCK_SEQPACKET pair, made non-blocking. */
+static bool ctl_server_sock_ok(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+	int fl;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != AF_UNIX)
+		return false;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 || v != SOCK_SEQPACKET)
+		return false;
+	fl = fcntl(fd, F_GETFL);
+	return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
+/*
+ * IMPORT_DEVICE on connection @p i: serve a connection of i's group on the
+ * socket the request carries, and answer there. Connection i's socket gets
+ * no answer (other processes may share it, waiting for their own), except
+ * EINVAL when no usable socket came (nothing else to answer on).
+ */
+static void ctl_server_import(struct ctl_server *srv, uint32_t i, const struct ipc_msg *req,
+			      int *fds, unsigned int nfds)
+{
+	struct ipc_msg rsp;
+	int rfds[IPC_MAX_FDS];
+	unsigned int rnfds = 0;
+	int sock = nfds == 1 ? fds[0] : -1;
+	struct ctl_conn *c = NULL;
+
+	for (unsigned int k = 1; k < nfds; k++)
+		close(fds[k]);
+	if (sock < 0 || !ctl_server_sock_ok(sock)) {
+		if (sock >= 0)
+			close(sock);
+		ipc_rsp_init(&rsp, req, EINVAL);
+		ipc_send(srv->conns[i].fd, &rsp, NULL, 0);
+		return;
+	}
+	if (srv->n < srv->max) {
+		c = ctl_conn_import(srv->conns[i].conn, sock, req, &rsp, rfds, &rnfds);
+	} else {
+		ipc_rsp_init(&rsp, req, EMFILE);
+	}
+	if (ipc_send(sock, &rsp, rfds, rnfds) < 0 && c != NULL) {
+		ctl_conn_close(c);
+		c = NULL;
+	}
+	for (unsigned int k = 0; k < rnfds; k++)
+		close(rfds[k]);
+	if (c == NULL) {
+		close(sock);
+		return;
+	}
+	srv->conns[srv->n].fd = sock;
+	srv->conns[srv->n].conn = c;
+	srv->n++;
+}
+
 /* Serve every queued request of connection @p i. @return false when it must be dropped. */
 static bool ctl_server_serve(struct ctl_server *srv, uint32_t i)
 {
@@ -106,6 +169,10 @@ static bool ctl_server_serve(struct ctl_server *srv, uint32_t i)
 			return true;
 		if (n <= 0)
 			return false; /* EOF, reset, or a framing violation */
+		if (req.hdr.op == IPC_OP_IMPORT_DEVICE) {
+			ctl_server_import(srv, i, &req, fds, nfds);
+			continue;
+		}
 		ctl_conn_handle(srv->conns[i].conn, &req, fds, nfds, &rsp, rfds, &rnfds);
 		rc = ipc_send(srv->conns[i].fd, &rsp, rfds, rnfds);
 		for (unsigned int k = 0; k < rnfds; k++)

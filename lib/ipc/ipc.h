@@ -21,8 +21,9 @@
  * and the size/fd descriptor table are all expanded from it.
  *
  * Ownership: every handle in a request names an object the same connection
- * created; anything else is EINVAL. Closing the socket destroys everything
- * the connection owned.
+ * group created; anything else is EINVAL. A group is one connection
+ * (ibv_open_device) plus those imported from it (IMPORT_DEVICE); its objects
+ * are destroyed when the last of its sockets closes.
  *
  * Shared memory: CQ, QP (SQ+RQ) and SRQ rings live in a memfd the daemon
  * creates and passes back in the create response (see ipc_shm.h); they are
@@ -227,6 +228,16 @@ struct ipc_device_list_rsp {
 struct ipc_open_device_req { char name[IPC_NAME_LEN]; };
 struct ipc_open_device_rsp { struct ipc_device_info info; uint32_t num_comp_vectors; uint32_t pad; };
 
+/**
+ * IMPORT_DEVICE (ibv_import_device): sent on an existing connection, with fd 0
+ * the importer's end of a new SOCK_SEQPACKET socket pair. The daemon serves a
+ * new connection on that socket that shares the sending connection's objects
+ * (see "Ownership" above), and answers there, not on the connection the
+ * request came in on: that socket may be shared with other processes, whose
+ * own answers must not be interleaved with this one. The answer is that of
+ * OPEN_DEVICE (fd 0: the new connection's async-event socket). Whoever can
+ * send on a connection may import it, as whoever holds a uverbs fd may.
+ */
 struct ipc_query_device_rsp { struct ipc_device_attr attr; };
 struct ipc_port_req { uint32_t port; uint32_t index; };
 struct ipc_query_port_rsp { struct ipc_port_attr attr; };
@@ -262,6 +273,9 @@ struct ipc_reg_mr_req {
 	uint32_t access;     /**< IBV_ACCESS_* */
 };
 struct ipc_reg_mr_rsp { uint32_t handle; uint32_t lkey; uint32_t rkey; uint32_t pad; };
+/** IMPORT_MR (ibv_import_mr): the MR @c handle of the connection's group, registered in PD @c pd. */
+struct ipc_import_mr_req { uint32_t handle; uint32_t pd; };
+struct ipc_import_mr_rsp { uint32_t lkey; uint32_t rkey; uint64_t length; };
 struct ipc_rereg_mr_req {
 	uint32_t handle;
 	uint32_t flags;      /**< IBV_REREG_MR_CHANGE_* */
@@ -388,6 +402,7 @@ enum ipc_obj_kind {
 	IPC_OP(QUERY_PORT,      4, ipc_port_req,            ipc_query_port_rsp,   0, 0)  \
 	IPC_OP(QUERY_GID,       5, ipc_port_req,            ipc_query_gid_rsp,    0, 0)  \
 	IPC_OP(QUERY_PKEY,      6, ipc_port_req,            ipc_query_pkey_rsp,   0, 0)  \
+	IPC_OP(IMPORT_DEVICE,   7, ipc_empty,               ipc_open_device_rsp,  1, 1)  \
 	IPC_OP(ALLOC_PD,       10, ipc_alloc_pd_req,        ipc_create_rsp,       0, 0)  \
 	IPC_OP(DEALLOC_PD,     11, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(REG_MR,         12, ipc_reg_mr_req,          ipc_reg_mr_rsp,       1, 0)  \
@@ -407,7 +422,9 @@ enum ipc_obj_kind {
 	IPC_OP(QUERY_SRQ,      26, ipc_handle_req,          ipc_query_srq_rsp,    0, 0)  \
 	IPC_OP(DESTROY_SRQ,    27, ipc_handle_req,          ipc_destroy_rsp,      0, 0)  \
 	IPC_OP(CREATE_AH,      28, ipc_create_ah_req,       ipc_create_ah_rsp,    0, 0)  \
-	IPC_OP(DESTROY_AH,     29, ipc_handle_req,          ipc_empty,            0, 0)
+	IPC_OP(DESTROY_AH,     29, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(IMPORT_PD,      30, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)
 
 /** Operation codes. */
 enum ipc_op {
@@ -503,6 +520,14 @@ ssize_t ipc_recv(int fd, struct ipc_msg *msg, int *fds, unsigned int *nfds, enum
  */
 int ipc_call(int fd, struct ipc_msg *req, const int *fds, unsigned int nfds,
 	     struct ipc_msg *rsp, int *rfds);
+
+/**
+ * The waiting half of ipc_call(): receive on @p fd until the response of
+ * (@p op, @p seq) arrives, dropping stale answers of other requests.
+ * For a request sent on another socket than its answer (IMPORT_DEVICE).
+ * @return as ipc_call()
+ */
+int ipc_await(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds);
 /** @} */
 
 #ifdef __cplusplus

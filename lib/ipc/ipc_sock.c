@@ -199,15 +199,20 @@ int ipc_call(int fd, struct ipc_msg *req, const int *fds, unsigned int nfds,
 	     struct ipc_msg *rsp, int *rfds)
 {
 	uint32_t op = req->hdr.op, seq = req->hdr.seq;
+	int rc = ipc_send(fd, req, fds, nfds);
+
+	if (rc < 0)
+		return rc;
+	return ipc_await(fd, op, seq, rsp, rfds);
+}
+
+int ipc_await(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds)
+{
 	unsigned int n;
 	int tmp[IPC_MAX_FDS];
 	int *out = rfds ? rfds : tmp;
 	ssize_t len;
-	int rc;
 
-	rc = ipc_send(fd, req, fds, nfds);
-	if (rc < 0)
-		return rc;
 	for (;;) {
 		len = ipc_recv(fd, rsp, out, &n, IPC_RESPONSE);
 		if (len == -EAGAIN) {

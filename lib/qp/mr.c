@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory region table (mr.h): preallocated slots, generation-tagged keys. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "mr.h"
 
@@ -82,6 +86,7 @@ slot_fill(struct mr_table *t, uint32_t idx, uint32_t key, uint32_t pd, uint64_t 
 		.access = access,
 		.valid = 1,
 		.in_use = 1,
+		.owner_pidfd = -1,
 	};
 	t->count++;
 }
@@ -127,6 +132,20 @@ mr_reg_key(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t host, uint64_
 }
 
 int
+mr_reg_key_indirect(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t addr, uint64_t iova,
+		    uint64_t length, uint32_t access, int32_t pid, int pidfd)
+{
+	if (pid <= 0 || pidfd < 0)
+		return -EINVAL;
+	int rc = mr_reg_key(t, key, pd, addr, iova, length, access);
+	if (rc == 0) {
+		t->entries[key >> 8].owner_pid = pid;
+		t->entries[key >> 8].owner_pidfd = pidfd;
+	}
+	return rc;
+}
+
+int
 mr_dereg(struct mr_table *t, uint32_t key)
 {
 	struct mr_entry *e = (struct mr_entry *)mr_lookup(t, key);
@@ -160,6 +179,111 @@ mr_status_name(enum mr_status s)
 		[MR_ERR_PD] = "PD",
 		[MR_ERR_ACCESS] = "ACCESS",
 		[MR_ERR_RANGE] = "RANGE",
+		[MR_INDIRECT] = "INDIRECT",
+		[MR_ERR_COPY] = "COPY",
 	};
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+/* ---- indirect regions: process_vm_readv/writev into the owner ---- */
+
+/*
+ * The owner's PID still names the process that registered (not a successor
+ * that reused the PID after it died and was reaped): signal 0 through the
+ * pidfd. A zombie passes; its copies then fail with ESRCH.
+ */
+static bool
+owner_alive(const struct mr_entry *e)
+{
+	return syscall(SYS_pidfd_send_signal, e->owner_pidfd, 0, NULL, 0) == 0;
+}
+
+/* The owner of indirect key @p key, or NULL. */
+static const struct mr_entry *
+indirect_entry(const struct mr_table *t, uint32_t key)
+{
+	const struct mr_entry *e = mr_lookup(t, key);
+
+	return e && e->owner_pid != 0 ? e : NULL;
+}
+
+/* Move @p len bytes between @p local and the owner's @p remote; partial = failure. */
+static enum mr_status
+owner_copy(const struct mr_entry *e, void *local, uint64_t remote, uint64_t len, bool write)
+{
+	uint64_t done = 0;
+
+	if (!owner_alive(e))
+		return MR_ERR_COPY;
+	while (done < len) { /* each round moves >= 1 byte or stops */
+		struct iovec l = { (uint8_t *)local + done, len - done };
+		struct iovec r = { (void *)(uintptr_t)(remote + done), len - done };
+		ssize_t n = write ? process_vm_writev(e->owner_pid, &l, 1, &r, 1, 0)
+				  : process_vm_readv(e->owner_pid, &l, 1, &r, 1, 0);
+
+		if (n <= 0)
+			return MR_ERR_COPY;
+		done += (uint64_t)n;
+	}
+	return MR_OK;
+}
+
+enum mr_status
+mr_indirect_read(const struct mr_table *t, uint32_t key, const uint8_t *addr, void *dst,
+		 uint64_t len)
+{
+	const struct mr_entry *e = indirect_entry(t, key);
+
+	return e ? owner_copy(e, dst, (uintptr_t)addr, len, false) : MR_ERR_KEY;
+}
+
+enum mr_status
+mr_indirect_write(const struct mr_table *t, uint32_t key, uint8_t *addr, const void *src,
+		  uint64_t len)
+{
+	const struct mr_entry *e = indirect_entry(t, key);
+
+	return e ? owner_copy(e, (void *)(uintptr_t)src, (uintptr_t)addr, len, true) : MR_ERR_KEY;
+}
+
+/* Serialises indirect read-modify-writes of every lcore (rare, slow path). */
+static pthread_mutex_t indirect_atomic_lock = PTHREAD_MUTEX_INITIALIZER;
+
+enum mr_status
+mr_indirect_atomic(const struct mr_table *t, uint32_t key, uint8_t *addr, bool cas,
+		   uint64_t compare, uint64_t swap_add, uint64_t *orig)
+{
+	const struct mr_entry *e = indirect_entry(t, key);
+	enum mr_status st;
+	uint64_t v;
+
+	if (!e)
+		return MR_ERR_KEY;
+	pthread_mutex_lock(&indirect_atomic_lock);
+	st = owner_copy(e, &v, (uintptr_t)addr, sizeof(v), false);
+	if (st == MR_OK) {
+		uint64_t next = cas ? (v == compare ? swap_add : v) : v + swap_add;
+
+		if (next != v)
+			st = owner_copy(e, &next, (uintptr_t)addr, sizeof(next), true);
+		*orig = v;
+	}
+	pthread_mutex_unlock(&indirect_atomic_lock);
+	return st;
+}
+
+int
+mr_indirect_probe(int32_t pid, int pidfd, uint64_t addr)
+{
+	struct mr_entry e = { .owner_pid = pid, .owner_pidfd = pidfd };
+	uint8_t byte;
+
+	if (pid <= 0 || pidfd < 0)
+		return -EINVAL;
+	if (!owner_alive(&e))
+		return errno == EPERM ? -EPERM : -ESRCH;
+	struct iovec l = { &byte, 1 }, r = { (void *)(uintptr_t)addr, 1 };
+	if (process_vm_readv(pid, &l, 1, &r, 1, 0) != 1)
+		return -errno;
+	return 0;
 }

@@ -13,6 +13,16 @@
  * inside the region; only then is the host address returned. Callers keep
  * keys (not pointers) across time and check again on every use.
  *
+ * Indirect regions (the fallback for memory the daemon cannot map): the
+ * bytes live in another process, the region's owner, at entry.host of
+ * *its* address space. mr_check() then returns MR_INDIRECT instead of
+ * MR_OK, so a caller that only knows MR_OK fails closed and never touches
+ * a foreign address; callers that support the fallback move the bytes with
+ * mr_indirect_read() / mr_indirect_write() / mr_indirect_atomic()
+ * (process_vm_readv/writev: a system call per copy, and the daemon needs
+ * CAP_SYS_PTRACE or the owner's uid under Yama scope 0). A failed copy
+ * (owner gone, pages unmapped or read-only) is MR_ERR_COPY.
+ *
  * Ownership: one writer (the lcore owning the QPs of these MRs, or the
  * control path while no lcore uses the table); no locks.
  */
@@ -44,21 +54,29 @@ enum mr_status {
 	MR_ERR_PD,      /**< region belongs to another protection domain */
 	MR_ERR_ACCESS,  /**< access flags do not allow the operation */
 	MR_ERR_RANGE,   /**< [iova, iova + len) not inside the region */
+	/**
+	 * Checks passed, but the region lives in its owner process: the
+	 * address returned is the owner's; use the mr_indirect_*() copies.
+	 */
+	MR_INDIRECT,
+	MR_ERR_COPY,    /**< copy to/from the owner failed: gone, unmapped or read-only */
 };
 
 /** One registered region. */
 struct mr_entry {
-	uint64_t host;     /**< address of the first byte in this process */
+	uint64_t host;     /**< address of the first byte in this process (in the owner's if indirect) */
 	uint64_t iova;     /**< address of the first byte as the application sees it */
 	uint64_t length;
 	uint32_t key;      /**< current lkey == rkey of the slot */
 	uint32_t pd;       /**< protection domain handle */
 	uint32_t access;   /**< enum mr_access set */
+	int32_t owner_pid; /**< 0: host is in this process; else the owner process (indirect) */
 	uint8_t valid;     /**< registered and not invalidated */
 	uint8_t in_use;    /**< slot allocated */
 	uint16_t reserved;
 	uint32_t next_free;  /**< free list (doubly linked, so any slot can leave it) */
 	uint32_t prev_free;
+	int32_t owner_pidfd; /**< pidfd of owner_pid (the caller's; guards against PID reuse) */
 };
 
 /** The table. */
@@ -99,6 +117,17 @@ int mr_reg(struct mr_table *t, uint32_t pd, uint64_t host, uint64_t iova,
 int mr_reg_key(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t host, uint64_t iova,
 	       uint64_t length, uint32_t access);
 
+/**
+ * Register an indirect region (see the file comment) under a key chosen by
+ * the caller, as mr_reg_key(): [@p addr, @p addr + @p length) of process
+ * @p pid. @p pidfd (pidfd_open() of @p pid) stays the caller's and must stay
+ * open until mr_dereg(); each copy first checks through it that @p pid
+ * still names the same process.
+ * @return as mr_reg_key(); -EINVAL also for pid <= 0 or pidfd < 0
+ */
+int mr_reg_key_indirect(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t addr,
+			uint64_t iova, uint64_t length, uint32_t access, int32_t pid, int pidfd);
+
 /** Deregister. @return 0 or -ENOENT */
 int mr_dereg(struct mr_table *t, uint32_t key);
 
@@ -123,7 +152,9 @@ mr_lookup(const struct mr_table *t, uint32_t key)
 /**
  * Check an access to [@p iova, @p iova + @p len) through @p key from
  * protection domain @p pd needing all of @p access (0 for local reads).
- * On success stores the host address of @p iova into @p host.
+ * On success stores the host address of @p iova into @p host and returns
+ * MR_OK, or, for an indirect region, the owner's address and MR_INDIRECT
+ * (one predictable branch on the direct path).
  */
 static inline enum mr_status
 mr_check(const struct mr_table *t, uint32_t key, uint32_t pd, uint64_t iova,
@@ -140,8 +171,41 @@ mr_check(const struct mr_table *t, uint32_t key, uint32_t pd, uint64_t iova,
 	if (iova < e->iova || len > e->length || off > e->length - len)
 		return MR_ERR_RANGE;
 	*host = (uint8_t *)(uintptr_t)(e->host + off);
-	return MR_OK;
+	return __builtin_expect(e->owner_pid == 0, 1) ? MR_OK : MR_INDIRECT;
 }
+
+/**
+ * @name Indirect copies
+ * Precondition: mr_check() of @p key returned MR_INDIRECT and @p addr for
+ * the whole range, in the same engine call (no deregistration in between).
+ * Each is a system call or three; partial copies count as failures (the
+ * bytes already moved stay moved, as a DMA stopped by a fault would).
+ * @return MR_OK, MR_ERR_KEY (not an indirect key) or MR_ERR_COPY
+ * @{
+ */
+/** Copy @p len bytes at the owner's @p addr into @p dst. */
+enum mr_status mr_indirect_read(const struct mr_table *t, uint32_t key, const uint8_t *addr,
+				void *dst, uint64_t len);
+/** Copy @p len bytes from @p src to the owner's @p addr. */
+enum mr_status mr_indirect_write(const struct mr_table *t, uint32_t key, uint8_t *addr,
+				 const void *src, uint64_t len);
+/**
+ * 64-bit compare-and-swap (@p cas) or fetch-and-add on the owner's @p addr;
+ * the value before goes to @p orig. Read, modify, write under one process-
+ * wide lock: atomic against every other mr_indirect_atomic(), NOT against
+ * the owner's own CPU accesses (nor a direct mapping of the same pages).
+ */
+enum mr_status mr_indirect_atomic(const struct mr_table *t, uint32_t key, uint8_t *addr, bool cas,
+				  uint64_t compare, uint64_t swap_add, uint64_t *orig);
+/** @} */
+
+/**
+ * Registration-time probe: can this process read byte @p addr of process
+ * @p pid (the one @p pidfd refers to)?
+ * @return 0, or -errno (-EPERM: no ptrace right over it, -EFAULT: not
+ *   mapped, -ESRCH: gone)
+ */
+int mr_indirect_probe(int32_t pid, int pidfd, uint64_t addr);
 
 /** @return the name of @p s ("OK", "KEY", ...). */
 const char *mr_status_name(enum mr_status s);

@@ -111,13 +111,34 @@ cfg_valid(const struct xport_cfg *cfg)
 	return true;
 }
 
+/* Responder resources a configuration needs: READ/ATOMIC are RC only; at least one. */
+static uint32_t
+res_slots_of(const struct xport_cfg *cfg)
+{
+	return cfg->type == XPORT_RC && cfg->max_dest_rd_atomic ? cfg->max_dest_rd_atomic : 1;
+}
+
+/* Object layout: the QP, its shadow SQ, its responder resources (create's count). */
+static size_t
+obj_size(void)
+{
+	return (sizeof(struct xport_qp) + 63) & ~(size_t)63;
+}
+
+static size_t
+res_offset(const struct xport_cfg *cfg)
+{
+	size_t a = _Alignof(struct xport_res);
+	return (obj_size() + (size_t)sq_slots_of(cfg) * sizeof(struct xport_swqe) + a - 1) &
+	       ~(a - 1);
+}
+
 size_t
 xport_qp_mem_size(const struct xport_cfg *cfg)
 {
 	if (!cfg_valid(cfg))
 		return 0;
-	size_t obj = (sizeof(struct xport_qp) + 63) & ~(size_t)63;
-	return obj + (size_t)sq_slots_of(cfg) * sizeof(struct xport_swqe);
+	return res_offset(cfg) + res_slots_of(cfg) * sizeof(struct xport_res);
 }
 
 static void
@@ -180,10 +201,11 @@ xport_qp_init(void *mem, const struct xport_cfg *cfg)
 	qp->cfg = *cfg;
 	qp->state = XPORT_STATE_RESET;
 	derive(qp);
-	size_t obj = (sizeof(struct xport_qp) + 63) & ~(size_t)63;
-	qp->swqe = (struct xport_swqe *)((uint8_t *)mem + obj);
+	qp->swqe = (struct xport_swqe *)((uint8_t *)mem + obj_size());
 	qp->sq_mask = sq_slots_of(cfg) - 1;
 	qp->rq_mask = cfg->rq ? (cfg->rq_size ? cfg->rq_size : cfg->rq->size) - 1 : 0;
+	qp->resp.res = (struct xport_res *)((uint8_t *)mem + res_offset(cfg));
+	qp->res_cap = res_slots_of(cfg);
 	tmpl_init(qp);
 	qp_reset_progress(qp);
 	return qp;
@@ -202,9 +224,63 @@ derive(struct xport_qp *qp)
 		qp->max_unacked = 1u << 22;
 	if (qp->cfg.max_rd_atomic == 0)
 		qp->cfg.max_rd_atomic = 1;
-	if (qp->cfg.max_dest_rd_atomic == 0)
-		qp->cfg.max_dest_rd_atomic = 1;
+	qp->cfg.max_dest_rd_atomic = (uint8_t)res_slots_of(cfg); /* the ring's length */
 	qp->ack_timeout_ns = cfg->type == XPORT_RC ? roce_ack_timeout_nsec(cfg->timeout) : 0;
+}
+
+/* Reverse responder resources [i, j). */
+static void
+res_reverse(struct xport_res *res, uint32_t i, uint32_t j)
+{
+	while (i + 1 < j) {
+		struct xport_res t = res[i];
+		res[i++] = res[--j];
+		res[j] = t;
+	}
+}
+
+/*
+ * Make the responder resource ring @p n slots long (from xport_qp_modify(),
+ * on the owner's thread between packets: never on the packet path). The
+ * resources keep their age order, the oldest in slot 0; a shorter ring keeps
+ * the newest @p n (a requester may not have more outstanding). The storage
+ * moves to the heap when the QP has fewer than @p n slots.
+ * @return 0, or -ENOMEM (nothing changed)
+ */
+static int
+res_resize(struct xport_qp *qp, uint32_t n)
+{
+	struct xport_resp *r = &qp->resp;
+	uint32_t old = qp->cfg.max_dest_rd_atomic, keep = old < n ? old : n;
+	struct xport_res *res = r->res;
+
+	if (n == old)
+		return 0;
+	if (n > qp->res_cap) {
+		res = calloc(n, sizeof(*res));
+		if (!res)
+			return -ENOMEM;
+	}
+	/* oldest first: rotate [0, old) left by res_next, keep the newest */
+	uint32_t k = r->res_next < old ? r->res_next : 0;
+	res_reverse(r->res, 0, k);
+	res_reverse(r->res, k, old);
+	res_reverse(r->res, 0, old);
+	memmove(res, r->res + (old - keep), keep * sizeof(*res));
+	if (res != r->res) {
+		if (qp->res_heap)
+			free(r->res);
+		r->res = res;
+		qp->res_cap = n;
+		qp->res_heap = true;
+	}
+	memset(res + keep, 0, (qp->res_cap - keep) * sizeof(*res));
+	r->res_next = keep == n ? 0 : keep;
+	r->res_emit = r->res_next; /* xport_resp_emit() scans from the oldest */
+	r->res_pending = 0;
+	for (uint32_t i = 0; i < keep; i++)
+		r->res_pending += res[i].pending;
+	return 0;
 }
 
 int
@@ -217,6 +293,8 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 	    sq_slots_of(cfg) != qp->sq_mask + 1 ||
 	    (cfg->rq && (cfg->rq_size ? cfg->rq_size : cfg->rq->size) != qp->rq_mask + 1))
 		return -EINVAL;
+	if (res_resize(qp, res_slots_of(cfg)) != 0)
+		return -ENOMEM;
 	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
 	uint16_t ip_id = qp->tmpl.l3.ip_id;
 	qp->cfg = *cfg;
@@ -236,10 +314,6 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 		} else {
 			qp->cfg.sq_psn = sq_psn;
 		}
-		if (qp->resp.res_next >= qp->cfg.max_dest_rd_atomic)
-			qp->resp.res_next = 0;
-		if (qp->resp.res_emit >= qp->cfg.max_dest_rd_atomic)
-			qp->resp.res_emit = qp->resp.res_next;
 	}
 	return 0;
 }
@@ -260,8 +334,20 @@ xport_qp_create(const struct xport_cfg *cfg)
 }
 
 void
+xport_qp_fini(struct xport_qp *qp)
+{
+	if (qp && qp->res_heap) {
+		free(qp->resp.res);
+		qp->resp.res = NULL;
+		qp->res_heap = false;
+		qp->res_cap = 0;
+	}
+}
+
+void
 xport_qp_destroy(struct xport_qp *qp)
 {
+	xport_qp_fini(qp);
 	free(qp);
 }
 
@@ -403,13 +489,14 @@ xport_sg_total(const struct wr_sge *sg, uint32_t nsge)
 	return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }
 
-/* Gather list of [offset, offset + len) of a WQE's SGEs (general case). */
+/* Gather list of [offset, offset + len) of a WQE's SGEs (general case, indirect MRs). */
 int
 xport_sg_gather_slow(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset,
-		     uint32_t len, struct xport_frame *f)
+		     uint32_t len, struct xport_out *out, struct xport_frame *f)
 {
 	const struct wr_sge *sg = w->wqe.sg_list;
-	uint32_t i = 0, n = 0;
+	uint8_t *bounce = xport_frame_bounce(out, f);
+	uint32_t i = 0, n = 0, bounced = 0;
 	uint8_t *host;
 
 	while (offset >= sg[i].length) { /* offset < message length: terminates */
@@ -420,9 +507,19 @@ xport_sg_gather_slow(struct xport_qp *qp, const struct xport_swqe *w, uint32_t o
 		uint32_t take = sg[i].length - offset;
 		if (take > len)
 			take = len;
-		if (mr_check(qp->cfg.mrs, sg[i].lkey, qp->cfg.pd, sg[i].addr + offset, take, 0,
-			     &host) != MR_OK)
+		enum mr_status st = mr_check(qp->cfg.mrs, sg[i].lkey, qp->cfg.pd,
+					     sg[i].addr + offset, take, 0, &host);
+		if (st == MR_INDIRECT) {
+			/* not mapped here: copy it into the frame's bounce slot */
+			if (take > XPORT_BOUNCE_FRAME - bounced ||
+			    xport_fallback(qp, mr_indirect_read(qp->cfg.mrs, sg[i].lkey, host,
+								bounce + bounced, take)) != MR_OK)
+				return -1;
+			host = bounce + bounced;
+			bounced += take;
+		} else if (st != MR_OK) {
 			return -1;
+		}
 		f->seg[n].addr = host;
 		f->seg[n].len = take;
 		n++;
@@ -450,12 +547,10 @@ xport_sg_scatter_slow(struct xport_qp *qp, const struct wr_sge *sg, uint32_t nsg
 		uint32_t put = sg[i].length - offset;
 		if (put > len)
 			put = len;
-		uint8_t *host;
-		enum mr_status st = mr_check(qp->cfg.mrs, sg[i].lkey, qp->cfg.pd,
-					     sg[i].addr + offset, put, MR_ACCESS_LOCAL_WRITE, &host);
+		enum mr_status st = xport_mr_write(qp, sg[i].lkey, sg[i].addr + offset,
+						   MR_ACCESS_LOCAL_WRITE, src, put);
 		if (st != MR_OK)
 			return st;
-		memcpy(host, src, put);
 		src += put;
 		len -= put;
 		offset = 0;

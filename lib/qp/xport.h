@@ -30,6 +30,9 @@
  * attaches the segments as external buffers, chaining the ICRC with
  * roce_icrc_update(). Segments are valid until the next call into the engine
  * for the same lcore (memory registration changes only happen between calls).
+ * Payload of indirect MRs (memory the daemon cannot map, mr.h) is copied
+ * into xport_out.bounce at gather time instead, so a segment always points
+ * into this process.
  *
  * Timers: two per QP (enum xport_timer). The engine emits ARM/CANCEL
  * actions for them with an absolute expiry; the caller runs them on its
@@ -40,6 +43,12 @@
  *
  * Memory access: host address = MR host + (IOVA - MR IOVA) via mr_check();
  * every access is checked (key, PD, access flags, range) right before it.
+ * Indirect MRs (the fallback for memory the daemon cannot map) are reached
+ * with mr_indirect_*() copies at the same places: slower (system calls,
+ * counted in MR_FALLBACK_COPIES), same checks; a failed copy is a local
+ * protection error (WC_LOC_PROT_ERR) or, at the responder, a remote access
+ * error NAK (remote operational error for a SEND's receive buffer). ATOMICs
+ * on them are not atomic against the owner's own CPU accesses.
  *
  * Untrusted rings: the application writes the SQ/RQ/SRQ producer indexes,
  * the CQ consumer index and can overwrite every header field. The engine
@@ -71,10 +80,11 @@ extern "C" {
 #define XPORT_OUT_EVENTS 16        /**< events one xport_out holds */
 #define XPORT_FRAME_MAX_SEG (WQE_MAX_SGE + 1) /**< payload segments per frame */
 #define XPORT_FLUSH_BUDGET 256     /**< WQEs flushed per call in the error state */
-#define XPORT_MAX_RD_ATOMIC 16     /**< max of max_rd_atomic / max_dest_rd_atomic (rxe: 128) */
+#define XPORT_MAX_RD_ATOMIC 128    /**< max of max_rd_atomic / max_dest_rd_atomic (as rxe) */
 #define XPORT_ACK_REQ_EVERY 64     /**< default: AckReq at least every N packets */
 #define XPORT_MAX_UNACKED 1024     /**< default: window of unacknowledged PSNs */
 #define XPORT_UD_GRH_LEN 40        /**< GRH bytes at the head of a UD receive buffer */
+#define XPORT_BOUNCE_FRAME 4096    /**< payload a frame may copy from indirect MRs (max PMTU) */
 /** @} */
 
 /** QP transport types (= enum ibv_qp_type values). */
@@ -152,8 +162,12 @@ struct xport_cfg {
 	uint8_t retry_cnt;        /**< 0..7 transport retries */
 	uint8_t rnr_retry;        /**< 0..7, 7 = infinite */
 	uint8_t min_rnr_timer;    /**< RNR timer code sent in RNR NAKs */
-	uint8_t max_rd_atomic;    /**< outstanding READ/ATOMIC as requester, 1..16 */
-	uint8_t max_dest_rd_atomic; /**< responder resources, 1..16 */
+	uint8_t max_rd_atomic;    /**< outstanding READ/ATOMIC as requester, 1..XPORT_MAX_RD_ATOMIC */
+	/**
+	 * Responder resources (RC), 1..XPORT_MAX_RD_ATOMIC: the QP keeps this
+	 * many READ/ATOMIC requests for replay; their memory is sized to it.
+	 */
+	uint8_t max_dest_rd_atomic;
 	uint32_t access_flags;    /**< qp_access_flags (enum mr_access REMOTE_*) */
 	bool sq_sig_all;          /**< every send WQE is signaled */
 	uint32_t rate_limit_kbps; /**< 0 = unlimited (ibv_qp_attr.rate_limit) */
@@ -218,7 +232,9 @@ struct xport_cfg {
 	X(DROP_UC_MSG, "dropped: UC packet of a broken message") \
 	X(DROP_NO_RECV, "dropped: UC/UD SEND without a receive WQE") \
 	X(DROP_UD_LEN, "dropped: UD SEND larger than the receive WQE") \
-	X(CQ_OVERFLOW, "CQEs that did not fit their CQ")
+	X(CQ_OVERFLOW, "CQEs that did not fit their CQ") \
+	X(MR_FALLBACK_COPIES, "copies to/from memory the daemon cannot map (process_vm_readv/writev)") \
+	X(MR_FALLBACK_ERRORS, "fallback copies that failed (owner gone, pages unmapped or read-only)")
 
 /** Counter indices. */
 enum xport_counter {
@@ -300,6 +316,12 @@ struct xport_out {
 	struct xport_timer_action timers[XPORT_OUT_TIMERS];
 	struct xport_event events[XPORT_OUT_EVENTS];
 	struct xport_frame frames[XPORT_OUT_FRAMES];
+	/**
+	 * Payload copied out of indirect MRs (mr.h MR_INDIRECT: memory the
+	 * daemon cannot map), frames[i]'s in bounce[i]; their seg[].addr point
+	 * here. Engine-owned, valid as the frames are.
+	 */
+	uint8_t bounce[XPORT_OUT_FRAMES][XPORT_BOUNCE_FRAME];
 };
 
 /** Empty @p out (after flushing it). */
@@ -317,13 +339,15 @@ struct xport_qp;
 /** @name Lifetime (control path) @{ */
 /**
  * @return bytes of engine memory a QP with @p cfg needs (QP object, shadow
- * send queue, responder resources), or 0 if @p cfg is invalid.
+ * send queue, cfg->max_dest_rd_atomic responder resources), or 0 if @p cfg
+ * is invalid.
  */
 size_t xport_qp_mem_size(const struct xport_cfg *cfg);
 
 /**
  * Initialise a QP in @p mem (xport_qp_mem_size() bytes, 64-byte aligned) in
  * state RESET. Validates @p cfg (type, MTU, rings, CQs, rd_atomic limits).
+ * Call xport_qp_fini() before freeing @p mem.
  * @return the QP, or NULL if @p cfg is invalid
  */
 struct xport_qp *xport_qp_init(void *mem, const struct xport_cfg *cfg);
@@ -331,6 +355,13 @@ struct xport_qp *xport_qp_init(void *mem, const struct xport_cfg *cfg);
 /** As xport_qp_init() in memory from aligned_alloc(); free with xport_qp_destroy(). */
 struct xport_qp *xport_qp_create(const struct xport_cfg *cfg);
 void xport_qp_destroy(struct xport_qp *qp);
+
+/**
+ * Release what the engine allocated for a QP of xport_qp_init() beyond its
+ * memory (responder resources grown by xport_qp_modify()); the caller then
+ * frees that memory. xport_qp_destroy() does both.
+ */
+void xport_qp_fini(struct xport_qp *qp);
 
 /**
  * Apply a changed configuration (modify_qp): timeout, retry counts,
@@ -342,7 +373,12 @@ void xport_qp_destroy(struct xport_qp *qp);
  * ignores them. A
  * path MTU change applies to packets built afterwards: change it only
  * where IBA allows it (INIT->RTR, SQD).
- * @return 0, or -EINVAL (invalid or immutable field changed)
+ * Responder resources are memory sized to max_dest_rd_atomic: a larger value
+ * than the QP had so far allocates here (the only allocation after create,
+ * never on the packet path); a live QP keeps its resources (the newest ones
+ * when the value shrinks).
+ * @return 0, -EINVAL (invalid or immutable field changed), or -ENOMEM (the
+ *         resources could not be allocated; the QP is unchanged)
  */
 int xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg);
 

@@ -119,11 +119,11 @@ struct xport_resp {
 	uint32_t ack_psn;
 	bool error_after_ack;  /* class C: enter ERR when the NAK is out */
 	uint8_t error_code;    /* enum xport_err for that */
-	/* resources */
+	/* resources: a ring of cfg.max_dest_rd_atomic slots in res[] */
 	uint32_t res_next;     /* slot of the next resource (= oldest when full) */
 	uint32_t res_pending;  /* resources with pending responses */
 	uint32_t res_emit;     /* slot emitting now (oldest pending), a hint */
-	struct xport_res res[XPORT_MAX_RD_ATOMIC];
+	struct xport_res *res; /* xport_qp.res_cap slots: storage, kept across resets */
 };
 
 struct xport_qp {
@@ -143,6 +143,11 @@ struct xport_qp {
 	bool comm_est_event;   /* COMM_EST sent (first packet received in RTR) */
 	bool drained_event;    /* SQ_DRAINED sent for the current SQD period */
 	struct xport_swqe *swqe; /* sq_mask + 1 entries, after the object */
+	/* responder resources (resp.res): res_cap >= cfg.max_dest_rd_atomic
+	 * slots, after swqe[] as the create configuration sized them, or from
+	 * the heap once xport_qp_modify() asked for more (res_heap) */
+	uint32_t res_cap;
+	bool res_heap;
 	uint32_t sq_mask;      /* trusted SQ geometry (cfg.sq_size - 1) */
 	uint32_t rq_mask;      /* trusted RQ geometry (cfg.rq_size - 1), 0 with an SRQ */
 	uint64_t cnt[XPORT_CNT_COUNT];
@@ -211,7 +216,7 @@ void xport_event(struct xport_out *out, enum xport_event_type type, uint8_t code
 		 uint32_t handle);
 void xport_qp_enter_error(struct xport_qp *qp, enum xport_err why, struct xport_out *out);
 int xport_sg_gather_slow(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset,
-			 uint32_t len, struct xport_frame *f);
+			 uint32_t len, struct xport_out *out, struct xport_frame *f);
 enum mr_status xport_sg_scatter_slow(struct xport_qp *qp, const struct wr_sge *sg,
 				     uint32_t nsge, uint32_t offset, const uint8_t *src,
 				     uint32_t len);
@@ -294,17 +299,62 @@ static inline void
 xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
 {
 	spsc_ring_publish(cq->ring, 1);
+	/*
+	 * Store prod, then load arm; the application stores arm (seq_cst), then
+	 * loads prod (ipc_shm.h). Without a full fence here our load can pass
+	 * our store (x86 store buffer): both sides read the old value and the
+	 * wakeup is lost (the application sleeps on a CQ that holds a CQE).
+	 */
+	/*H1NOFENCE*/
 	if (cq->arm && __atomic_load_n(cq->arm, __ATOMIC_RELAXED))
 		xport_cq_notify(cq, c, solicited, out);
 }
 
+/* Count a fallback copy (mr.h mr_indirect_*()) and pass its result on. */
+static inline enum mr_status
+xport_fallback(struct xport_qp *qp, enum mr_status st)
+{
+	cnt_inc(qp, st == MR_OK ? XPORT_CNT_MR_FALLBACK_COPIES : XPORT_CNT_MR_FALLBACK_ERRORS);
+	return st;
+}
+
+/* The bounce slot of frame @p f of @p out (payload copied from indirect MRs). */
+static inline uint8_t *
+xport_frame_bounce(struct xport_out *out, const struct xport_frame *f)
+{
+	return out->bounce[f - out->frames];
+}
+
 /*
- * Payload segments of [offset, offset + len) of a send WQE into @p f, each
- * checked with its lkey (range, PD). @return 0, or -1 on a key error.
+ * Check [iova, iova + len) of @p key for @p access, then copy @p src there:
+ * memcpy, or the fallback copy for an indirect MR.
+ * @return MR_OK, or why not (MR_ERR_COPY: the fallback copy failed)
+ */
+static inline enum mr_status
+xport_mr_write(struct xport_qp *qp, uint32_t key, uint64_t iova, uint32_t access,
+	       const uint8_t *src, uint32_t len)
+{
+	uint8_t *host;
+	enum mr_status st = mr_check(qp->cfg.mrs, key, qp->cfg.pd, iova, len, access, &host);
+
+	if (__builtin_expect(st == MR_OK, 1)) {
+		memcpy(host, src, len);
+		return MR_OK;
+	}
+	if (st == MR_INDIRECT)
+		st = xport_fallback(qp, mr_indirect_write(qp->cfg.mrs, key, host, src, len));
+	return st;
+}
+
+/*
+ * Payload segments of [offset, offset + len) of a send WQE into @p f (the
+ * frame being built in @p out), each checked with its lkey (range, PD);
+ * indirect MRs are copied into f's bounce slot (slow path).
+ * @return 0, or -1 on a key error or a failed fallback copy.
  */
 static inline int
 xport_sg_gather(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset, uint32_t len,
-		struct xport_frame *f)
+		struct xport_out *out, struct xport_frame *f)
 {
 	const struct wr_sge *sg = w->wqe.sg_list;
 	uint8_t *host;
@@ -317,11 +367,10 @@ xport_sg_gather(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset
 		f->nseg = 1;
 		return 0;
 	}
-	if (offset + len > sg[0].length)
-		return xport_sg_gather_slow(qp, w, offset, len, f);
-	if (mr_check(qp->cfg.mrs, sg[0].lkey, qp->cfg.pd, sg[0].addr + offset, len, 0, &host) !=
-	    MR_OK)
-		return -1;
+	if (offset + len > sg[0].length ||
+	    mr_check(qp->cfg.mrs, sg[0].lkey, qp->cfg.pd, sg[0].addr + offset, len, 0, &host) !=
+		    MR_OK)
+		return xport_sg_gather_slow(qp, w, offset, len, out, f);
 	f->seg[0].addr = host;
 	f->seg[0].len = len;
 	f->nseg = 1;
@@ -330,23 +379,16 @@ xport_sg_gather(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset
 
 /*
  * Copy @p len bytes to [offset, offset + len) of a scatter list, each piece
- * checked with its lkey for local write access.
+ * checked with its lkey for local write access (xport_mr_write()).
  * @return MR_OK, or why not (nothing is written past the failing piece)
  */
 static inline enum mr_status
 xport_sg_scatter(struct xport_qp *qp, const struct wr_sge *sg, uint32_t nsge, uint32_t offset,
 		 const uint8_t *src, uint32_t len)
 {
-	uint8_t *host;
-	enum mr_status st;
-
 	if (nsge == 0 || (uint64_t)offset + len > sg[0].length)
 		return xport_sg_scatter_slow(qp, sg, nsge, offset, src, len);
-	st = mr_check(qp->cfg.mrs, sg[0].lkey, qp->cfg.pd, sg[0].addr + offset, len,
-		      MR_ACCESS_LOCAL_WRITE, &host);
-	if (st == MR_OK)
-		memcpy(host, src, len);
-	return st;
+	return xport_mr_write(qp, sg[0].lkey, sg[0].addr + offset, MR_ACCESS_LOCAL_WRITE, src, len);
 }
 
 #endif /* QP_XPORT_INTERNAL_H */

@@ -322,7 +322,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
 					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= qp->max_unacked;
 		}
-		if (xport_sg_gather(qp, w, offset, ctx->payload, f) != 0) {
+		if (xport_sg_gather(qp, w, offset, ctx->payload, out, f) != 0) {
 			w->status = WC_LOC_PROT_ERR;
 			w->err = XPORT_ERR_LOC_KEY;
 			return REQ_LOCAL_ERROR;

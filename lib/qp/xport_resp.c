@@ -68,13 +68,18 @@ struct resp_ctx {
 	uint8_t nak;              /* CLASS_C syndrome */
 	uint8_t recv_status;      /* status for the receive WQE in CLASS_C / RECV_ERROR */
 	enum xport_counter drop;  /* DROP reason */
-	uint8_t *host;            /* checked address (ATOMIC, first WRITE) */
+	uint8_t *host;            /* checked address (ATOMIC) */
+	enum mr_status host_st;   /* MR_OK, or MR_INDIRECT: host is in the MR's owner process */
 };
 
 void
 xport_resp_reset(struct xport_qp *qp)
 {
+	struct xport_res *res = qp->resp.res; /* storage, not progress */
+
 	memset(&qp->resp, 0, sizeof(qp->resp));
+	memset(res, 0, qp->res_cap * sizeof(*res));
+	qp->resp.res = res;
 	qp->resp.epsn = qp->cfg.rq_psn & ROCE_PSN_MASK;
 }
 
@@ -85,7 +90,7 @@ xport_resp_flush(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	(void)out;
 	struct xport_resp *r = &qp->resp;
 	r->res_pending = 0;
-	for (unsigned i = 0; i < XPORT_MAX_RD_ATOMIC; i++)
+	for (unsigned i = 0; i < qp->cfg.max_dest_rd_atomic; i++)
 		r->res[i].pending = false;
 	r->ack_pending = false;
 	r->msg = RESP_MSG_NONE;
@@ -331,7 +336,8 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 		if (len == 0)
 			return RESP_EXECUTE; /* a zero-length RDMA checks no R_Key */
 	}
-	if (mr_check(qp->cfg.mrs, rkey, qp->cfg.pd, va, len, access, &ctx->host) != MR_OK)
+	ctx->host_st = mr_check(qp->cfg.mrs, rkey, qp->cfg.pd, va, len, access, &ctx->host);
+	if (ctx->host_st != MR_OK && ctx->host_st != MR_INDIRECT)
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
 	return RESP_EXECUTE;
 }
@@ -402,14 +408,22 @@ resp_execute(struct xport_qp *qp, struct resp_ctx *ctx)
 	}
 	if HAS(ctx, ATOMIC) {
 		/* executed once, on the owning lcore; the application may read concurrently */
-		uint64_t *p = (uint64_t *)(void *)ctx->host;
+		bool cas = pkt->opcode == ROCE_OP_RC_COMPARE_SWAP;
 		uint64_t orig;
-		if (pkt->opcode == ROCE_OP_RC_COMPARE_SWAP) {
-			orig = pkt->atmeth.compare;
-			__atomic_compare_exchange_n(p, &orig, pkt->atmeth.swap_add, false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		} else {
-			orig = __atomic_fetch_add(p, pkt->atmeth.swap_add, __ATOMIC_SEQ_CST);
+		if (__builtin_expect(ctx->host_st == MR_OK, 1)) {
+			uint64_t *p = (uint64_t *)(void *)ctx->host;
+			if (cas) {
+				orig = pkt->atmeth.compare;
+				__atomic_compare_exchange_n(p, &orig, pkt->atmeth.swap_add, false,
+							    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			} else {
+				orig = __atomic_fetch_add(p, pkt->atmeth.swap_add, __ATOMIC_SEQ_CST);
+			}
+		} else if (xport_fallback(qp, mr_indirect_atomic(qp->cfg.mrs, pkt->atmeth.rkey,
+								  ctx->host, cas, pkt->atmeth.compare,
+								  pkt->atmeth.swap_add, &orig)) != MR_OK) {
+			/* not atomic against the owner's CPU (mr.h); failed: owner gone */
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
 		}
 		struct xport_res res = {
 			.type = RES_ATOMIC, .pending = true,
@@ -444,13 +458,11 @@ resp_execute(struct xport_qp *qp, struct resp_ctx *ctx)
 					    pkt->payload, len) != MR_OK)
 			goto op_err;
 	} else if (len) {
-		uint8_t *host = ctx->host; /* FIRST/ONLY: checked for the whole message */
-		/* later packets: revalidate, the key may have been invalidated meanwhile */
-		if (!HAS(ctx, FIRST) &&
-		    mr_check(qp->cfg.mrs, r->write_rkey, qp->cfg.pd, r->write_va + r->msg_len, len,
-			     MR_ACCESS_REMOTE_WRITE, &host) != MR_OK)
+		/* FIRST/ONLY was checked for the whole message; every packet checks
+		 * its part again (the key may have been invalidated meanwhile) */
+		if (xport_mr_write(qp, r->write_rkey, r->write_va + r->msg_len,
+				   MR_ACCESS_REMOTE_WRITE, pkt->payload, len) != MR_OK)
 			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
-		memcpy(host, pkt->payload, len);
 	}
 	r->msg_len += len;
 	if (qp->cfg.type != XPORT_UD)
@@ -719,6 +731,19 @@ read_resp_opcode(bool first, bool last)
 	return last ? ROCE_OP_RC_RDMA_READ_RESPONSE_LAST : ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 }
 
+/* A READ whose region went away (or whose fallback copy failed) after it was accepted. */
+static void
+read_resource_fail(struct xport_qp *qp, struct xport_res *res, uint32_t psn)
+{
+	struct xport_resp *r = &qp->resp;
+
+	res->pending = false;
+	r->res_pending--;
+	owe(qp, ROCE_AETH_NAK_REM_ACC_ERR, psn);
+	r->error_after_ack = true;
+	r->error_code = XPORT_ERR_RESP_CLASS_C;
+}
+
 /* Emit the next response of @p res. @return false if the output is full. */
 static bool
 emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
@@ -741,20 +766,29 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 		uint32_t len = rest < qp->mtu ? rest : qp->mtu;
 		bool first = psn == res->first_psn, last = psn == res->last_psn;
 		uint8_t *host = NULL;
+		enum mr_status st = MR_OK;
 
-		if (len && mr_check(qp->cfg.mrs, res->rkey, qp->cfg.pd, res->va + offset, len,
-				    MR_ACCESS_REMOTE_READ, &host) != MR_OK) {
-			/* the region went away after the request was accepted */
-			res->pending = false;
-			r->res_pending--;
-			owe(qp, ROCE_AETH_NAK_REM_ACC_ERR, psn);
-			r->error_after_ack = true;
-			r->error_code = XPORT_ERR_RESP_CLASS_C;
+		if (len)
+			st = mr_check(qp->cfg.mrs, res->rkey, qp->cfg.pd, res->va + offset, len,
+				      MR_ACCESS_REMOTE_READ, &host);
+		if (st != MR_OK && st != MR_INDIRECT) {
+			read_resource_fail(qp, res, psn);
 			return true;
 		}
 		f = xport_frame_new(qp, out, read_resp_opcode(first, last), psn);
 		if (!f)
 			return false;
+		if (st == MR_INDIRECT) {
+			/* not mapped here: the payload goes through the frame's bounce slot */
+			uint8_t *b = xport_frame_bounce(out, f);
+			if (len > XPORT_BOUNCE_FRAME ||
+			    xport_fallback(qp, mr_indirect_read(qp->cfg.mrs, res->rkey, host, b,
+								len)) != MR_OK) {
+				read_resource_fail(qp, res, psn); /* f is not committed */
+				return true;
+			}
+			host = b;
+		}
 		if (first || last) {
 			f->pkt.aeth.syndrome = ROCE_AETH_ACK_UNLIMITED;
 			f->pkt.aeth.msn = r->msn;

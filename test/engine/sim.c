@@ -391,7 +391,8 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->rnr_retry = p->rnr_retry;
 		c->min_rnr_timer = p->min_rnr_timer;
 		c->max_rd_atomic = p->max_rd_atomic;
-		c->max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC;
+		c->max_dest_rd_atomic = p->max_dest_rd_atomic ? p->max_dest_rd_atomic
+							      : XPORT_MAX_RD_ATOMIC;
 		c->access_flags = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
 				  MR_ACCESS_REMOTE_ATOMIC;
 		c->sq_sig_all = p->sq_sig_all;
@@ -413,8 +414,12 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->send_cq = &h->scq;
 		c->recv_cq = &h->rcq;
 		c->mrs = h->mrs;
-		h->qp = xport_qp_create(c);
-		if (!h->qp)
+		/* as the daemon does: created with one responder resource, sized
+		 * by the modify that brings max_dest_rd_atomic (INIT -> RTR) */
+		struct xport_cfg c1 = *c;
+		c1.max_dest_rd_atomic = 1;
+		h->qp = xport_qp_create(&c1);
+		if (!h->qp || xport_qp_modify(h->qp, c) != 0)
 			return -1;
 	}
 	for (int i = 0; i < 2; i++) {

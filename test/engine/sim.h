@@ -84,6 +84,7 @@ struct sim_params {
 	uint64_t arena_len;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic; /* responder resources; 0: XPORT_MAX_RD_ATOMIC */
 	uint32_t max_unacked, ack_req_every;
 	uint32_t rate_limit_kbps;
 	bool sq_sig_all;

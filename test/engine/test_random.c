@@ -344,7 +344,11 @@ run_mix(uint64_t seed, uint32_t batches, uint32_t max_fault_ppm)
 	p.psn[1] = 0xffffff - (uint32_t)sim_below(&g, 3000);
 	p.arena_len = ARENA;
 	p.srq = sim_below(&g, 2);
-	p.max_rd_atomic = (uint8_t)(1 + sim_below(&g, 16));
+	/* initiator depth up to the engine's limit; responder resources at least
+	 * that (as CM / perftest negotiate them), any length, not only 2^k */
+	p.max_rd_atomic = (uint8_t)(1 + sim_below(&g, XPORT_MAX_RD_ATOMIC));
+	p.max_dest_rd_atomic = (uint8_t)(p.max_rd_atomic +
+					 sim_below(&g, XPORT_MAX_RD_ATOMIC - p.max_rd_atomic + 1));
 	p.max_unacked = 16 + (uint32_t)sim_below(&g, 240);
 	p.ack_req_every = 1 + (uint32_t)sim_below(&g, 64);
 	p.timeout = (uint8_t)(6 + sim_below(&g, 6));

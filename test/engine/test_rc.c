@@ -424,6 +424,34 @@ Test(rc, max_rd_atomic_limits_outstanding_reads, .init = NULL)
 		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS);
 }
 
+static void
+rd128(struct sim_params *p)
+{
+	p->max_rd_atomic = XPORT_MAX_RD_ATOMIC; /* rxe's limit */
+	p->max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC;
+}
+
+Test(rc, max_rd_atomic_128_outstanding_reads, .init = NULL)
+{
+	setup_params(rd128);
+	for (int i = 0; i < 160; i++)
+		post_read(0, (uint64_t)i, (uint64_t)i * 256, 65536 + (uint64_t)i * 256, 200);
+	run_until_sent(160);
+	int outstanding = 0, peak = 0;
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		if (CAP.from[i] == 0 && CAP.pkt[i].opcode == ROCE_OP_RC_RDMA_READ_REQUEST)
+			outstanding++;
+		if (CAP.from[i] == 1 && CAP.pkt[i].opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY)
+			outstanding--;
+		if (outstanding > peak)
+			peak = outstanding;
+	}
+	cr_assert_eq(peak, XPORT_MAX_RD_ATOMIC);
+	for (int i = 0; i < 160; i++)
+		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS);
+	cr_assert_eq(cnt(1)[XPORT_CNT_NAK_INV_REQ_TX], 0);
+}
+
 Test(rc, fence_waits_for_prior_read, .init = NULL)
 {
 	setup_params(NULL);

@@ -516,6 +516,122 @@ Test(rules, too_many_new_reads_is_invalid_request)
 	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
 }
 
+/* Inject READs of 8 bytes at PSNs EPSN + first .. + first + count - 1 in one
+ * burst (nothing answered in between), then drain host 1. */
+static void
+read_burst(unsigned first, unsigned count)
+{
+	struct roce_pkt pk[XPORT_MAX_RD_ATOMIC + 1];
+	const struct roce_pkt *burst[XPORT_MAX_RD_ATOMIC + 1];
+
+	cr_assert_leq(count, XPORT_MAX_RD_ATOMIC + 1);
+	for (unsigned i = 0; i < count; i++) {
+		pk[i] = read_req(EPSN + first + i, 8192 + 8 * (first + i), 8);
+		burst[i] = &pk[i];
+	}
+	sim_inject_burst(&S, 1, burst, count);
+	drain1();
+}
+
+static void
+setup_dest_rd_atomic(uint8_t n)
+{
+	struct sim_params p;
+	sim_default_params(&p);
+	p.max_dest_rd_atomic = n;
+	setup_with(&p, 1);
+}
+
+/* max_dest_rd_atomic is the ring's length, not only a power of two: with 3
+ * resources 3 new READs in one burst are fine, a 4th is one too many. */
+Test(rules, resource_ring_has_max_dest_rd_atomic_slots, .init = NULL)
+{
+	setup_dest_rd_atomic(3);
+	read_burst(0, 3);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0);
+	cr_assert_eq(C.n, 3);
+	read_burst(3, 3); /* the ring wraps: the answered ones are reused */
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0);
+	cr_assert_eq(C.n, 6);
+	read_burst(6, 4);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 1);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+}
+
+/* modify_qp(MAX_DEST_RD_ATOMIC) in SQD on a live QP: the resources grow
+ * (allocated by the modify) and keep what they had, in age order. */
+Test(rules, modify_grows_resources_of_live_qp, .init = NULL)
+{
+	setup_dest_rd_atomic(2);
+	read_burst(0, 2);
+	cr_assert_eq(C.n, 2);
+	sim_set_state(&S, 1, XPORT_STATE_SQD);
+	struct xport_cfg cfg = S.h[1].cfg;
+	cfg.max_dest_rd_atomic = 8;
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
+	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	/* the oldest READ is still a resource: its duplicate is replayed */
+	struct roce_pkt d = read_req(EPSN, 8192, 8);
+	sim_inject(&S, 1, &d);
+	cr_assert_eq(last()->opcode, ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY);
+	cr_assert_eq(last()->psn, EPSN);
+	cr_assert_eq(cnt1()[XPORT_CNT_DUP_READ_REPLAY], 1);
+	/* 8 new READs at once now fit; the 8 newest are the resources */
+	read_burst(2, 8);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0);
+	cr_assert_eq(C.n, 3 + 8);
+	for (unsigned i = 0; i < 8; i++) {
+		cr_assert_eq(C.pkt[3 + i].psn, EPSN + 2 + i);
+		cr_assert_eq(C.pkt[3 + i].opcode, ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY);
+		cr_assert_eq(C.pkt[3 + i].payload_len, 8);
+	}
+	d = read_req(EPSN + 1, 8192 + 8, 8);
+	uint32_t before = C.n;
+	sim_inject(&S, 1, &d);
+	cr_assert_eq(C.n, before, "pushed out by 8 newer ones: dropped");
+	cr_assert_eq(cnt1()[XPORT_CNT_DROP_DUP_UNKNOWN], 1);
+	/* 9 is one too many */
+	read_burst(10, 9);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 1);
+}
+
+/* A shorter ring keeps the newest resources. */
+Test(rules, modify_shrinks_resources_keeping_newest, .init = NULL)
+{
+	setup_dest_rd_atomic(8);
+	read_burst(0, 5); /* slots 0..4 of 8: not wrapped */
+	read_burst(5, 5); /* wrapped: the oldest is PSN 2 in slot 2 */
+	cr_assert_eq(C.n, 10);
+	sim_set_state(&S, 1, XPORT_STATE_SQD);
+	struct xport_cfg cfg = S.h[1].cfg;
+	cfg.max_dest_rd_atomic = 3;
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
+	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	for (unsigned i = 7; i < 10; i++) {
+		struct roce_pkt d = read_req(EPSN + i, 8192 + 8 * i, 8);
+		sim_inject(&S, 1, &d);
+		cr_assert_eq(last()->psn, EPSN + i, "READ %u kept", i);
+	}
+	cr_assert_eq(cnt1()[XPORT_CNT_DUP_READ_REPLAY], 3);
+	struct roce_pkt d = read_req(EPSN + 6, 8192 + 8 * 6, 8);
+	sim_inject(&S, 1, &d);
+	cr_assert_eq(cnt1()[XPORT_CNT_DROP_DUP_UNKNOWN], 1, "READ 6 is gone");
+	read_burst(10, 3);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0);
+	read_burst(13, 4);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 1, "3 resources now");
+}
+
+/* rxe's limit: 128 new READs outstanding at once are accepted and answered. */
+Test(rules, max_rd_atomic_resources_as_rxe)
+{
+	cr_assert_eq(S.h[1].cfg.max_dest_rd_atomic, 128);
+	read_burst(0, 128);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0);
+	cr_assert_eq(C.n, 128);
+	cr_assert_eq(last()->psn, EPSN + 127);
+}
+
 Test(rules, filters_drop_and_count)
 {
 	post_recv1(1, 0, 64);

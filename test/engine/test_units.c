@@ -326,6 +326,65 @@ Test(tables, invalid_config_rejected)
 	sim_fini(&s);
 }
 
+/* Responder resources are per QP memory sized to max_dest_rd_atomic (RC
+ * only), not XPORT_MAX_RD_ATOMIC in every QP; modify grows them. */
+Test(tables, responder_resources_sized_per_qp)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	cr_assert_eq(sim_init(&s, &p, 1), 0);
+	struct xport_cfg c = s.h[0].cfg;
+	c.max_dest_rd_atomic = 1;
+	size_t one = xport_qp_mem_size(&c);
+	c.max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC;
+	size_t all = xport_qp_mem_size(&c);
+	cr_assert_eq(all - one, (XPORT_MAX_RD_ATOMIC - 1) * sizeof(struct xport_res));
+	cr_assert_lt(sizeof(struct xport_qp), XPORT_MAX_RD_ATOMIC * sizeof(struct xport_res),
+		     "the object holds no resource array");
+	struct xport_cfg u = s.h[0].cfg;
+	u.type = XPORT_UC;
+	u.max_dest_rd_atomic = 1;
+	size_t uc_one = xport_qp_mem_size(&u);
+	u.max_dest_rd_atomic = 200; /* not checked for UC: no resources either way */
+	cr_assert_eq(xport_qp_mem_size(&u), uc_one);
+
+	/* created small, grown and shrunk in RESET, grown again when live */
+	c.max_dest_rd_atomic = 1;
+	struct xport_qp *qp = xport_qp_create(&c);
+	cr_assert_not_null(qp);
+	cr_assert_eq(qp->res_cap, 1);
+	c.max_dest_rd_atomic = 16;
+	cr_assert_eq(xport_qp_modify(qp, &c), 0);
+	cr_assert_eq(qp->res_cap, 16);
+	cr_assert(qp->res_heap);
+	c.max_dest_rd_atomic = 4;
+	cr_assert_eq(xport_qp_modify(qp, &c), 0);
+	cr_assert_eq(qp->res_cap, 16, "kept, not reallocated");
+	xport_out_reset(&s.out);
+	xport_qp_set_state(qp, XPORT_STATE_RTR, 0, &s.out);
+	c.max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC;
+	cr_assert_eq(xport_qp_modify(qp, &c), 0);
+	cr_assert_eq(qp->res_cap, XPORT_MAX_RD_ATOMIC);
+	c.max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC + 1;
+	cr_assert_eq(xport_qp_modify(qp, &c), -EINVAL);
+	cr_assert_eq(qp->cfg.max_dest_rd_atomic, XPORT_MAX_RD_ATOMIC, "unchanged");
+	xport_qp_destroy(qp); /* frees the grown array too (ASan: no leak) */
+
+	/* xport_qp_init() memory: fini releases what modify allocated */
+	c.max_dest_rd_atomic = 2;
+	size_t size = xport_qp_mem_size(&c);
+	void *mem = aligned_alloc(64, (size + 63) & ~(size_t)63);
+	qp = xport_qp_init(mem, &c);
+	cr_assert_not_null(qp);
+	cr_assert_not(qp->res_heap);
+	c.max_dest_rd_atomic = 32;
+	cr_assert_eq(xport_qp_modify(qp, &c), 0);
+	xport_qp_fini(qp);
+	free(mem);
+	sim_fini(&s);
+}
+
 /* ---- rings written by a hostile application ---- */
 
 /* An application scribbles over every ring header it shares with the daemon. */

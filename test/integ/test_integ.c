@@ -599,3 +599,35 @@ Test(teardown, hostile_client_hurts_only_itself)
 	run_pingpong('a', 'b', "ibv_rc_pingpong", "-e", 100);
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
+
+/* ---- memory the shim cannot share: the daemon's copy fallback ---- */
+
+TestSuite(fallback, .fini = fini, .timeout = 120);
+
+Test(fallback, file_and_stack_memory_work_and_a_dying_owner_is_harmless)
+{
+	char buf[4096], cmd[1024];
+	int rc;
+
+	lab_up("itgfb");
+	/* WRITE/READ/SEND/ATOMIC between a file mapping, the stack and the heap */
+	snprintf(cmd, sizeof(cmd), "%s run a %s%s/test/integ/fallback_client verify %s", lab_cmd(),
+		 app_prefix(), env("ROCE_BUILD_DIR"), tmp_dir);
+	rc = t_run(so, sizeof(so), 60, "%s 2>&1", cmd);
+	cr_assert_eq(rc, 0, "%s", so);
+	cr_assert_not_null(strstr(so, "fallback verify: OK"), "%s", so);
+	cr_assert_eq(t_telemetry("itgfb-a", "/roce/port/stats,0", buf, sizeof(buf)), 0);
+	cr_assert_gt(t_json_int(buf, "mr_fallback_copies"), 10, "%s", buf);
+	cr_assert_eq(t_json_int(buf, "mr_fallback_errors"), 0, "%s", buf);
+	/* the target of a WRITE stream is killed: the stream fails, the daemon lives */
+	snprintf(cmd, sizeof(cmd), "%s run a %s%s/test/integ/fallback_client die %s", lab_cmd(),
+		 app_prefix(), env("ROCE_BUILD_DIR"), tmp_dir);
+	rc = t_run(co, sizeof(co), 60, "%s 2>&1", cmd);
+	cr_assert_eq(rc, 0, "%s", co);
+	cr_log_info("fallback owner killed: %s", co);
+	cr_assert(wait_app_empty('a', buf, sizeof(buf)), "objects left on a: %s", buf);
+	rc = t_run(so, sizeof(so), 60, "%s run a %s%s/test/integ/fallback_client verify %s 2>&1",
+		   lab_cmd(), app_prefix(), env("ROCE_BUILD_DIR"), tmp_dir);
+	cr_assert_eq(rc, 0, "after the kill: %s", so);
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}

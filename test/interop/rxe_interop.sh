@@ -45,7 +45,8 @@
 #   INTEROP_DAEMON, INTEROP_SHIM_DIR, INTEROP_PROBE, INTEROP_LOSSY,
 #   INTEROP_TC_DROP (may be empty), INTEROP_ROCE_DUMP, INTEROP_CMD_SERVER,
 #   RXE_PEER_DIR, INTEROP_WORK, INTEROP_LOG_DIR (copies of the run's files)
-# Optional: RXE_CACHE_DIR (/var/tmp/rxe-cache), RXE_PEER_NS (derived from
+# Optional: RXE_CACHE_DIR (/var/tmp/rxe-cache), RXE_WORK_DIR (the harness's
+#   state and guest output; WORK/rxe), RXE_PEER_NS (derived from
 #   INTEROP_WORK), INTEROP_GUEST_MTU (4200: the guest NIC gets host_mtu=4200
 #   through a qemu wrapper, rxe's active MTU is 4096; 1500: the harness as is,
 #   4096 cases skipped), INTEROP_DAEMON_IP (198.18.0.2), INTEROP_BUDGET (330 s
@@ -64,7 +65,7 @@ set -uo pipefail
 : "${INTEROP_CAPTURE:=1}"
 export RXE_CACHE_DIR=${RXE_CACHE_DIR:-/var/tmp/rxe-cache}
 export RXE_PEER_NS=${RXE_PEER_NS:-rxe-io-$(printf '%s' "$INTEROP_WORK" | cksum | cut -c1-6)}
-export RXE_WORK_DIR=$INTEROP_WORK/rxe
+export RXE_WORK_DIR=${RXE_WORK_DIR:-$INTEROP_WORK/rxe}
 export RXE_BOOT_TIMEOUT=${RXE_BOOT_TIMEOUT:-90}
 export RXE_PEER_TOPOLOGY=veth
 export RXE_EXTRA_FILES="$INTEROP_PROBE=/usr/bin/rdma_probe"
@@ -90,13 +91,8 @@ diag() { echo "# $*"; }
 
 # Known failures: "glob|reason", the first matching rule gives the reason.
 # Each names what is wrong on our side; see doc/interop.md.
-RD_ATOMIC_TODO="our engine allows 16 outstanding READ/ATOMIC per QP (lib/qp/xport.h XPORT_MAX_RD_ATOMIC; the daemon rejects max_rd_atomic above it) and rxe 128; perftest's requester takes the peer's max_qp_rd_atom as its max_rd_atomic, so ibv_modify_qp(RTS) fails with EINVAL on our side (the other cases pass -o 16)"
-REPLAY_TODO="intermittent (engine fix landed: a new READ/ATOMIC now reuses the slot of a queued replay, test/engine rules/new_*_reuses_resource_of_queued_replay; rule kept until repeated interop runs confirm): our responder NAKs a new READ/ATOMIC with Invalid Request while the replay of a duplicate of its oldest resource is still queued (lib/qp/xport_resp.c: 'the oldest resource is reused; still sending it'), which happens when a reordered ACK makes rxe retry and then complete that oldest request"
-TODO_RULES=(
-    "read_bw_defaults/*/rs|$RD_ATOMIC_TODO"
-    "loss/read_bw/*/us|$REPLAY_TODO"
-    "loss/atomic_*/*/us|$REPLAY_TODO"
-)
+# None at present (doc/interop.md lists the rules removed and why).
+TODO_RULES=()
 # Without a device on our side (the daemon does not serve the verbs shim)
 # nothing of ours can run: every case of ours is a TODO with that reason.
 no_device_rules() {
@@ -272,8 +268,9 @@ lcores = $LCORES
 eal_args = --no-huge --no-shconf -m 256 --file-prefix=$TEL_PREFIX --no-pci
 idle = sleep
 max_qps = 256
-; the engine's limit (lib/qp XPORT_MAX_RD_ATOMIC); rxe has 128, see RD_ATOMIC_TODO
-max_rd_atomic = 16
+; 128 as rxe (the engine's limit, lib/qp XPORT_MAX_RD_ATOMIC): perftest without
+; -o gives its requester the peer's max_qp_rd_atom (read_bw_defaults)
+max_rd_atomic = 128
 telemetry = yes
 
 [port p0]
@@ -469,8 +466,9 @@ fi
 # 1024) and use a 268 ms ACK timeout (-u 16): a TCG guest on a busy 2-core
 # host drops frames at its tap when our requester sends perftest's default
 # 128-message window at once, and needs more than the default 67 ms.
-# READ and ATOMIC pass -o 16 (outstanding requests): perftest otherwise sets
-# the requester's max_rd_atomic to the peer's limit, rxe's 128, above ours.
+# READ and ATOMIC pass -o 16 (outstanding requests); read_bw_defaults runs
+# without it: perftest then sets the requester's max_rd_atomic to the peer's
+# max_qp_rd_atom, 128 on both sides.
 TOOLS=(
     "rc_pingpong|pp|ibv_rc_pingpong @D -g @G -m @M -s 4096 -n 100 -c -p @P"
     "uc_pingpong|pp|ibv_uc_pingpong @D -g @G -m @M -s 4096 -n 100 -c -p @P"

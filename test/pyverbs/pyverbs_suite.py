@@ -75,28 +75,9 @@ def main():
     result = runner.run(suite)
     records = result.records
     ok = result.wasSuccessful()
-    # Known intermittent failures (an engine error event for a QP can reach
-    # the control plane after the application already reset that QP, see
-    # doc/verbs-shim.md "Known issues"): rerun such a test once, alone, and
-    # report the first failure loudly. Any other failure fails at once.
-    flaky = [r for r in records if r['outcome'] in ('fail', 'error')
-             and r['id'].rsplit('.', 1)[-1] in KNOWN_FLAKY]
-    if flaky and len(flaky) == sum(r['outcome'] in ('fail', 'error') for r in records):
-        ok = True
-        for r in flaky:
-            print(f"FLAKY (known): {r['id']} failed: {r['reason']}; rerunning once", flush=True)
-            again = runner.run(unittest.defaultTestLoader.loadTestsFromName(r['id']))
-            rec = again.records[-1] if again.records else {'outcome': 'error', 'reason': 'no result'}
-            r['first_failure'] = r['reason']
-            r['outcome'], r['reason'] = rec['outcome'], rec['reason']
-            ok = ok and again.wasSuccessful()
     with open(result_json, 'w') as f:
         json.dump(records, f, indent=1)
     return 0 if ok else 1
-
-
-# test names that may fail intermittently for the reason above
-KNOWN_FLAKY = {'test_mr_rereg_addr', 'test_mr_rereg_pd'}
 
 
 if __name__ == '__main__':

@@ -12,17 +12,21 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
 #include "ctl.h"
+#include "ipc.h"
 
 /* Private export (rdma-core driver.h): not in the installed headers. */
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
@@ -812,6 +816,295 @@ Test(shim_verbs, async_events_and_daemon_loss)
 	pd = NULL;
 }
 
+/* Wait (bounded) until the server serves @p n connections; @return the objects left. */
+static uint32_t server_settles(uint32_t n)
+{
+	uint32_t conns = UINT32_MAX, objs = 0;
+
+	for (int i = 0; i < 400 && conns != n; i++) {
+		pthread_mutex_lock(&srv_lock);
+		conns = ctl_server_nconns(srv);
+		objs = ctl_nobjects(ctl);
+		pthread_mutex_unlock(&srv_lock);
+		if (conns != n)
+			usleep(5000);
+	}
+	cr_assert_eq(conns, n, "%u connections, want %u", conns, n);
+	return objs;
+}
+
+/* Post one signalled send of @p len bytes at @p addr with @p lkey, play the engine, reap it. */
+static void send_one(struct ibv_qp *qp, struct ibv_cq *cq, void *addr, uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = 64, .lkey = lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct sq_wqe seen;
+	struct ibv_wc wc;
+
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	cr_assert_eq(engine_complete_sends(qp, 1, &seen), 1);
+	cr_assert_eq(seen.sg_list[0].lkey, lkey);
+	cr_assert_eq(ibv_poll_cq(cq, 1, &wc), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.wr_id, 7);
+}
+
+/*
+ * ibv_import_device/pd/mr as pyverbs' test_shared_pd uses them: a second
+ * context on a dup of cmd_fd sees the first one's PD and MR, builds its own
+ * CQ/QP on them, gets its own async events; the objects outlive the first
+ * context and go with the last.
+ */
+Test(shim_verbs, import_device_shares_pd_and_mr)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *buf = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, (size_t)pg, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_context *ctx2, *ctx3;
+	struct ibv_pd *pd2, *pdx;
+	struct ibv_mr *mr2;
+	struct ibv_cq *cq2;
+	struct ibv_qp *qp2;
+	struct ibv_async_event ev;
+	struct pollfd p;
+	int fd;
+
+	cr_assert_not_null(mr);
+	fd = dup(ctx->cmd_fd);
+	ctx2 = ibv_import_device(fd);
+	cr_assert_not_null(ctx2, "import: %s", strerror(errno));
+	cr_assert_eq(ctx2->device, ctx->device);
+	cr_assert_neq(ctx2->cmd_fd, ctx->cmd_fd, "a connection of its own");
+	cr_assert_eq(server_settles(2), 2, "two connections, one set: pd and mr");
+
+	pd2 = ibv_import_pd(ctx2, pd->handle);
+	cr_assert_not_null(pd2, "import_pd: %s", strerror(errno));
+	cr_assert_eq(pd2->handle, pd->handle);
+	cr_assert_eq(pd2->context, ctx2);
+	mr2 = ibv_import_mr(pd2, mr->handle);
+	cr_assert_not_null(mr2, "import_mr: %s", strerror(errno));
+	cr_assert_eq(mr2->lkey, mr->lkey);
+	cr_assert_eq(mr2->rkey, mr->rkey);
+	cr_assert_eq(mr2->length, mr->length);
+	cr_assert_eq(mr2->handle, mr->handle);
+	cr_assert_null(mr2->addr, "as rdma-core: an imported MR has no address");
+	cr_assert_eq(mr2->pd, pd2);
+
+	/* Bad handles: a wrong PD for the MR, a stale or made-up handle. */
+	pdx = ibv_alloc_pd(ctx2);
+	cr_assert_not_null(pdx, "ctx2 allocates in the shared set too");
+	cr_assert_null(ibv_import_mr(pdx, mr->handle));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(ibv_import_mr(pd2, mr->handle ^ 0x100000));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(ibv_import_pd(ctx2, 0));
+	cr_assert_eq(errno, EINVAL);
+	struct ibv_pd *pdy = ibv_import_pd(ctx, pdx->handle);
+
+	cr_assert_not_null(pdy, "and ctx sees ctx2's");
+	ibv_unimport_pd(pdy);
+	cr_assert_null(ibv_import_device(-1));
+	cr_assert_eq(errno, EINVAL);
+	int pfd[2];
+
+	cr_assert_eq(pipe(pfd), 0);
+	cr_assert_null(ibv_import_device(pfd[0]), "not a daemon connection");
+	cr_assert_eq(errno, EINVAL);
+	close(pfd[0]);
+	close(pfd[1]);
+
+	/* A context that was not given the fd cannot name the group's objects. */
+	ctx3 = ibv_open_device(ctx->device);
+	cr_assert_not_null(ctx3);
+	cr_assert_null(ibv_import_pd(ctx3, pd->handle));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(ibv_close_device(ctx3), 0);
+
+	/* ctx2's own CQ and QP in the shared PD, posting with the shared MR's key. */
+	cq2 = ibv_create_cq(ctx2, 4, NULL, NULL, 0);
+	cr_assert_not_null(cq2);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq2, .recv_cq = cq2, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	qp2 = ibv_create_qp(pd2, &ia);
+	cr_assert_not_null(qp2, "%s", strerror(errno));
+	to_rts(qp2);
+	cr_assert_eq(fake.qp[(qp2->qp_num - 0x11) % FAKE_MAX]->pd, fake.mr->pd, "one PD");
+	send_one(qp2, cq2, buf, mr2->lkey);
+
+	/* Its async events go to ctx2, not to ctx. */
+	pthread_mutex_lock(&srv_lock);
+	cr_assert_eq(ctl_qp_event(ctl, qp2->qp_num, CTL_QP_EV_FATAL, IBV_EVENT_QP_FATAL), 0);
+	pthread_mutex_unlock(&srv_lock);
+	p = (struct pollfd){ .fd = ctx2->async_fd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 1000), 1);
+	cr_assert_eq(ibv_get_async_event(ctx2, &ev), 0);
+	cr_assert_eq(ev.element.qp, qp2);
+	ibv_ack_async_event(&ev);
+	p = (struct pollfd){ .fd = ctx->async_fd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0);
+
+	/* The first context goes (its user-space objects unimported): the set lives on. */
+	ibv_unimport_mr(mr);
+	ibv_unimport_pd(pd);
+	pd = NULL;
+	cr_assert_eq(ibv_close_device(ctx), 0);
+	ctx = NULL;
+	cr_assert_eq(server_settles(2), 5, "pd, pdx, mr, cq2, qp2 (ctx2 holds ctx's socket: fd)");
+	cr_assert_eq(fake.nmr, 1);
+	cr_assert_eq(ibv_dealloc_pd(pdx), 0);
+	cr_assert_not_null(pdx = ibv_import_pd(ctx2, pd2->handle), "still there");
+	ibv_unimport_pd(pdx);
+	cr_assert_eq(ibv_destroy_qp(qp2), 0);
+	cr_assert_eq(ibv_destroy_cq(cq2), 0);
+
+	/* The last one goes: the rest (pd, mr) is destroyed. */
+	ibv_unimport_mr(mr2);
+	ibv_unimport_pd(pd2);
+	cr_assert_eq(server_settles(2), 2);
+	cr_assert_eq(ibv_close_device(ctx2), 0, "closes the imported fd too");
+	cr_assert_eq(fcntl(fd, F_GETFD), -1);
+	cr_assert_eq(server_settles(0), 0);
+	cr_assert_eq(fake.nmr, 0);
+	munmap(buf, (size_t)pg);
+}
+
+/* ---- the import protocol, spoken directly ---- */
+
+/* A connection of our own that opened the device. */
+static int raw_open(void)
+{
+	struct ipc_msg req, rsp;
+	int rfds[IPC_MAX_FDS];
+	int fd = ipc_connect(sock);
+
+	cr_assert_geq(fd, 0);
+	ipc_req_init(&req, IPC_OP_OPEN_DEVICE, 1);
+	memset(&req.u.req_OPEN_DEVICE, 0, sizeof(req.u.req_OPEN_DEVICE));
+	strcpy(req.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(ipc_call(fd, &req, NULL, 0, &rsp, rfds), 0);
+	close(rfds[0]);
+	return fd;
+}
+
+/* IMPORT_DEVICE on @p fd. @return the new connection's socket, or -status. */
+static int raw_import(int fd)
+{
+	static uint32_t seq = 100;
+	struct ipc_msg req, rsp;
+	int rfds[IPC_MAX_FDS];
+	int sv[2], rc;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	ipc_req_init(&req, IPC_OP_IMPORT_DEVICE, ++seq);
+	memset(&req.u.req_IMPORT_DEVICE, 0, sizeof(req.u.req_IMPORT_DEVICE));
+	cr_assert_eq(ipc_send(fd, &req, &sv[1], 1), 0);
+	close(sv[1]);
+	rc = ipc_await(sv[0], IPC_OP_IMPORT_DEVICE, seq, &rsp, rfds);
+	if (rc != 0) {
+		close(sv[0]);
+		return rc < 0 ? rc : -rc;
+	}
+	cr_assert_eq(rsp.hdr.nfds, 1, "the new connection's async-event socket");
+	close(rfds[0]);
+	return sv[0];
+}
+
+/* A one-handle request (ALLOC_PD answers a handle, IMPORT_PD a status). */
+static int raw_pd(int fd, enum ipc_op op, uint32_t handle, uint32_t *out)
+{
+	struct ipc_msg req, rsp;
+	int rc;
+
+	ipc_req_init(&req, op, 7);
+	memset(&req.u, 0, ipc_op_desc(op)->req_size);
+	if (op == IPC_OP_IMPORT_PD)
+		req.u.req_IMPORT_PD.handle = handle;
+	rc = ipc_call(fd, &req, NULL, 0, &rsp, NULL);
+	if (rc == 0 && out)
+		*out = rsp.u.rsp_ALLOC_PD.handle;
+	return rc;
+}
+
+/*
+ * A group outlives its first connection's socket and goes with the last one;
+ * an import needs a device and a socket; other groups see nothing.
+ */
+Test(shim_verbs, import_protocol_group_lifetime)
+{
+	int head = raw_open(), m1, m2, bare, pfd[2];
+	struct ipc_msg req, rsp;
+	uint32_t pdh;
+
+	cr_assert_eq(raw_pd(head, IPC_OP_ALLOC_PD, 0, &pdh), 0);
+	m1 = raw_import(head);
+	cr_assert_geq(m1, 0, "import: %s", strerror(-m1));
+	cr_assert_eq(raw_pd(m1, IPC_OP_IMPORT_PD, pdh, NULL), 0);
+	cr_assert_null(ibv_import_pd(ctx, pdh), "another group's handle");
+	cr_assert_eq(errno, EINVAL);
+
+	close(head);
+	cr_assert_eq(server_settles(2), 2, "ctx's pd and the group's, whose head socket closed");
+	cr_assert_eq(raw_pd(m1, IPC_OP_IMPORT_PD, pdh, NULL), 0, "the group lives on");
+	m2 = raw_import(m1);
+	cr_assert_geq(m2, 0, "a member exports the group as well");
+	close(m1);
+	cr_assert_eq(server_settles(2), 2);
+	cr_assert_eq(raw_pd(m2, IPC_OP_IMPORT_PD, pdh, NULL), 0);
+	close(m2);
+	cr_assert_eq(server_settles(1), 1, "the last member took the group's pd along");
+
+	/* Bad imports: before OPEN_DEVICE, without a socket, with a pipe. */
+	bare = ipc_connect(sock);
+	cr_assert_geq(bare, 0);
+	cr_assert_eq(raw_import(bare), -ENODEV, "answered on the new socket");
+	ipc_req_init(&req, IPC_OP_IMPORT_DEVICE, 9);
+	memset(&req.u.req_IMPORT_DEVICE, 0, sizeof(req.u.req_IMPORT_DEVICE));
+	cr_assert_eq(ipc_call(bare, &req, NULL, 0, &rsp, NULL), EINVAL,
+		     "no socket: answered on the connection itself");
+	cr_assert_eq(pipe(pfd), 0);
+	cr_assert_eq(ipc_call(bare, &req, &pfd[0], 1, &rsp, NULL), EINVAL);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(bare);
+	cr_assert_eq(server_settles(1), 1);
+}
+
+/*
+ * A forked child imports the parent's context again and again while the
+ * parent keeps calling through the very socket the child's requests travel
+ * on: no answer meant for one lands at the other.
+ */
+Test(shim_verbs, import_from_a_forked_child_beside_the_parent)
+{
+	struct ibv_port_attr pa;
+	int status = -1;
+	pid_t child = fork();
+
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		for (int i = 0; i < 20; i++) {
+			struct ibv_context *c2 = ibv_import_device(dup(ctx->cmd_fd));
+			struct ibv_pd *p2 = c2 ? ibv_import_pd(c2, pd->handle) : NULL;
+
+			if (p2 == NULL)
+				_exit(1);
+			ibv_unimport_pd(p2);
+			if (ibv_close_device(c2) != 0)
+				_exit(2);
+		}
+		_exit(0);
+	}
+	for (int i = 0; i < 200; i++)
+		cr_assert_eq(ibv_query_port(ctx, 1, &pa), 0);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	cr_assert_eq(server_settles(1), 1);
+}
+
 Test(shim_verbs, unsupported_verbs_say_eopnotsupp)
 {
 	struct ibv_xrcd_init_attr xa = { 0 };
@@ -829,7 +1122,7 @@ Test(shim_verbs, unsupported_verbs_say_eopnotsupp)
 	cr_assert_eq(errno, EOPNOTSUPP);
 	cr_assert_null(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE));
 	cr_assert_eq(errno, EOPNOTSUPP);
-	cr_assert_null(ibv_import_pd(ctx, 1));
+	cr_assert_null(ibv_import_dm(ctx, 1));
 	cr_assert_eq(errno, EOPNOTSUPP);
 	cr_assert_eq(ibv_attach_mcast(NULL, NULL, 0), EOPNOTSUPP);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
