@@ -34,6 +34,7 @@
 
 #define AI_CALL_TIMEOUT_MS 2000u
 #define AI_CALL_RETRIES 15u        /* a destroy waits up to 30 s for a wedged lcore */
+#define AI_CALL_RETRIES_SETUP 5u   /* other calls up to 10 s (a starved lcore), then EAGAIN */
 #define AI_EVQ 4096u               /* engine events deferred while a request runs */
 #define AI_HANDLE_BITS 20u         /* engine CQ/SRQ handle: gen << 20 | number */
 #define AI_HANDLE_MASK ((1u << AI_HANDLE_BITS) - 1)
@@ -144,7 +145,10 @@ tel_app_stats(const char *cmd, const char *params, struct rte_tel_data *t)
  * Run @p fn on @p w's lcore and return its result. Once the daemon is
  * stopping the workers are waited for and @p fn runs right here (nothing
  * else touches worker state then). A timed-out call did not run (worker.h),
- * so @p must (a destroy: the memory goes away afterwards) retries.
+ * so it is safe to send again: @p must (a destroy: the memory goes away
+ * afterwards) retries for up to 30 s, any other call for up to 10 s, so an
+ * lcore starved of CPU for a while (a loaded host) delays a verb instead of
+ * failing it.
  */
 static int
 ai_call(struct app_iface *ai, struct worker *w, worker_fn fn, void *arg, bool must)
@@ -161,7 +165,7 @@ ai_call(struct app_iface *ai, struct worker *w, worker_fn fn, void *arg, bool mu
 		rc = worker_call(w, fn, arg, AI_CALL_TIMEOUT_MS);
 		if (rc != -ETIMEDOUT && rc != -ENOBUFS && rc != -ENOMEM)
 			return rc;
-		if (!must || i + 1 >= AI_CALL_RETRIES) {
+		if (i + 1 >= (must ? AI_CALL_RETRIES : AI_CALL_RETRIES_SETUP)) {
 			if (must)
 				fprintf(stderr, "roce-daemon: worker %u does not answer (%s); "
 					"giving up on a teardown step\n", w->index, strerror(-rc));
