@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -307,6 +308,14 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 			c->uid = (uid_t)-1;
 			c->gid = (gid_t)-1;
 		}
+		/*
+		 * Pin the peer now, while it is most likely still the process that
+		 * connected: a PID looked up later (a fallback MR's registration)
+		 * could name a process that reused it.
+		 */
+		c->pidfd = c->pid > 0 ? (int)syscall(SYS_pidfd_open, c->pid, 0) : -1;
+		if (c->pidfd < 0)
+			c->pidfd = -1;
 		return c;
 	}
 	errno = EMFILE;
@@ -353,6 +362,9 @@ void ctl_conn_close(struct ctl_conn *c)
 	if (c->async_fd >= 0)
 		close(c->async_fd);
 	c->async_fd = -1;
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->pidfd = -1;
 	ctl->events_dropped += c->events_dropped;
 	c->events_dropped = 0;
 	if (--g->members > 0) {

@@ -135,9 +135,10 @@ struct ctl_conn {
 	uint32_t members; /* head only: open connections of the group, itself included */
 	int dev;          /* -1 until OPEN_DEVICE */
 	int async_fd;     /* our end of the async-event socketpair, -1 before open */
-	pid_t pid;
+	pid_t pid;        /* the peer (SO_PEERCRED at connect) */
 	uid_t uid;
 	gid_t gid;
+	int pidfd;        /* a pidfd of pid opened at connect, -1: none (fallback MRs dup it) */
 	uint32_t nobjs;   /* head only: objects of the group */
 	uint64_t events_dropped;
 };

@@ -4,6 +4,7 @@
  * destructor every teardown goes through.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -135,20 +136,21 @@ static bool ctl_proc_creds_are(pid_t pid, uid_t uid, gid_t gid)
 }
 
 /*
- * A pidfd of the client @p c for the fallback path. The PID comes from
- * SO_PEERCRED at connect time; the process now behind it must have the
- * peer's user and group (not a setuid program, not another user's process
- * that reused the PID): its credentials are read after the pidfd pins the
- * process and trusted only if the pidfd still names a live process then.
+ * A pidfd of the client @p c for the fallback path: a duplicate of the one
+ * lib/ctl opened when the client connected (ctl_conn_open), so it names the
+ * connecting process even if the PID was reused since. That process must
+ * have the peer's user and group (not a setuid program): its credentials
+ * are read while the pidfd pins it and trusted only if the pidfd still
+ * names a live process then (a dead one's PID may already be another's).
  * @return the pidfd, or -errno
  */
 static int ctl_client_pidfd(const struct ctl_conn *c)
 {
 	int pidfd;
 
-	if (c->pid <= 0)
+	if (c->pid <= 0 || c->pidfd < 0)
 		return -ESRCH;
-	pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	pidfd = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
 	if (pidfd < 0)
 		return -errno;
 	if (!ctl_proc_creds_are(c->pid, c->uid, c->gid) ||
