@@ -305,7 +305,7 @@ xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct
 	 * our store (x86 store buffer): both sides read the old value and the
 	 * wakeup is lost (the application sleeps on a CQ that holds a CQE).
 	 */
-	/*H1NOFENCE*/
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (cq->arm && __atomic_load_n(cq->arm, __ATOMIC_RELAXED))
 		xport_cq_notify(cq, c, solicited, out);
 }
