@@ -8,7 +8,10 @@
  *   qp_hold N [HOLD_SEC]      N in 1..1048576, HOLD_SEC in 0..60 (default 2)
  *
  * Prints "qp_hold: holding N QPs" once all exist (the sampling window), then
- * "qp_hold: created N destroyed N create_us_per_qp X". Exit status 0 when all
+ * "qp_hold: created N destroyed N create_us_per_qp X first_us Y last_us Z
+ * destroy_us_per_qp W": X the mean over all N, Y and Z the means over the
+ * first and the last QP_HOLD_WINDOW QPs (fewer when N is smaller), so the
+ * cost of one more QP at N is Z. Exit status 0 when all
  * N QPs were created and destroyed, 1 otherwise (with the failing call).
  * Every QP shares one PD and one CQ; queues are 1 WR deep with one SGE, so
  * what grows with N is the daemon's per-QP state, not the rings asked for.
@@ -23,6 +26,7 @@
 #include <infiniband/verbs.h>
 
 #define QP_HOLD_MAX (1u << 20)
+#define QP_HOLD_WINDOW 1024ul
 
 static double
 now_us(void)
@@ -81,7 +85,8 @@ main(int argc, char **argv)
 	struct ibv_pd *pd = NULL;
 	struct ibv_cq *cq = NULL;
 	struct ibv_qp **qps;
-	double t0, t1;
+	double t0, t1, t_first = 0, t_last0 = 0, t2, t3;
+	unsigned long win;
 	int ndev = 0, status = 1;
 
 	if (argc < 2 || argc > 3 || parse_uint(argv[1], QP_HOLD_MAX, &n) || n == 0 ||
@@ -104,12 +109,17 @@ main(int argc, char **argv)
 			ibv_get_device_name(list[0]), strerror(errno));
 		goto out;
 	}
+	win = n < QP_HOLD_WINDOW ? n : QP_HOLD_WINDOW;
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
+		if (i == n - win)
+			t_last0 = now_us();
 		qps[i] = qp_make(pd, cq, i);
 		if (!qps[i])
 			break;
 		made++;
+		if (made == win)
+			t_first = now_us();
 	}
 	t1 = now_us();
 	if (made == n) {
@@ -118,13 +128,19 @@ main(int argc, char **argv)
 		sleep((unsigned int)hold);
 		status = 0;
 	}
+	t2 = now_us();
 	for (i = 0; i < made; i++)
 		if (ibv_destroy_qp(qps[i]) == 0)
 			freed++;
+	t3 = now_us();
 	if (freed != made)
 		status = 1;
-	printf("qp_hold: created %lu destroyed %lu create_us_per_qp %.1f\n", made, freed,
+	printf("qp_hold: created %lu destroyed %lu create_us_per_qp %.1f", made, freed,
 	       made ? (t1 - t0) / (double)made : 0.0);
+	if (made == n)
+		printf(" first_us %.1f last_us %.1f", (t_first - t0) / (double)win,
+		       (t1 - t_last0) / (double)win);
+	printf(" destroy_us_per_qp %.1f\n", made ? (t3 - t2) / (double)made : 0.0);
 out:
 	if (cq)
 		ibv_destroy_cq(cq);

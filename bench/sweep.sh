@@ -5,16 +5,18 @@
 #
 # 1. Link limit: bench/linkrate (tx on host a, rx on host b, one polling lcore
 #    each) over every frame size our messages produce, on the PMDs asked for:
-#    net_af_packet / net_af_xdp on a veth pair between namespaces rbench-a and
-#    rbench-b (set up like scripts/lab.sh: offloads off, the tc drop of UDP
+#    net_af_packet / net_af_xdp on a veth pair between namespaces LAB-a and
+#    LAB-b (set up like scripts/lab.sh: offloads off, the tc drop of UDP
 #    4791 on af_packet when the daemon's BPF object is built), net_memif
 #    between two processes. Round trips (ping/pong) at the 8 B SEND frame.
 #    Optionally (-T) dpdk-testpmd txonly/rxonly as a cross-check.
-# 2. Ours: scripts/lab.sh brings up two daemons (lab "rbench"), roce-perftest
+# 2. Ours: scripts/lab.sh brings up two daemons (lab LAB), roce-perftest
 #    runs WRITE/READ/SEND bandwidth over message sizes (-D SEC each) and 8 B
 #    WRITE/SEND latency (-n N), -R rounds interleaved, medians; the daemons'
 #    retransmit counters (telemetry /roce/port/stats,0) are read around every
-#    run. Skipped with a message when the daemon, the perftest or the lab is
+#    run, and the frames lost between the two PMDs (sent by one daemon's
+#    port, not received by the other's: af_packet ring overflows, which
+#    this PMD does not count as imissed). Skipped with a message when the daemon, the perftest or the lab is
 #    not there or does not run (memif: the lab has no memif link yet).
 # 3. Daemon memory (VmRSS/VmHWM) with 0, 1, 1k, 16k QPs held by bench/qp_hold
 #    (MEM_QP_CMD), the lab brought up again with max_qps = MEM_MAX_QPS.
@@ -36,9 +38,14 @@
 #   -L        link limit only, skip our stack [BENCH_LINK_ONLY=1]
 #   -I DIR    copy the PNG plots there too, e.g. doc/img [BENCH_IMG]
 #   -P        measure nothing: tables and plots again from the CSVs in -o DIR
+#   BENCH_LAB       lab name LAB: namespaces LAB-a, LAB-b, DPDK file prefixes
+#                   LAB-* (default rbench; 1-8 of a-z 0-9), so that sweeps of
+#                   several builds can run one after another without meeting
+#   BENCH_PMD_ARGS  more devargs for the af_packet/af_xdp port of linkrate and
+#                   of the lab's daemons (LAB_PMD_ARGS), e.g. framecnt=512
 #
 # Our part runs these command templates (bash, run with a timeout); the
-# placeholders are {lab} (scripts/lab.sh -n rbench -b BUILD), {perftest} (the
+# placeholders are {lab} (scripts/lab.sh -n LAB -b BUILD), {perftest} (the
 # roce-perftest binary), {test} (write_bw, read_bw, send_bw, write_lat,
 # send_lat) and {args} (-s SIZE, -D or -n, --report_gbits, --output csv):
 #   OURS_SERVER_CMD  default '{lab} run b {perftest} {test} {args}'; empty:
@@ -52,7 +59,7 @@
 #
 # Thread placement (2 cores): linkrate tx and ping on CPU 1, rx and pong on
 # CPU 0, as lab.sh places the workers of daemons a and b. Only our own
-# namespaces (rbench-a, rbench-b), addresses from 198.18.0.0/15, every run
+# namespaces (LAB-a, LAB-b), addresses from 198.18.0.0/15, every run
 # under a timeout, processes ended by their PIDs, everything removed at exit.
 set -uo pipefail
 
@@ -75,6 +82,10 @@ PERFTEST_EXTRA=${PERFTEST_EXTRA:-}
 MEM_QP_CMD=${MEM_QP_CMD-'{lab} run a {qp_hold} {n} 2'}
 MEM_MAX_QPS=${MEM_MAX_QPS:-16640}
 BENCH_OURS_REPS=${BENCH_OURS_REPS:-3}
+BENCH_LAB=${BENCH_LAB:-rbench}
+BENCH_PMD_ARGS=${BENCH_PMD_ARGS:-}
+# af_packet ring slots, as scripts/lab.sh gives its daemons (see there)
+AF_PACKET_FRAMES=2048
 
 usage() {
 	sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
@@ -114,6 +125,9 @@ is_uint "$BENCH_OURS_REPS" && [ "$BENCH_OURS_REPS" -ge 1 ] && [ "$BENCH_OURS_REP
 is_uint "$MEM_MAX_QPS" && [ "$MEM_MAX_QPS" -ge 16400 ] && [ "$MEM_MAX_QPS" -le 1048576 ] || die "bad MEM_MAX_QPS '$MEM_MAX_QPS' (16400 or more)"
 is_uint "$BENCH_DURATION" && [ "$BENCH_DURATION" -ge 1 ] && [ "$BENCH_DURATION" -le 60 ] || die "bad -d '$BENCH_DURATION'"
 is_uint "$BENCH_LAT_ITERS" && [ "$BENCH_LAT_ITERS" -ge 100 ] && [ "$BENCH_LAT_ITERS" -le 1000000 ] || die "bad -n '$BENCH_LAT_ITERS'"
+[[ $BENCH_LAB =~ ^[a-z0-9]{1,8}$ ]] || die "bad BENCH_LAB '$BENCH_LAB' (1-8 of a-z 0-9)"
+[ -z "$BENCH_PMD_ARGS" ] || [[ $BENCH_PMD_ARGS =~ ^[a-z_]+=[A-Za-z0-9_./-]+(,[a-z_]+=[A-Za-z0-9_./-]+)*$ ]] ||
+	die "bad BENCH_PMD_ARGS '$BENCH_PMD_ARGS' (key=value,...)"
 IFS=, read -r -a SIZES <<< "$BENCH_SIZES"
 for s in "${SIZES[@]}"; do
 	is_uint "$s" && [ "$s" -ge 1 ] && [ "$s" -le 8388608 ] || die "bad message size '$s'"
@@ -132,7 +146,7 @@ PERFTEST=$BUILD/app/perftest/roce-perftest
 QP_HOLD=$BUILD/bench/qp_hold
 TC_OBJ=$BUILD/app/roce-daemon/roce_tc_drop.o
 LAB=$SRC/scripts/lab.sh
-LAB_NAME=rbench
+LAB_NAME=$BENCH_LAB
 OUT=${BENCH_OUT:-$BUILD/bench-results}
 [ "$REPLOT" = 1 ] || [ -x "$LINKRATE" ] || die "no $LINKRATE (DPDK found at configure time? ninja -C $BENCH_BUILD bench/linkrate)"
 mkdir -p "$OUT/logs" || die "cannot create $OUT"
@@ -140,8 +154,8 @@ OUT=$(cd "$OUT" && pwd)
 RUN=$OUT/run
 mkdir -p "$RUN"
 
-NS_A=rbench-a
-NS_B=rbench-b
+NS_A=$LAB_NAME-a
+NS_B=$LAB_NAME-b
 # EAL: no hugepages needed, a prefix per role so we never meet other DPDK
 # processes, no PCI scan, no telemetry socket.
 EAL_COMMON=(--no-huge --no-shconf -m 256 --no-pci --no-telemetry --log-level=pmd.net.memif:error)
@@ -226,7 +240,7 @@ net_up() { # pmd
 		peer name $NS_B netns $NS_B mtu "$BENCH_MTU" || return 1
 	KERNEL_DROP=no
 	for h in a b; do
-		ns=rbench-$h
+		ns=$LAB_NAME-$h
 		ip -n "$ns" link set lo up
 		ip netns exec "$ns" ethtool -K "$ns" tx off rx off gro off gso off tso off > /dev/null 2>&1
 		ip -n "$ns" addr add "198.18.0.$([ $h = a ] && echo 1 || echo 2)/24" dev "$ns"
@@ -263,16 +277,16 @@ frame_of() { # size pmtu -> frame bytes of a full packet of that message
 
 # vdev args of host h (a: sender, b: receiver) for one frame size
 vdev_of() { # pmd host frame
-	local pmd=$1 h=$2 frame=$3 bsize=2048
+	local pmd=$1 h=$2 frame=$3 bsize=2048 extra=${BENCH_PMD_ARGS:+,$BENCH_PMD_ARGS}
 	case $pmd in
 	af_packet)
 		if [ "$BENCH_MTU" -gt 1964 ]; then
-			echo "net_af_packet0,iface=rbench-$h,framesz=4608,blocksz=36864"
+			echo "net_af_packet0,iface=$LAB_NAME-$h,framecnt=$AF_PACKET_FRAMES,framesz=4608,blocksz=36864$extra"
 		else
-			echo "net_af_packet0,iface=rbench-$h"
+			echo "net_af_packet0,iface=$LAB_NAME-$h,framecnt=$AF_PACKET_FRAMES$extra"
 		fi ;;
 	af_xdp)
-		echo "net_af_xdp0,iface=rbench-$h,start_queue=0,queue_count=1" ;;
+		echo "net_af_xdp0,iface=$LAB_NAME-$h,start_queue=0,queue_count=1$extra" ;;
 	memif)
 		while [ $bsize -lt "$frame" ]; do bsize=$((bsize * 2)); done
 		# b is the server (it starts first and creates the socket)
@@ -301,7 +315,7 @@ in_host() { # pmd host cmd...
 	if [ "$pmd" = memif ]; then
 		"$@"
 	else
-		ip netns exec "rbench-$h" "$@"
+		ip netns exec "$LAB_NAME-$h" "$@"
 	fi
 }
 
@@ -333,7 +347,7 @@ linkrate_point() { # pmd frame rep
 	rm -f "$RUN/memif.sock"
 	dmac=ff:ff:ff:ff:ff:ff
 	[ "$pmd" != memif ] && dmac=$(mac_of $NS_B)
-	spawn "$rxo" in_host "$pmd" b "$LINKRATE" -l 0 "${EAL_COMMON[@]}" --file-prefix=rbench-rx \
+	spawn "$rxo" in_host "$pmd" b "$LINKRATE" -l 0 "${EAL_COMMON[@]}" --file-prefix=$LAB_NAME-rx \
 		--vdev="$(vdev_of "$pmd" b "$frame")" -- --role rx --size "$frame" --mbuf-size "$(mbuf_of "$pmd" "$frame")" \
 		--timeout $((BENCH_DURATION + 20))
 	rx=$LAST_PID
@@ -342,7 +356,7 @@ linkrate_point() { # pmd frame rep
 		reap "$rx" 1
 		return 1
 	fi
-	spawn "$txo" in_host "$pmd" a "$LINKRATE" -l 1 "${EAL_COMMON[@]}" --file-prefix=rbench-tx \
+	spawn "$txo" in_host "$pmd" a "$LINKRATE" -l 1 "${EAL_COMMON[@]}" --file-prefix=$LAB_NAME-tx \
 		--vdev="$(vdev_of "$pmd" a "$frame")" -- --role tx --size "$frame" --mbuf-size "$(mbuf_of "$pmd" "$frame")" \
 		--duration "$BENCH_DURATION" --dst-mac "$dmac" --timeout 15
 	tx=$LAST_PID
@@ -374,7 +388,7 @@ linkrate_latency() { # pmd frame
 	rm -f "$RUN/memif.sock"
 	dmac=ff:ff:ff:ff:ff:ff
 	[ "$pmd" != memif ] && dmac=$(mac_of $NS_B)
-	spawn "$po" in_host "$pmd" b "$LINKRATE" -l 0 "${EAL_COMMON[@]}" --file-prefix=rbench-rx \
+	spawn "$po" in_host "$pmd" b "$LINKRATE" -l 0 "${EAL_COMMON[@]}" --file-prefix=$LAB_NAME-rx \
 		--vdev="$(vdev_of "$pmd" b "$frame")" -- --role pong --size "$frame" --timeout 40 \
 		--mbuf-size "$(mbuf_of "$pmd" "$frame")"
 	pong=$LAST_PID
@@ -383,7 +397,7 @@ linkrate_latency() { # pmd frame
 		reap "$pong" 1
 		return 1
 	fi
-	spawn "$pi" in_host "$pmd" a "$LINKRATE" -l 1 "${EAL_COMMON[@]}" --file-prefix=rbench-tx \
+	spawn "$pi" in_host "$pmd" a "$LINKRATE" -l 1 "${EAL_COMMON[@]}" --file-prefix=$LAB_NAME-tx \
 		--vdev="$(vdev_of "$pmd" a "$frame")" -- --role ping --size "$frame" --mbuf-size "$(mbuf_of "$pmd" "$frame")" \
 		--count "$BENCH_LAT_ITERS" --duration 20 --dst-mac "$dmac" --timeout 15
 	ping=$LAST_PID
@@ -436,20 +450,20 @@ testpmd_point() { # pmd frame
 	# fwd lcore: tx on 1, rx on 0; the main lcores only print stats
 	if [ "$pmd" = memif ]; then
 		spawn "$txo" in_shell timeout -s INT $((BENCH_DURATION + 3)) dpdk-testpmd -l 0,1 "${EAL_COMMON[@]}" \
-			--file-prefix=rbench-ttx --vdev="$txv" -- "${tp[@]}" "${txpmd[@]}"
+			--file-prefix=$LAB_NAME-ttx --vdev="$txv" -- "${tp[@]}" "${txpmd[@]}"
 		tx=$LAST_PID
 		wait_listening memif /dev/null "$tx"
 		spawn "$rxo" in_shell timeout -s INT $((BENCH_DURATION + 2)) dpdk-testpmd -l 0,1 --main-lcore 1 \
-			"${EAL_COMMON[@]}" --file-prefix=rbench-trx --vdev="$rxv" -- "${tp[@]}" --forward-mode=rxonly
+			"${EAL_COMMON[@]}" --file-prefix=$LAB_NAME-trx --vdev="$rxv" -- "${tp[@]}" --forward-mode=rxonly
 		rx=$LAST_PID
 	else
 		spawn "$rxo" in_host "$pmd" b timeout -s INT $((BENCH_DURATION + 4)) dpdk-testpmd -l 0,1 \
-			--main-lcore 1 "${EAL_COMMON[@]}" --file-prefix=rbench-trx --vdev="$rxv" -- "${tp[@]}" \
+			--main-lcore 1 "${EAL_COMMON[@]}" --file-prefix=$LAB_NAME-trx --vdev="$rxv" -- "${tp[@]}" \
 			--forward-mode=rxonly
 		rx=$LAST_PID
 		sleep 1.5
 		spawn "$txo" in_host "$pmd" a timeout -s INT $((BENCH_DURATION + 1)) dpdk-testpmd -l 0,1 \
-			"${EAL_COMMON[@]}" --file-prefix=rbench-ttx --vdev="$txv" -- "${tp[@]}" "${txpmd[@]}"
+			"${EAL_COMMON[@]}" --file-prefix=$LAB_NAME-ttx --vdev="$txv" -- "${tp[@]}" "${txpmd[@]}"
 		tx=$LAST_PID
 	fi
 	reap "$rx" $((BENCH_DURATION + 15))
@@ -532,11 +546,13 @@ csv_field() { # file column
 
 # Port counters of both lab daemons summed (telemetry /roce/port/stats,0,
 # read straight from their telemetry sockets: one python start per call):
-# "retransmits tx_packets timeouts nak_rx_psn_seq_error", empty on failure.
+# "retransmits tx_packets timeouts nak_rx_psn_seq_error lost nak_rx_rnr",
+# lost = frames the two ports sent minus frames they received (what the
+# link, i.e. the receiving af_packet ring, dropped), empty on failure.
 port_counters() {
 	python3 - "$LAB_NAME" 2> /dev/null <<'PY'
 import json, socket, sys
-keys = ("retransmits", "tx_packets", "timeouts", "nak_rx_psn_seq_error")
+keys = ("retransmits", "tx_packets", "timeouts", "nak_rx_psn_seq_error", "lost", "nak_rx_rnr")
 tot = dict.fromkeys(keys, 0)
 for h in "ab":
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -546,6 +562,7 @@ for h in "ab":
     s.send(b"/roce/port/stats,0")
     st = json.loads(s.recv(info["max_output_len"]))["/roce/port/stats"]
     s.close()
+    st["lost"] = int(st["eth_opackets"]) - int(st["eth_ipackets"])
     for k in keys:
         tot[k] += int(st[k])
 print(" ".join(str(tot[k]) for k in keys))
@@ -586,7 +603,7 @@ ours_run() { # test args tag
 
 lab_up() { # pmd logfile [max_qps]
 	net_down
-	LAB_MAX_QPS=${3:-256} LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME -p "$1" -m "$BENCH_MTU" up >> "$2" 2>&1 &&
+	LAB_MAX_QPS=${3:-256} LAB_PMD_ARGS=$BENCH_PMD_ARGS LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME -p "$1" -m "$BENCH_MTU" up >> "$2" 2>&1 &&
 		{ LAB_UP=1; return 0; }
 	LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME down > /dev/null 2>&1
 	return 1
@@ -613,7 +630,7 @@ ours_medians() { # pmd
 			n=$(awk -F, "$sel" "$OUT/ours_raw.csv" | wc -l)
 			[ "$n" -gt 0 ] || continue
 			local row="$pmd,$BENCH_MTU,$test,$s"
-			for col in 6 7 10 11 12; do
+			for col in 6 7 10 11 12 14 15; do
 				row="$row,$(awk -F, "$sel && \$$col != \"\" { print \$$col }" "$OUT/ours_raw.csv" | median)"
 			done
 			echo "$row,$n" >> "$OUT/ours_bw.csv"
@@ -651,7 +668,7 @@ ours_phase() { # pmd
 				local bw mr it cnt
 				bw=$(csv_field "$OURS_LOG" bw_avg); mr=$(csv_field "$OURS_LOG" msg_rate_mpps)
 				it=$(csv_field "$OURS_LOG" iterations)
-				cnt=${OURS_CNT:-- - - -}
+				cnt=${OURS_CNT:-- - - - - -}
 				if [ $rc -ne 0 ] || [ -z "$bw" ]; then
 					failed=$((failed + 1))
 					echo "  #$rep $test $s B: failed (status $rc, see $OURS_LOG)"
@@ -666,15 +683,16 @@ ours_phase() { # pmd
 				ok=$((ok + 1))
 				# pmd,mtu,test,size,rep,gbps,mmsgs,t_typical,t_p99,retransmits,tx_packets,timeouts,psn_naks,status
 				echo "$pmd,$BENCH_MTU,$test,$s,$rep,$bw,$mr,,,${cnt// /,},ok" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
-				printf "  #%d %-9s %8d B: %9.3f Gb/s %8.4f Mmsg/s  (%s iterations; retransmits %s of %s frames sent)\n" \
-					"$rep" "$test" "$s" "$bw" "$mr" "$it" "$(cut -d' ' -f1 <<< "$cnt")" "$(cut -d' ' -f2 <<< "$cnt")"
+				printf "  #%d %-9s %8d B: %9.3f Gb/s %8.4f Mmsg/s  (%s iterations; retransmits %s of %s frames sent, %s lost, %s RNR NAKs)\n" \
+					"$rep" "$test" "$s" "$bw" "$mr" "$it" "$(cut -d' ' -f1 <<< "$cnt")" "$(cut -d' ' -f2 <<< "$cnt")" \
+					"$(cut -d' ' -f5 <<< "$cnt")" "$(cut -d' ' -f6 <<< "$cnt")"
 			done
 		done
 		for test in write_lat send_lat; do
 			ours_run "$test" "-s 8 -n $BENCH_LAT_ITERS --output csv" "$pmd-$test-8-$rep"
 			local p50 p99
 			p50=$(csv_field "$OURS_LOG" t_typical_us); p99=$(csv_field "$OURS_LOG" t_p99_us)
-			cnt=${OURS_CNT:-- - - -}
+			cnt=${OURS_CNT:-- - - - - -}
 			if [ -z "$p50" ]; then
 				echo "  #$rep $test 8 B: failed (see $OURS_LOG)"
 				continue
@@ -711,7 +729,7 @@ ours_memory_point() { # pmd max_qps n status
 	local pid
 	pid=$(cat "${LAB_STATE:-/tmp/roce-lab}/$LAB_NAME/a.pid" 2>/dev/null)
 	[ -n "$pid" ] && [ -r "/proc/$pid/status" ] || { echo "  memory: no daemon PID found"; return 1; }
-	echo "$1,$2,$3,$(daemon_kb "$pid" VmRSS),$(daemon_kb "$pid" VmHWM),$4" >> "$OUT/ours_mem.csv"
+	echo "$1,$2,$3,$(daemon_kb "$pid" VmRSS),$(daemon_kb "$pid" VmHWM),$4,," >> "$OUT/ours_mem.csv"
 	printf "  memory: max_qps %d, %5d QPs: VmRSS %s kB, VmHWM %s kB (%s)\n" "$2" "$3" \
 		"$(daemon_kb "$pid" VmRSS)" "$(daemon_kb "$pid" VmHWM)" "$4"
 }
@@ -739,7 +757,11 @@ ours_memory() { # pmd
 		reap "$job" 1
 		rc=$?
 		hwm=$(daemon_kb "$pid" VmHWM)
-		echo "$pmd,$MEM_MAX_QPS,$n,$mx,$hwm,$([ $rc = 0 ] && echo ok || echo "failed($rc)")" >> "$OUT/ours_mem.csv"
+		# qp_hold's create cost: mean over all n, and over the last 1024 (the cost at n)
+		local cu lu
+		cu=$(sed -n 's/.*create_us_per_qp \([0-9.]*\).*/\1/p' "$OUT/logs/mem-$pmd-$n.log" | head -1)
+		lu=$(sed -n 's/.* last_us \([0-9.]*\).*/\1/p' "$OUT/logs/mem-$pmd-$n.log" | head -1)
+		echo "$pmd,$MEM_MAX_QPS,$n,$mx,$hwm,$([ $rc = 0 ] && echo ok || echo "failed($rc)"),$cu,$lu" >> "$OUT/ours_mem.csv"
 		printf "  memory: max_qps %d, %5d QPs: max VmRSS %s kB, VmHWM %s kB (command status %d; %s)\n" \
 			"$MEM_MAX_QPS" "$n" "$mx" "$hwm" "$rc" "$(grep -m1 created "$OUT/logs/mem-$pmd-$n.log")"
 	done
@@ -773,13 +795,13 @@ summarize() {
 	done
 	# sweep.csv: per test and message size, the link limit at that frame size
 	# (payload Gb/s = frames/s x payload per frame) and ours as a ratio of it.
-	echo "pmd,mtu,test,size,frame,link_mpps,link_payload_gbps,ours_gbps,ours_mmsgs,ratio,goal,verdict,retransmits,tx_frames,retx_pct" > "$OUT/sweep.csv"
+	echo "pmd,mtu,test,size,frame,link_mpps,link_payload_gbps,ours_gbps,ours_mmsgs,ratio,goal,verdict,retransmits,tx_frames,retx_pct,lost_frames" > "$OUT/sweep.csv"
 	for pmd in "${PMDS[@]}"; do
 		pmtu=$(path_mtu "$pmd")
 		for test in write_bw read_bw send_bw; do
 			for s in "${SIZES[@]}"; do
 				f=$(frame_of "$s" "$pmtu")
-				local lm og om rt tx
+				local lm og om rt tx lf
 				lm=$(awk -F, -v p="$pmd" -v f="$f" '$1 == p && $3 == f { print $4 }' "$OUT/link.csv")
 				[ -n "$lm" ] || continue
 				og=$(awk -F, -v p="$pmd" -v t="$test" -v s="$s" -v m="$BENCH_MTU" \
@@ -790,8 +812,13 @@ summarize() {
 					'$1 == p && $2 == m && $3 == t && $4 == s { printf "%d", $7 }' "$OUT/ours_bw.csv" 2>/dev/null | tail -1)
 				tx=$(awk -F, -v p="$pmd" -v t="$test" -v s="$s" -v m="$BENCH_MTU" \
 					'$1 == p && $2 == m && $3 == t && $4 == s { printf "%d", $8 }' "$OUT/ours_bw.csv" 2>/dev/null | tail -1)
+				# (ours_bw.csv of older sweeps, re-plotted with -P, has no lost_frames)
+				lf=$(awk -F, -v p="$pmd" -v t="$test" -v s="$s" -v m="$BENCH_MTU" \
+					'NR == 1 { has = $10 == "lost_frames" }
+					has && $1 == p && $2 == m && $3 == t && $4 == s && $10 != "" { printf "%d", $10 }' \
+					"$OUT/ours_bw.csv" 2>/dev/null | tail -1)
 				awk -v p="$pmd" -v m="$BENCH_MTU" -v t="$test" -v s="$s" -v f="$f" -v lm="$lm" \
-					-v pm="$pmtu" -v og="$og" -v om="$om" -v rt="$rt" -v tx="$tx" 'BEGIN {
+					-v pm="$pmtu" -v og="$og" -v om="$om" -v rt="$rt" -v tx="$tx" -v lf="$lf" 'BEGIN {
 					pay = s < pm ? s : pm
 					lg = lm * pay * 8 / 1e3
 					goal = s >= 4096 ? 0.9 : (s == 64 ? 0.7 : "")
@@ -801,8 +828,8 @@ summarize() {
 						verdict = goal == "" ? "-" : (ratio + 0 >= goal ? "meets" : "below")
 					}
 					pct = (tx != "" && tx > 0) ? sprintf("%.1f", 100 * rt / tx) : ""
-					printf "%s,%s,%s,%s,%s,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s\n", p, m, t, s, f, lm, lg,
-						og, om, ratio, goal, verdict, rt, tx, pct }' >> "$OUT/sweep.csv"
+					printf "%s,%s,%s,%s,%s,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p, m, t, s, f, lm, lg,
+						og, om, ratio, goal, verdict, rt, tx, pct, lf }' >> "$OUT/sweep.csv"
 			done
 		done
 	done
@@ -955,10 +982,10 @@ else
 		"$OUT"/logs/*.log
 	echo "pmd,mtu,tool,frame,rep,rx_mpps,rx_gbps,tx_mpps,lost,kernel_drop" > "$OUT/link_raw.csv"
 	echo "pmd,mtu,frame,probes,lost,rtt_min_us,rtt_p50_us,rtt_p99_us,rtt_max_us" > "$OUT/link_latency.csv"
-	echo "pmd,mtu,test,size,rep,bw_gbps,msg_rate_mpps,t_typical_us,t_p99_us,retransmits,tx_packets,timeouts,psn_naks,status" > "$OUT/ours_raw.csv"
-	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps,retransmits,tx_packets,timeouts,runs" > "$OUT/ours_bw.csv"
+	echo "pmd,mtu,test,size,rep,bw_gbps,msg_rate_mpps,t_typical_us,t_p99_us,retransmits,tx_packets,timeouts,psn_naks,lost_frames,rnr_naks,status" > "$OUT/ours_raw.csv"
+	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps,retransmits,tx_packets,timeouts,lost_frames,rnr_naks,runs" > "$OUT/ours_bw.csv"
 	echo "pmd,mtu,test,size,t_typical_us,t_p99_us,runs" > "$OUT/ours_lat.csv"
-	echo "pmd,max_qps,qps,vmrss_kb,vmhwm_kb,status" > "$OUT/ours_mem.csv"
+	echo "pmd,max_qps,qps,vmrss_kb,vmhwm_kb,status,create_us_per_qp,create_us_last1k" > "$OUT/ours_mem.csv"
 	echo "pmd,status,detail" > "$OUT/ours_status.csv"
 	echo "sweep: build $BUILD, output $OUT, PMDs ${PMDS[*]}, IP MTU $BENCH_MTU, $BENCH_REPS x ${BENCH_DURATION}s per link point"
 	for pmd in "${PMDS[@]}"; do
