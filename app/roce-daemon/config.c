@@ -312,9 +312,10 @@ trim(char *s)
 	return s;
 }
 
-/* Append each comma-separated address of @p value to the port. */
+/* Call @p add for each comma-separated, trimmed item of @p value; the first error wins. */
 static const char *
-parse_addr_list(const char *value, bool ipv6, struct config_port *port)
+parse_list(const char *value, struct config_port *port,
+	   const char *(*add)(const char *item, struct config_port *port))
 {
 	char buf[256];
 	char *rest = buf, *tok;
@@ -323,49 +324,60 @@ parse_addr_list(const char *value, bool ipv6, struct config_port *port)
 		return "value too long";
 	strcpy(buf, value);
 	while ((tok = strsep(&rest, ",")) != NULL) {
-		struct config_addr a;
 		const char *why;
 
 		tok = trim(tok);
 		if (*tok == '\0')
 			return "empty address in list";
-		why = parse_addr(tok, ipv6, true, &a);
+		why = add(tok, port);
 		if (why != NULL)
 			return why;
-		for (unsigned int i = 0; i < port->n_addrs; i++)
-			if (memcmp(port->addrs[i].addr, a.addr, 16) == 0)
-				return "address listed twice";
-		if (port->n_addrs >= CONFIG_MAX_ADDRS)
-			return "too many addresses (at most 8 per port)";
-		port->addrs[port->n_addrs++] = a;
 	}
 	return NULL;
 }
 
-/* Append each comma-separated neighbour address (IPv4 or IPv6, no prefix). */
+/* A port address (with prefix); ipv4 and ipv6 keys differ only in the family. */
 static const char *
-parse_resolve_list(const char *value, struct config_port *port)
+add_addr(const char *item, struct config_port *port, bool ipv6)
 {
-	char buf[256];
-	char *rest = buf, *tok;
+	struct config_addr a;
+	const char *why = parse_addr(item, ipv6, true, &a);
 
-	if (strlen(value) >= sizeof(buf))
-		return "value too long";
-	strcpy(buf, value);
-	while ((tok = strsep(&rest, ",")) != NULL) {
-		struct config_addr a;
-		const char *why;
+	if (why != NULL)
+		return why;
+	for (unsigned int i = 0; i < port->n_addrs; i++)
+		if (memcmp(port->addrs[i].addr, a.addr, 16) == 0)
+			return "address listed twice";
+	if (port->n_addrs >= CONFIG_MAX_ADDRS)
+		return "too many addresses (at most 8 per port)";
+	port->addrs[port->n_addrs++] = a;
+	return NULL;
+}
 
-		tok = trim(tok);
-		if (*tok == '\0')
-			return "empty address in list";
-		why = parse_addr(tok, strchr(tok, ':') != NULL, false, &a);
-		if (why != NULL)
-			return why;
-		if (port->n_resolve >= CONFIG_MAX_ADDRS)
-			return "too many addresses (at most 8 per port)";
-		port->resolve[port->n_resolve++] = a;
-	}
+static const char *
+add_addr_v4(const char *item, struct config_port *port)
+{
+	return add_addr(item, port, false);
+}
+
+static const char *
+add_addr_v6(const char *item, struct config_port *port)
+{
+	return add_addr(item, port, true);
+}
+
+/* A neighbour to resolve at start (IPv4 or IPv6, no prefix). */
+static const char *
+add_resolve(const char *item, struct config_port *port)
+{
+	struct config_addr a;
+	const char *why = parse_addr(item, strchr(item, ':') != NULL, false, &a);
+
+	if (why != NULL)
+		return why;
+	if (port->n_resolve >= CONFIG_MAX_ADDRS)
+		return "too many addresses (at most 8 per port)";
+	port->resolve[port->n_resolve++] = a;
 	return NULL;
 }
 
@@ -417,9 +429,9 @@ set_value(const struct config_key *key, void *base, const char *value, char *ran
 		return range;
 	case KEY_ADDRS4:
 	case KEY_ADDRS6:
-		return parse_addr_list(value, key->type == KEY_ADDRS6, base);
+		return parse_list(value, base, key->type == KEY_ADDRS6 ? add_addr_v6 : add_addr_v4);
 	case KEY_RESOLVE:
-		return parse_resolve_list(value, base);
+		return parse_list(value, base, add_resolve);
 	case KEY_GATEWAY4:
 	case KEY_GATEWAY6: {
 		struct config_port *port = base;
