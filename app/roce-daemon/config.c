@@ -83,6 +83,10 @@ static const struct config_key daemon_keys[] = {
 	/* the range is the engine's (lib/qp XPORT_MAX_RD_ATOMIC); 128 as rxe */
 	U32("max_rd_atomic", D_FIELD(max_rd_atomic), 1, XPORT_MAX_RD_ATOMIC, "128",
 	    "outstanding RDMA READ/atomic per QP"),
+	U32("max_inflight_packets", D_FIELD(max_inflight_packets), 1, 1u << 22, "256",
+	    "RC packets per QP sent and not acknowledged (READ: its response packets)"),
+	U32("min_inflight_packets", D_FIELD(min_inflight_packets), 1, 1u << 22, "8",
+	    "floor of the RC send window after losses (= max_inflight_packets: no back-off)"),
 	U32("neigh_entries", D_FIELD(neigh_entries), 16, 65536, "256", "neighbour table size"),
 	U32("neigh_reachable_s", D_FIELD(neigh_reachable_s), 1, 86400, "300",
 	    "a resolved neighbour is re-probed after this"),

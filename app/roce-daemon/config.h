@@ -90,6 +90,8 @@ struct config_daemon {
 	uint32_t max_srq_wr;
 	uint32_t max_inline;
 	uint32_t max_rd_atomic;           /**< max_qp_rd_atom, max_qp_init_rd_atom (1..128) */
+	uint32_t max_inflight_packets;    /**< RC send window cap (xport_cfg.max_unacked) */
+	uint32_t min_inflight_packets;    /**< send window floor after losses (xport_cfg.min_window) */
 	uint32_t neigh_entries;
 	uint32_t neigh_reachable_s;       /**< lifetime of a resolved entry */
 	uint32_t neigh_retry_ms;          /**< interval between ARP/NS probes */

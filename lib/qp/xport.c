@@ -59,6 +59,12 @@ xport_qp_state(const struct xport_qp *qp)
 }
 
 uint32_t
+xport_qp_send_window(const struct xport_qp *qp)
+{
+	return qp->req.window;
+}
+
+uint32_t
 xport_qp_sq_psn(const struct xport_qp *qp)
 {
 	return qp->req.psn;
@@ -222,6 +228,14 @@ derive(struct xport_qp *qp)
 	qp->max_unacked = cfg->max_unacked ? cfg->max_unacked : XPORT_MAX_UNACKED;
 	if (qp->max_unacked > (1u << 22))
 		qp->max_unacked = 1u << 22;
+	qp->min_window = cfg->min_window ? cfg->min_window : XPORT_MIN_WINDOW;
+	if (qp->min_window > qp->max_unacked)
+		qp->min_window = qp->max_unacked;
+	/* a live QP keeps its window, inside the new bounds */
+	if (qp->req.window == 0 || qp->req.window > qp->max_unacked)
+		qp->req.window = qp->max_unacked;
+	if (qp->req.window < qp->min_window)
+		qp->req.window = qp->min_window;
 	if (qp->cfg.max_rd_atomic == 0)
 		qp->cfg.max_rd_atomic = 1;
 	qp->cfg.max_dest_rd_atomic = (uint8_t)res_slots_of(cfg); /* the ring's length */

@@ -82,7 +82,8 @@ extern "C" {
 #define XPORT_FLUSH_BUDGET 256     /**< WQEs flushed per call in the error state */
 #define XPORT_MAX_RD_ATOMIC 128    /**< max of max_rd_atomic / max_dest_rd_atomic (as rxe) */
 #define XPORT_ACK_REQ_EVERY 64     /**< default: AckReq at least every N packets */
-#define XPORT_MAX_UNACKED 1024     /**< default: window of unacknowledged PSNs */
+#define XPORT_MAX_UNACKED 256      /**< default: cap of unacknowledged PSNs (send window) */
+#define XPORT_MIN_WINDOW 8         /**< default: floor of the send window after losses */
 #define XPORT_UD_GRH_LEN 40        /**< GRH bytes at the head of a UD receive buffer */
 #define XPORT_BOUNCE_FRAME 4096    /**< payload a frame may copy from indirect MRs (max PMTU) */
 /** @} */
@@ -172,7 +173,19 @@ struct xport_cfg {
 	bool sq_sig_all;          /**< every send WQE is signaled */
 	uint32_t rate_limit_kbps; /**< 0 = unlimited (ibv_qp_attr.rate_limit) */
 	uint32_t ack_req_every;   /**< AckReq every N packets of a message; 0 = XPORT_ACK_REQ_EVERY */
-	uint32_t max_unacked;     /**< unacked PSN window; 0 = XPORT_MAX_UNACKED */
+	/**
+	 * Cap of the send window (RC): request PSNs sent and not acknowledged,
+	 * a READ counting its response packets; 0 = XPORT_MAX_UNACKED.
+	 */
+	uint32_t max_unacked;
+	/**
+	 * Floor of the send window: every go-back-N (ACK timeout, sequence
+	 * NAK, implied NAK) halves the window down to this; acknowledged PSNs
+	 * grow it by one per window's worth (one per round trip) back to
+	 * max_unacked; 0 = XPORT_MIN_WINDOW;
+	 * >= max_unacked: no back-off (fixed window).
+	 */
+	uint32_t min_window;
 	/* queues */
 	struct spsc_ring *sq;     /**< struct sq_wqe ring (engine = consumer) */
 	struct spsc_ring *rq;     /**< struct rq_wqe ring, or NULL with an SRQ */
@@ -202,6 +215,7 @@ struct xport_cfg {
 	X(RETRY_TIMEOUT, "local ACK timeouts") \
 	X(RETRY_SEQ_NAK, "go-back-N after a PSN sequence NAK") \
 	X(RETRY_IMPLIED_NAK, "go-back-N after an implied NAK (skipped READ/ATOMIC response)") \
+	X(WINDOW_SHRINK, "send window halved by a go-back-N (loss back-off)") \
 	X(ACK_TX, "ACKs sent") \
 	X(ACK_RX, "ACKs received") \
 	X(NAK_SEQ_TX, "PSN sequence error NAKs sent") \
@@ -438,6 +452,8 @@ const char *xport_counter_desc(enum xport_counter c);
 const char *xport_err_name(enum xport_err e);
 /** @return the next PSN the requester will send. */
 uint32_t xport_qp_sq_psn(const struct xport_qp *qp);
+/** @return the send window now (PSNs, RC): between min_window and max_unacked. */
+uint32_t xport_qp_send_window(const struct xport_qp *qp);
 /** @return the PSN the responder expects next. */
 uint32_t xport_qp_rq_psn(const struct xport_qp *qp);
 /** @} */

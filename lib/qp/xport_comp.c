@@ -12,6 +12,9 @@
  *   without progress; RNR NAK: wait the NAK's timer, rnr_retry times
  *   (7 = infinite). Exhaustion completes the WQE with RETRY_EXC_ERR /
  *   RNR_RETRY_EXC_ERR and the QP goes to error.
+ * - Every go-back-N after a loss (timeout, sequence or implied NAK) halves
+ *   the requester's send window; acknowledged PSNs grow it back
+ *   (xport_req.c "Send window"). An RNR NAK is no loss: the window stays.
  */
 #include "xport_internal.h"
 
@@ -75,6 +78,8 @@ static void
 progress(struct xport_qp *qp, uint32_t psn, uint64_t now)
 {
 	struct xport_comp *c = &qp->comp;
+	if (psn_lt(c->psn, psn))
+		xport_req_window_acked(qp, roce_psn_diff(psn, c->psn));
 	c->psn = psn;
 	c->retry_left = qp->cfg.retry_cnt;
 	c->rnr_left = qp->cfg.rnr_retry;
@@ -271,6 +276,7 @@ comp_retry(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 	c->retrying = true;
 	c->progress_ns = now;
 	cnt_inc(qp, ctx->retry);
+	xport_req_window_loss(qp);
 	xport_req_rewind(qp, c->psn);
 	return COMP_DONE;
 }
@@ -421,5 +427,6 @@ xport_comp_timeout(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	c->retry_left--;
 	c->retrying = true;
 	c->progress_ns = now;
+	xport_req_window_loss(qp);
 	xport_req_rewind(qp, c->psn);
 }

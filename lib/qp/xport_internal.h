@@ -54,6 +54,8 @@ struct xport_req {
 	uint32_t psn_max;      /* one past the highest PSN ever sent */
 	uint32_t pkts_since_ack_req;
 	uint32_t rd_inflight;  /* READ/ATOMIC WQEs sent, not completed */
+	uint32_t window;       /* send window (PSNs): min_window..max_unacked */
+	uint32_t window_credit; /* PSNs acknowledged towards the next window + 1 */
 	uint64_t pace_next;    /* rate limiter: earliest time of the next frame */
 	uint64_t rnr_until;    /* RNR back-off end */
 	bool rnr_wait;
@@ -132,7 +134,8 @@ struct xport_qp {
 	uint8_t mtu_shift;     /* log2(path MTU bytes) */
 	uint32_t mtu;
 	uint32_t ack_req_every;
-	uint32_t max_unacked;
+	uint32_t max_unacked;  /* send window cap */
+	uint32_t min_window;   /* send window floor (<= max_unacked) */
 	uint64_t ack_timeout_ns; /* 0 = none */
 	struct roce_pkt tmpl;  /* header template towards the connected peer */
 	struct xport_req req;
@@ -227,6 +230,8 @@ bool xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out 
 void xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out);
 void xport_req_rewind(struct xport_qp *qp, uint32_t psn);
 void xport_req_reset(struct xport_qp *qp);
+void xport_req_window_loss(struct xport_qp *qp);
+void xport_req_window_acked(struct xport_qp *qp, uint32_t npsn);
 const char *xport_req_step_name(unsigned step);
 
 /* xport_resp.c */

@@ -4,8 +4,18 @@
  *
  * Segmentation by path MTU, one PSN per packet (a READ of L bytes takes
  * ceil(L / MTU) PSNs), AckReq on the last packet of a message
- * and every ack_req_every packets, limits (max_rd_atomic, fence, unacked
+ * and every ack_req_every packets, limits (max_rd_atomic, fence, send
  * window), rate pacing, and go-back-N rewinds requested by the completer.
+ *
+ * Send window (RC): PSNs sent and not acknowledged, at most req.window.
+ * A READ counts the PSNs of its response packets (IBTA 9.7.1: the request
+ * consumes them), so the responses in flight towards this host are bounded
+ * too. The completer halves the window per go-back-N (a lost frame usually
+ * means an overrun receive ring: resending the whole window would overrun
+ * it again) down to min_window, and acknowledged PSNs grow it by one per
+ * window's worth, i.e. one packet per round trip, back to max_unacked
+ * (TCP's AIMD, RFC 5681 3.1 congestion avoidance; no slow start: the
+ * window starts at the cap). Deterministic: only PSN counts move it.
  * UC and UD complete a WQE as soon as its last packet is out.
  */
 #include <stddef.h>
@@ -15,7 +25,7 @@
 
 #define REQ_STEP_LIST(X) \
 	X(GET_WQE, "take the WQE at cur, copying it from the ring on first use") \
-	X(CHECK_LIMITS, "rd_atomic, fence, unacked window, rate limit") \
+	X(CHECK_LIMITS, "rd_atomic, fence, send window, rate limit") \
 	X(BUILD, "build the next packet of the WQE") \
 	X(ADVANCE, "PSN, offset and WQE bookkeeping after a packet") \
 	X(LOCAL_ERROR, "complete the WQE in error, QP to error") \
@@ -75,6 +85,46 @@ xport_req_reset(struct xport_qp *qp)
 	memset(&qp->req, 0, sizeof(qp->req));
 	qp->req.fetch = qp->req.cur = cons;
 	qp->req.psn = qp->req.psn_max = qp->cfg.sq_psn & ROCE_PSN_MASK;
+	qp->req.window = qp->max_unacked;
+}
+
+/* A go-back-N (loss): halve the send window, not below min_window. */
+void
+xport_req_window_loss(struct xport_qp *qp)
+{
+	uint32_t w = qp->req.window / 2;
+
+	if (w < qp->min_window)
+		w = qp->min_window;
+	if (w < qp->req.window)
+		cnt_inc(qp, XPORT_CNT_WINDOW_SHRINK);
+	qp->req.window = w;
+}
+
+/* @p npsn more PSNs acknowledged: one more per window's worth, up to the cap. */
+void
+xport_req_window_acked(struct xport_qp *qp, uint32_t npsn)
+{
+	struct xport_req *req = &qp->req;
+
+	req->window_credit += npsn;
+	while (req->window_credit >= req->window && req->window < qp->max_unacked) {
+		req->window_credit -= req->window;
+		req->window++;
+	}
+	if (req->window == qp->max_unacked)
+		req->window_credit = 0;
+}
+
+/* PSNs the next packet of @p w consumes: a READ request its response packets. */
+static uint32_t
+next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
+{
+	uint32_t rest = w->length - qp->req.offset;
+
+	if (w->kind != SWQE_READ || rest == 0)
+		return 1;
+	return (rest + qp->mtu - 1) >> qp->mtu_shift;
 }
 
 /* Copy WQE @p idx from the ring into the shadow and validate it. */
@@ -197,7 +247,9 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		/* fence: wait for every prior READ/ATOMIC to complete */
 		if ((w->wqe.send_flags & WR_FLAG_FENCE) && req->offset == 0 && req->rd_inflight)
 			return REQ_IDLE;
-		if (roce_psn_diff(req->psn, qp->comp.psn) >= qp->max_unacked)
+		/* send window; a READ larger than it goes out alone */
+		uint32_t outstanding = roce_psn_diff(req->psn, qp->comp.psn);
+		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
 	if (qp->cfg.rate_limit_kbps && now < req->pace_next) {
@@ -320,7 +372,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 			 * packet that fills the window (else nothing would open it) */
 			f->pkt.ack_req = ctx->last ||
 					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
-					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= qp->max_unacked;
+					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window;
 		}
 		if (xport_sg_gather(qp, w, offset, ctx->payload, out, f) != 0) {
 			w->status = WC_LOC_PROT_ERR;

@@ -245,6 +245,53 @@ deliver(struct sim *s, struct sim_frame *f)
 	}
 }
 
+void
+sim_rx_ring(struct sim *s, int h, uint32_t slots, uint64_t poll_ns)
+{
+	struct sim_rx_ring *r = &s->h[h].ring;
+	r->slots = slots;
+	r->poll_ns = poll_ns ? poll_ns : 1;
+	r->q = realloc(r->q, slots * sizeof(*r->q));
+}
+
+/* A frame reached host @p f->dst: to its engine, or into its receive ring. */
+static void
+arrive(struct sim *s, struct sim_frame *f)
+{
+	struct sim_rx_ring *r = &s->h[f->dst].ring;
+
+	if (r->slots == 0) {
+		deliver(s, f);
+		free(f);
+		return;
+	}
+	if (r->n == r->slots) {
+		r->drops++;
+		free(f);
+		return;
+	}
+	if (r->n == 0)
+		r->due = (s->now / r->poll_ns + 1) * r->poll_ns;
+	r->q[r->n++] = f;
+}
+
+/* Receivers whose poll is due take everything their ring holds. */
+static void
+poll_rings(struct sim *s)
+{
+	for (int h = 0; h < 2; h++) {
+		struct sim_rx_ring *r = &s->h[h].ring;
+		if (r->n == 0 || r->due > s->now)
+			continue;
+		uint32_t n = r->n;
+		r->n = 0; /* frames sent meanwhile may arrive at the next poll */
+		for (uint32_t i = 0; i < n; i++) {
+			deliver(s, r->q[i]);
+			free(r->q[i]);
+		}
+	}
+}
+
 bool
 sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg, uint64_t deadline)
 {
@@ -256,6 +303,9 @@ sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg, uint64
 		if (s->heap_len)
 			next = s->heap[0]->at;
 		for (int h = 0; h < 2; h++)
+			if (s->h[h].ring.n && s->h[h].ring.due < next)
+				next = s->h[h].ring.due;
+		for (int h = 0; h < 2; h++)
 			for (int t = 0; t < XPORT_TIMER_COUNT; t++)
 				if (s->h[h].timer_at[t] && s->h[h].timer_at[t] < next)
 					next = s->h[h].timer_at[t];
@@ -264,10 +314,9 @@ sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg, uint64
 		if (next > s->now)
 			s->now = next;
 		while (s->heap_len && s->heap[0]->at <= s->now) {
-			struct sim_frame *f = heap_pop(s);
-			deliver(s, f);
-			free(f);
+			arrive(s, heap_pop(s));
 		}
+		poll_rings(s);
 		for (int h = 0; h < 2; h++) {
 			for (int t = 0; t < XPORT_TIMER_COUNT; t++) {
 				uint64_t at = s->h[h].timer_at[t];
@@ -445,6 +494,9 @@ sim_fini(struct sim *s)
 		free(h->srq_ring);
 		free(h->scq_ring);
 		free(h->rcq_ring);
+		for (uint32_t j = 0; j < h->ring.n; j++)
+			free(h->ring.q[j]);
+		free(h->ring.q);
 	}
 	while (s->heap_len)
 		free(heap_pop(s));

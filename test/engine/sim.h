@@ -34,6 +34,21 @@ struct sim_faults {
 	uint64_t reorder_ns;      /* extra delay (random up to) of a reordered frame */
 };
 
+/*
+ * Receive-ring model of one host (the daemon's af_packet ring): arriving
+ * frames wait in a ring of `slots` frames for the receiver's next poll, at
+ * the next multiple of poll_ns; a frame that finds the ring full is dropped
+ * (the kernel drops silently). slots = 0: frames reach the engine on arrival.
+ */
+struct sim_rx_ring {
+	uint32_t slots;
+	uint64_t poll_ns;
+	uint64_t due;             /* next poll, valid while n > 0 */
+	uint32_t n;
+	struct sim_frame **q;
+	uint64_t drops;           /* frames the full ring dropped */
+};
+
 struct sim_host {
 	struct mr_table *mrs;
 	uint8_t *arena;
@@ -51,6 +66,7 @@ struct sim_host {
 	uint32_t async[32];       /* async events seen, by code */
 	uint32_t notifies;        /* CQ_NOTIFY events */
 	uint64_t parse_drops;     /* frames the parser rejected (ICRC ...) */
+	struct sim_rx_ring ring;
 };
 
 struct sim_frame;
@@ -99,6 +115,9 @@ void sim_fini(struct sim *s);
 uint64_t sim_rand(struct sim *s);
 /* uniform in [0, n) */
 uint64_t sim_below(struct sim *s, uint64_t n);
+
+/* Give host @p h a receive ring of @p slots frames polled every @p poll_ns. */
+void sim_rx_ring(struct sim *s, int h, uint32_t slots, uint64_t poll_ns);
 
 /* Post a send WQE on host @p h. @return false if the SQ is full. */
 bool sim_post_send(struct sim *s, int h, const struct sq_wqe *w);
