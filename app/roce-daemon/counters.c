@@ -6,7 +6,8 @@
  *   /roce/counters/help        every counter with its description
  *   /roce/port/list            port names, by index
  *   /roce/port/info,P          identity, MTU, link, queues of port P
- *   /roce/port/stats,P         counters of port P (sum over lcores) + ethdev stats
+ *   /roce/port/stats,P         counters of port P (sum over lcores), the QPN of its
+ *                              latest rx_no_qp frame, ethdev stats
  *   /roce/port/gids,P          GID table of port P
  *   /roce/lcore/stats,W        counters of worker W
  *   /roce/qp/list              QPNs attached to the dataplane
@@ -199,6 +200,8 @@ tel_help(const char *cmd, const char *params, struct rte_tel_data *t)
 		rte_tel_data_add_dict_string(t, key, roce_drop_reason_str((enum roce_drop_reason)r));
 	}
 	rte_tel_data_add_dict_string(t, "nak_rx_*/nak_tx_*", "NAKs received/sent by syndrome");
+	rte_tel_data_add_dict_string(t, "rx_no_qp_last_qpn",
+				     "port stats: destination QPN of the latest rx_no_qp frame (0: none)");
 	return 0;
 }
 

@@ -74,7 +74,12 @@
 	X(NEIGH_MISS, "neigh_miss", CTR_S_PL, "sends that found no resolved neighbour") \
 	X(CAPTURE_DROPS, "capture_drops", CTR_S_LCORE, "frames not captured (ring or pool full)") \
 	X(POLLS, "polls", CTR_S_LCORE, "worker loop iterations") \
-	X(IDLE_BACKOFFS, "idle_backoffs", CTR_S_LCORE, "idle backoffs (pause/yield/sleep)")
+	X(IDLE_BACKOFFS, "idle_backoffs", CTR_S_LCORE, "idle backoffs (pause/yield/sleep)") \
+	X(STALLS, "stalls", CTR_S_LCORE, \
+	  "loop iterations over 10 ms (plus the idle sleep) apart: the lcore was descheduled or blocked") \
+	X(STALLS_LONG, "stalls_long", CTR_S_LCORE, \
+	  "of those, over 200 ms apart: long enough to exhaust a peer's transport retries") \
+	X(STALL_MAX_US, "stall_max_us", CTR_S_LCORE, "longest gap between two loop iterations (us)")
 
 /* X(symbol, name, AETH syndrome) - NAK syndromes we count separately. */
 #define CTR_NAK_LIST(X) \

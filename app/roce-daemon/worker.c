@@ -629,6 +629,28 @@ idle_backoff(struct worker *w)
 	}
 }
 
+/*
+ * Count a gap since the previous iteration: while an lcore does not poll,
+ * its QPs neither answer nor retransmit, and a peer whose retry budget is
+ * shorter than the gap fails with RETRY_EXC_ERR (doc/architecture.md 15).
+ */
+static void
+count_stall(struct worker *w, uint64_t now)
+{
+	uint64_t gap = now - w->last_poll_tsc;
+
+	if (w->last_poll_tsc != 0 && now > w->last_poll_tsc && gap > w->stall_tsc) {
+		uint64_t us = (uint64_t)((unsigned __int128)gap * 1000000u / (w->tsc_hz ? w->tsc_hz : 1));
+
+		ctr_add(&w->ctr.v[CTR_STALLS], 1);
+		if (gap > w->stall_long_tsc)
+			ctr_add(&w->ctr.v[CTR_STALLS_LONG], 1);
+		if (us > w->ctr.v[CTR_STALL_MAX_US])
+			__atomic_store_n(&w->ctr.v[CTR_STALL_MAX_US], us, __ATOMIC_RELAXED);
+	}
+	w->last_poll_tsc = now;
+}
+
 unsigned int
 worker_poll(struct worker *w, uint64_t now)
 {
@@ -637,6 +659,7 @@ worker_poll(struct worker *w, uint64_t now)
 	unsigned int work = 0;
 
 	ctr_add(&w->ctr.v[CTR_POLLS], 1);
+	count_stall(w, now);
 	for (uint16_t i = 0; i < w->n_rxq; i++) {
 		uint16_t port = w->rx_port[i];
 		uint16_t n = rte_eth_rx_burst(d->port[port].port_id, (uint16_t)w->index, pkts,
@@ -728,6 +751,9 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	w->idle = (enum config_idle)cd->idle;
 	w->idle_polls = cd->idle_polls;
 	w->idle_sleep_ns = cd->idle_sleep_us * 1000u;
+	w->tsc_hz = rte_get_tsc_hz();
+	w->stall_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_US + cd->idle_sleep_us);
+	w->stall_long_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_LONG_US + cd->idle_sleep_us);
 	w->engine = engine != NULL ? engine : &engine_none;
 	for (unsigned int p = 0; p < d->n_ports; p++) {
 		if (index < d->port[p].n_rxq)

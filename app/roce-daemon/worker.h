@@ -51,6 +51,8 @@
 #define WORKER_SLOW_RING 512u    /**< slow-path ring slots */
 #define WORKER_CTL_RING 64u      /**< control message ring slots */
 #define WORKER_QPN_SPARE 16u     /**< QPNs beyond max_qps the tables accept */
+#define WORKER_STALL_US 10000u   /**< loop gap (beyond the idle sleep) counted as a stall */
+#define WORKER_STALL_LONG_US 200000u /**< a stall a peer's retries may not survive */
 
 struct rte_mbuf;
 struct rte_ring;
@@ -159,6 +161,10 @@ struct worker {
 	} txcb[CONFIG_MAX_PORTS];       /**< context of the TX-drop callback */
 	uint64_t tx_deadline;
 	uint32_t empty_polls;
+	uint64_t last_poll_tsc;         /**< `now` of the previous worker_poll() (0: none yet) */
+	uint64_t stall_tsc;             /**< a longer gap counts in CTR_STALLS (10 ms + idle sleep) */
+	uint64_t stall_long_tsc;        /**< ... and in CTR_STALLS_LONG (200 ms + idle sleep) */
+	uint64_t tsc_hz;
 	struct rte_mbuf *handoff_buf[WORKER_MAX][WORKER_BURST_MAX];
 	uint16_t handoff_n[WORKER_MAX];
 	struct rte_mbuf *loop[WORKER_LOOP_MAX];

@@ -341,6 +341,8 @@ Test(dataplane, valid_frames_reach_the_owner_qp)
 	cr_expect(!rec.loopback[0]);
 	cr_expect_eq(port_ctr(CTR_RX_ROCE), 2);
 	cr_expect_eq(port_ctr(CTR_RX_NO_QP), 1, "QP 0x13 does not exist");
+	cr_expect_eq(d.worker[0]->no_qp_last[0] & ROCE_QPN_MASK, 0x13,
+		     "the QPN of the last rx_no_qp frame is kept (telemetry rx_no_qp_last_qpn)");
 	cr_expect_eq(port_ctr(CTR_RX_NOT_OUR_ADDR), 1);
 	cr_expect_eq(port_ctr(CTR_RX_OWN_SRC), 1, "our own source MAC (af_packet echo)");
 	cr_expect_eq(port_ctr(CTR_RX_PACKETS), 4);
@@ -513,6 +515,27 @@ Test(dataplane, idle_backoff_sleeps)
 	double ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
 	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], 3, "after 2 empty polls every poll backs off");
 	cr_expect_geq(ms, 6.0, "three 2 ms sleeps took %.2f ms", ms);
+}
+
+/* A gap between loop iterations is a stall: the lcore's QPs neither answered nor retransmitted. */
+Test(dataplane, loop_gaps_are_counted_as_stalls)
+{
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+	uint64_t ms = w->tsc_hz / 1000, t = rte_rdtsc();
+
+	worker_poll(w, t);
+	worker_poll(w, t += 2 * ms);
+	cr_expect_eq(w->ctr.v[CTR_STALLS], 0, "2 ms apart is no stall");
+	worker_poll(w, t += 50 * ms);
+	cr_expect_eq(w->ctr.v[CTR_STALLS], 1);
+	cr_expect_eq(w->ctr.v[CTR_STALLS_LONG], 0);
+	cr_expect_eq(w->ctr.v[CTR_STALL_MAX_US], 50000);
+	worker_poll(w, t += 300 * ms);
+	worker_poll(w, t += 20 * ms);
+	cr_expect_eq(w->ctr.v[CTR_STALLS], 3);
+	cr_expect_eq(w->ctr.v[CTR_STALLS_LONG], 1, "300 ms: longer than a peer's retry budget");
+	cr_expect_eq(w->ctr.v[CTR_STALL_MAX_US], 300000, "the longest gap");
 }
 
 /* ---- the transport engine on the workers ---- */

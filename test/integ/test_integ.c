@@ -218,9 +218,77 @@ host_ip(char host)
 
 /* IBV_WC_RETRY_EXC_ERR as ibv_*_pingpong and perftest print it. */
 static bool
-known_retry_bug(const char *o)
+retries_exhausted(const char *o)
 {
 	return strstr(o, "retry counter exceeded") != NULL || strstr(o, "Failed status 12") != NULL;
+}
+
+/*
+ * Long lcore stalls (telemetry stalls_long: a worker did not poll for over
+ * 200 ms) of both daemons so far. While an lcore does not poll, its QPs
+ * neither acknowledge nor retransmit; the tools' QPs give up after 7
+ * timeouts of 67 ms, so on an overloaded machine such a stall is enough for
+ * IBV_WC_RETRY_EXC_ERR without any fault of ours (doc/architecture.md 15).
+ */
+static long long
+lab_stalls_long(void)
+{
+	char buf[8192], prefix[32];
+	long long sum = 0;
+
+	for (char h = 'a'; h <= 'b'; h++) {
+		snprintf(prefix, sizeof(prefix), "%s-%c", lab_name, h);
+		if (t_telemetry(prefix, "/roce/lcore/stats,0", buf, sizeof(buf)) == 0 &&
+		    t_json_int(buf, "stalls_long") > 0)
+			sum += t_json_int(buf, "stalls_long");
+	}
+	return sum;
+}
+
+/* Both daemons' telemetry (port, lcore, QPs, objects), for a failure message. */
+static const char *
+lab_telemetry(void)
+{
+	static const char *const cmds[] = { "/roce/port/stats,0", "/roce/lcore/stats,0",
+					    "/roce/qp/list", "/roce/app/stats" };
+	static char dump[8 * 8192];
+	char buf[8192], prefix[32];
+	size_t n = 0;
+
+	dump[0] = '\0';
+	for (char h = 'a'; h <= 'b'; h++) {
+		snprintf(prefix, sizeof(prefix), "%s-%c", lab_name, h);
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && n < sizeof(dump); i++) {
+			if (t_telemetry(prefix, cmds[i], buf, sizeof(buf)) != 0)
+				snprintf(buf, sizeof(buf), "(no answer)");
+			n += (size_t)snprintf(dump + n, sizeof(dump) - n, "daemon %c %s: %s\n", h,
+					      cmds[i], buf);
+		}
+	}
+	return dump;
+}
+
+/*
+ * A program that exhausted its transport retries is a failure, unless a
+ * daemon's lcore stalled past the retry budget meanwhile (@p stalls_before:
+ * lab_stalls_long() when it started): then @return true to run it once more.
+ */
+static bool
+retries_excused(const char *what, const char *o1, const char *o2, long long stalls_before,
+		bool may_rerun)
+{
+	long long grew;
+
+	if (!retries_exhausted(o1) && !retries_exhausted(o2))
+		return false;
+	grew = lab_stalls_long() - stalls_before;
+	cr_assert(grew > 0 && may_rerun,
+		  "%s: transport retries exhausted%s\n%s\n%s\n%s", what,
+		  grew > 0 ? " (an lcore stalled, already ran it again)" : " without an lcore stall",
+		  o1, o2, lab_telemetry());
+	cr_log_warn("%s: transport retries exhausted while a daemon's lcore stalled over 200 ms "
+		    "(%lld times): the machine is overloaded, running it again", what, grew);
+	return true;
 }
 
 /* Wait up to 15 s until something on @p host listens on TCP @p port (the servers' exchange). */
@@ -248,28 +316,28 @@ pair(char sh, char ch, const char *srv, const char *cli, char *so, char *co, siz
 	int rs, rcl;
 
 	for (int attempt = 0;; attempt++) {
+		long long stalls = lab_stalls_long();
+
 		bg_start(&ps, "server", sh, 40, srv);
 		wait_listen(sh, 18515);
 		snprintf(cmd, sizeof(cmd), "%s %s", cli, host_ip(sh));
 		bg_start(&pc, "client", ch, 30, cmd);
 		rcl = bg_wait(&pc, 35, co, len);
 		rs = bg_wait(&ps, 15, so, len);
-		/*
-		 * Known intermittent bug (see the report in doc/architecture.md
-		 * section 15): now and then one direction stops delivering for a
-		 * QP and both ends exhaust their retries. Retry once, visibly.
-		 */
-		if (attempt == 0 && (rcl != 0 || rs != 0) && (known_retry_bug(co) || known_retry_bug(so))) {
-			cr_log_warn("'%s' %c->%c: transport retries exhausted, running it again", cli,
-				    ch, sh);
+		snprintf(cmd, sizeof(cmd), "'%s' %c->%c", cli, ch, sh);
+		if ((rcl != 0 || rs != 0) && retries_excused(cmd, co, so, stalls, attempt == 0)) {
 			if (rs < 0)
 				kill(bg_pid(&ps), SIGKILL), bg_wait(&ps, 5, so, len);
 			continue;
 		}
 		break;
 	}
-	cr_assert_eq(rcl, 0, "client '%s' on %c: exit %d\n%s\nserver:\n%s", cli, ch, rcl, co, so);
-	cr_assert_eq(rs, 0, "server '%s' on %c: exit %d\n%s\nclient:\n%s", srv, sh, rs, so, co);
+	if (rcl != 0)
+		cr_assert_fail("client '%s' on %c: exit %d\n%s\nserver:\n%s\n%s", cli, ch, rcl, co, so,
+			       lab_telemetry());
+	if (rs != 0)
+		cr_assert_fail("server '%s' on %c: exit %d\n%s\nclient:\n%s\n%s", srv, sh, rs, so, co,
+			       lab_telemetry());
 }
 
 /* ---- result parsing ---- */
@@ -473,11 +541,13 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 {
 	struct proc ws, wc, ps, pc;
 	char buf[4096], cmd[256];
+	long long stalls;
 	pid_t pid;
 	int rc;
 
 	lab_up("itgkl");
 	/* a long write stream, and next to it a second client pair */
+	stalls = lab_stalls_long();
 	bg_start(&ws, "wserver", 'a', 30, "ib_write_bw -D 8 -s 16384");
 	bg_start(&ps, "pserver", 'a', 30, "ibv_rc_pingpong -g 1 -e -p 18600 -n 3000 -s 256");
 	wait_listen('a', 18515);
@@ -499,20 +569,19 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 	if (rc != 0) {
 		slurp(wc.path_out, co, sizeof(co));
 		slurp(ws.path_out, so, sizeof(so));
-		cr_assert(known_retry_bug(co), "kill %d: %s\nclient:\n%s\nserver:\n%s", (int)pid,
-			  strerror(errno), co, so);
-		cr_log_warn("the stream ended with transport retries exhausted before the kill");
+		cr_assert(retries_excused("the stream before the kill", co, so, stalls, true),
+			  "kill %d: %s\nclient:\n%s\nserver:\n%s\n%s", (int)pid, strerror(errno), co,
+			  so, lab_telemetry());
 	} else {
 		rc = bg_wait(&wc, 10, co, sizeof(co));
 		cr_assert_eq(rc, 137, "killed by SIGKILL: %d\n%s", rc, co);
 	}
-	/* the other client is unaffected (but for the known retry bug, see pair()) */
+	/* the other client is unaffected (unless an lcore stalled, see pair()) */
 	rc = bg_wait(&pc, 40, co, sizeof(co));
-	if (rc != 0 && known_retry_bug(co)) {
-		cr_log_warn("pingpong next to the killed client: transport retries exhausted");
+	if (rc != 0 && retries_excused("pingpong next to the killed client", co, "", stalls, true)) {
 		bg_wait(&ps, 10, so, sizeof(so));
 	} else {
-		cr_assert_eq(rc, 0, "pingpong client: %d\n%s", rc, co);
+		cr_assert_eq(rc, 0, "pingpong client: %d\n%s\n%s", rc, co, lab_telemetry());
 		cr_assert_eq(bg_wait(&ps, 10, so, sizeof(so)), 0, "pingpong server:\n%s", so);
 		check_pingpong(co, 3000, "pingpong next to the killed client");
 	}
