@@ -25,6 +25,10 @@
 #             [LAB_KERNEL_DROP=0]
 #   -D        network only, no daemons [LAB_NO_DAEMONS=1]
 #   LAB_MAX_QPS  the daemons' max_qps (environment only, default 256)
+#   LAB_NICE  the daemons' nice value (environment only, default -5): a
+#             dataplane that waits for a CPU behind busy applications stops
+#             answering, and its peers exhaust their retries (see
+#             doc/architecture.md, lcore stalls); 0 to run them as any process
 #   LAB_PMD_ARGS more devargs for both daemons' port, appended (environment
 #             only), e.g. framecnt=512 to try another af_packet ring size
 #
@@ -191,10 +195,10 @@ start_daemon() { # host
 	local h=$1 pcap=()
 	[ "$LAB_PCAP" = 1 ] && pcap=(--pcap "$STATE/$h.pcapng")
 	rm -f "$STATE/$h.pid" "$STATE/$h.rc"
-	# The wrapper records the daemon's PID and, when it ends, its exit
+	# The wrapper (nice and ip netns exec both exec) records the daemon's PID and, when it ends, its exit
 	# status. `ip netns exec` execs the daemon, so $! is the daemon itself.
-	setsid bash -c '
-		ip netns exec "$1" "$2" --config "$3" "${@:5}" > "$4.log" 2>&1 &
+	LAB_NICE=${LAB_NICE:--5} setsid bash -c '
+		nice -n "$LAB_NICE" ip netns exec "$1" "$2" --config "$3" "${@:5}" > "$4.log" 2>&1 &
 		echo $! > "$4.pid"
 		wait $!
 		echo $? > "$4.rc"' lab "$(ns "$h")" "$DAEMON" "$STATE/$h.conf" "$STATE/$h" \
