@@ -458,10 +458,13 @@ resp_execute(struct xport_qp *qp, struct resp_ctx *ctx)
 					    pkt->payload, len) != MR_OK)
 			goto op_err;
 	} else if (len) {
-		/* FIRST/ONLY was checked for the whole message; every packet checks
-		 * its part again (the key may have been invalidated meanwhile) */
-		if (xport_mr_write(qp, r->write_rkey, r->write_va + r->msg_len,
-				   MR_ACCESS_REMOTE_WRITE, pkt->payload, len) != MR_OK)
+		/* FIRST/ONLY: checked for the whole message (resp_check_rkey); later
+		 * packets check their part again (the key may have been invalidated
+		 * meanwhile), as does every packet of an indirect region */
+		if (HAS(ctx, FIRST) && ctx->host_st == MR_OK)
+			memcpy(ctx->host, pkt->payload, len);
+		else if (xport_mr_write(qp, r->write_rkey, r->write_va + r->msg_len,
+					MR_ACCESS_REMOTE_WRITE, pkt->payload, len) != MR_OK)
 			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
 	}
 	r->msg_len += len;
