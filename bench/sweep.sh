@@ -47,11 +47,18 @@
 # Our part runs these command templates (bash, run with a timeout); the
 # placeholders are {lab} (scripts/lab.sh -n LAB -b BUILD), {perftest} (the
 # roce-perftest binary), {test} (write_bw, read_bw, send_bw, write_lat,
-# send_lat) and {args} (-s SIZE, -D or -n, --report_gbits, --output csv):
-#   OURS_SERVER_CMD  default '{lab} run b {perftest} {test} {args}'; empty:
+# send_lat), {args} (-s SIZE, -D or -n, --report_gbits, --output csv) and
+# {pin} (see OURS_PIN):
+#   OURS_SERVER_CMD  default '{lab} run b {pin} {perftest} {test} {args}'; empty:
 #                    no server (single-process mode)
-#   OURS_CLIENT_CMD  default '{lab} run a {perftest} {test} {args} 198.18.0.2'
+#   OURS_CLIENT_CMD  default '{lab} run a {pin} {perftest} {test} {args} 198.18.0.2'
 #                    single process: '{lab} run a {perftest} {test} {args} --single-process'
+#   OURS_PIN         1 (default): {pin} is `taskset -c CPU` with the CPU of the
+#                    worker of the daemon that receives the data (b's, CPU 0,
+#                    for WRITE and SEND; a's, CPU 1, for READ), so that the
+#                    sending daemon has its core as linkrate's tx has; empty
+#                    for latency tests and on fewer than 2 CPUs. 0: {pin} is
+#                    always empty (the scheduler places the applications)
 #   PERFTEST_EXTRA   more perftest flags for every run (e.g. -e for SEND)
 #   MEM_QP_CMD       creates and holds {n} QPs on daemon a; default
 #                    '{lab} run a {qp_hold} {n} 2'; empty: no QP points
@@ -76,8 +83,9 @@ BENCH_TESTPMD=${BENCH_TESTPMD:-0}
 BENCH_LINK_ONLY=${BENCH_LINK_ONLY:-0}
 BENCH_IMG=${BENCH_IMG:-}
 REPLOT=0
-OURS_SERVER_CMD=${OURS_SERVER_CMD-'{lab} run b {perftest} {test} {args}'}
-OURS_CLIENT_CMD=${OURS_CLIENT_CMD-'{lab} run a {perftest} {test} {args} 198.18.0.2'}
+OURS_SERVER_CMD=${OURS_SERVER_CMD-'{lab} run b {pin} {perftest} {test} {args}'}
+OURS_CLIENT_CMD=${OURS_CLIENT_CMD-'{lab} run a {pin} {perftest} {test} {args} 198.18.0.2'}
+OURS_PIN=${OURS_PIN:-1}
 PERFTEST_EXTRA=${PERFTEST_EXTRA:-}
 MEM_QP_CMD=${MEM_QP_CMD-'{lab} run a {qp_hold} {n} 2'}
 MEM_MAX_QPS=${MEM_MAX_QPS:-16640}
@@ -533,7 +541,18 @@ expand() { # template test args
 	c=${c//\{qp_hold\}/$QP_HOLD}
 	c=${c//\{test\}/$2}
 	c=${c//\{args\}/$3}
+	c=${c//\{pin\}/$(app_pin "$2")}
 	echo "$c"
+}
+
+# {pin}: the applications share the CPU of the daemon that receives the data
+# (scripts/lab.sh: worker a on CPU 1, worker b on CPU 0), the sender keeps its own.
+app_pin() { # test
+	[ "$OURS_PIN" = 1 ] && [ "$(nproc)" -ge 2 ] || return 0
+	case $1 in
+	write_bw|send_bw) echo "taskset -c 0" ;;
+	read_bw) echo "taskset -c 1" ;;
+	esac
 }
 
 # Column NAME of the first client/single-process row of roce-perftest's CSV.

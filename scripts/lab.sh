@@ -29,6 +29,8 @@
 #             dataplane that waits for a CPU behind busy applications stops
 #             answering, and its peers exhaust their retries (see
 #             doc/architecture.md, lcore stalls); 0 to run them as any process
+#   LAB_DAEMON_CONF more [daemon] lines for both daemons' config (environment
+#             only, newline-separated), e.g. 'max_inflight_packets = 1024'
 #   LAB_PMD_ARGS more devargs for both daemons' port, appended (environment
 #             only), e.g. framecnt=512 to try another af_packet ring size
 #
@@ -180,6 +182,7 @@ lcores = 0@$cpu_ctl,1@$cpu_wrk
 eal_args = --no-huge --no-shconf -m 256 --file-prefix=$(prefix "$h") --no-pci
 idle = $LAB_IDLE
 max_qps = ${LAB_MAX_QPS:-256}
+${LAB_DAEMON_CONF:-}
 
 [port p0]
 devargs = $devargs

@@ -75,6 +75,8 @@
 	X(CAPTURE_DROPS, "capture_drops", CTR_S_LCORE, "frames not captured (ring or pool full)") \
 	X(POLLS, "polls", CTR_S_LCORE, "worker loop iterations") \
 	X(IDLE_BACKOFFS, "idle_backoffs", CTR_S_LCORE, "idle backoffs (pause/yield/sleep)") \
+	X(IDLE_YIELDS, "idle_yields", CTR_S_LCORE, \
+	  "idle = sleep backoffs that yielded instead: within idle_yield_us of work") \
 	X(STALLS, "stalls", CTR_S_LCORE, \
 	  "loop iterations over 10 ms (plus the idle sleep) apart: the lcore was descheduled or blocked") \
 	X(STALLS_LONG, "stalls_long", CTR_S_LCORE, \

@@ -139,6 +139,7 @@ struct worker {
 	uint64_t tx_drain_tsc;          /**< tx_flush_us in TSC cycles */
 	uint32_t idle_polls;
 	uint32_t idle_sleep_ns;
+	uint32_t timer_slack_ns;  /**< PR_SET_TIMERSLACK of the lcore thread */
 	enum config_idle idle;
 	const struct engine_ops *engine;
 
@@ -161,6 +162,8 @@ struct worker {
 	} txcb[CONFIG_MAX_PORTS];       /**< context of the TX-drop callback */
 	uint64_t tx_deadline;
 	uint32_t empty_polls;
+	uint64_t idle_yield_tsc;        /**< idle = sleep: yield this long after the last work */
+	uint64_t last_work_tsc;         /**< `now` of the last poll that found work */
 	uint64_t last_poll_tsc;         /**< `now` of the previous worker_poll() (0: none yet) */
 	uint64_t stall_tsc;             /**< a longer gap counts in CTR_STALLS (10 ms + idle sleep) */
 	uint64_t stall_long_tsc;        /**< ... and in CTR_STALLS_LONG (200 ms + idle sleep) */

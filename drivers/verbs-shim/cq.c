@@ -6,6 +6,8 @@
  * Every CQ is an ibv_cq_ex, so the start/next/end poll API works on all.
  */
 #include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,9 +39,49 @@ static void shim_cqe_to_wc(const struct cqe *e, struct ibv_wc *wc)
 	wc->dlid_path_bits = e->dlid_path_bits;
 }
 
+/*
+ * An application polling an empty CQ competes for the CPU with the daemon
+ * lcore that will fill it, when both share a core. After yield_after empty
+ * polls in a row every further empty poll calls sched_yield(): a runnable
+ * thread on this CPU (the lcore) runs first; with none, the call returns at
+ * once and the application keeps polling. ROCE_SHIM_POLL_YIELD sets
+ * yield_after for CQs created afterwards (0: spin, never yield).
+ */
+#define SHIM_POLL_YIELD_ENV "ROCE_SHIM_POLL_YIELD"
+#define SHIM_POLL_YIELD_DEFAULT 64u
+
+static uint32_t shim_poll_yield_after(void)
+{
+	const char *env = getenv(SHIM_POLL_YIELD_ENV);
+	char *end;
+	unsigned long v;
+
+	if (env == NULL || env[0] == '\0')
+		return SHIM_POLL_YIELD_DEFAULT;
+	v = strtoul(env, &end, 10);
+	if (*end != '\0' || v > UINT32_MAX)
+		return SHIM_POLL_YIELD_DEFAULT;
+	return (uint32_t)v;
+}
+
+/* Called with the lock held; true if the caller should yield after unlocking. */
+static inline bool shim_cq_count_empty(struct shim_cq *cq, uint32_t n)
+{
+	if (n != 0 || cq->yield_after == 0) {
+		cq->empty_polls = 0;
+		return false;
+	}
+	if (cq->empty_polls < cq->yield_after) {
+		cq->empty_polls++;
+		return false;
+	}
+	return true;
+}
+
 int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct shim_cq *cq = shim_cq(ibcq);
+	bool yield;
 	uint32_t n;
 
 	if (ne <= 0)
@@ -52,7 +94,10 @@ int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		shim_cqe_to_wc(spsc_ring_cons_slot(cq->ring, i), &wc[i]);
 	if (n)
 		spsc_ring_release(cq->ring, n);
+	yield = shim_cq_count_empty(cq, n);
 	pthread_spin_unlock(&cq->lock);
+	if (yield)
+		sched_yield();
 	return (int)n;
 }
 
@@ -109,9 +154,14 @@ static int shim_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr
 		return EINVAL;
 	pthread_spin_lock(&cq->lock);
 	if (spsc_ring_count(cq->ring) == 0) {
+		bool yield = shim_cq_count_empty(cq, 0);
+
 		pthread_spin_unlock(&cq->lock);
+		if (yield)
+			sched_yield();
 		return ENOENT;
 	}
+	cq->empty_polls = 0;
 	shim_cq_ex_load(cq);
 	return 0;
 }
@@ -249,6 +299,7 @@ static struct shim_cq *shim_cq_create(struct ibv_context *context, uint32_t cqe,
 	}
 	cq->handle = rsp.u.rsp_CREATE_CQ.handle;
 	cq->wc_flags = wc_flags;
+	cq->yield_after = shim_poll_yield_after();
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);

@@ -132,6 +132,8 @@ struct shim_cq {
 	uint32_t events_delivered;    /* completion events handed to the app */
 	uint32_t async_events;        /* async events handed to the app */
 	struct shim_cq *ch_next;      /* channel's CQ list */
+	uint32_t empty_polls;         /* polls in a row that found nothing (under lock) */
+	uint32_t yield_after;         /* that many, then every empty poll yields; 0: never */
 };
 static inline struct shim_cq *shim_cq(struct ibv_cq *c) { return (struct shim_cq *)c; }
 

@@ -517,6 +517,34 @@ Test(dataplane, idle_backoff_sleeps)
 	cr_expect_geq(ms, 6.0, "three 2 ms sleeps took %.2f ms", ms);
 }
 
+Test(dataplane, idle_sleep_yields_right_after_work)
+{
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+	uint64_t hz = rte_get_tsc_hz();
+
+	w->idle = CONFIG_IDLE_SLEEP;
+	w->idle_polls = 0;
+	w->idle_sleep_ns = 2 * 1000 * 1000;
+	w->idle_yield_tsc = hz * 3600; /* an hour: every backoff below is within it */
+	w->last_work_tsc = rte_rdtsc();
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
+	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], 4);
+	cr_expect_eq(w->ctr.v[CTR_IDLE_YIELDS], 4, "within idle_yield_us of work: yield, not sleep");
+
+	/* The last work long ago: back to sleeping. */
+	w->idle_yield_tsc = hz / 1000;
+	w->last_work_tsc = rte_rdtsc() - hz;
+	uint64_t t0 = rte_get_tsc_cycles();
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
+	double ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)hz;
+	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], 7);
+	cr_expect_eq(w->ctr.v[CTR_IDLE_YIELDS], 4, "no yield once idle_yield_us passed");
+	cr_expect_geq(ms, 6.0, "three 2 ms sleeps took %.2f ms", ms);
+}
+
 /* A gap between loop iterations is a stall: the lcore's QPs neither answered nor retransmitted. */
 Test(dataplane, loop_gaps_are_counted_as_stalls)
 {

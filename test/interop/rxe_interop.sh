@@ -620,7 +620,7 @@ run_pair() {
                 # shown here, then the case runs once more.
                 diag "$name: first attempt failed ($why): running it once more"
                 tail -n 4 "$hfile" | note
-                diag "daemon counters changed: $(delta "$W/s_last" "$W/s_now" | grep -vE '^(polls|idle_backoffs|rx_bytes|tx_bytes|eth_)' | tr '\n' ' ')"
+                diag "daemon counters changed: $(delta "$W/s_last" "$W/s_now" | grep -vE '^(polls|idle_backoffs|idle_yields|rx_bytes|tx_bytes|eth_)' | tr '\n' ' ')"
                 capture_stop 1
                 [[ -n ${CAP_FILE:-} && -e $CAP_FILE ]] && mv "$CAP_FILE" "${CAP_FILE%.pcap}.try1.pcap"
                 mv "$W/s_now" "$W/s_last"
@@ -638,7 +638,7 @@ run_pair() {
         tail -n 6 "$hfile" | note
         diag "rxe: $gcmd"
         tail -n 8 "$gfile" | note
-        diag "daemon counters changed: $(delta "$W/s_last" "$W/s_now" | grep -vE '^(polls|idle_backoffs|rx_bytes|tx_bytes|eth_)' | tr '\n' ' ')"
+        diag "daemon counters changed: $(delta "$W/s_last" "$W/s_now" | grep -vE '^(polls|idle_backoffs|idle_yields|rx_bytes|tx_bytes|eth_)' | tr '\n' ' ')"
     fi
     capture_stop $((! ok))
     mv "$W/s_now" "$W/s_last"

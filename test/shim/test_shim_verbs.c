@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -611,6 +612,71 @@ Test(shim_verbs, completions_flow_through_the_rings)
 	cr_assert_eq(ibv_destroy_qp(q2), 0);
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/*
+ * sched_yield() of this thread, counted: the shim calls it through the PLT,
+ * so the executable's definition is the one it reaches.
+ */
+static pthread_t yield_thread;
+static unsigned int yields;
+
+int sched_yield(void)
+{
+	if (pthread_equal(pthread_self(), yield_thread))
+		yields++;
+	return (int)syscall(SYS_sched_yield);
+}
+
+Test(shim_verbs, empty_polls_yield_the_cpu_after_a_while)
+{
+	struct ibv_wc wc[4];
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_cq_init_attr_ex cx = { .cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS };
+
+	yield_thread = pthread_self();
+	cr_assert_eq(unsetenv("ROCE_SHIM_POLL_YIELD"), 0);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 8, 1);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	to_rts(qp);
+	yields = 0;
+	for (int i = 0; i < 64; i++)
+		cr_assert_eq(ibv_poll_cq(cq, 4, wc), 0);
+	cr_expect_eq(yields, 0, "the first 64 empty polls spin");
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(ibv_poll_cq(cq, 4, wc), 0);
+	cr_expect_eq(yields, 10, "then every empty poll yields");
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	cr_assert_eq(engine_complete_sends(qp, 1, NULL), 1);
+	cr_assert_eq(ibv_poll_cq(cq, 4, wc), 1);
+	yields = 0;
+	for (int i = 0; i < 64; i++)
+		cr_assert_eq(ibv_poll_cq(cq, 4, wc), 0);
+	cr_expect_eq(yields, 0, "a completion restarts the count");
+
+	/* ROCE_SHIM_POLL_YIELD=0: pure spin, for CQs created afterwards. */
+	cr_assert_eq(setenv("ROCE_SHIM_POLL_YIELD", "0", 1), 0);
+	struct ibv_cq *spin = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	cr_assert_eq(setenv("ROCE_SHIM_POLL_YIELD", "3", 1), 0);
+	struct ibv_cq_ex *cx3 = ibv_create_cq_ex(ctx, &cx);
+	cr_assert_eq(unsetenv("ROCE_SHIM_POLL_YIELD"), 0);
+	cr_assert_not_null(spin);
+	cr_assert_not_null(cx3);
+	yields = 0;
+	for (int i = 0; i < 200; i++)
+		cr_assert_eq(ibv_poll_cq(spin, 4, wc), 0);
+	cr_expect_eq(yields, 0, "ROCE_SHIM_POLL_YIELD=0 never yields");
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(ibv_start_poll(cx3, &pa), ENOENT);
+	cr_expect_eq(yields, 2, "ROCE_SHIM_POLL_YIELD=3: start_poll yields from the 4th empty poll");
+
+	yield_thread = (pthread_t)0;
+	cr_assert_eq(ibv_destroy_cq(ibv_cq_ex_to_cq(cx3)), 0);
+	cr_assert_eq(ibv_destroy_cq(spin), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
 
