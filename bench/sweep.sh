@@ -814,7 +814,7 @@ summarize() {
 	done
 	# sweep.csv: per test and message size, the link limit at that frame size
 	# (payload Gb/s = frames/s x payload per frame) and ours as a ratio of it.
-	echo "pmd,mtu,test,size,frame,link_mpps,link_payload_gbps,ours_gbps,ours_mmsgs,ratio,goal,verdict,retransmits,tx_frames,retx_pct,lost_frames" > "$OUT/sweep.csv"
+	echo "pmd,mtu,test,size,frame,link_mpps,link_payload_gbps,ours_gbps,ours_mmsgs,ratio,goal,verdict,retransmits,tx_frames,retx_pct,lost_frames,frame_ratio" > "$OUT/sweep.csv"
 	for pmd in "${PMDS[@]}"; do
 		pmtu=$(path_mtu "$pmd")
 		for test in write_bw read_bw send_bw; do
@@ -847,8 +847,13 @@ summarize() {
 						verdict = goal == "" ? "-" : (ratio + 0 >= goal ? "meets" : "below")
 					}
 					pct = (tx != "" && tx > 0) ? sprintf("%.1f", 100 * rt / tx) : ""
-					printf "%s,%s,%s,%s,%s,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p, m, t, s, f, lm, lg,
-						og, om, ratio, goal, verdict, rt, tx, pct, lf }' >> "$OUT/sweep.csv"
+					# single-frame messages: the frames our stack moved per second
+					# (a READ is two: request and response) against the link frame rate
+					fr = ""
+					if (om != "" && lm > 0 && s <= pm)
+						fr = sprintf("%.3f", om * (t == "read_bw" ? 2 : 1) / lm)
+					printf "%s,%s,%s,%s,%s,%.6f,%.6f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p, m, t, s, f, lm, lg,
+						og, om, ratio, goal, verdict, rt, tx, pct, lf, fr }' >> "$OUT/sweep.csv"
 			done
 		done
 	done
@@ -877,7 +882,8 @@ print_tables() {
 	show_csv "$OUT/link.csv"
 	echo
 	echo "== ours as a ratio of the link limit at the same frame size (goal: >= 0.9 at >= 4 KiB, >= 0.7 at 64 B);"
-	echo "   medians of $BENCH_OURS_REPS interleaved runs; retransmits/tx_frames: both daemons, per run (median)"
+	echo "   medians of $BENCH_OURS_REPS interleaved runs; retransmits/tx_frames: both daemons, per run (median);"
+	echo "   frame_ratio (single-frame messages): frames moved per second, a READ counting request and response, / link Mpps"
 	awk -F, 'NR == 1 || $8 != "" ' "$OUT/sweep.csv" | show_csv
 	if ! awk -F, 'NR > 1 && $8 != "" { found = 1 } END { exit !found }' "$OUT/sweep.csv"; then
 		echo "(no numbers of ours:"

@@ -18,40 +18,47 @@
 #include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/udp.h>
+#include <stddef.h>
 
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #define ROCE_UDP_PORT 4791
 
+/*
+ * The headers are read with bpf_skb_load_bytes(), not through skb->data: a
+ * frame that another af_packet socket sent over the veth (TX ring) arrives
+ * with only its Ethernet header in the linear part and the rest in page
+ * fragments, which data..data_end does not cover.
+ */
 SEC("tc")
 int roce_tc_drop(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	struct udphdr *udp;
+	__u8 l4_off;
+	__u16 dport;
 
-	if ((void *)(eth + 1) > end)
-		return TC_ACT_OK;
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = (void *)(eth + 1);
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		__u8 vihl, proto;
 
-		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_UDP || ip->ihl != 5)
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, &vihl, 1) ||
+		    bpf_skb_load_bytes(skb, ETH_HLEN + offsetof(struct iphdr, protocol), &proto, 1))
 			return TC_ACT_OK;
-		udp = (void *)(ip + 1);
-	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = (void *)(eth + 1);
-
-		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_UDP)
+		if (vihl != 0x45 || proto != IPPROTO_UDP)
 			return TC_ACT_OK;
-		udp = (void *)(ip6 + 1);
+		l4_off = ETH_HLEN + sizeof(struct iphdr);
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		__u8 next;
+
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, nexthdr), &next, 1) ||
+		    next != IPPROTO_UDP)
+			return TC_ACT_OK;
+		l4_off = ETH_HLEN + sizeof(struct ipv6hdr);
 	} else {
 		return TC_ACT_OK;
 	}
-	if ((void *)(udp + 1) > end)
+	if (bpf_skb_load_bytes(skb, l4_off + offsetof(struct udphdr, dest), &dport, sizeof(dport)))
 		return TC_ACT_OK;
-	return udp->dest == bpf_htons(ROCE_UDP_PORT) ? TC_ACT_SHOT : TC_ACT_OK;
+	return dport == bpf_htons(ROCE_UDP_PORT) ? TC_ACT_SHOT : TC_ACT_OK;
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";
