@@ -77,6 +77,8 @@
 	X(IDLE_BACKOFFS, "idle_backoffs", CTR_S_LCORE, "idle backoffs (pause/yield/sleep)") \
 	X(IDLE_YIELDS, "idle_yields", CTR_S_LCORE, \
 	  "idle = sleep backoffs that yielded instead: within idle_yield_us of work") \
+	X(IDLE_YIELDS_SLOW, "idle_yields_slow", CTR_S_LCORE, \
+	  "yields that returned late (a spinning thread shares the CPU): sleep for a while") \
 	X(STALLS, "stalls", CTR_S_LCORE, \
 	  "loop iterations over 10 ms (plus the idle sleep) apart: the lcore was descheduled or blocked") \
 	X(STALLS_LONG, "stalls_long", CTR_S_LCORE, \

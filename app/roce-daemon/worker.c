@@ -621,9 +621,13 @@ idle_backoff(struct worker *w, uint64_t now)
 		break;
 	case CONFIG_IDLE_SLEEP:
 		/* Work that stopped just now likely resumes soon: stay runnable. */
-		if (now - w->last_work_tsc < w->idle_yield_tsc) {
+		if (now - w->last_work_tsc < w->idle_yield_tsc && now >= w->yield_off_until) {
 			ctr_add(&w->ctr.v[CTR_IDLE_YIELDS], 1);
 			sched_yield();
+			if (rte_rdtsc() - now > w->tsc_hz / 1000000 * WORKER_YIELD_SLOW_US) {
+				ctr_add(&w->ctr.v[CTR_IDLE_YIELDS_SLOW], 1);
+				w->yield_off_until = now + w->tsc_hz / 1000 * WORKER_YIELD_PAUSE_MS;
+			}
 			break;
 		}
 		ts.tv_sec = 0;

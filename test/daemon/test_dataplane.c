@@ -6,6 +6,9 @@
  * control_poll(). A test engine records what reaches the engine hook.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -543,6 +546,61 @@ Test(dataplane, idle_sleep_yields_right_after_work)
 	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], 7);
 	cr_expect_eq(w->ctr.v[CTR_IDLE_YIELDS], 4, "no yield once idle_yield_us passed");
 	cr_expect_geq(ms, 6.0, "three 2 ms sleeps took %.2f ms", ms);
+}
+
+/* A thread that never yields, on the test thread's CPU, for at most 3 s. */
+static atomic_bool spin_stop;
+
+static void *
+spinner(void *arg)
+{
+	uint64_t end = rte_get_tsc_cycles() + 3 * rte_get_tsc_hz();
+
+	(void)arg;
+	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed) && rte_get_tsc_cycles() < end)
+		;
+	return NULL;
+}
+
+Test(dataplane, slow_yield_switches_to_sleeping)
+{
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+	uint64_t hz = rte_get_tsc_hz();
+	cpu_set_t one, saved;
+	pthread_t t;
+
+	w->idle = CONFIG_IDLE_SLEEP;
+	w->idle_polls = 0;
+	w->idle_sleep_ns = 20 * 1000;
+	w->idle_yield_tsc = hz * 3600;
+	w->last_work_tsc = rte_rdtsc();
+	/* this thread and the spinner share one CPU */
+	cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+	atomic_store(&spin_stop, false);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setaffinity_np(&a, sizeof(one), &one);
+	cr_assert_eq(pthread_create(&t, &a, spinner, NULL), 0);
+	pthread_attr_destroy(&a);
+	/* a yield now hands the CPU to the spinner for its time slice */
+	for (int i = 0; i < 2000 && w->ctr.v[CTR_IDLE_YIELDS_SLOW] == 0; i++)
+		worker_poll(w, rte_rdtsc());
+	uint64_t slow = w->ctr.v[CTR_IDLE_YIELDS_SLOW], yields = w->ctr.v[CTR_IDLE_YIELDS];
+	/* from now on (100 ms) the worker sleeps instead: no more yields */
+	for (int i = 0; i < 5; i++)
+		worker_poll(w, rte_rdtsc());
+	uint64_t yields_after = w->ctr.v[CTR_IDLE_YIELDS];
+	atomic_store(&spin_stop, true);
+	pthread_join(t, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+	cr_expect_eq(slow, 1, "a yield that lost the CPU for a time slice was seen (%lu yields)",
+		     (unsigned long)yields);
+	cr_expect_eq(yields_after, yields, "after a slow yield the worker sleeps, it does not yield");
+	cr_expect_gt(w->yield_off_until, w->last_work_tsc);
 }
 
 /* A gap between loop iterations is a stall: the lcore's QPs neither answered nor retransmitted. */
