@@ -624,7 +624,7 @@ idle_backoff(struct worker *w, uint64_t now)
 		if (now - w->last_work_tsc < w->idle_yield_tsc && now >= w->yield_off_until) {
 			ctr_add(&w->ctr.v[CTR_IDLE_YIELDS], 1);
 			sched_yield();
-			if (rte_rdtsc() - now > w->tsc_hz / 1000000 * WORKER_YIELD_SLOW_US) {
+			if (w->yield_slow_tsc != 0 && rte_rdtsc() - now > w->yield_slow_tsc) {
 				ctr_add(&w->ctr.v[CTR_IDLE_YIELDS_SLOW], 1);
 				w->yield_off_until = now + w->tsc_hz / 1000 * WORKER_YIELD_PAUSE_MS;
 			}
@@ -770,6 +770,7 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	w->idle = (enum config_idle)cd->idle;
 	w->idle_polls = cd->idle_polls;
 	w->idle_yield_tsc = rte_get_tsc_hz() / 1000000 * cd->idle_yield_us;
+	w->yield_slow_tsc = rte_get_tsc_hz() / 1000000 * cd->idle_yield_slow_us;
 	w->idle_sleep_ns = cd->idle_sleep_us * 1000u;
 	w->timer_slack_ns = cd->idle_timer_slack_ns;
 	w->tsc_hz = rte_get_tsc_hz();

@@ -53,12 +53,12 @@
 #define WORKER_QPN_SPARE 16u     /**< QPNs beyond max_qps the tables accept */
 #define WORKER_STALL_US 10000u   /**< loop gap (beyond the idle sleep) counted as a stall */
 /*
- * A sched_yield() that returns this late means a thread on our CPU that does
- * not yield (it spins) kept the CPU for its time slice: yielding then costs
- * a slice, while a sleeping worker preempts such a thread when it wakes. So
- * the worker sleeps instead of yielding for WORKER_YIELD_PAUSE_MS.
+ * A sched_yield() that returns idle_yield_slow_us late means a thread on our
+ * CPU that does not yield (it spins) kept the CPU for its time slice:
+ * yielding then costs a slice, while a sleeping worker preempts such a
+ * thread when it wakes. So the worker sleeps instead of yielding for
+ * WORKER_YIELD_PAUSE_MS.
  */
-#define WORKER_YIELD_SLOW_US 300u
 #define WORKER_YIELD_PAUSE_MS 100u
 #define WORKER_STALL_LONG_US 200000u /**< a stall a peer's retries may not survive */
 
@@ -173,6 +173,7 @@ struct worker {
 	uint64_t idle_yield_tsc;        /**< idle = sleep: yield this long after the last work */
 	uint64_t last_work_tsc;         /**< `now` of the last poll that found work */
 	uint64_t yield_off_until;       /**< no yield phase before this TSC (a yield was slow) */
+	uint64_t yield_slow_tsc;        /**< a yield this long was slow; 0: never */
 	uint64_t last_poll_tsc;         /**< `now` of the previous worker_poll() (0: none yet) */
 	uint64_t stall_tsc;             /**< a longer gap counts in CTR_STALLS (10 ms + idle sleep) */
 	uint64_t stall_long_tsc;        /**< ... and in CTR_STALLS_LONG (200 ms + idle sleep) */

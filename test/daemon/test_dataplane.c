@@ -530,6 +530,7 @@ Test(dataplane, idle_sleep_yields_right_after_work)
 	w->idle_polls = 0;
 	w->idle_sleep_ns = 2 * 1000 * 1000;
 	w->idle_yield_tsc = hz * 3600; /* an hour: every backoff below is within it */
+	w->yield_slow_tsc = 0;         /* a loaded machine's slow yield must not stop yielding here */
 	w->last_work_tsc = rte_rdtsc();
 	for (int i = 0; i < 4; i++)
 		cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
@@ -574,6 +575,7 @@ Test(dataplane, slow_yield_switches_to_sleeping)
 	w->idle_polls = 0;
 	w->idle_sleep_ns = 20 * 1000;
 	w->idle_yield_tsc = hz * 3600;
+	w->yield_slow_tsc = hz / 1000; /* idle_yield_slow_us = 1000 */
 	w->last_work_tsc = rte_rdtsc();
 	/* this thread and the spinner share one CPU */
 	cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
