@@ -509,7 +509,6 @@ xport_sg_gather_slow(struct xport_qp *qp, const struct xport_swqe *w, uint32_t o
 		     uint32_t len, struct xport_out *out, struct xport_frame *f)
 {
 	const struct wr_sge *sg = w->wqe.sg_list;
-	uint8_t *bounce = xport_frame_bounce(out, f);
 	uint32_t i = 0, n = 0, bounced = 0;
 	uint8_t *host;
 
@@ -525,11 +524,9 @@ xport_sg_gather_slow(struct xport_qp *qp, const struct xport_swqe *w, uint32_t o
 					     sg[i].addr + offset, take, 0, &host);
 		if (st == MR_INDIRECT) {
 			/* not mapped here: copy it into the frame's bounce slot */
-			if (take > XPORT_BOUNCE_FRAME - bounced ||
-			    xport_fallback(qp, mr_indirect_read(qp->cfg.mrs, sg[i].lkey, host,
-								bounce + bounced, take)) != MR_OK)
+			host = xport_bounce_read(qp, out, f, bounced, sg[i].lkey, host, take);
+			if (!host)
 				return -1;
-			host = bounce + bounced;
 			bounced += take;
 		} else if (st != MR_OK) {
 			return -1;

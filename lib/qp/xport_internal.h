@@ -323,11 +323,22 @@ xport_fallback(struct xport_qp *qp, enum mr_status st)
 	return st;
 }
 
-/* The bounce slot of frame @p f of @p out (payload copied from indirect MRs). */
+/*
+ * Copy @p len bytes at the owner's @p addr of indirect MR @p key (mr_check()
+ * said MR_INDIRECT) to byte @p at of frame @p f's bounce slot in @p out, and
+ * count the copy. @return where the bytes now are, or NULL: they do not fit
+ * the slot, or the copy failed.
+ */
 static inline uint8_t *
-xport_frame_bounce(struct xport_out *out, const struct xport_frame *f)
+xport_bounce_read(struct xport_qp *qp, struct xport_out *out, const struct xport_frame *f,
+		  uint32_t at, uint32_t key, const uint8_t *addr, uint32_t len)
 {
-	return out->bounce[f - out->frames];
+	uint8_t *b = out->bounce[f - out->frames] + at;
+
+	if (len > XPORT_BOUNCE_FRAME - at ||
+	    xport_fallback(qp, mr_indirect_read(qp->cfg.mrs, key, addr, b, len)) != MR_OK)
+		return NULL;
+	return b;
 }
 
 /*

@@ -783,14 +783,11 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 			return false;
 		if (st == MR_INDIRECT) {
 			/* not mapped here: the payload goes through the frame's bounce slot */
-			uint8_t *b = xport_frame_bounce(out, f);
-			if (len > XPORT_BOUNCE_FRAME ||
-			    xport_fallback(qp, mr_indirect_read(qp->cfg.mrs, res->rkey, host, b,
-								len)) != MR_OK) {
+			host = xport_bounce_read(qp, out, f, 0, res->rkey, host, len);
+			if (!host) {
 				read_resource_fail(qp, res, psn); /* f is not committed */
 				return true;
 			}
-			host = b;
 		}
 		if (first || last) {
 			f->pkt.aeth.syndrome = ROCE_AETH_ACK_UNLIMITED;

@@ -542,6 +542,18 @@ setup_dest_rd_atomic(uint8_t n)
 	setup_with(&p, 1);
 }
 
+/* modify_qp(MAX_DEST_RD_ATOMIC = @p n) on host 1's live QP, in SQD as the
+ * modify table requires, then back to RTS. */
+static void
+modify_dest_rd_atomic(uint8_t n)
+{
+	sim_set_state(&S, 1, XPORT_STATE_SQD);
+	struct xport_cfg cfg = S.h[1].cfg;
+	cfg.max_dest_rd_atomic = n;
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
+	sim_set_state(&S, 1, XPORT_STATE_RTS);
+}
+
 /* max_dest_rd_atomic is the ring's length, not only a power of two: with 3
  * resources 3 new READs in one burst are fine, a 4th is one too many. */
 Test(rules, resource_ring_has_max_dest_rd_atomic_slots, .init = NULL)
@@ -565,11 +577,7 @@ Test(rules, modify_grows_resources_of_live_qp, .init = NULL)
 	setup_dest_rd_atomic(2);
 	read_burst(0, 2);
 	cr_assert_eq(C.n, 2);
-	sim_set_state(&S, 1, XPORT_STATE_SQD);
-	struct xport_cfg cfg = S.h[1].cfg;
-	cfg.max_dest_rd_atomic = 8;
-	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
-	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	modify_dest_rd_atomic(8);
 	/* the oldest READ is still a resource: its duplicate is replayed */
 	struct roce_pkt d = read_req(EPSN, 8192, 8);
 	sim_inject(&S, 1, &d);
@@ -602,11 +610,7 @@ Test(rules, modify_shrinks_resources_keeping_newest, .init = NULL)
 	read_burst(0, 5); /* slots 0..4 of 8: not wrapped */
 	read_burst(5, 5); /* wrapped: the oldest is PSN 2 in slot 2 */
 	cr_assert_eq(C.n, 10);
-	sim_set_state(&S, 1, XPORT_STATE_SQD);
-	struct xport_cfg cfg = S.h[1].cfg;
-	cfg.max_dest_rd_atomic = 3;
-	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
-	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	modify_dest_rd_atomic(3);
 	for (unsigned i = 7; i < 10; i++) {
 		struct roce_pkt d = read_req(EPSN + i, 8192 + 8 * i, 8);
 		sim_inject(&S, 1, &d);
