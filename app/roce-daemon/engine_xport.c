@@ -156,15 +156,15 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 {
 	struct xport_out *out = &e->out;
 	unsigned int n = out->nframes;
+	struct rte_mbuf *mbufs[XPORT_OUT_FRAMES];
+	unsigned int nm = worker_tx_alloc(w, q->port, mbufs, n);
 
-	for (uint32_t i = 0; i < out->nframes; i++) {
-		struct rte_mbuf *m = worker_tx_alloc(w, q->port);
+	if (nm < n) /* pool exhausted: the frames without an mbuf are lost, as on a full ring */
+		worker_count(w, q->port, slot, CTR_TX_DROPS, n - nm);
+	for (uint32_t i = 0; i < nm; i++) {
+		struct rte_mbuf *m = mbufs[i];
 		size_t len;
 
-		if (m == NULL) {
-			worker_count(w, q->port, slot, CTR_TX_DROPS, 1);
-			continue;
-		}
 		len = xport_frame_build(&out->frames[i], rte_pktmbuf_mtod(m, uint8_t *),
 					rte_pktmbuf_tailroom(m));
 		if (len == 0) { /* larger than the mbuf: a path MTU above the port's */

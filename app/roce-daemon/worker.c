@@ -161,10 +161,20 @@ tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *userdata)
 	rte_pktmbuf_free_bulk(pkts, unsent);
 }
 
-struct rte_mbuf *
-worker_tx_alloc(struct worker *w, uint16_t port_idx)
+unsigned int
+worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsigned int n)
 {
-	return rte_pktmbuf_alloc(w->d->port[port_idx].pool);
+	struct rte_mempool *pool = w->d->port[port_idx].pool;
+	unsigned int i;
+
+	if (n == 0 || rte_pktmbuf_alloc_bulk(pool, m, n) == 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		m[i] = rte_pktmbuf_alloc(pool);
+		if (m[i] == NULL)
+			break;
+	}
+	return i;
 }
 
 void

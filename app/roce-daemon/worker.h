@@ -246,8 +246,13 @@ void worker_tx_flush(struct worker *w);
  */
 void worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m);
 
-/** Owner only: an mbuf from port @p port_idx's pool, or NULL. */
-struct rte_mbuf *worker_tx_alloc(struct worker *w, uint16_t port_idx);
+/**
+ * Owner only: @p n mbufs from port @p port_idx's pool into @p m, in one bulk
+ * get when the pool has them, else one by one.
+ * @return how many were allocated (the first ones of @p m).
+ */
+unsigned int worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m,
+			     unsigned int n);
 
 /** Owner only: the slot of @p qpn, or NULL if the QPN is outside the table or not ours. */
 struct qp_slot *worker_qp_slot(struct worker *w, uint32_t qpn);

@@ -1,20 +1,42 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Internet checksum (RFC 1071) for the IPv4 header and the UDP checksum. */
+#include <endian.h>
 #include <string.h>
 
 #include "roce.h"
 #include "roce_internal.h"
 
+/*
+ * RFC 1071 1.2: the one's complement sum is byte-order independent, so the
+ * words are added as the host loads them, four bytes at a time, and the
+ * folded sum is swapped once at the end into network order.
+ */
 uint32_t
 roce_csum_add(uint32_t sum, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	uint64_t acc = sum;
+	uint64_t acc = 0;
+	uint32_t w32;
+	uint16_t w16;
 
-	for (; len >= 2; p += 2, len -= 2)
-		acc += (uint32_t)p[0] << 8 | p[1];
-	if (len)
-		acc += (uint32_t)p[0] << 8;
+	for (; len >= 4; p += 4, len -= 4) {
+		memcpy(&w32, p, 4);
+		acc += w32;
+	}
+	if (len >= 2) {
+		memcpy(&w16, p, 2);
+		acc += w16;
+		p += 2;
+		len -= 2;
+	}
+	if (len) {
+		w16 = 0;
+		memcpy(&w16, p, 1); /* the odd byte is the high byte of a zero-padded word */
+		acc += w16;
+	}
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	acc = be16toh((uint16_t)acc) + (uint64_t)sum;
 	while (acc >> 16)
 		acc = (acc & 0xffff) + (acc >> 16);
 	return (uint32_t)acc;   /* folded: callers may add small terms freely */
