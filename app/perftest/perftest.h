@@ -233,6 +233,7 @@ struct pt_progress {
 struct pt_window {
 	uint64_t t_start, t_sample, t_stop, t_end;  /**< deadlines, ns */
 	uint64_t n_sample, n_stop;                  /**< counts seen at the two edges */
+	uint64_t n_last;                            /**< count at the previous update */
 	uint64_t t_sample_seen, t_stop_seen;        /**< when the edges were seen */
 	bool sampling, stopped, time_up;
 };
@@ -389,6 +390,11 @@ int pt_poll_send(struct pt_side *s, struct ibv_wc *wc, int max);
 void pt_verify_fail(struct pt_side *s, const char *what, uint32_t qp, uint64_t iter, size_t off);
 /** Update the -D window with @p count; true once no new work may start. */
 bool pt_window_update(struct pt_side *s, uint64_t count);
+/**
+ * pt_window_update() at time @p now (ns): each edge of the window is the
+ * first change of @p count at or after its deadline (see bw.c).
+ */
+bool pt_window_step(struct pt_window *w, uint64_t now, uint64_t count);
 uint64_t pt_now_ns(void);
 
 /* ---- send_bw.c / read_bw.c / atomic_bw.c: shared with the latency modes */

@@ -390,6 +390,67 @@ Test(report, bandwidth_with_cq_moderation)
 	cr_assert_float_eq(r.bw_peak, 1000.0 * 1e9 / 175.0 / 1048576.0, 1e-6);
 }
 
+/* Feed @p w a count that rises by @p step every @p every ns, polled every @p poll ns. */
+static void window_drive(struct pt_window *w, uint64_t step, uint64_t every, uint64_t poll)
+{
+	for (uint64_t now = 0; !pt_window_step(w, now, now / every * step); now += poll)
+		;
+}
+
+Test(window, edges_fall_on_count_steps)
+{
+	/* 1 MiB at ~5 Gb/s with -Q 100: a count step of 100 every 166 ms, so a
+	 * 2 s window holds ~12 steps. Polled every 1 us, at several phases of the
+	 * steps against the deadlines, the rate is exactly 100 per 166 ms. */
+	const uint64_t every = 166000000ull;
+
+	for (uint64_t phase = 0; phase < every; phase += every / 7) {
+		struct pt_window w = { .t_sample = 1000000000ull + phase,
+				       .t_stop = 3000000000ull + phase,
+				       .t_end = 4000000000ull + phase };
+
+		window_drive(&w, 100, every, 1000);
+		cr_assert(w.stopped);
+		cr_assert_eq(w.t_sample_seen % every, 0, "start on a step: %lu",
+			     (unsigned long)w.t_sample_seen);
+		cr_assert_eq(w.t_stop_seen % every, 0, "stop on a step: %lu",
+			     (unsigned long)w.t_stop_seen);
+		cr_assert_geq(w.t_sample_seen, w.t_sample);
+		cr_assert_lt(w.t_sample_seen, w.t_sample + every);
+		cr_assert_geq(w.t_stop_seen, w.t_stop);
+		cr_assert_lt(w.t_stop_seen, w.t_stop + every);
+		double rate = (double)(w.n_stop - w.n_sample) / (double)(w.t_stop_seen - w.t_sample_seen);
+		cr_assert_float_eq(rate, 100.0 / (double)every, 1e-18, "phase %lu: %g",
+				   (unsigned long)phase, rate);
+	}
+}
+
+Test(window, a_count_that_stops_still_ends_the_window)
+{
+	/* Nothing completes after 1.5 s: the stop comes at t_end with the last count. */
+	struct pt_window w = { .t_sample = 1000000000ull, .t_stop = 3000000000ull,
+			       .t_end = 4000000000ull };
+	uint64_t now;
+
+	for (now = 0; !pt_window_step(&w, now, (now < 1500000000ull ? now : 1500000000ull) / 1000000);
+	     now += 1000)
+		;
+	cr_assert_eq(now, w.t_end);
+	cr_assert(w.stopped);
+	cr_assert_eq(w.t_stop_seen, w.t_end);
+	cr_assert_eq(w.n_stop, 1500);
+	cr_assert_eq(w.n_sample, 1000);
+
+	/* Nothing at all: the window is [t_stop, t_end] and holds nothing. */
+	struct pt_window idle = { .t_sample = 10, .t_stop = 20, .t_end = 30 };
+	for (now = 0; !pt_window_step(&idle, now, 0); now++)
+		;
+	cr_assert(idle.stopped);
+	cr_assert_eq(idle.t_sample_seen, 20);
+	cr_assert_eq(idle.t_stop_seen, 30);
+	cr_assert_eq(idle.n_stop - idle.n_sample, 0);
+}
+
 Test(report, latency_statistics)
 {
 	/* 12 samples (ns); the two largest are dropped as perftest does */
