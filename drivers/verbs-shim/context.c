@@ -31,6 +31,9 @@ struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *, struct ibv_cq_init_att
 struct ibv_srq *shim_create_srq_ex(struct ibv_context *, struct ibv_srq_init_attr_ex *);
 int shim_get_srq_num(struct ibv_srq *, uint32_t *);
 
+#define SHIM_IMPORT_TIMEOUT_ENV "ROCE_SHIM_IMPORT_TIMEOUT_MS"
+#define SHIM_IMPORT_TIMEOUT_MS 10000
+
 static _Atomic uint32_t shim_seq_base;
 
 void shim_req(struct ipc_msg *m, enum ipc_op op)
@@ -204,6 +207,19 @@ SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
 	return 0;
 }
 
+/* How long ibv_import_device() waits for the daemon: ROCE_SHIM_IMPORT_TIMEOUT_MS, default 10 s. */
+static int import_timeout_ms(void)
+{
+	const char *v = getenv(SHIM_IMPORT_TIMEOUT_ENV);
+	char *end;
+	long ms;
+
+	if (v == NULL || *v == '\0')
+		return SHIM_IMPORT_TIMEOUT_MS;
+	ms = strtol(v, &end, 10);
+	return *end == '\0' && ms >= 0 && ms <= INT32_MAX ? (int)ms : SHIM_IMPORT_TIMEOUT_MS;
+}
+
 /*
  * A context on a connection of its own that shares the objects of the
  * connection @p cmd_fd belongs to (a dup of some context's cmd_fd, from this
@@ -212,7 +228,10 @@ SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
  * that connection's group and answers on it, so @p cmd_fd, perhaps shared
  * with the exporting process, carries no answer of ours. Possession of
  * @p cmd_fd is the only credential, as for a uverbs fd. @p cmd_fd is ours
- * from here on: ibv_close_device closes it (as rdma-core does).
+ * from here on: ibv_close_device closes it (as rdma-core does). A peer
+ * that is not a daemon fails with EINVAL (not a SOCK_SEQPACKET socket), EIO
+ * (it closed our socket) or, if it holds the request unanswered,
+ * ETIMEDOUT after ROCE_SHIM_IMPORT_TIMEOUT_MS.
  */
 SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
@@ -238,8 +257,11 @@ SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 	rc = ipc_send(cmd_fd, &req, &sv[1], 1);
 	close(sv[1]);
 	if (rc == 0)
-		rc = ipc_await(sv[0], IPC_OP_IMPORT_DEVICE, req.hdr.seq, &rsp, rfds);
-	if (rc < 0)
+		rc = ipc_await_timeout(sv[0], IPC_OP_IMPORT_DEVICE, req.hdr.seq, &rsp, rfds,
+				       import_timeout_ms());
+	if (rc == -ETIMEDOUT)
+		rc = ETIMEDOUT; /* a peer that keeps our socket and does not answer: not a daemon */
+	else if (rc < 0)
 		rc = EIO; /* the daemon refused the socket (closed it) or is gone */
 	if (rc == 0 && rsp.hdr.nfds != 1)
 		rc = EPROTO;

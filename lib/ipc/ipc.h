@@ -528,6 +528,13 @@ int ipc_call(int fd, struct ipc_msg *req, const int *fds, unsigned int nfds,
  * @return as ipc_call()
  */
 int ipc_await(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds);
+
+/**
+ * ipc_await() for at most @p timeout_ms milliseconds in all (< 0: no limit).
+ * @return as ipc_call(), or -ETIMEDOUT when no answer came in time
+ */
+int ipc_await_timeout(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds,
+		      int timeout_ms);
 /** @} */
 
 #ifdef __cplusplus

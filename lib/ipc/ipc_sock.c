@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ipc.h"
@@ -206,19 +207,53 @@ int ipc_call(int fd, struct ipc_msg *req, const int *fds, unsigned int nfds,
 	return ipc_await(fd, op, seq, rsp, rfds);
 }
 
-int ipc_await(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds)
+/* Milliseconds left until @p deadline_ns (CLOCK_MONOTONIC); -1 without a deadline. */
+static int ms_left(uint64_t deadline_ns)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (deadline_ns == UINT64_MAX)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return now >= deadline_ns ? 0 : (int)((deadline_ns - now + 999999u) / 1000000u);
+}
+
+int ipc_await_timeout(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds,
+		      int timeout_ms)
 {
 	unsigned int n;
 	int tmp[IPC_MAX_FDS];
 	int *out = rfds ? rfds : tmp;
+	uint64_t deadline = UINT64_MAX;
 	ssize_t len;
 
+	if (timeout_ms >= 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+			   (uint64_t)timeout_ms * 1000000u;
+	}
 	for (;;) {
+		if (deadline != UINT64_MAX) {
+			/* the socket may be blocking: wait for it here, bounded */
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			int rc = poll(&p, 1, ms_left(deadline));
+
+			if (rc < 0 && errno != EINTR)
+				return -errno;
+			if (rc == 0)
+				return -ETIMEDOUT;
+			if (rc < 0)
+				continue;
+		}
 		len = ipc_recv(fd, rsp, out, &n, IPC_RESPONSE);
 		if (len == -EAGAIN) {
 			struct pollfd p = { .fd = fd, .events = POLLIN };
 
-			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			if (poll(&p, 1, ms_left(deadline)) < 0 && errno != EINTR)
 				return -errno;
 			continue;
 		}
@@ -236,4 +271,9 @@ int ipc_await(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds)
 	if (rsp->hdr.status < 0)
 		return -EPROTO;
 	return rsp->hdr.status;
+}
+
+int ipc_await(int fd, uint32_t op, uint32_t seq, struct ipc_msg *rsp, int *rfds)
+{
+	return ipc_await_timeout(fd, op, seq, rsp, rfds, -1);
 }

@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -980,6 +981,24 @@ Test(shim_verbs, import_device_shares_pd_and_mr)
 	cr_assert_eq(errno, EINVAL);
 	close(pfd[0]);
 	close(pfd[1]);
+
+	/* A SOCK_SEQPACKET peer that takes the request and never answers: ETIMEDOUT. */
+	int sp[2];
+	struct timespec t0, t1;
+	char reqbuf[4096];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+	cr_assert_eq(setenv("ROCE_SHIM_IMPORT_TIMEOUT_MS", "300", 1), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_null(ibv_import_device(sp[0]), "a silent peer");
+	cr_assert_eq(errno, ETIMEDOUT, "%s", strerror(errno));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	unsetenv("ROCE_SHIM_IMPORT_TIMEOUT_MS");
+	double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_assert(waited >= 0.29 && waited < 5.0, "waited %.3f s", waited);
+	cr_assert_gt(recv(sp[1], reqbuf, sizeof(reqbuf), MSG_DONTWAIT), 0, "the request reached the peer");
+	close(sp[0]);
+	close(sp[1]);
 
 	/* A context that was not given the fd cannot name the group's objects. */
 	ctx3 = ibv_open_device(ctx->device);
