@@ -972,7 +972,7 @@ plots() {
 			echo "set datafile separator ','"
 			echo "set title '$pmd, IP MTU $BENCH_MTU: ours / link limit at the same frame size'"
 			echo "set logscale x 2; set grid; set key bottom right; set xlabel 'message bytes'"
-			echo "set format x '%.0b%B'; set ylabel 'ratio'; set yrange [0:*]"
+			echo "set format x '%.0b%B'; set ylabel 'ratio'; set yrange [0:1<*]"
 			echo "set arrow from 4096,0.9 to 1048576,0.9 nohead dt 2 lc rgb 'red'"
 			echo "set label 'goal 0.9' at 4096,0.95 tc rgb 'red'"
 			echo "set arrow from 64,0.7 to 90,0.7 nohead lw 2 lc rgb 'red'"
