@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "golden.h"
+#include "ref_csum.h"
 #include "roce.h"
 
 TestSuite(malformed, .init = golden_suite_init, .fini = golden_suite_fini);
@@ -27,24 +28,11 @@ parse_exact(const uint8_t *data, size_t len, struct roce_pkt *pkt)
 	return r;
 }
 
-/* RFC 1071, written here independently of lib/roce. */
-static uint16_t
-csum16(const uint8_t *p, size_t n, uint32_t sum)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		sum += (uint32_t)p[n - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 static void
 fix_ipv4_csum(uint8_t *ip)
 {
 	ip[10] = ip[11] = 0;
-	uint16_t c = (uint16_t)~csum16(ip, 20, 0);
+	uint16_t c = (uint16_t)~ref_csum16(ip, 20, 0);
 	ip[10] = (uint8_t)(c >> 8);
 	ip[11] = (uint8_t)c;
 }
@@ -58,8 +46,8 @@ udp4_csum(const uint8_t *f)
 	uint8_t *copy = malloc(ulen);
 	memcpy(copy, udp, ulen);
 	copy[6] = copy[7] = 0;
-	uint32_t sum = csum16(ip + 12, 8, 0) + 17 + (uint32_t)ulen;
-	uint16_t c = (uint16_t)~csum16(copy, ulen, sum);
+	uint32_t sum = ref_csum16(ip + 12, 8, 0) + 17 + (uint32_t)ulen;
+	uint16_t c = (uint16_t)~ref_csum16(copy, ulen, sum);
 	free(copy);
 	return c ? c : 0xffff;
 }
