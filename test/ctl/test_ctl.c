@@ -612,6 +612,7 @@ struct fake_dp {
 	uint32_t last_state;
 	uint32_t last_fx;
 	bool fail_qp_create;
+	int fail_qp_modify; /* errno the next modify returns, 0: none */
 	void *mr_local;
 };
 
@@ -639,9 +640,14 @@ static int dp_qp_modify(void *dp, const struct ctl_qp_info *qp, const struct qp_
 			const struct qp_sem_effects *fx)
 {
 	struct fake_dp *f = dp;
+	int rc = f->fail_qp_modify;
 
 	cr_assert_eq(qp->sem->attr.qp_state, fx->old_state, "the old attributes during the call");
 	cr_assert_eq(next->attr.qp_state, fx->new_state);
+	if (rc != 0) {
+		f->fail_qp_modify = 0;
+		return rc;
+	}
 	f->qp_modifies++;
 	f->last_state = next->attr.qp_state;
 	f->last_fx = fx->flags;
@@ -680,9 +686,23 @@ Test(ctl, dataplane_sees_every_object_and_teardown)
 						     IBV_QP_ACCESS_FLAGS, &at), 0);
 	cr_assert_eq(f.qp_modifies, 1);
 	cr_assert_eq(f.last_state, IBV_QPS_INIT);
+	/* The dataplane cannot take it (out of memory): ENOMEM, and nothing changed. */
+	struct ipc_qp_attr wr = { .qp_state = IBV_QPS_INIT, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	f.fail_qp_modify = ENOMEM;
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &wr), ENOMEM);
+	req(&m, IPC_OP_QUERY_QP);
+	m.u.req_QUERY_QP.handle = q.handle;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_state, IBV_QPS_INIT);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_access_flags, 0, "the refused access flags are not kept");
+	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &wr), 0);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_eq(f.qp_modifies, 2);
 	at.qp_state = IBV_QPS_RTS;
 	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), EINVAL);
-	cr_assert_eq(f.qp_modifies, 1, "a refused modify never reaches the dataplane");
+	cr_assert_eq(f.qp_modifies, 2, "a refused modify never reaches the dataplane");
 	at.qp_state = IBV_QPS_RESET;
 	cr_assert_eq(modify_qp(&a, q.handle, IBV_QP_STATE, &at), 0);
 	cr_assert(f.last_fx & QP_SEM_FX_RESET, "the dataplane is told to drop the queues");

@@ -570,6 +570,70 @@ Test(rules, resource_ring_has_max_dest_rd_atomic_slots, .init = NULL)
 	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
 }
 
+/*
+ * lib/qp's calloc() goes through here: this executable links with
+ * -Wl,--wrap=calloc (test/engine/meson.build), so a test can make the next
+ * allocations fail.
+ */
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+static unsigned int calloc_failures;
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (calloc_failures > 0) {
+		calloc_failures--;
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+/* A modify that must grow the resources and gets no memory fails with
+ * -ENOMEM and changes nothing (ibv_modify_qp is all or nothing): the same
+ * two resources, the same state, and the QP keeps working. */
+Test(rules, modify_without_memory_changes_nothing, .init = NULL)
+{
+	setup_dest_rd_atomic(2);
+	read_burst(0, 2);
+	cr_assert_eq(C.n, 2);
+	sim_set_state(&S, 1, XPORT_STATE_SQD);
+	struct xport_cfg cfg = S.h[1].cfg;
+	cfg.max_dest_rd_atomic = 8;
+	calloc_failures = 1;
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), -ENOMEM);
+	cr_assert_eq(calloc_failures, 0, "the modify asked for memory");
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_SQD);
+	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	/* the oldest READ is still a resource: its duplicate is replayed */
+	struct roce_pkt d = read_req(EPSN, 8192, 8);
+	sim_inject(&S, 1, &d);
+	cr_assert_eq(last()->opcode, ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY);
+	cr_assert_eq(last()->psn, EPSN);
+	/* still two slots: three new READs at once are one too many (eight would fit) */
+	read_burst(2, 3);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 1);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+}
+
+/* The same modify with memory: now three new READs at once fit. */
+Test(rules, modify_with_memory_after_a_failed_one, .init = NULL)
+{
+	setup_dest_rd_atomic(2);
+	read_burst(0, 2);
+	sim_set_state(&S, 1, XPORT_STATE_SQD);
+	struct xport_cfg cfg = S.h[1].cfg;
+	cfg.max_dest_rd_atomic = 8;
+	calloc_failures = 1;
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), -ENOMEM);
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
+	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	read_burst(2, 3);
+	cr_assert_eq(cnt1()[XPORT_CNT_NAK_INV_REQ_TX], 0);
+	cr_assert_eq(C.n, 2 + 3);
+}
+
 /* modify_qp(MAX_DEST_RD_ATOMIC) in SQD on a live QP: the resources grow
  * (allocated by the modify) and keep what they had, in age order. */
 Test(rules, modify_grows_resources_of_live_qp, .init = NULL)
