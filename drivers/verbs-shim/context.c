@@ -164,6 +164,28 @@ static void shim_close_fds(int *fds)
 			close(fds[i]);
 }
 
+/*
+ * The end of OPEN_DEVICE and IMPORT_DEVICE (same answer): with the call's
+ * result @p rc and its answer, set @p ctx up, or free it. Closes @p rfds.
+ * @return the context, or NULL with errno set
+ */
+static struct ibv_context *shim_context_finish(struct shim_context *ctx, int rc,
+					       const struct ipc_msg *rsp, int *rfds)
+{
+	if (rc == 0 && rsp->hdr.nfds != 1)
+		rc = EPROTO;
+	if (rc == 0) {
+		rc = shim_context_setup(ctx, &rsp->u.rsp_OPEN_DEVICE, rfds[0]);
+		rfds[0] = -1;
+	}
+	shim_close_fds(rfds);
+	if (rc) {
+		shim_context_free(ctx);
+		return shim_null(rc);
+	}
+	return &ctx->vctx.context;
+}
+
 SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct shim_context *ctx;
@@ -181,18 +203,7 @@ SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	shim_req(&req, IPC_OP_OPEN_DEVICE);
 	snprintf(req.u.req_OPEN_DEVICE.name, sizeof(req.u.req_OPEN_DEVICE.name), "%s", device->name);
 	rc = shim_rpc(ctx, &req, NULL, 0, &rsp, rfds);
-	if (rc == 0 && rsp.hdr.nfds != 1)
-		rc = EPROTO;
-	if (rc == 0) {
-		rc = shim_context_setup(ctx, &rsp.u.rsp_OPEN_DEVICE, rfds[0]);
-		rfds[0] = -1;
-	}
-	shim_close_fds(rfds);
-	if (rc) {
-		shim_context_free(ctx);
-		return shim_null(rc);
-	}
-	return &ctx->vctx.context;
+	return shim_context_finish(ctx, rc, &rsp, rfds);
 }
 
 /*
@@ -235,6 +246,7 @@ static int import_timeout_ms(void)
  */
 SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
+	struct ibv_context *c;
 	struct shim_context *ctx;
 	struct ipc_msg req, rsp;
 	int rfds[IPC_MAX_FDS] = { -1, -1 };
@@ -263,17 +275,8 @@ SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 		rc = ETIMEDOUT; /* a peer that keeps our socket and does not answer: not a daemon */
 	else if (rc < 0)
 		rc = EIO; /* the daemon refused the socket (closed it) or is gone */
-	if (rc == 0 && rsp.hdr.nfds != 1)
-		rc = EPROTO;
-	if (rc == 0) {
-		rc = shim_context_setup(ctx, &rsp.u.rsp_IMPORT_DEVICE, rfds[0]);
-		rfds[0] = -1;
-	}
-	shim_close_fds(rfds);
-	if (rc) {
-		shim_context_free(ctx);
-		return shim_null(rc);
-	}
-	ctx->import_fd = cmd_fd;
-	return &ctx->vctx.context;
+	c = shim_context_finish(ctx, rc, &rsp, rfds);
+	if (c != NULL)
+		ctx->import_fd = cmd_fd;
+	return c;
 }
