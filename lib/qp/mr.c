@@ -207,25 +207,38 @@ indirect_entry(const struct mr_table *t, uint32_t key)
 	return e && e->owner_pid != 0 ? e : NULL;
 }
 
-/* Move @p len bytes between @p local and the owner's @p remote; partial = failure. */
-static enum mr_status
-owner_copy(const struct mr_entry *e, void *local, uint64_t remote, uint64_t len, bool write)
+/*
+ * Move @p len bytes between @p local and the owner's @p remote.
+ * @return 0, or -errno: -ESRCH (owner gone), -EPERM (not ours to reach),
+ * process_vm_readv/writev's own, or -EFAULT when a round moved nothing
+ */
+static int
+owner_move(const struct mr_entry *e, void *local, uint64_t remote, uint64_t len, bool write)
 {
 	uint64_t done = 0;
 
 	if (!owner_alive(e))
-		return MR_ERR_COPY;
+		return errno == EPERM ? -EPERM : -ESRCH;
 	while (done < len) { /* each round moves >= 1 byte or stops */
 		struct iovec l = { (uint8_t *)local + done, len - done };
 		struct iovec r = { (void *)(uintptr_t)(remote + done), len - done };
 		ssize_t n = write ? process_vm_writev(e->owner_pid, &l, 1, &r, 1, 0)
 				  : process_vm_readv(e->owner_pid, &l, 1, &r, 1, 0);
 
-		if (n <= 0)
-			return MR_ERR_COPY;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EFAULT;
 		done += (uint64_t)n;
 	}
-	return MR_OK;
+	return 0;
+}
+
+/* owner_move() as a key check's status: a partial move is a failed one. */
+static enum mr_status
+owner_copy(const struct mr_entry *e, void *local, uint64_t remote, uint64_t len, bool write)
+{
+	return owner_move(e, local, remote, len, write) == 0 ? MR_OK : MR_ERR_COPY;
 }
 
 enum mr_status
@@ -280,10 +293,5 @@ mr_indirect_probe(int32_t pid, int pidfd, uint64_t addr)
 
 	if (pid <= 0 || pidfd < 0)
 		return -EINVAL;
-	if (!owner_alive(&e))
-		return errno == EPERM ? -EPERM : -ESRCH;
-	struct iovec l = { &byte, 1 }, r = { (void *)(uintptr_t)addr, 1 };
-	if (process_vm_readv(pid, &l, 1, &r, 1, 0) != 1)
-		return -errno;
-	return 0;
+	return owner_move(&e, &byte, addr, 1, false);
 }
