@@ -31,8 +31,9 @@ struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *, struct ibv_cq_init_att
 struct ibv_srq *shim_create_srq_ex(struct ibv_context *, struct ibv_srq_init_attr_ex *);
 int shim_get_srq_num(struct ibv_srq *, uint32_t *);
 
+/* How long ibv_import_device() waits for the daemon, ms (environment, default 10 s). */
 #define SHIM_IMPORT_TIMEOUT_ENV "ROCE_SHIM_IMPORT_TIMEOUT_MS"
-#define SHIM_IMPORT_TIMEOUT_MS 10000
+#define SHIM_IMPORT_TIMEOUT_MS 10000u
 
 static _Atomic uint32_t shim_seq_base;
 
@@ -60,6 +61,19 @@ int shim_rpc(struct shim_context *ctx, struct ipc_msg *req, const int *fds, unsi
 		return EIO;
 	}
 	return rc;
+}
+
+uint32_t shim_env_u32(const char *name, uint32_t dflt, uint32_t max)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long n;
+
+	if (v == NULL || *v == '\0')
+		return dflt;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	return *end == '\0' && errno == 0 && n <= max ? (uint32_t)n : dflt;
 }
 
 void *shim_map_shm(int fd, uint64_t size)
@@ -218,19 +232,6 @@ SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
 	return 0;
 }
 
-/* How long ibv_import_device() waits for the daemon: ROCE_SHIM_IMPORT_TIMEOUT_MS, default 10 s. */
-static int import_timeout_ms(void)
-{
-	const char *v = getenv(SHIM_IMPORT_TIMEOUT_ENV);
-	char *end;
-	long ms;
-
-	if (v == NULL || *v == '\0')
-		return SHIM_IMPORT_TIMEOUT_MS;
-	ms = strtol(v, &end, 10);
-	return *end == '\0' && ms >= 0 && ms <= INT32_MAX ? (int)ms : SHIM_IMPORT_TIMEOUT_MS;
-}
-
 /*
  * A context on a connection of its own that shares the objects of the
  * connection @p cmd_fd belongs to (a dup of some context's cmd_fd, from this
@@ -270,7 +271,8 @@ SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 	close(sv[1]);
 	if (rc == 0)
 		rc = ipc_await_timeout(sv[0], IPC_OP_IMPORT_DEVICE, req.hdr.seq, &rsp, rfds,
-				       import_timeout_ms());
+				       (int)shim_env_u32(SHIM_IMPORT_TIMEOUT_ENV,
+							 SHIM_IMPORT_TIMEOUT_MS, INT32_MAX));
 	if (rc == -ETIMEDOUT)
 		rc = ETIMEDOUT; /* a peer that keeps our socket and does not answer: not a daemon */
 	else if (rc < 0)

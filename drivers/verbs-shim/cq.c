@@ -50,20 +50,6 @@ static void shim_cqe_to_wc(const struct cqe *e, struct ibv_wc *wc)
 #define SHIM_POLL_YIELD_ENV "ROCE_SHIM_POLL_YIELD"
 #define SHIM_POLL_YIELD_DEFAULT 64u
 
-static uint32_t shim_poll_yield_after(void)
-{
-	const char *env = getenv(SHIM_POLL_YIELD_ENV);
-	char *end;
-	unsigned long v;
-
-	if (env == NULL || env[0] == '\0')
-		return SHIM_POLL_YIELD_DEFAULT;
-	v = strtoul(env, &end, 10);
-	if (*end != '\0' || v > UINT32_MAX)
-		return SHIM_POLL_YIELD_DEFAULT;
-	return (uint32_t)v;
-}
-
 /* Called with the lock held; true if the caller should yield after unlocking. */
 static inline bool shim_cq_count_empty(struct shim_cq *cq, uint32_t n)
 {
@@ -299,7 +285,7 @@ static struct shim_cq *shim_cq_create(struct ibv_context *context, uint32_t cqe,
 	}
 	cq->handle = rsp.u.rsp_CREATE_CQ.handle;
 	cq->wc_flags = wc_flags;
-	cq->yield_after = shim_poll_yield_after();
+	cq->yield_after = shim_env_u32(SHIM_POLL_YIELD_ENV, SHIM_POLL_YIELD_DEFAULT, UINT32_MAX);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);

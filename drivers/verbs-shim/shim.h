@@ -93,6 +93,8 @@ static inline int shim_destroy_rc(struct ibv_context *c, int rc)
 void shim_req(struct ipc_msg *m, enum ipc_op op);
 /* Map a daemon-created memfd; @return address or NULL (errno set). */
 void *shim_map_shm(int fd, uint64_t size);
+/** Environment variable @p name as a decimal number <= @p max, or @p dflt if unset, empty or not one. */
+uint32_t shim_env_u32(const char *name, uint32_t dflt, uint32_t max);
 
 /* Helpers for "return NULL, errno = e" and "return e" conventions. */
 static inline void *shim_null(int e)
