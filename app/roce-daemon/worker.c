@@ -776,14 +776,14 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	w->n_workers = d->n_workers;
 	w->lcore_id = lcore_id;
 	w->burst = (uint16_t)RTE_MIN(cd->burst, WORKER_BURST_MAX);
-	w->tx_drain_tsc = rte_get_tsc_hz() / 1000000 * cd->tx_flush_us;
+	w->tsc_hz = rte_get_tsc_hz();
+	w->tx_drain_tsc = w->tsc_hz / 1000000 * cd->tx_flush_us;
 	w->idle = (enum config_idle)cd->idle;
 	w->idle_polls = cd->idle_polls;
-	w->idle_yield_tsc = rte_get_tsc_hz() / 1000000 * cd->idle_yield_us;
-	w->yield_slow_tsc = rte_get_tsc_hz() / 1000000 * cd->idle_yield_slow_us;
+	w->idle_yield_tsc = w->tsc_hz / 1000000 * cd->idle_yield_us;
+	w->yield_slow_tsc = w->tsc_hz / 1000000 * cd->idle_yield_slow_us;
 	w->idle_sleep_ns = cd->idle_sleep_us * 1000u;
 	w->timer_slack_ns = cd->idle_timer_slack_ns;
-	w->tsc_hz = rte_get_tsc_hz();
 	w->stall_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_US + cd->idle_sleep_us);
 	w->stall_long_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_LONG_US + cd->idle_sleep_us);
 	w->engine = engine != NULL ? engine : &engine_none;
