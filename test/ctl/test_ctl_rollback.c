@@ -645,6 +645,58 @@ Test(ctl_rollback, rereg_mr_keeps_the_old_registration)
 	memfd_free(&new_mem);
 }
 
+/*
+ * The dataplane refuses the new registration and then the old one back: the
+ * MR fails closed. It is invalidated: its keys reach nothing, its memory is
+ * released, every request naming it but DEREG_MR fails with EINVAL, and
+ * DEREG_MR (which the application still owes, as after rdma-core's
+ * IBV_REREG_MR_ERR_CMD) frees it without a dataplane destroy.
+ */
+Test(ctl_rollback, rereg_mr_whose_restore_is_refused_fails_closed)
+{
+	struct client a;
+	struct memfd old_mem = memfd_new(4096, "old bytes"), new_mem = memfd_new(8192, "new bytes");
+	struct ipc_reg_mr_rsp mr, mr2;
+	uint32_t pd1, pd2;
+
+	client_open(&a, true);
+	pd1 = alloc_pd(&a);
+	pd2 = alloc_pd(&a);
+	struct trace before = trace_take(&a);
+
+	cr_assert_eq(reg_mr(&a, pd1, &old_mem, 64, IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	fdp_fail(FDP_MR_CREATE, EAGAIN, 2);
+	cr_assert_eq(rereg_mr(&a, mr.handle, pd2, &new_mem, 200, IBV_ACCESS_LOCAL_WRITE), EAGAIN,
+		     "the error of the request, not of the restore");
+	cr_assert_eq(fdp.calls[FDP_MR_CREATE], 3);
+	cr_assert_eq(fdp.live, 0, "the dataplane has no MR");
+	cr_assert_eq(count_maps(TEST_MR_MEMFD), before.maps_mr, "neither memory stays mapped");
+	cr_assert_eq(count_fds(), before.fds);
+
+	cr_assert_eq(import_mr(&a, mr.handle, pd1, NULL), EINVAL, "no keys to hand out");
+	cr_assert_eq(rereg_mr(&a, mr.handle, pd2, &new_mem, 200, IBV_ACCESS_LOCAL_WRITE), EINVAL);
+	cr_assert_eq(fdp.calls[FDP_MR_CREATE], 3, "an invalidated MR never reaches the dataplane");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd1), EBUSY, "held until DEREG_MR, as in Linux");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd2), 0, "the new PD gained nothing");
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
+	cr_assert_eq(fdp.bad_destroys, 0, "no destroy of the MR the dataplane lost");
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), EINVAL, "gone");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd1), 0);
+	struct trace after = trace_take(&a);
+
+	cr_assert_eq(after.st.pd + after.st.mr, 0);
+	cr_assert_eq(after.fds, before.fds);
+
+	/* The dataplane willing again: the memory registers anew, under another key. */
+	pd2 = alloc_pd(&a);
+	cr_assert_eq(reg_mr(&a, pd2, &new_mem, 200, IBV_ACCESS_LOCAL_WRITE, &mr2), 0);
+	cr_assert_neq(mr2.lkey, mr.lkey);
+	cr_assert_str_eq(fdp.mr[fdp_mr_slot(mr2.lkey)].local, "new bytes");
+	client_close(&a);
+	memfd_free(&old_mem);
+	memfd_free(&new_mem);
+}
+
 /* ---- CQ ---- */
 
 Test(ctl_rollback, create_cq)
