@@ -254,6 +254,12 @@ Test(ctl, qpns_and_keys_are_device_wide)
 	cr_assert_eq(ctl_nobjects(ctl), 0);
 }
 
+/*
+ * Every errno expected here is the one Linux rxe answered in the rxe-peer
+ * oracle (modify_qp_rxe.tsv, test/qp/test_qp_oracle.c), e.g. probes 35
+ * (QKEY on RC), 3564 (port 2), 3681 (no GRH), 3683 (empty GID slot), 3623
+ * (path_mtu 6), 948 (CUR_STATE on ERR -> RESET).
+ */
 Test(ctl, qp_state_machine_like_linux)
 {
 	struct client a;
@@ -270,7 +276,9 @@ Test(ctl, qp_state_machine_like_linux)
 	uint32_t pd = alloc_pd(&a), cq = create_cq(&a, 4, 0);
 
 	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_RC, &q), 0);
-	cr_assert_eq(q.cap.max_send_wr, 31, "2^k - 1 >= 16, as rxe (lib/qp qp_sem_create)");
+	cr_assert_eq(q.cap.max_send_wr, 31,
+		     "2^k - 1 >= 16 (lib/qp qp_sem_create); Linux rxe's query read 31 for 16 "
+		     "(rxe-peer oracle, device_rxe.txt create std)");
 	cr_assert_eq(q.sq.entries, 32);
 	cr_assert_eq(q.sq.stride, sizeof(struct sq_wqe));
 	cr_assert_eq(q.rq.stride, sizeof(struct rq_wqe));
@@ -301,7 +309,9 @@ Test(ctl, qp_state_machine_like_linux)
 	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), EINVAL, "RoCE needs a GRH");
 	at.ah_attr.is_global = 1;
 	at.ah_attr.sgid_index = 5;
-	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), ENODATA, "empty source GID (lib/qp, as rxe)");
+	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), ENODATA,
+		     "empty source GID slot (lib/qp; Linux rxe answered ENODATA: rxe-peer "
+		     "oracle probes 3683, 3715)");
 	at.ah_attr.sgid_index = 1;
 	at.ah_attr.hop_limit = 64;
 	cr_assert_eq(modify_qp(&a, q.handle, rtr_mask, &at), EINVAL, "zero destination GID");

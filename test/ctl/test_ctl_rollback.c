@@ -676,7 +676,7 @@ Test(ctl_rollback, rereg_mr_whose_restore_is_refused_fails_closed)
 	cr_assert_eq(import_mr(&a, mr.handle, pd1, NULL), EINVAL, "no keys to hand out");
 	cr_assert_eq(rereg_mr(&a, mr.handle, pd2, &new_mem, 200, IBV_ACCESS_LOCAL_WRITE), EINVAL);
 	cr_assert_eq(fdp.calls[FDP_MR_CREATE], 3, "an invalidated MR never reaches the dataplane");
-	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd1), EBUSY, "held until DEREG_MR, as in Linux");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd1), EBUSY, "held until DEREG_MR");
 	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd2), 0, "the new PD gained nothing");
 	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
 	cr_assert_eq(fdp.bad_destroys, 0, "no destroy of the MR the dataplane lost");
