@@ -222,6 +222,26 @@ static void ctl_mr_invalidate(struct ctl_mr *mr)
 	mr->invalid = true;
 }
 
+/*
+ * Give the dataplane @p mr back after it refused a REREG_MR's new
+ * registration. It must come back under the keys the application holds:
+ * refused, or under other keys, the MR fails closed.
+ */
+static void ctl_mr_restore(struct ctl *ctl, struct ctl_mr *mr)
+{
+	uint32_t lkey = mr->info.lkey, rkey = mr->info.rkey;
+
+	if (DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) != 0) {
+		ctl_mr_invalidate(mr);
+		return;
+	}
+	if (mr->info.lkey == lkey && mr->info.rkey == rkey)
+		return;
+	if (DP_HAS(ctl, mr_destroy))
+		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
+	ctl_mr_invalidate(mr);
+}
+
 /* Same memory behind both (mapping or fallback pidfd): unmapping one would unmap the other. */
 static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
 {
@@ -337,8 +357,7 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 		if (!ctl_mr_same_memory(&next, &old))
 			ctl_mr_unmap(mr);
 		*mr = old;
-		if (DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) != 0) /* restore */
-			ctl_mr_invalidate(mr);
+		ctl_mr_restore(ctl, mr);
 		return rc;
 	}
 	if (!ctl_mr_same_memory(&next, &old))

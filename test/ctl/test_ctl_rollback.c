@@ -55,6 +55,7 @@ struct fdp {
 	uint32_t qp_state[FDP_SLOTS];
 	int live;                             /* objects of every kind */
 	int bad_destroys;                     /* destroys of objects the dataplane does not have */
+	bool mr_rekey;                        /* mr_create chooses keys of its own (ctl.h allows it) */
 };
 
 static struct fdp fdp;
@@ -96,6 +97,8 @@ static int fdp_mr_create(void *dp, struct ctl_mr_info *mr)
 	if (rc)
 		return rc;
 	cr_assert(!fdp.mr_live[s], "key 0x%x registered twice", mr->lkey);
+	if (fdp.mr_rekey) /* another 8-bit generation, same slot */
+		mr->lkey = mr->rkey = (mr->lkey & ~UINT32_C(0xff)) | ((mr->lkey + 1) & 0xff);
 	fdp.mr_live[s] = true;
 	fdp.mr[s] = *mr;
 	fdp.live++;
@@ -692,6 +695,39 @@ Test(ctl_rollback, rereg_mr_whose_restore_is_refused_fails_closed)
 	cr_assert_eq(reg_mr(&a, pd2, &new_mem, 200, IBV_ACCESS_LOCAL_WRITE, &mr2), 0);
 	cr_assert_neq(mr2.lkey, mr.lkey);
 	cr_assert_str_eq(fdp.mr[fdp_mr_slot(mr2.lkey)].local, "new bytes");
+	client_close(&a);
+	memfd_free(&old_mem);
+	memfd_free(&new_mem);
+}
+
+/*
+ * The dataplane refuses the new registration and takes the old one back,
+ * but under other keys (mr_create may choose its own): the keys the
+ * application holds would name nothing, so the MR fails closed as above and
+ * the dataplane's copy is destroyed.
+ */
+Test(ctl_rollback, rereg_mr_restored_under_other_keys_fails_closed)
+{
+	struct client a;
+	struct memfd old_mem = memfd_new(4096, "old bytes"), new_mem = memfd_new(8192, "new bytes");
+	struct ipc_reg_mr_rsp mr;
+	uint32_t pd;
+
+	client_open(&a, true);
+	pd = alloc_pd(&a);
+	struct trace before = trace_take(&a);
+
+	cr_assert_eq(reg_mr(&a, pd, &old_mem, 64, IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	fdp_fail(FDP_MR_CREATE, ENOMEM, 1);
+	fdp.mr_rekey = true;
+	cr_assert_eq(rereg_mr(&a, mr.handle, pd, &new_mem, 200, IBV_ACCESS_LOCAL_WRITE), ENOMEM);
+	cr_assert_eq(fdp.calls[FDP_MR_CREATE], 3);
+	cr_assert_eq(fdp.live, 0, "the copy under other keys is gone");
+	cr_assert_eq(count_maps(TEST_MR_MEMFD), before.maps_mr, "neither memory stays mapped");
+	cr_assert_eq(import_mr(&a, mr.handle, pd, NULL), EINVAL, "no keys to hand out");
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0);
+	cr_assert_eq(fdp.bad_destroys, 0);
 	client_close(&a);
 	memfd_free(&old_mem);
 	memfd_free(&new_mem);
