@@ -210,6 +210,38 @@ static void ctl_mr_unmap(struct ctl_mr *mr)
 	mr->info.pidfd = -1;
 }
 
+/*
+ * Fail closed: the dataplane no longer has @p mr and would not take it back.
+ * Its memory goes now; the slot, its keys and its PD reference stay until
+ * DEREG_MR, which the application still owes (as after rdma-core's
+ * IBV_REREG_MR_ERR_CMD), so the keys are not handed out again meanwhile.
+ */
+static void ctl_mr_invalidate(struct ctl_mr *mr)
+{
+	ctl_mr_unmap(mr);
+	mr->invalid = true;
+}
+
+/*
+ * Give the dataplane @p mr back after it refused a REREG_MR's new
+ * registration. It must come back under the keys the application holds:
+ * refused, or under other keys, the MR fails closed.
+ */
+static void ctl_mr_restore(struct ctl *ctl, struct ctl_mr *mr)
+{
+	uint32_t lkey = mr->info.lkey, rkey = mr->info.rkey;
+
+	if (DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) != 0) {
+		ctl_mr_invalidate(mr);
+		return;
+	}
+	if (mr->info.lkey == lkey && mr->info.rkey == rkey)
+		return;
+	if (DP_HAS(ctl, mr_destroy))
+		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
+	ctl_mr_invalidate(mr);
+}
+
 /* Same memory behind both (mapping or fallback pidfd): unmapping one would unmap the other. */
 static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
 {
@@ -282,7 +314,8 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 	struct ctl_mr next;
 	int rc;
 
-	if (mr == NULL || q->flags == 0 || (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
+	if (mr == NULL || mr->invalid || q->flags == 0 ||
+	    (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
 		return EINVAL;
 	pd = mr->pd;
 	if (q->flags & IBV_REREG_MR_CHANGE_PD) {
@@ -324,7 +357,7 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 		if (!ctl_mr_same_memory(&next, &old))
 			ctl_mr_unmap(mr);
 		*mr = old;
-		DP(ctl)->mr_create(ctl->cfg.dp, &mr->info); /* restore; it existed a moment ago */
+		ctl_mr_restore(ctl, mr);
 		return rc;
 	}
 	if (!ctl_mr_same_memory(&next, &old))
@@ -363,7 +396,7 @@ int ctl_h_import_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, q->handle);
 
 	/* Stricter than uverbs' QUERY_MR: the PD given must be the MR's. */
-	if (mr == NULL || mr->pd != ctl_lookup(c, CTL_KIND_PD, q->pd))
+	if (mr == NULL || mr->invalid || mr->pd != ctl_lookup(c, CTL_KIND_PD, q->pd))
 		return EINVAL;
 	r->lkey = mr->info.lkey;
 	r->rkey = mr->info.rkey;
@@ -753,7 +786,7 @@ void ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_MR: {
 		struct ctl_mr *mr = (struct ctl_mr *)o;
 
-		if (DP_HAS(ctl, mr_destroy))
+		if (!mr->invalid && DP_HAS(ctl, mr_destroy))
 			DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
 		ctl_mr_unmap(mr);
 		mr->pd->o.refs--;
