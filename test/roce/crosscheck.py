@@ -236,9 +236,10 @@ def check_scapy(frames):
     for op in OPCODES:
         for v6 in (False, True):
             for vlan in (False, True):
-                if seen.get((op, v6, vlan)) != 1:
+                n = seen.get((op, v6, vlan), 0)
+                if n != 1:
                     fail(f"scapy: opcode {op:#04x} {'IPv6' if v6 else 'IPv4'}"
-                         f"{' 802.1Q' if vlan else ''}: {seen.get((op, v6, vlan), 0)} frames, want 1")
+                         f"{' 802.1Q' if vlan else ''}: {n} frames, want 1")
     print(f"scapy: {n_ok}/{len(frames)} frames: ICRC and fields match")
     # The references must be able to disagree (IPv4 and IPv6, tagged too).
     for i, raw in enumerate(frames[:4], 1):
@@ -657,7 +658,7 @@ def check_parser(parse_frames, tmp):
         for b in bad:
             fail(f"roce_parse on scapy's {name}: {b}")
         n_ok += not bad
-    print(f"roce_parse: {n_ok}/{len(frames)} frames built by scapy parsed with every field as built")
+    print(f"roce_parse: {n_ok}/{len(frames)} frames built by scapy parsed, every field as built")
     for (what, _, reason), rec in zip(controls, recs[len(frames):]):
         if rec['drop'] != reason:
             fail(f"roce_parse negative control {what}: drop {rec['drop']}, want {reason}")
