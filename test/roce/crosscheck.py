@@ -30,6 +30,7 @@ Exit 0 on success, 1 on a mismatch; if scapy or tshark is missing: 1 when
 CI=true is in the environment (CI must not pass without its references),
 77 (skip) otherwise.
 """
+import importlib
 import os
 import shutil
 import struct
@@ -93,8 +94,8 @@ def built(op):
 
 def have_scapy():
     try:
-        import scapy.contrib.roce  # noqa: F401
-        from scapy.layers.inet6 import IPv6  # noqa: F401
+        for mod in ('scapy.contrib.roce', 'scapy.layers.inet6', 'scapy.utils'):
+            importlib.import_module(mod)
     except ImportError as e:
         print("scapy not available:", e)
         return False
