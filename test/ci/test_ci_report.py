@@ -14,6 +14,7 @@ import tempfile
 REPORT = sys.argv[1]
 n = 0
 failed = 0
+lines = []    # printed after the plan (meson 1.0 miscounts a trailing plan)
 
 
 def log(path, tests):
@@ -48,11 +49,11 @@ def case(name, want_rc, tests, expected=None, allow=(), want=(), strict=True):
         rc, out = run(tmp, tests, expected, list(allow), strict)
     bad = [w for w in want if w not in out]
     if rc == want_rc and not bad:
-        print(f'ok {n} - {name}')
+        lines.append(f'ok {n} - {name}')
     else:
         failed += 1
-        print(f'not ok {n} - {name} (exit {rc}, want {want_rc}; missing {bad})')
-        print(''.join('# ' + line + '\n' for line in out.splitlines()))
+        lines.append(f'not ok {n} - {name} (exit {rc}, want {want_rc}; missing {bad})')
+        lines.extend('# ' + line for line in out.splitlines())
 
 
 TAP_OK = 'TAP version 13\n1..2\nok 1 - a::one\nok 2 - a::two\n'
@@ -76,7 +77,7 @@ case('an allowed skip passes, by tree, test and subtest', 0, [(T, 'OK', TAP_SKIP
 case('an allow rule for another subtest does not cover it', 1, [(T, 'OK', TAP_SKIP)],
      allow=['release t a::one | honest reason'])
 case('a TODO fails CI', 1, [(T, 'OK', TAP_TODO)], want=['TODO: a::two: not yet'])
-case('a whole-test TAP skip (1..0 # SKIP) fails CI', 1, [(T, 'SKIP', TAP_PLAN_SKIP)],
+case('a whole-test TAP skip (a 1..0 plan with SKIP) fails CI', 1, [(T, 'SKIP', TAP_PLAN_SKIP)],
      want=['unexpected skip: (whole test): qemu-system-x86_64 not installed'])
 case('an exit-77 test fails CI', 1, [(T, 'SKIP', 'fuzz: clang not found, skipping\n')],
      want=['unexpected skip: (whole test)'])
@@ -95,4 +96,5 @@ case('a malformed allow rule is a usage error', 2, [(T, 'OK', TAP_OK)],
      allow=['release t a::two no reason'])
 
 print(f'1..{n}')
+print('\n'.join(lines))
 sys.exit(1 if failed else 0)
