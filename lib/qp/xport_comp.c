@@ -104,9 +104,12 @@ comp_get_wqe(struct xport_qp *qp, struct comp_ctx *ctx)
 		return COMP_DROP; /* never requested, or stale */
 	if (qp->comp.head == qp->req.fetch)
 		return COMP_DROP;
-	ctx->w = swqe_at(qp, qp->comp.head);
-	if (!ctx->w->started)
+	struct xport_swqe *w = swqe_at(qp, qp->comp.head);
+	if (!w->started)
 		return COMP_DROP;
+	if (!ctx->w && is_positive_ack(ctx->pkt))
+		cnt_inc(qp, XPORT_CNT_ACK_RX); /* once, however many WQEs it completes */
+	ctx->w = w;
 	return COMP_CHECK_PSN;
 }
 
@@ -142,7 +145,6 @@ comp_check_ack(struct xport_qp *qp, struct comp_ctx *ctx)
 	case ROCE_OP_RC_ACKNOWLEDGE:
 		switch (syn & ROCE_AETH_TYPE_MASK) {
 		case ROCE_AETH_ACK:
-			cnt_inc(qp, XPORT_CNT_ACK_RX);
 			return COMP_ACK;
 		case ROCE_AETH_RNR_NAK:
 			cnt_inc(qp, XPORT_CNT_RNR_NAK_RX);

@@ -568,6 +568,7 @@ Test(comp, seq_nak_goes_back_to_its_psn, .init = setup_comp, .fini = teardown)
 	inject_ack(PSN0 + 2, ROCE_AETH_ACK_UNLIMITED);
 	assert_cqe0(2, WC_SUCCESS);
 	assert_cqe0(3, WC_SUCCESS);
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], 1);
 }
 
 /*
