@@ -327,6 +327,7 @@ comp_remote_error(struct xport_qp *qp, struct comp_ctx *ctx)
 		w->status = WC_REM_OP_ERR;
 		break;
 	case ROCE_AETH_NAK_INV_RD_REQ:
+		cnt_inc(qp, XPORT_CNT_NAK_INV_RD_REQ_RX);
 		w->status = WC_REM_INV_RD_REQ_ERR;
 		break;
 	default:

@@ -588,10 +588,11 @@ Test(comp, error_naks_complete_and_flush, .init = NULL, .fini = NULL)
 		{ ROCE_AETH_NAK_INVALID_REQ, WC_REM_INV_REQ_ERR, XPORT_CNT_NAK_INV_REQ_RX },
 		{ ROCE_AETH_NAK_REM_ACC_ERR, WC_REM_ACCESS_ERR, XPORT_CNT_NAK_ACCESS_RX },
 		{ ROCE_AETH_NAK_REM_OP_ERR, WC_REM_OP_ERR, XPORT_CNT_NAK_OP_RX },
+		{ ROCE_AETH_NAK_INV_RD_REQ, WC_REM_INV_RD_REQ_ERR, XPORT_CNT_NAK_INV_RD_REQ_RX },
 	};
 	static const enum xport_counter naks[] = {
 		XPORT_CNT_NAK_SEQ_RX, XPORT_CNT_NAK_INV_REQ_RX, XPORT_CNT_NAK_ACCESS_RX,
-		XPORT_CNT_NAK_OP_RX, XPORT_CNT_RNR_NAK_RX,
+		XPORT_CNT_NAK_OP_RX, XPORT_CNT_NAK_INV_RD_REQ_RX, XPORT_CNT_RNR_NAK_RX,
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		setup_comp();
