@@ -19,6 +19,7 @@
 #include "xport_internal.h"
 
 #define COMP_STEP_LIST(X) \
+	X(CHECK_AETH, "reserved syndrome, or a READ response / ATOMIC ACK without positive ACK") \
 	X(GET_WQE, "the oldest uncompleted WQE the response may concern") \
 	X(CHECK_PSN, "complete SEND/WRITE WQEs the response covers; implied NAK") \
 	X(CHECK_ACK, "classify the response against the WQE") \
@@ -92,6 +93,41 @@ is_positive_ack(const struct roce_pkt *pkt)
 {
 	return pkt->opcode == ROCE_OP_RC_ACKNOWLEDGE &&
 	       (pkt->aeth.syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_ACK;
+}
+
+/*
+ * AETH syndromes (IBTA 9.7.5.1.3): types 010 and 1xx are reserved, so are
+ * NAK codes above invalid RD request; READ responses and ATOMIC ACKs carry
+ * a positive ACK. Anything else is malformed: dropped before its PSN
+ * acknowledges anything.
+ */
+static enum comp_step
+comp_check_aeth(struct comp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	uint8_t syn = pkt->aeth.syndrome;
+	bool ok;
+
+	if (!roce_pkt_has(pkt, ROCE_HDR_AETH))
+		return COMP_GET_WQE; /* READ response MIDDLE */
+	switch (syn & ROCE_AETH_TYPE_MASK) {
+	case ROCE_AETH_ACK:
+		ok = true;
+		break;
+	case ROCE_AETH_RNR_NAK:
+		ok = pkt->opcode == ROCE_OP_RC_ACKNOWLEDGE;
+		break;
+	case ROCE_AETH_NAK:
+		ok = pkt->opcode == ROCE_OP_RC_ACKNOWLEDGE && syn <= ROCE_AETH_NAK_INV_RD_REQ;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (ok)
+		return COMP_GET_WQE;
+	ctx->drop = XPORT_CNT_DROP_BAD_RESP;
+	return COMP_DROP;
 }
 
 static enum comp_step
@@ -200,9 +236,7 @@ comp_read(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 	const struct roce_opcode_desc *d = roce_opcode_desc(pkt->opcode);
 
 	ctx->drop = XPORT_CNT_DROP_BAD_RESP;
-	if (pkt->payload_len != expect || last != ((d->kind & ROCE_KIND_LAST) != 0) ||
-	    (roce_pkt_has(pkt, ROCE_HDR_AETH) &&
-	     (pkt->aeth.syndrome & ROCE_AETH_TYPE_MASK) != ROCE_AETH_ACK))
+	if (pkt->payload_len != expect || last != ((d->kind & ROCE_KIND_LAST) != 0))
 		return COMP_DROP;
 	/* local write access to the scatter list */
 	if (xport_sg_scatter(qp, w->wqe.sg_list, w->wqe.num_sge, offset, pkt->payload,
@@ -352,10 +386,13 @@ xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 	      struct xport_out *out)
 {
 	struct comp_ctx ctx = { .pkt = pkt };
-	enum comp_step step = COMP_GET_WQE;
+	enum comp_step step = COMP_CHECK_AETH;
 
 	for (;;) {
 		switch (step) {
+		case COMP_CHECK_AETH:
+			step = comp_check_aeth(&ctx);
+			break;
 		case COMP_GET_WQE:
 			step = comp_get_wqe(qp, &ctx);
 			break;

@@ -628,6 +628,82 @@ Test(comp, error_naks_complete_and_flush, .init = NULL, .fini = NULL)
 	}
 }
 
+/*
+ * Reserved AETH syndromes (IBTA 9.7.5.1.3: type 010 and the top bit set
+ * are reserved, so are NAK codes above 0x64), and READ
+ * responses / ATOMIC ACKs that carry no positive ACK: the packet is
+ * malformed. Dropped and counted (DROP_BAD_RESP) before it acknowledges
+ * anything: no WQE completes, nothing is resent, no byte is placed.
+ */
+Test(comp, reserved_aeth_syndromes_dropped, .init = setup_comp, .fini = teardown)
+{
+	post0(WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED, 0, 64, 0);
+	post0(WR_RDMA_WRITE, 2, WR_FLAG_SIGNALED, 0, 64, 64);
+	post0(WR_RDMA_READ, 3, WR_FLAG_SIGNALED, RD_LOFF, 8, RD_ROFF);
+	post0(WR_ATOMIC_FETCH_AND_ADD, 4, WR_FLAG_SIGNALED, RD_LOFF + 64, 8, 0x100);
+	sim_poll(&S);
+	cr_assert_eq(sent_since(0, 0), 4);
+	uint32_t n = C.n;
+	static const uint8_t rdata[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	uint64_t drops = 0;
+	for (unsigned s = 0; s < 256; s++) {
+		uint8_t type = (uint8_t)(s & ROCE_AETH_TYPE_MASK);
+		bool reserved = type == 0x40 || type >= 0x80 ||
+				(type == ROCE_AETH_NAK && s > ROCE_AETH_NAK_INV_RD_REQ);
+		bool positive = type == ROCE_AETH_ACK;
+		if (reserved) {
+			/* beyond WQE 1: would acknowledge it if it were taken */
+			inject_ack(PSN0 + 1, (uint8_t)s);
+			drops++;
+		}
+		if (!positive) {
+			struct roce_pkt r = resp_pkt(ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0 + 2,
+						     (uint8_t)s);
+			r.payload = rdata;
+			r.payload_len = sizeof(rdata);
+			sim_inject(&S, 0, &r);
+			struct roce_pkt a = resp_pkt(ROCE_OP_RC_ATOMIC_ACKNOWLEDGE, PSN0 + 3,
+						     (uint8_t)s);
+			a.atmack_orig = 0x1111;
+			sim_inject(&S, 0, &a);
+			drops += 2;
+		}
+	}
+	assert_no_cqe0();
+	cr_assert_eq(cnt(0)[XPORT_CNT_DROP_BAD_RESP], drops, "%lu != %lu",
+		     (unsigned long)cnt(0)[XPORT_CNT_DROP_BAD_RESP], (unsigned long)drops);
+	cr_assert_eq(sent_since(0, n), 0, "nothing resent");
+	cr_assert(all_eq(S.h[0].arena + RD_LOFF, 128, 0), "nothing placed");
+	static const enum xport_counter acted[] = {
+		XPORT_CNT_ACK_RX, XPORT_CNT_NAK_SEQ_RX, XPORT_CNT_NAK_INV_REQ_RX,
+		XPORT_CNT_NAK_ACCESS_RX, XPORT_CNT_NAK_OP_RX, XPORT_CNT_NAK_INV_RD_REQ_RX,
+		XPORT_CNT_RNR_NAK_RX, XPORT_CNT_RETRY_SEQ_NAK, XPORT_CNT_RETRY_IMPLIED_NAK,
+	};
+	for (unsigned k = 0; k < sizeof(acted) / sizeof(acted[0]); k++)
+		cr_assert_eq(cnt(0)[acted[k]], 0, "%s", xport_counter_name(acted[k]));
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_RTS);
+	/* the well-formed ones still work: nothing was consumed */
+	inject_ack(PSN0 + 1, ROCE_AETH_ACK_UNLIMITED);
+	assert_cqe0(1, WC_SUCCESS);
+	assert_cqe0(2, WC_SUCCESS);
+	struct roce_pkt r = resp_pkt(ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0 + 2,
+				     ROCE_AETH_ACK_UNLIMITED);
+	r.payload = rdata;
+	r.payload_len = sizeof(rdata);
+	sim_inject(&S, 0, &r);
+	assert_cqe0(3, WC_SUCCESS);
+	cr_assert_eq(memcmp(S.h[0].arena + RD_LOFF, rdata, sizeof(rdata)), 0);
+	struct roce_pkt a = resp_pkt(ROCE_OP_RC_ATOMIC_ACKNOWLEDGE, PSN0 + 3,
+				     ROCE_AETH_ACK_UNLIMITED);
+	a.atmack_orig = 0x2222;
+	sim_inject(&S, 0, &a);
+	assert_cqe0(4, WC_SUCCESS);
+	uint64_t orig;
+	memcpy(&orig, S.h[0].arena + RD_LOFF + 64, 8);
+	cr_assert_eq(orig, 0x2222);
+	cr_assert_eq(cnt(0)[XPORT_CNT_DROP_BAD_RESP], drops);
+}
+
 /* A READ response of host 1 to host 0. */
 static void
 inject_read_resp(uint8_t opcode, uint32_t psn, const uint8_t *data, uint32_t len)
