@@ -232,11 +232,15 @@ comp_read(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 	uint32_t offset = roce_psn_diff(pkt->psn, w->first_psn) << qp->mtu_shift;
 	uint32_t rest = w->length - offset;
 	uint32_t expect = rest < qp->mtu ? rest : qp->mtu;
-	bool last = pkt->psn == w->last_psn;
-	const struct roce_opcode_desc *d = roce_opcode_desc(pkt->opcode);
+	bool first = pkt->psn == w->first_psn, last = pkt->psn == w->last_psn;
+	uint16_t kind = roce_opcode_desc(pkt->opcode)->kind;
 
+	/* IBTA 9.7.5.1: the READ's first response is FIRST or ONLY, its last
+	 * LAST or ONLY; a resent READ may restart mid-message with FIRST (IBTA)
+	 * or MIDDLE (rxe, us); FIRST and MIDDLE carry one PMTU */
 	ctx->drop = XPORT_CNT_DROP_BAD_RESP;
-	if (pkt->payload_len != expect || last != ((d->kind & ROCE_KIND_LAST) != 0))
+	if (pkt->payload_len != expect || last != ((kind & ROCE_KIND_LAST) != 0) ||
+	    (first && !(kind & ROCE_KIND_FIRST)))
 		return COMP_DROP;
 	/* local write access to the scatter list */
 	if (xport_sg_scatter(qp, w->wqe.sg_list, w->wqe.num_sge, offset, pkt->payload,

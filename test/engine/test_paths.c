@@ -735,6 +735,9 @@ Test(comp, malformed_read_responses_dropped, .init = setup_comp, .fini = teardow
 	uint8_t *dst = S.h[0].arena + RD_LOFF;
 	uint64_t bad = 0;
 
+	/* a MIDDLE without FIRST */
+	inject_read_resp(ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE, PSN0, src, MTU);
+	cr_assert_eq(cnt(0)[XPORT_CNT_DROP_BAD_RESP], ++bad, "MIDDLE at the first PSN");
 	/* a LAST at the first PSN, an ONLY for a three-packet READ */
 	inject_read_resp(ROCE_OP_RC_RDMA_READ_RESPONSE_LAST, PSN0, src, MTU);
 	cr_assert_eq(cnt(0)[XPORT_CNT_DROP_BAD_RESP], ++bad, "LAST at the first PSN");
