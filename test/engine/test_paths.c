@@ -249,11 +249,11 @@ Test(resp, qp_access_flags_gate_each_op, .init = NULL, .fini = NULL)
 }
 
 /*
- * RDMA READ DMA length above 2^31 (the largest IBA message; the requester
- * checks the same in fetch_wqe()): invalid request (rxe check_length:
- * dmalen > 1 << 31 -> RESPST_ERR_LENGTH -> NAK invalid request), before
- * any R_Key check. Exactly 2^31 is a valid length: it fails the R_Key
- * range instead.
+ * RDMA DMA length above 2^31 (the largest IBA message; the requester checks
+ * the same in fetch_wqe()): invalid request, for a READ and for a WRITE
+ * alike (rxe check_length: dmalen > 1 << 31 -> RESPST_ERR_LENGTH -> NAK
+ * invalid request), before any R_Key check. Exactly 2^31 is a valid
+ * length: it fails the R_Key range instead.
  */
 Test(resp, rdma_length_above_2_31_is_invalid_request, .init = NULL, .fini = NULL)
 {
@@ -268,6 +268,8 @@ Test(resp, rdma_length_above_2_31_is_invalid_request, .init = NULL, .fini = NULL
 		{ "READ 2^31 + 1", ROCE_OP_RC_RDMA_READ_REQUEST, 0x80000001u,
 		  ROCE_AETH_NAK_INVALID_REQ, XPORT_CNT_NAK_INV_REQ_TX, ASYNC_QP_REQ_ERR },
 		{ "READ 2^32 - 1", ROCE_OP_RC_RDMA_READ_REQUEST, 0xffffffffu,
+		  ROCE_AETH_NAK_INVALID_REQ, XPORT_CNT_NAK_INV_REQ_TX, ASYNC_QP_REQ_ERR },
+		{ "WRITE_FIRST 2^31 + 1", ROCE_OP_RC_RDMA_WRITE_FIRST, 0x80000001u,
 		  ROCE_AETH_NAK_INVALID_REQ, XPORT_CNT_NAK_INV_REQ_TX, ASYNC_QP_REQ_ERR },
 		{ "READ 2^31 (valid, range)", ROCE_OP_RC_RDMA_READ_REQUEST, 0x80000000u,
 		  ROCE_AETH_NAK_REM_ACC_ERR, XPORT_CNT_NAK_ACCESS_TX, ASYNC_QP_ACCESS_ERR },
