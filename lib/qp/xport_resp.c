@@ -217,7 +217,9 @@ resp_check_op_valid(struct xport_qp *qp, struct resp_ctx *ctx)
 		}
 		return RESP_CHECK_RESOURCE;
 	}
-	if (HAS(ctx, WRITE) && HAS(ctx, FIRST))
+	/* every WRITE packet, not only the FIRST: modify_qp may take the right
+	 * away mid-message (rxe check_op_valid: RXE_WRITE_MASK) */
+	if HAS(ctx, WRITE)
 		need = MR_ACCESS_REMOTE_WRITE;
 	else if HAS(ctx, READ)
 		need = MR_ACCESS_REMOTE_READ;

@@ -249,6 +249,34 @@ Test(resp, qp_access_flags_gate_each_op, .init = NULL, .fini = NULL)
 }
 
 /*
+ * REMOTE_WRITE taken away (modify_qp RTS -> RTS) between the FIRST and the
+ * MIDDLE packet of a WRITE: rxe check_op_valid() tests every WRITE packet
+ * (RXE_WRITE_MASK is set on FIRST, MIDDLE and LAST), so the MIDDLE is NAKed
+ * invalid request and places nothing.
+ */
+Test(resp, write_access_revoked_mid_message, .init = setup_resp, .fini = teardown)
+{
+	uint8_t data[3][MTU];
+	for (int i = 0; i < 3; i++)
+		memset(data[i], 0xa1 + i, MTU);
+	uint64_t va = sim_va(&S, 1, WRITE_OFF);
+	uint32_t key = S.h[1].arena_key;
+	struct roce_pkt p = write_pkt(ROCE_OP_RC_RDMA_WRITE_FIRST, PSN0, va, key, 3 * MTU,
+				      data[0], MTU);
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(C.n, 0);
+	cr_assert(all_eq(S.h[1].arena + WRITE_OFF, MTU, 0xa1));
+	qp_access1(MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC);
+	p = write_pkt(ROCE_OP_RC_RDMA_WRITE_MIDDLE, PSN0 + 1, 0, 0, 0, data[1], MTU);
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, PSN0 + 1);
+	cr_assert(all_eq(S.h[1].arena + WRITE_OFF + MTU, 2 * MTU, 0), "nothing placed after FIRST");
+	cr_assert_eq(cnt(1)[XPORT_CNT_NAK_INV_REQ_TX], 1);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+	cr_assert_eq(S.h[1].async[ASYNC_QP_REQ_ERR], 1);
+}
+
+/*
  * RDMA DMA length above 2^31 (the largest IBA message; the requester checks
  * the same in fetch_wqe()): invalid request, for a READ and for a WRITE
  * alike (rxe check_length: dmalen > 1 << 31 -> RESPST_ERR_LENGTH -> NAK
