@@ -291,8 +291,16 @@ comp_seq_nak(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 {
 	uint32_t psn = ctx->pkt->psn;
 
-	if (qp->req.rnr_wait)
-		return COMP_DONE; /* already going back after the RNR wait */
+	if (qp->req.rnr_wait) {
+		/* the end of the wait resends from the RNR NAKed PSN (req.psn); a
+		 * NAK beyond it means the responder took that request after all
+		 * (9.7.5.2.1: the NAK acknowledges every PSN before its own): the
+		 * wait is over, go back to the NAK's PSN now */
+		if (!psn_lt(qp->req.psn, psn))
+			return COMP_DONE;
+		qp->req.rnr_wait = false;
+		qp->comp.retrying = false;
+	}
 	if (psn_lt(qp->comp.psn, psn))
 		progress(qp, psn, now); /* the NAK acknowledges every PSN before it */
 	ctx->retry = XPORT_CNT_RETRY_SEQ_NAK;

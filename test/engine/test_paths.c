@@ -870,6 +870,32 @@ rnr_wait_setup(void)
 }
 
 /*
+ * A PSN sequence NAK beyond the RNR NAKed PSN during the wait: the responder
+ * took that request after all (the NAK acknowledges every PSN before its
+ * own, IBTA 9.7.5.2.1), so the wait is over: the SEND completes, the
+ * requester goes back to the NAK's PSN now, and the end of the old wait
+ * resends nothing more.
+ */
+Test(comp, seq_nak_ends_rnr_wait, .init = setup_comp, .fini = teardown)
+{
+	uint64_t until = rnr_wait_setup();
+	uint32_t n = C.n;
+	inject_ack(PSN0 + 1, ROCE_AETH_NAK_PSN_SEQ_ERROR);
+	assert_cqe0(1, WC_SUCCESS);
+	cr_assert_eq(sent_since(0, n), 1, "the WRITE again, now");
+	cr_assert_eq(requests_at(n, PSN0 + 1), 1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_NAK_SEQ_RX], 1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_SEQ_NAK], 1);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRANSMIT_PKTS], 1);
+	sim_run(&S, nothing, NULL, until + 100000);
+	cr_assert_eq(sent_since(0, n), 1, "no second retransmission at the end of the wait");
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRANSMIT_PKTS], 1);
+	inject_ack(PSN0 + 1, ROCE_AETH_ACK_UNLIMITED);
+	assert_cqe0(2, WC_SUCCESS);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_RTS);
+}
+
+/*
  * A sequence NAK for the RNR NAKed PSN itself asks for what the end of the
  * wait resends anyway: counted, no go-back of its own; each PSN is resent
  * once, when the wait is over.
