@@ -458,6 +458,33 @@ Test(resp, uc_bad_rkey_dropped_next_lands, .init = NULL, .fini = teardown)
 	cr_assert_eq(xport_qp_rq_psn(S.h[1].qp), PSN0 + 6);
 }
 
+/*
+ * A UC QP without REMOTE_WRITE: the WRITE is dropped silently, not NAKed
+ * (rxe check_op_valid, UC: drop_msg), whatever packet of the message it
+ * is; once modify_qp grants the right again, the next message lands.
+ */
+Test(resp, uc_write_without_qp_access_dropped, .init = NULL, .fini = teardown)
+{
+	setup_type(XPORT_UC);
+	uint8_t data[MTU];
+	memset(data, 0x66, sizeof(data));
+	uint32_t key = S.h[1].arena_key;
+	qp_access1(MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC);
+	struct roce_pkt p = uc_write(ROCE_OP_UC_RDMA_WRITE_FIRST, PSN0, key, 2 * MTU, data, MTU);
+	sim_inject(&S, 1, &p);
+	p = uc_write(ROCE_OP_UC_RDMA_WRITE_LAST, PSN0 + 1, 0, 0, data, MTU);
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(cnt(1)[XPORT_CNT_DROP_UC_MSG], 2);
+	cr_assert(all_eq(S.h[1].arena + WRITE_OFF, 2 * MTU, 0), "nothing written");
+	cr_assert_eq(C.n, 0, "UC never answers");
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_RTS);
+	qp_access1(QP_ALL);
+	p = uc_write(ROCE_OP_UC_RDMA_WRITE_ONLY, PSN0 + 2, key, 64, data, 64);
+	sim_inject(&S, 1, &p);
+	cr_assert(all_eq(S.h[1].arena + WRITE_OFF, 64, 0x66), "the next message landed");
+	cr_assert_eq(cnt(1)[XPORT_CNT_DROP_UC_MSG], 2);
+}
+
 /* The same over the link: both WRITEs complete at the UC requester (its
  * last packet is out), only the good one lands. */
 Test(resp, uc_bad_rkey_over_the_link, .init = NULL, .fini = teardown)
