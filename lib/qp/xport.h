@@ -227,6 +227,7 @@ struct xport_cfg {
 	X(NAK_INV_REQ_RX, "invalid request NAKs received") \
 	X(NAK_ACCESS_RX, "remote access error NAKs received") \
 	X(NAK_OP_RX, "remote operational error NAKs received") \
+	X(NAK_INV_RD_REQ_RX, "invalid RD request NAKs received") \
 	X(RNR_NAK_RX, "RNR NAKs received") \
 	X(DUP_REQ, "duplicate requests received") \
 	X(DUP_READ_REPLAY, "READ responses replayed from responder resources") \
