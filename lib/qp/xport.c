@@ -853,6 +853,7 @@ xport_qp_timer_expired(struct xport_qp *qp, enum xport_timer timer, uint64_t now
 		} else if (qp->req.rnr_wait) {
 			if (now >= qp->req.rnr_until) {
 				qp->req.rnr_wait = false; /* resend from the NAKed PSN */
+				cnt_inc(qp, XPORT_CNT_RNR_RETRY);
 				qp->comp.progress_ns = now; /* the ACK timer restarts */
 			}
 		} else {

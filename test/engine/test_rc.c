@@ -266,6 +266,7 @@ Test(rc, rnr_retry_exhaustion_and_backoff, .init = NULL)
 		}
 	}
 	cr_assert_eq(checked, 2);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RNR_RETRY], 2, "one per resend after an RNR wait");
 }
 
 static void
@@ -288,6 +289,8 @@ Test(rc, rnr_retry_7_is_infinite, .init = NULL)
 	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(K.c[1][1][0].wr_id, 9);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RNR_RETRY], cnt(0)[XPORT_CNT_RNR_NAK_RX],
+		     "every RNR NAK was followed by a resend (the last one succeeded)");
 }
 
 Test(rc, remote_access_error_at_requester, .init = NULL)
