@@ -59,6 +59,7 @@ struct comp_ctx {
 	struct xport_swqe *w;
 	enum xport_counter drop;  /* reason for COMP_DROP */
 	enum xport_counter retry; /* reason for COMP_RETRY */
+	bool ack_counted;         /* ACK_RX counted (a coalesced ACK visits several WQEs) */
 };
 
 void
@@ -116,6 +117,11 @@ comp_check_psn(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 	const struct xport_swqe *w = ctx->w;
 	uint32_t psn = ctx->pkt->psn;
 
+	/* every accepted ACK, also one that completes its WQE right here */
+	if (!ctx->ack_counted && is_positive_ack(ctx->pkt)) {
+		cnt_inc(qp, XPORT_CNT_ACK_RX);
+		ctx->ack_counted = true;
+	}
 	if (w->kind == SWQE_SEND || w->kind == SWQE_WRITE) {
 		if (psn_lt(w->last_psn, psn) || (psn == w->last_psn && is_positive_ack(ctx->pkt))) {
 			progress(qp, roce_psn_add(w->last_psn, 1), now);
@@ -141,8 +147,7 @@ comp_check_ack(struct xport_qp *qp, struct comp_ctx *ctx)
 	switch (pkt->opcode) {
 	case ROCE_OP_RC_ACKNOWLEDGE:
 		switch (syn & ROCE_AETH_TYPE_MASK) {
-		case ROCE_AETH_ACK:
-			cnt_inc(qp, XPORT_CNT_ACK_RX);
+		case ROCE_AETH_ACK: /* counted in comp_check_psn() */
 			return COMP_ACK;
 		case ROCE_AETH_RNR_NAK:
 			cnt_inc(qp, XPORT_CNT_RNR_NAK_RX);

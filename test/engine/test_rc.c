@@ -82,6 +82,9 @@ Test(rc, write_multi_packet_lands)
 	cr_assert_eq(cnt(0)[XPORT_CNT_TX_PKTS], 10);
 	cr_assert_eq(cnt(0)[XPORT_CNT_RETRANSMIT_PKTS], 0);
 	cr_assert_eq(K.n[1][1], 0, "a plain WRITE consumes no receive WQE");
+	cr_assert_gt(cnt(1)[XPORT_CNT_ACK_TX], 0);
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], cnt(1)[XPORT_CNT_ACK_TX],
+		     "no loss: every ACK sent is received, the one that completes the WRITE too");
 }
 
 Test(rc, send_with_imm_scatter)
