@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -71,15 +72,14 @@ static int qp_object; /* any non-NULL engine object */
 static const struct engine_ops *engine = &test_engine;
 /* Non-empty: EAL serves telemetry (its socket under this file prefix) instead of --no-telemetry. */
 static char tel_prefix[32];
+static char tel_dir[PATH_MAX]; /* EAL's runtime directory then: where the socket is */
 
 /* atexit, registered before EAL's: its telemetry removes the socket at exit, not the directory. */
 static void
 remove_tel_dir(void)
 {
-	char dir[96];
-
-	snprintf(dir, sizeof(dir), "/var/run/dpdk/%s", tel_prefix);
-	rmdir(dir);
+	if (tel_dir[0] != '\0')
+		rmdir(tel_dir);
 }
 
 static void
@@ -97,6 +97,8 @@ setup(unsigned int n_workers, const char *lcores)
 		atexit(remove_tel_dir);
 	}
 	cr_assert_geq(rte_eal_init(10, argv), 0, "EAL");
+	if (tel_prefix[0] != '\0')
+		snprintf(tel_dir, sizeof(tel_dir), "%s", rte_eal_get_runtime_dir());
 	cr_assert_eq(config_load_string("[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n"
 					"[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
 					"rx_desc = 256\ntx_desc = 256\n"
@@ -884,7 +886,7 @@ TestSuite(engine_tel, .init = engine_tel_setup, .fini = teardown, .timeout = 60)
 static void
 tel(const char *cmd, char *buf, size_t len)
 {
-	int rc = t_telemetry(tel_prefix, cmd, buf, len);
+	int rc = t_telemetry_dir(tel_dir, cmd, buf, len);
 
 	cr_assert_eq(rc, 0, "telemetry %s: %s", cmd, strerror(-rc));
 	cr_assert_lt(strlen(buf), len - 1, "%s: the answer fits the buffer", cmd);
