@@ -215,6 +215,7 @@ struct xport_cfg {
 	X(RETRY_TIMEOUT, "local ACK timeouts") \
 	X(RETRY_SEQ_NAK, "go-back-N after a PSN sequence NAK") \
 	X(RETRY_IMPLIED_NAK, "go-back-N after an implied NAK (skipped READ/ATOMIC response)") \
+	X(RNR_RETRY, "resends after an RNR NAK's wait (one per RNR back-off)") \
 	X(WINDOW_SHRINK, "send window halved by a go-back-N (loss back-off)") \
 	X(ACK_TX, "ACKs sent") \
 	X(ACK_RX, "ACKs received") \

@@ -180,7 +180,7 @@ comp_check_ack(struct xport_qp *qp, struct comp_ctx *ctx)
 	switch (pkt->opcode) {
 	case ROCE_OP_RC_ACKNOWLEDGE:
 		switch (syn & ROCE_AETH_TYPE_MASK) {
-		case ROCE_AETH_ACK:
+		case ROCE_AETH_ACK: /* ACK_RX: counted in comp_get_wqe() */
 			return COMP_ACK;
 		case ROCE_AETH_RNR_NAK:
 			cnt_inc(qp, XPORT_CNT_RNR_NAK_RX);
