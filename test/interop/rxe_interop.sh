@@ -79,6 +79,8 @@ export RXE_EXTRA_FILES="$INTEROP_PROBE=/usr/bin/rdma_probe"
 NS=$RXE_PEER_NS
 W=$INTEROP_WORK
 GUEST_IP=198.18.0.1
+GUEST_IP6=2001:db8::1
+DAEMON_IP6=2001:db8::2
 GUEST_MAC=52:54:00:c6:12:01
 KERNEL_IP=198.18.0.2
 DAEMON_IP=${INTEROP_DAEMON_IP:-$KERNEL_IP}
@@ -127,7 +129,7 @@ rm -rf "$W"; mkdir -p "$W/cmds" "$W/host" "$W/pcap" "$RXE_WORK_DIR"
 GUEST_OUT=$RXE_WORK_DIR/peer/guest.out
 GUEST_CONSOLE=$RXE_WORK_DIR/peer/guest.console
 
-DAEMON_PID='' SERVER_PID='' LOSSY_PID='' CAP_PID=''
+DAEMON_PID='' SERVER_PID='' LOSSY_PID='' CAP_PID='' CAP_NAME=''
 # alive PID: running (an exited child that was not waited for yet is a zombie: not alive)
 alive() { [[ -n $1 && -e /proc/$1 ]] && ! grep -qE '^[0-9]+ \(.*\) Z' "/proc/$1/stat" 2>/dev/null; }
 stop_pid() { # PID: SIGTERM, then SIGKILL after 5 s; only processes this script started
@@ -256,6 +258,7 @@ devargs = net_af_packet0,iface=$ATTACH$framesz
 mode = dedicated
 mtu = $LINK_MTU
 ipv4 = $DAEMON_IP/24
+ipv6 = $DAEMON_IP6/64
 resolve = $GUEST_IP
 EOF
 ip netns exec "$NS" "$INTEROP_DAEMON" --config "$W/daemon.conf" >"$W/daemon.log" 2>&1 &
@@ -324,8 +327,8 @@ guest_run() {
 esc() { printf '%s' "${1//[^A-Za-z0-9_]/_}"; }
 
 capture_start() { # NAME
-    CAP_FILE=
-    [[ $INTEROP_CAPTURE == 1 ]] || return 0
+    CAP_FILE= CAP_NAME=$1
+    [[ $INTEROP_CAPTURE == 1 || $1 == v6/* ]] || return 0
     CAP_FILE=$W/pcap/$(esc "$1").pcap
     # on rxeveth0, the veth's other end: net_af_packet transmits with
     # PACKET_QDISC_BYPASS, which packet taps on rxeveth1 itself never see
@@ -338,6 +341,19 @@ capture_stop() { # KEEP(0|1)
     [[ -n ${CAP_PID:-} ]] || return 0
     sleep 0.2
     stop_pid "$CAP_PID"; wait "$CAP_PID" 2>/dev/null; CAP_PID=
+    if [[ -n $CAP_NAME && $CAP_NAME == v6/* ]]; then
+        # the case ran over IPv6 GIDs: RoCEv2 frames both ways between the
+        # IPv6 addresses (roce-dump prints SRC:SPORT > DST), none over IPv4
+        local d v6o v6g v4
+        d=$("$INTEROP_ROCE_DUMP" "$CAP_FILE" 2>/dev/null)
+        # (roce-dump writes IPv6 addresses uncompressed, in brackets)
+        local o6='\[2001:db8:0:0:0:0:0:2\]' g6='\[2001:db8:0:0:0:0:0:1\]'
+        v6o=$(grep -cE " $o6:[0-9]+ > $g6 " <<<"$d")
+        v6g=$(grep -cE " $g6:[0-9]+ > $o6 " <<<"$d")
+        v4=$(grep -cE " $GUEST_IP:[0-9]+ > | $DAEMON_IP:[0-9]+ > " <<<"$d")
+        ((v6o > 0 && v6g > 0 && v4 == 0))
+        result "$CAP_NAME/ipv6-frames" $((! $?)) "RoCEv2 frames ours->rxe over IPv6 $v6o, rxe->ours $v6g, over IPv4 $v4"
+    fi
     if [[ $1 == 1 && -s $CAP_FILE ]]; then
         diag "capture: $CAP_FILE ($("$INTEROP_ROCE_DUMP" "$CAP_FILE" 2>/dev/null | tail -n 1)); roce-dump, first and last lines:"
         "$INTEROP_ROCE_DUMP" "$CAP_FILE" 2>&1 | sed -n '1,8p' | note
@@ -501,12 +517,15 @@ n_retried=0
 ATTEMPT=1
 
 # fill TEMPLATE SIDE(guest|host) MTU
+# GIDs: the guest's and ours (IPv4 by default; the IPv6 phase sets both)
+GUEST_GID='$RXE_GID_IDX'
+HOST_GID=1
 fill() {
     local t=$1 mtu=$3
     if [[ $2 == guest ]]; then
-        t=${t//@D/-d rxe0}; t=${t//@G/\$RXE_GID_IDX}
+        t=${t//@D/-d rxe0}; t=${t//@G/$GUEST_GID}
     else
-        t=${t//@D /}; t=${t//@G/1}; t=${t/#rdma_probe/$INTEROP_PROBE}
+        t=${t//@D /}; t=${t//@G/$HOST_GID}; t=${t/#rdma_probe/$INTEROP_PROBE}
     fi
     t=${t//@M/$mtu}; t=${t//@U/$mtu}; t=${t//@S/$((3 * mtu - 72))}; t=${t//@P/$tcp_port}
     echo "$t"
@@ -680,7 +699,7 @@ run_matrix() {
                 ATTEMPT=1
                 run_pair "$cname" "$kind" "$dir" "$tmpl" "$mtu" "$T"
                 if (($? == 3)); then ATTEMPT=2; run_pair "$cname" "$kind" "$dir" "$tmpl" "$mtu" "$T"; fi
-                [[ -n $phase ]] && loss_cases=$((loss_cases + 1))
+                [[ $phase == loss/ ]] && loss_cases=$((loss_cases + 1))
             fi
         done
     done
@@ -691,6 +710,34 @@ if ((LINK_MTU >= 4200)); then
     run_matrix "" 4096 "$CASE_TIMEOUT" "$MTU4096_TOOLS"
 else
     skip "mtu4096" "the guest's eth0 MTU is $LINK_MTU (INTEROP_GUEST_MTU), so rxe's active MTU is 1024"
+fi
+
+# ---------------------------------------------------------------- IPv6
+# The same tools over the IPv6 GIDs: the guest (whose harness disables IPv6)
+# gets IPv6 back on eth0 and 2001:db8::1 (rxe adds a
+# RoCEv2 GID for it), our daemon has 2001:db8::2 (config ipv6 =; it answers
+# the guest's neighbour solicitations and resolves the guest's address by
+# ND at modify-to-RTR). The tools' TCP exchange stays on IPv4.
+V6_TOOLS="rc_pingpong ud_pingpong write_bw read_bw probe_data"
+guest_run v6_setup 30 "echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad; echo 0 >/proc/sys/net/ipv6/conf/eth0/disable_ipv6
+ip -6 addr add $GUEST_IP6/64 dev eth0 || exit 1
+G=/sys/class/infiniband/rxe0/ports/1; i=0
+while [ \$i -lt 100 ]; do
+  for n in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+    read -r v <\$G/gids/\$n 2>/dev/null; read -r t <\$G/gid_attrs/types/\$n 2>/dev/null
+    [ \"\$v\" = 2001:0db8:0000:0000:0000:0000:0000:0001 ] && [ \"\$t\" = 'RoCE v2' ] && { echo V6GID=\$n; exit 0; }
+  done
+  i=\$((i + 1)); sleep 0.1
+done
+exit 1"
+v6_guest=$(guest_case v6_setup | sed -n 's/^V6GID=\([0-9]*\).*/\1/p' | tr -d '\r' | tail -1)
+v6_host=$(sed -n 's/^.*GID\[ *\([0-9]*\)\]:[[:space:]]*2001:db8::2,.*v2.*/\1/p' "$W/host/devinfo" | head -1)
+[[ -n $v6_guest && -n $v6_host ]]
+result "v6/gids" $((! $?)) "rxe's RoCEv2 GID for $GUEST_IP6: ${v6_guest:-none} (guest rc $(guest_rc v6_setup)); ours for $DAEMON_IP6: ${v6_host:-none}"
+if [[ -n $v6_guest && -n $v6_host ]]; then
+    GUEST_GID=$v6_guest HOST_GID=$v6_host
+    run_matrix "v6/" 1024 "$CASE_TIMEOUT" "$V6_TOOLS"
+    GUEST_GID='$RXE_GID_IDX' HOST_GID=1
 fi
 
 # ---------------------------------------------------------------- loss
