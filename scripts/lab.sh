@@ -24,9 +24,9 @@
 #             again, so `lab.sh -b B up` then `lab.sh run a CMD` runs B's shim
 #   -i MODE   worker idle mode none|pause|yield|sleep [LAB_IDLE, default sleep]
 #   -w N      worker lcores per daemon, 1-4 [LAB_WORKERS, default 1]; each
-#             worker gets its own RX/TX queue (af_packet qpairs=N, af_xdp
-#             queue_count=N on veths with N queues). The workers share the
-#             machine's CPUs with the control thread: use an idle backoff
+#             worker gets its own RX/TX queue (af_packet qpairs=N; af_xdp
+#             cannot: net_af_xdp sees one queue on a veth). The workers share
+#             the machine's CPUs with the control thread: use an idle backoff
 #             (the default sleep) on a 2-core machine
 #   -P        capture: each daemon writes STATE/a.pcapng (--pcap) [LAB_PCAP=1]
 #   -K        do not add the tc ingress drop of UDP 4791 on af_packet links
@@ -127,6 +127,12 @@ load_lab_env() {
 case $LAB_PMD in af_packet|af_xdp|af_xdp_shared) ;; *) die "unknown PMD '$LAB_PMD'" ;; esac
 [[ $LAB_MTU =~ ^[0-9]+$ ]] || die "bad MTU '$LAB_MTU'"
 [[ $LAB_WORKERS =~ ^[1-4]$ ]] || die "bad worker count '$LAB_WORKERS' (1-4)"
+# net_af_xdp (22.11) takes the queues it may use from ethtool's combined
+# channel count; a veth has separate RX and TX channels and no combined ones
+# (ethtool -l: n/a; -L combined 2 is refused): "Specified queue count 2 is
+# larger than combined queue count 1", even on a veth made with 2 queues.
+[ "$LAB_WORKERS" = 1 ] || [ "$LAB_PMD" = af_packet ] ||
+	die "-w $LAB_WORKERS: only with af_packet (net_af_xdp sees one queue on a veth)"
 [[ ${LAB_MAX_QPS:-256} =~ ^[0-9]+$ ]] || die "bad LAB_MAX_QPS '$LAB_MAX_QPS'"
 [[ ${LAB_PMD_ARGS:-} =~ ^[a-z_]+=[A-Za-z0-9_./-]+(,[a-z_]+=[A-Za-z0-9_./-]+)*$ ]] || [ -z "${LAB_PMD_ARGS:-}" ] ||
 	die "bad LAB_PMD_ARGS '$LAB_PMD_ARGS' (key=value,...)"
@@ -200,9 +206,9 @@ write_config() { # host
 			devargs="$devargs,framesz=4608,blocksz=36864"
 		fi ;;
 	af_xdp)
-		devargs="net_af_xdp0,iface=$(ifname "$h"),start_queue=0,queue_count=$LAB_WORKERS" ;;
+		devargs="net_af_xdp0,iface=$(ifname "$h"),start_queue=0,queue_count=1" ;;
 	af_xdp_shared)
-		devargs="net_af_xdp0,iface=$(ifname "$h"),start_queue=0,queue_count=$LAB_WORKERS,xdp_prog=$XDP_OBJ"
+		devargs="net_af_xdp0,iface=$(ifname "$h"),start_queue=0,queue_count=1,xdp_prog=$XDP_OBJ"
 		mode=shared ;;
 	esac
 	[ -n "${LAB_PMD_ARGS:-}" ] && devargs="$devargs,$LAB_PMD_ARGS"
@@ -292,12 +298,8 @@ stop_daemon() { # host [signal]; prints and returns its exit status
 net_up() {
 	local h
 	ip netns add "$(ns a)" && ip netns add "$(ns b)" || return 1
-	# one queue per worker: af_xdp binds an XSK to each RX queue, and veth
-	# delivers what the peer sends on TX queue q to RX queue q
-	ip link add "$(ifname a)" netns "$(ns a)" mtu "$LAB_MTU" \
-		numtxqueues "$LAB_WORKERS" numrxqueues "$LAB_WORKERS" type veth \
-		peer name "$(ifname b)" netns "$(ns b)" mtu "$LAB_MTU" \
-		numtxqueues "$LAB_WORKERS" numrxqueues "$LAB_WORKERS" || return 1
+	ip link add "$(ifname a)" netns "$(ns a)" mtu "$LAB_MTU" type veth \
+		peer name "$(ifname b)" netns "$(ns b)" mtu "$LAB_MTU" || return 1
 	if [ "$LAB_PMD" = af_xdp ]; then
 		ip link add "$(ifname ma)" netns "$(ns a)" type veth \
 			peer name "$(ifname mb)" netns "$(ns b)" || return 1
