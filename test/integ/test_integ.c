@@ -922,10 +922,11 @@ expect_error_exit(struct proc *p, const char *what)
  * daemon exits 0 within 5 s (built with ASan: without a leak, LeakSanitizer
  * would make it exit 23); each client ends with an error within 10 s, the
  * watcher after exactly one IBV_EVENT_DEVICE_FATAL; the other daemon
- * forgets the orphaned peers' objects and serves new clients.
+ * forgets the orphaned peers' objects and serves new clients. @p opts: lab.sh
+ * options ("-w 2": the two clients' QPs run on different workers).
  */
 static void
-daemon_stop_is_device_fatal(const char *name, const char *sig)
+daemon_stop_is_device_fatal(const char *name, const char *opts, const char *sig)
 {
 	struct proc aw, ws, wc, ps, pc;
 	char buf[4096], cmd[64];
@@ -934,7 +935,7 @@ daemon_stop_is_device_fatal(const char *name, const char *sig)
 	const char *p;
 	int rc;
 
-	lab_up_opts(name, "", true);
+	lab_up_opts(name, opts, true);
 	bg_start(&aw, "asyncwatch", 'a', 40, "ibv_asyncwatch");
 	/* it has the device open (its output is buffered until it exits); the
 	 * device-list connection alone does not count: wait for the context */
@@ -960,6 +961,24 @@ daemon_stop_is_device_fatal(const char *name, const char *sig)
 		usleep(50000);
 	}
 	cr_assert_eq(t_json_int(buf, "qp"), 2, "both clients on a: %s\n%s", buf, lab_telemetry());
+	if (strstr(opts, "-w 2") != NULL) {
+		/* two processes, two lcores: one QPN even, one odd */
+		unsigned int parity = 0;
+		char prefix[32], *q, *end;
+
+		snprintf(prefix, sizeof(prefix), "%s-a", lab_name);
+		cr_assert_eq(t_telemetry(prefix, "/roce/qp/list", buf, sizeof(buf)), 0);
+		q = strchr(buf, '[');
+		cr_assert_not_null(q, "%s", buf);
+		for (q++;; q = end + strspn(end, " ,")) {
+			unsigned long qpn = strtoul(q, &end, 10);
+
+			if (end == q)
+				break;
+			parity |= 1u << (qpn % 2);
+		}
+		cr_assert_eq(parity, 3, "QPs of both workers: %s", buf);
+	}
 	roce = daemon_ctr('a', "/roce/port/stats,0", "rx_roce");
 	usleep(500000);
 	cr_assert_gt(daemon_ctr('a', "/roce/port/stats,0", "rx_roce") - roce, 100,
@@ -993,14 +1012,15 @@ daemon_stop_is_device_fatal(const char *name, const char *sig)
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s\n%s", out, daemon_log('a'));
 }
 
+/* with two workers: both lcores stop, each with QPs and traffic of its own */
 Test(teardown, sigint_under_traffic_is_device_fatal)
 {
-	daemon_stop_is_device_fatal("itgdi", "INT");
+	daemon_stop_is_device_fatal("itgdi", "-w 2", "INT");
 }
 
 Test(teardown, sigterm_under_traffic_is_device_fatal)
 {
-	daemon_stop_is_device_fatal("itgdt", "TERM");
+	daemon_stop_is_device_fatal("itgdt", "", "TERM");
 }
 
 /* ---- address resolution ---- */
