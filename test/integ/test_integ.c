@@ -730,6 +730,14 @@ Test(workers, both_workers_carry_traffic_and_hand_off)
 			handoffs += r;
 		}
 		cr_assert_gt(handoffs, 0, "no handoff on %c\n%s", host, lab_telemetry());
+		/* as an operator reads them: lab.sh telemetry (dpdk-telemetry.py) */
+		char sub[64];
+
+		snprintf(sub, sizeof(sub), "telemetry %c /roce/lcore/stats,1", host);
+		cr_assert_eq(lab(sub), 0, "%s", out);
+		cr_assert_gt(t_json_int(out, "tx_packets"), 500, "%s", out);
+		cr_assert_gt(t_json_int(out, "handoff_rx") + t_json_int(out, "handoff_tx"), 0, "%s",
+			     out);
 		/* every handed-off frame arrived (no drops): what one sent, the other got */
 		cr_assert_eq(worker_ctr(host, 0, "handoff_tx") - htx[h][0],
 			     worker_ctr(host, 1, "handoff_rx") - hrx[h][1]);
