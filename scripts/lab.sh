@@ -6,6 +6,9 @@
 #   scripts/lab.sh run a CMD [ARG...]  run CMD on host a (or b) with the verbs
 #                                      shim preloaded and the daemon's socket set
 #   scripts/lab.sh telemetry a CMD     query host a's daemon (/roce/port/stats,0)
+#   scripts/lab.sh stop a [SIG]        stop host a's daemon only with SIGTERM (or
+#                                      SIG: INT, TERM); prints "daemon a: exited RC
+#                                      after MS ms"; exit status: the daemon's
 #   scripts/lab.sh status              what is up, PIDs, addresses
 #   scripts/lab.sh down                SIGTERM the daemons, remove everything;
 #                                      exit status 0 only if both daemons exited 0
@@ -16,10 +19,15 @@
 #   -b DIR    build directory with app/roce-daemon [LAB_BUILD, default build]
 #   -p PMD    af_packet | af_xdp | af_xdp_shared [LAB_PMD, default af_packet]
 #   -m MTU    IP MTU of the link and the daemons [LAB_MTU, default 1500]
-#             `up` records these three in the lab's state (lab.env); every
+#             `up` records these three and -w in the lab's state (lab.env); every
 #             other command of that lab uses the recorded ones unless given
 #             again, so `lab.sh -b B up` then `lab.sh run a CMD` runs B's shim
 #   -i MODE   worker idle mode none|pause|yield|sleep [LAB_IDLE, default sleep]
+#   -w N      worker lcores per daemon, 1-4 [LAB_WORKERS, default 1]; each
+#             worker gets its own RX/TX queue (af_packet qpairs=N; af_xdp
+#             cannot: net_af_xdp sees one queue on a veth). The workers share
+#             the machine's CPUs with the control thread: use an idle backoff
+#             (the default sleep) on a 2-core machine
 #   -P        capture: each daemon writes STATE/a.pcapng (--pcap) [LAB_PCAP=1]
 #   -K        do not add the tc ingress drop of UDP 4791 on af_packet links
 #             [LAB_KERNEL_DROP=0]
@@ -39,6 +47,10 @@
 #   host b: kernel 198.18.0.2  2001:db8::2    daemon 198.18.0.12  2001:db8::12
 # In af_xdp_shared mode the daemon shares the kernel's address (the XDP
 # program hands it only RoCEv2; the kernel keeps ARP and everything else).
+# In af_xdp mode the PMD's XDP program hands the daemon every frame, so the
+# kernels cannot talk over the link: a second veth pair NAME-ma/NAME-mb
+# (198.18.1.1, 198.18.1.2; LAB_MGMT_IP, LAB_PEER_MGMT_IP in `run`) carries
+# the programs' own TCP exchange.
 # Each daemon resolves the other at start-up (`resolve =` in its config).
 #
 # State (configs, logs, PIDs, exit codes) lives in $LAB_STATE/NAME
@@ -50,11 +62,13 @@ set -uo pipefail
 GIVEN_BUILD=${LAB_BUILD:+1}
 GIVEN_PMD=${LAB_PMD:+1}
 GIVEN_MTU=${LAB_MTU:+1}
+GIVEN_WORKERS=${LAB_WORKERS:+1}
 LAB_NAME=${LAB_NAME:-rlab}
 LAB_BUILD=${LAB_BUILD:-build}
 LAB_PMD=${LAB_PMD:-af_packet}
 LAB_MTU=${LAB_MTU:-1500}
 LAB_IDLE=${LAB_IDLE:-sleep}
+LAB_WORKERS=${LAB_WORKERS:-1}
 LAB_PCAP=${LAB_PCAP:-0}
 LAB_KERNEL_DROP=${LAB_KERNEL_DROP:-1}
 LAB_NO_DAEMONS=${LAB_NO_DAEMONS:-0}
@@ -70,13 +84,14 @@ die() {
 	exit 1
 }
 
-while getopts "n:b:p:m:i:PKDh" opt; do
+while getopts "n:b:p:m:i:w:PKDh" opt; do
 	case $opt in
 	n) LAB_NAME=$OPTARG ;;
 	b) LAB_BUILD=$OPTARG; GIVEN_BUILD=1 ;;
 	p) LAB_PMD=$OPTARG; GIVEN_PMD=1 ;;
 	m) LAB_MTU=$OPTARG; GIVEN_MTU=1 ;;
 	i) LAB_IDLE=$OPTARG ;;
+	w) LAB_WORKERS=$OPTARG; GIVEN_WORKERS=1 ;;
 	P) LAB_PCAP=1 ;;
 	K) LAB_KERNEL_DROP=0 ;;
 	D) LAB_NO_DAEMONS=1 ;;
@@ -104,12 +119,20 @@ load_lab_env() {
 		LAB_BUILD) [ -n "$GIVEN_BUILD" ] || LAB_BUILD=$val ;;
 		LAB_PMD) [ -n "$GIVEN_PMD" ] || LAB_PMD=$val ;;
 		LAB_MTU) [ -n "$GIVEN_MTU" ] || LAB_MTU=$val ;;
+		LAB_WORKERS) [ -n "$GIVEN_WORKERS" ] || LAB_WORKERS=$val ;;
 		esac
 	done < "$STATE/lab.env"
 }
 [ "$CMD" = up ] || load_lab_env
 case $LAB_PMD in af_packet|af_xdp|af_xdp_shared) ;; *) die "unknown PMD '$LAB_PMD'" ;; esac
 [[ $LAB_MTU =~ ^[0-9]+$ ]] || die "bad MTU '$LAB_MTU'"
+[[ $LAB_WORKERS =~ ^[1-4]$ ]] || die "bad worker count '$LAB_WORKERS' (1-4)"
+# net_af_xdp (22.11) takes the queues it may use from ethtool's combined
+# channel count; a veth has separate RX and TX channels and no combined ones
+# (ethtool -l: n/a; -L combined 2 is refused): "Specified queue count 2 is
+# larger than combined queue count 1", even on a veth made with 2 queues.
+[ "$LAB_WORKERS" = 1 ] || [ "$LAB_PMD" = af_packet ] ||
+	die "-w $LAB_WORKERS: only with af_packet (net_af_xdp sees one queue on a veth)"
 [[ ${LAB_MAX_QPS:-256} =~ ^[0-9]+$ ]] || die "bad LAB_MAX_QPS '$LAB_MAX_QPS'"
 [[ ${LAB_PMD_ARGS:-} =~ ^[a-z_]+=[A-Za-z0-9_./-]+(,[a-z_]+=[A-Za-z0-9_./-]+)*$ ]] || [ -z "${LAB_PMD_ARGS:-}" ] ||
 	die "bad LAB_PMD_ARGS '$LAB_PMD_ARGS' (key=value,...)"
@@ -124,6 +147,14 @@ ns() { echo "$LAB_NAME-$1"; }
 ifname() { echo "$LAB_NAME-$1"; }
 kernel_ip4() { [ "$1" = a ] && echo 198.18.0.1 || echo 198.18.0.2; }
 kernel_ip6() { [ "$1" = a ] && echo 2001:db8::1 || echo 2001:db8::2; }
+# the kernel's address for TCP between the hosts (af_xdp: the management link)
+mgmt_ip4() {
+	if [ "$LAB_PMD" = af_xdp ]; then
+		[ "$1" = a ] && echo 198.18.1.1 || echo 198.18.1.2
+	else
+		kernel_ip4 "$1"
+	fi
+}
 peer() { [ "$1" = a ] && echo b || echo a; }
 daemon_ip4() {
 	if [ "$LAB_PMD" = af_xdp_shared ]; then kernel_ip4 "$1"
@@ -148,13 +179,19 @@ daemon_pid() {
 }
 
 write_config() { # host
-	local h=$1 p=$(peer "$1") cpu_ctl cpu_wrk devargs mode=dedicated
+	local h=$1 p=$(peer "$1") cpu_ctl cpu_wrk devargs mode=dedicated lcores w
 	if [ "$(nproc)" -ge 2 ]; then
 		# a: control on CPU 0, worker on CPU 1; b the other way round.
 		if [ "$h" = a ]; then cpu_ctl=0; cpu_wrk=1; else cpu_ctl=1; cpu_wrk=0; fi
 	else
 		cpu_ctl=0; cpu_wrk=0
 	fi
+	# lcore 0 is the control thread, 1..N the workers: the first worker on
+	# cpu_wrk, the next ones alternate starting with the control thread's CPU.
+	lcores="0@$cpu_ctl,1@$cpu_wrk"
+	for ((w = 2; w <= LAB_WORKERS; w++)); do
+		if [ $((w % 2)) = 0 ]; then lcores="$lcores,$w@$cpu_ctl"; else lcores="$lcores,$w@$cpu_wrk"; fi
+	done
 	case $LAB_PMD in
 	af_packet)
 		# framecnt: the receive ring must hold what a peer sends without
@@ -164,6 +201,7 @@ write_config() { # host
 		# worker slept or was descheduled, and each loss cost a window
 		# (doc/benchmarks.md). bench/sweep.sh gives linkrate the same.
 		devargs="net_af_packet0,iface=$(ifname "$h"),framecnt=$AF_PACKET_FRAMES"
+		[ "$LAB_WORKERS" -gt 1 ] && devargs="$devargs,qpairs=$LAB_WORKERS"
 		if [ "$LAB_MTU" -gt 1964 ]; then
 			devargs="$devargs,framesz=4608,blocksz=36864"
 		fi ;;
@@ -178,7 +216,7 @@ write_config() { # host
 ; generated by scripts/lab.sh for host $h of lab $LAB_NAME
 [daemon]
 socket = $STATE/$h.sock
-lcores = 0@$cpu_ctl,1@$cpu_wrk
+lcores = $lcores
 eal_args = --no-huge --no-shconf -m 256 --file-prefix=$(prefix "$h") --no-pci
 idle = $LAB_IDLE
 max_qps = ${LAB_MAX_QPS:-256}
@@ -226,8 +264,8 @@ wait_ready() { # host
 	return 1
 }
 
-stop_daemon() { # host; prints and returns its exit status
-	local h=$1 pid deadline rc
+stop_daemon() { # host [signal]; prints and returns its exit status
+	local h=$1 sig=${2:-TERM} pid deadline rc t0
 	pid=$(daemon_pid "$h") || {
 		if [ -f "$STATE/$h.rc" ]; then
 			rc=$(cat "$STATE/$h.rc")
@@ -238,20 +276,21 @@ stop_daemon() { # host; prints and returns its exit status
 		rm -f "$STATE/$h.pid"
 		return 0
 	}
-	kill -TERM "$pid" 2>/dev/null
+	t0=$(date +%s%N)
+	kill -"$sig" "$pid" 2>/dev/null
 	deadline=$((SECONDS + 10))
 	while [ ! -f "$STATE/$h.rc" ] && [ $SECONDS -lt $deadline ]; do
-		sleep 0.1
+		sleep 0.05
 	done
 	if [ ! -f "$STATE/$h.rc" ]; then
-		echo "daemon $h: no exit after SIGTERM, sending SIGKILL" >&2
+		echo "daemon $h: no exit after SIG$sig, sending SIGKILL" >&2
 		kill -KILL "$pid" 2>/dev/null
 		sleep 0.5
 		rm -f "$STATE/$h.pid"
 		return 137
 	fi
 	rc=$(cat "$STATE/$h.rc")
-	echo "daemon $h: exited $rc"
+	echo "daemon $h: exited $rc after $((($(date +%s%N) - t0) / 1000000)) ms (SIG$sig)"
 	rm -f "$STATE/$h.pid"
 	return "$rc"
 }
@@ -261,6 +300,14 @@ net_up() {
 	ip netns add "$(ns a)" && ip netns add "$(ns b)" || return 1
 	ip link add "$(ifname a)" netns "$(ns a)" mtu "$LAB_MTU" type veth \
 		peer name "$(ifname b)" netns "$(ns b)" mtu "$LAB_MTU" || return 1
+	if [ "$LAB_PMD" = af_xdp ]; then
+		ip link add "$(ifname ma)" netns "$(ns a)" type veth \
+			peer name "$(ifname mb)" netns "$(ns b)" || return 1
+		for h in a b; do
+			ip -n "$(ns "$h")" addr add "$(mgmt_ip4 "$h")/24" dev "$(ifname "m$h")" &&
+			ip -n "$(ns "$h")" link set "$(ifname "m$h")" up || return 1
+		done
+	fi
 	for h in a b; do
 		local n i
 		n=$(ns "$h"); i=$(ifname "$h")
@@ -311,7 +358,7 @@ cmd_up() {
 	mkdir -p "$STATE" || die "cannot create $STATE"
 	{
 		echo "LAB_NAME=$LAB_NAME"; echo "LAB_BUILD=$BUILD"; echo "LAB_PMD=$LAB_PMD"
-		echo "LAB_MTU=$LAB_MTU"
+		echo "LAB_MTU=$LAB_MTU"; echo "LAB_WORKERS=$LAB_WORKERS"
 	} > "$STATE/lab.env"
 	trap fail_up INT TERM
 	net_up || fail_up
@@ -337,6 +384,14 @@ cmd_down() {
 	return $rc
 }
 
+cmd_stop() {
+	[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: lab.sh stop a|b [INT|TERM]"
+	case $1 in a|b) ;; *) die "host must be a or b" ;; esac
+	case ${2:-TERM} in INT|TERM) ;; *) die "signal must be INT or TERM" ;; esac
+	ns_exists "$1" || die "lab $LAB_NAME is not up"
+	stop_daemon "$1" "${2:-TERM}"
+}
+
 cmd_status() {
 	local h pid
 	for h in a b; do
@@ -346,9 +401,10 @@ cmd_status() {
 		fi
 		pid=$(daemon_pid "$h") && pid="daemon pid $pid" || pid="no daemon"
 		echo "host $h: netns $(ns "$h") if $(ifname "$h") kernel $(kernel_ip4 "$h") $(kernel_ip6 "$h")" \
-			"daemon $(daemon_ip4 "$h") $(daemon_ip6 "$h") ($pid, telemetry prefix $(prefix "$h"))"
+			"daemon $(daemon_ip4 "$h") $(daemon_ip6 "$h") ($pid, telemetry prefix $(prefix "$h"))" \
+			"tcp $(mgmt_ip4 "$h")"
 	done
-	echo "state: $STATE ($LAB_PMD, mtu $LAB_MTU, build $BUILD)"
+	echo "state: $STATE ($LAB_PMD, mtu $LAB_MTU, $LAB_WORKERS worker(s), build $BUILD)"
 }
 
 cmd_run() {
@@ -360,7 +416,8 @@ cmd_run() {
 	local env=(ROCE_DAEMON_SOCKET="$STATE/$h.sock" LAB_HOST="$h"
 		LAB_SELF_IP="$(daemon_ip4 "$h")" LAB_PEER_IP="$(daemon_ip4 "$(peer "$h")")"
 		LAB_SELF_IP6="$(daemon_ip6 "$h")" LAB_PEER_IP6="$(daemon_ip6 "$(peer "$h")")"
-		LAB_KERNEL_IP="$(kernel_ip4 "$h")" LAB_IF="$(ifname "$h")")
+		LAB_KERNEL_IP="$(kernel_ip4 "$h")" LAB_IF="$(ifname "$h")"
+		LAB_MGMT_IP="$(mgmt_ip4 "$h")" LAB_PEER_MGMT_IP="$(mgmt_ip4 "$(peer "$h")")")
 	if [ -e "$SHIM_DIR/libibverbs.so.1" ]; then
 		env+=(LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 	fi
@@ -376,6 +433,7 @@ cmd_telemetry() {
 case $CMD in
 up) cmd_up ;;
 down) cmd_down ;;
+stop) cmd_stop "$@" ;;
 status) cmd_status ;;
 run) cmd_run "$@" ;;
 telemetry) cmd_telemetry "$@" ;;

@@ -51,6 +51,7 @@
 	X(TX_BYTES, "tx_bytes", CTR_S_ALL, "bytes given to the PMD") \
 	X(TX_DROPS, "tx_drops", CTR_S_PL, "frames the PMD did not take (TX queue full)") \
 	X(RX_ROCE, "rx_roce", CTR_S_PL, "valid RoCEv2 frames for our addresses") \
+	X(RX_ROCE_IPV6, "rx_roce_ipv6", CTR_S_PL, "of those, over IPv6 (to an IPv6 GID)") \
 	X(RX_DROPS, "rx_drops", CTR_S_PL, "RoCE frames dropped as malformed (sum of drop_*)") \
 	X(RX_ARP, "rx_arp", CTR_S_PL, "ARP frames passed to the control thread") \
 	X(RX_ND, "rx_nd", CTR_S_PL, "ICMPv6 neighbour discovery frames passed on") \

@@ -336,6 +336,8 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 		return RX_NEXT_DROP;
 	}
 	count_pl(w, port, CTR_RX_ROCE);
+	if (ipv6)
+		count_pl(w, port, CTR_RX_ROCE_IPV6);
 	return RX_NEXT_ROCE;
 }
 

@@ -11,6 +11,7 @@
  * so the inline verbs of <infiniband/verbs.h> find the extended ops.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,18 @@ int shim_rpc(struct shim_context *ctx, struct ipc_msg *req, const int *fds, unsi
 		return EIO;
 	}
 	return rc;
+}
+
+bool shim_ctx_lost(struct shim_context *ctx)
+{
+	struct pollfd p = { .fd = ctx->vctx.context.cmd_fd, .events = POLLRDHUP };
+
+	if (ctx->dead)
+		return true;
+	/* Only responses arrive on cmd_fd, and poll(2) reads nothing: no lock. */
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+		ctx->dead = true;
+	return ctx->dead;
 }
 
 uint32_t shim_env_u32(const char *name, uint32_t dflt, uint32_t max)

@@ -50,24 +50,60 @@ static void shim_cqe_to_wc(const struct cqe *e, struct ibv_wc *wc)
 #define SHIM_POLL_YIELD_ENV "ROCE_SHIM_POLL_YIELD"
 #define SHIM_POLL_YIELD_DEFAULT 64u
 
-/* Called with the lock held; true if the caller should yield after unlocking. */
-static inline bool shim_cq_count_empty(struct shim_cq *cq, uint32_t n)
+/*
+ * An application waiting for completions that a stopped daemon will never
+ * write would poll forever: every SHIM_LOST_CHECK_POLLS empty polls in a row
+ * (about a millisecond once the polls yield) the CQ asks whether the daemon
+ * hung up; from then on an empty poll fails with EIO, as the requests of the
+ * disassociated device do. Completions already in the ring still come first.
+ */
+#define SHIM_LOST_CHECK_POLLS 1024u
+
+/* What an empty poll does after unlocking (flags). */
+#define SHIM_EMPTY_YIELD 1u /* sched_yield() */
+#define SHIM_EMPTY_CHECK 2u /* ask shim_ctx_lost() */
+
+/* Called with the lock held: SHIM_EMPTY_* for the caller after an empty (@p n == 0) poll. */
+static inline unsigned int shim_cq_count_empty(struct shim_cq *cq, uint32_t n)
 {
-	if (n != 0 || cq->yield_after == 0) {
+	unsigned int what = 0;
+
+	if (n != 0) {
 		cq->empty_polls = 0;
-		return false;
+		cq->lost_check = 0;
+		return 0;
 	}
+	if (++cq->lost_check >= SHIM_LOST_CHECK_POLLS) {
+		cq->lost_check = 0;
+		what |= SHIM_EMPTY_CHECK;
+	}
+	if (cq->yield_after == 0)
+		return what;
 	if (cq->empty_polls < cq->yield_after) {
 		cq->empty_polls++;
-		return false;
+		return what;
 	}
-	return true;
+	return what | SHIM_EMPTY_YIELD;
+}
+
+/* After an empty poll, unlocked: true if the daemon is gone (errno EIO). */
+static bool shim_cq_empty_wait(struct shim_cq *cq, unsigned int what)
+{
+	struct shim_context *ctx = shim_ctx(cq->cq.context);
+
+	if (ctx->dead || ((what & SHIM_EMPTY_CHECK) && shim_ctx_lost(ctx))) {
+		errno = EIO;
+		return true;
+	}
+	if (what & SHIM_EMPTY_YIELD)
+		sched_yield();
+	return false;
 }
 
 int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct shim_cq *cq = shim_cq(ibcq);
-	bool yield;
+	unsigned int what;
 	uint32_t n;
 
 	if (ne <= 0)
@@ -80,10 +116,10 @@ int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		shim_cqe_to_wc(spsc_ring_cons_slot(cq->ring, i), &wc[i]);
 	if (n)
 		spsc_ring_release(cq->ring, n);
-	yield = shim_cq_count_empty(cq, n);
+	what = shim_cq_count_empty(cq, n);
 	pthread_spin_unlock(&cq->lock);
-	if (yield)
-		sched_yield();
+	if (n == 0 && shim_cq_empty_wait(cq, what))
+		return -1;
 	return (int)n;
 }
 
@@ -140,14 +176,12 @@ static int shim_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr
 		return EINVAL;
 	pthread_spin_lock(&cq->lock);
 	if (spsc_ring_count(cq->ring) == 0) {
-		bool yield = shim_cq_count_empty(cq, 0);
+		unsigned int what = shim_cq_count_empty(cq, 0);
 
 		pthread_spin_unlock(&cq->lock);
-		if (yield)
-			sched_yield();
-		return ENOENT;
+		return shim_cq_empty_wait(cq, what) ? EIO : ENOENT;
 	}
-	cq->empty_polls = 0;
+	shim_cq_count_empty(cq, 1);
 	shim_cq_ex_load(cq);
 	return 0;
 }

@@ -10,9 +10,11 @@
  *
  * Async events arrive as ipc_async_event datagrams on context->async_fd.
  * When the daemon goes away the socket reads EOF, which is reported once as
- * IBV_EVENT_DEVICE_FATAL.
+ * IBV_EVENT_DEVICE_FATAL; a thread asleep in ibv_get_cq_event wakes with EIO
+ * (and CQ polls fail with EIO, cq.c), so nobody waits forever for it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,10 +115,43 @@ static struct shim_cq *shim_channel_take(struct shim_channel *ch)
 }
 
 /*
+ * Before a blocking read of the eventfd: sleep until it is readable or the
+ * daemon hangs up (it would never be written again). @return false if the
+ * daemon is gone and no event is pending (errno EIO, as the requests of the
+ * disassociated device); true to read (a non-blocking fd: at once).
+ */
+static bool shim_channel_wait(struct ibv_comp_channel *channel)
+{
+	struct shim_context *ctx = shim_ctx(channel->context);
+	/* POLLRDHUP only: a response to another thread's request is not ours to see */
+	struct pollfd p[2] = { { .fd = channel->fd, .events = POLLIN },
+			       { .fd = channel->context->cmd_fd, .events = POLLRDHUP } };
+	int fl = fcntl(channel->fd, F_GETFL);
+
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return true;
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return true; /* the read reports it */
+		}
+		if (p[0].revents != 0)
+			return true;
+		if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) {
+			ctx->dead = true;
+			errno = EIO;
+			return false;
+		}
+	}
+}
+
+/*
  * The channel's eventfd is a semaphore (EFD_SEMAPHORE): the daemon adds 1 per
  * notification, each delivered event takes 1, so poll(2) on channel->fd says
  * readable exactly while an event is pending. The read blocks unless the
- * application made the fd non-blocking (then -1/EAGAIN, as rdma-core).
+ * application made the fd non-blocking (then -1/EAGAIN, as rdma-core); a
+ * blocking call ends with -1/EIO when the daemon goes away.
  */
 SHIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				 void **cq_context)
@@ -126,6 +161,8 @@ SHIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 	uint64_t v;
 
 	for (;;) {
+		if (!shim_channel_wait(channel))
+			return -1;
 		ssize_t n = read(channel->fd, &v, sizeof(v));
 
 		if (n < 0) {

@@ -81,6 +81,13 @@ static inline struct shim_context *shim_ctx(struct ibv_context *c)
 int shim_rpc(struct shim_context *ctx, struct ipc_msg *req, const int *fds, unsigned int nfds,
 	     struct ipc_msg *rsp, int *rfds);
 /*
+ * Whether the daemon connection is gone: @p ctx is dead, or its socket says
+ * the daemon hung up (then it is marked dead). One poll(2) without waiting;
+ * for paths that wait for the daemon without a request of their own (CQ
+ * polls, completion events).
+ */
+bool shim_ctx_lost(struct shim_context *ctx);
+/*
  * Destroy verbs after the daemon went away succeed and free the local part,
  * as rdma-core does on a disassociated device: @return 0 when @p rc is the
  * EIO of a dead connection, else @p rc.
@@ -135,6 +142,7 @@ struct shim_cq {
 	uint32_t async_events;        /* async events handed to the app */
 	struct shim_cq *ch_next;      /* channel's CQ list */
 	uint32_t empty_polls;         /* polls in a row that found nothing (under lock) */
+	uint32_t lost_check;          /* empty polls since the last shim_ctx_lost() (under lock) */
 	uint32_t yield_after;         /* that many, then every empty poll yields; 0: never */
 };
 static inline struct shim_cq *shim_cq(struct ibv_cq *c) { return (struct shim_cq *)c; }

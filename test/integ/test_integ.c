@@ -27,6 +27,7 @@
 
 static char lab_name[16];
 static bool lab_is_up;
+static bool lab_mgmt_link; /* lab.sh -p af_xdp: the kernels talk over a second veth pair */
 static char tmp_dir[64];
 static char out[OUT_MAX];
 
@@ -78,21 +79,34 @@ have(const char *prog)
 	return t_run(NULL, 0, 5, "command -v %s > /dev/null", prog) == 0;
 }
 
+/*
+ * Bring lab @p name up with lab.sh options @p opts ("-w 2", "-p af_xdp"),
+ * wait until its daemons resolved each other. @p required: a missing tool is
+ * a failure (CI's Debian 12 machine has them all), not a skip.
+ */
 static void
-lab_up(const char *name)
+lab_up_opts(const char *name, const char *opts, bool required)
 {
+	char cmd[128];
+
 	if (geteuid() != 0)
 		cr_skip_test("needs root (network namespaces)");
-	if (!have("ibv_rc_pingpong") || !have("ib_write_bw"))
+	if (required)
+		cr_assert(have("ibv_rc_pingpong") && have("ib_write_bw") && have("ibv_asyncwatch") &&
+			  have("dpdk-telemetry.py"),
+			  "needs ibverbs-utils, perftest and dpdk (dpdk-telemetry.py)");
+	else if (!have("ibv_rc_pingpong") || !have("ib_write_bw"))
 		cr_skip_test("needs ibverbs-utils and perftest");
 	/* meson points LD_LIBRARY_PATH at the shim; the daemons must not load it
 	 * (DPDK's mlx5 PMD links libibverbs): lab.sh sets it for the programs */
 	unsetenv("LD_LIBRARY_PATH");
 	snprintf(lab_name, sizeof(lab_name), "%s", name);
+	lab_mgmt_link = strstr(opts, "af_xdp") != NULL && strstr(opts, "af_xdp_shared") == NULL;
 	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/roce-integ-%s-XXXXXX", name);
 	cr_assert_not_null(mkdtemp(tmp_dir));
 	lab("down"); /* leftovers of an interrupted run */
-	cr_assert_eq(lab("up"), 0, "lab up failed:\n%s", out);
+	snprintf(cmd, sizeof(cmd), "%s up", opts);
+	cr_assert_eq(lab(cmd), 0, "lab up %s failed:\n%s", opts, out);
 	lab_is_up = true;
 	/* the daemons resolve each other at start-up: wait for it (5 s) */
 	for (int i = 0; i < 100; i++) {
@@ -107,6 +121,12 @@ lab_up(const char *name)
 			break;
 		usleep(50000);
 	}
+}
+
+static void
+lab_up(const char *name)
+{
+	lab_up_opts(name, "", false);
 }
 
 /* Tear down; @return true if both daemons exited 0 after SIGTERM. */
@@ -213,6 +233,8 @@ bg_pid(struct proc *p)
 static const char *
 host_ip(char host)
 {
+	if (lab_mgmt_link)
+		return host == 'a' ? "198.18.1.1" : "198.18.1.2";
 	return host == 'a' ? "198.18.0.1" : "198.18.0.2";
 }
 
@@ -250,7 +272,7 @@ static const char *
 lab_telemetry(void)
 {
 	static const char *const cmds[] = { "/roce/port/stats,0", "/roce/lcore/stats,0",
-					    "/roce/qp/list", "/roce/app/stats" };
+					    "/roce/lcore/stats,1", "/roce/qp/list", "/roce/app/stats" };
 	static char dump[8 * 8192];
 	char buf[8192], prefix[32];
 	size_t n = 0;
@@ -340,6 +362,67 @@ pair(char sh, char ch, const char *srv, const char *cli, char *so, char *co, siz
 			       lab_telemetry());
 }
 
+/*
+ * @p n pairs at once: server i runs "@p cmd -p 18515+i" on @p sh, client i
+ * the same pointed at it from @p ch; assert all exit 0. Outputs in so_n[i] /
+ * co_n[i]. Each process has its own CQs, so the daemons place their QPs on
+ * the lcore with the fewest QPs (lib/ctl): with two workers, two pairs
+ * spread over both.
+ */
+#define PAIRS_MAX 2
+static char so_n[PAIRS_MAX][OUT_MAX], co_n[PAIRS_MAX][OUT_MAX];
+
+static void
+pairs(unsigned int n, char sh, char ch, const char *cmd)
+{
+	struct proc ps[PAIRS_MAX], pc[PAIRS_MAX];
+	char c[512], name[24];
+	int rs[PAIRS_MAX], rcl[PAIRS_MAX];
+
+	cr_assert_leq(n, PAIRS_MAX);
+	for (int attempt = 0;; attempt++) {
+		long long stalls = lab_stalls_long();
+		bool again = false;
+
+		for (unsigned int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "server%u", i);
+			cr_assert_lt(snprintf(c, sizeof(c), "%s -p %u", cmd, 18515 + i), (int)sizeof(c));
+			bg_start(&ps[i], name, sh, 50, c);
+		}
+		for (unsigned int i = 0; i < n; i++)
+			wait_listen(sh, 18515 + i);
+		for (unsigned int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "client%u", i);
+			cr_assert_lt(snprintf(c, sizeof(c), "%s -p %u %s", cmd, 18515 + i, host_ip(sh)),
+				     (int)sizeof(c));
+			bg_start(&pc[i], name, ch, 40, c);
+		}
+		for (unsigned int i = 0; i < n; i++)
+			rcl[i] = bg_wait(&pc[i], 45, co_n[i], OUT_MAX);
+		for (unsigned int i = 0; i < n; i++)
+			rs[i] = bg_wait(&ps[i], 15, so_n[i], OUT_MAX);
+		for (unsigned int i = 0; i < n && !again; i++) {
+			snprintf(c, sizeof(c), "'%s' pair %u %c->%c", cmd, i, ch, sh);
+			again = (rcl[i] != 0 || rs[i] != 0) &&
+				retries_excused(c, co_n[i], so_n[i], stalls, attempt == 0);
+		}
+		if (!again)
+			break;
+		for (unsigned int i = 0; i < n; i++) {
+			if (rs[i] < 0)
+				kill(bg_pid(&ps[i]), SIGKILL), bg_wait(&ps[i], 5, so_n[i], OUT_MAX);
+			if (rcl[i] < 0)
+				kill(bg_pid(&pc[i]), SIGKILL), bg_wait(&pc[i], 5, co_n[i], OUT_MAX);
+		}
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		cr_assert_eq(rcl[i], 0, "client %u '%s' on %c: exit %d\n%s\nserver:\n%s\n%s", i, cmd,
+			     ch, rcl[i], co_n[i], so_n[i], lab_telemetry());
+		cr_assert_eq(rs[i], 0, "server %u '%s' on %c: exit %d\n%s\nclient:\n%s\n%s", i, cmd,
+			     sh, rs[i], so_n[i], co_n[i], lab_telemetry());
+	}
+}
+
 /* ---- result parsing ---- */
 
 /* ibv_*_pingpong: "N bytes in S seconds = R Mbit/sec" and "N iters in S seconds = U usec/iter". */
@@ -394,6 +477,18 @@ perftest_result(const char *o, unsigned int size, unsigned int iters, int col, c
 }
 
 static char so[OUT_MAX], co[OUT_MAX];
+
+static void
+run_pingpong_gid(char sh, char ch, const char *tool, unsigned int gid, const char *args,
+		 unsigned int iters)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "%s -g %u -n %u %s", tool, gid, iters, args);
+	pair(sh, ch, cmd, cmd, so, co, sizeof(so));
+	check_pingpong(so, iters, cmd);
+	check_pingpong(co, iters, cmd);
+}
 
 static void
 run_pingpong(char sh, char ch, const char *tool, const char *args, unsigned int iters)
@@ -498,6 +593,193 @@ Test(hosts, roce_perftest_verify)
 	 * behind a linear Ethernet header), none of them routed by the kernel. */
 	cr_expect_lt(ip_in_addr_errors('a') - addr_err_a, 20, "tc drop missed RoCE frames to host a");
 	cr_expect_lt(ip_in_addr_errors('b') - addr_err_b, 20, "tc drop missed RoCE frames to host b");
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
+/* A counter of host @p host's daemon: @p cmd is "/roce/port/stats,0", "/roce/lcore/stats,1"... */
+static long long
+daemon_ctr(char host, const char *cmd, const char *key)
+{
+	char buf[16384], prefix[32];
+	long long v;
+
+	snprintf(prefix, sizeof(prefix), "%s-%c", lab_name, host);
+	cr_assert_eq(t_telemetry(prefix, cmd, buf, sizeof(buf)), 0, "telemetry %s on %c", cmd, host);
+	v = t_json_int(buf, key);
+	cr_assert_geq(v, 0, "%s on %c has no %s: %s", cmd, host, key, buf);
+	return v;
+}
+
+static long long
+worker_ctr(char host, unsigned int w, const char *key)
+{
+	char cmd[32];
+
+	snprintf(cmd, sizeof(cmd), "/roce/lcore/stats,%u", w);
+	return daemon_ctr(host, cmd, key);
+}
+
+/* roce-perftest @p test with @p args, data checked, from @p n clients on b at once. */
+static void
+run_verify(unsigned int n, const char *test, const char *args)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s/app/perftest/roce-perftest %s --verify %s",
+		 env("ROCE_BUILD_DIR"), test, args);
+	pairs(n, 'a', 'b', cmd);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_assert_not_null(strstr(co_n[i], "Data verification: OK"), "%s:\n%s", cmd, co_n[i]);
+		cr_assert_null(strstr(so_n[i], "Data verification: FAIL"), "%s:\n%s", cmd, so_n[i]);
+	}
+}
+
+/*
+ * IPv6 GIDs: the tools pick GID 2 (2001:db8::11/12, lab.sh), so every RoCE
+ * frame is IPv6 (rx_roce_ipv6 counts them; all of rx_roce).
+ */
+Test(hosts, ipv6_gids)
+{
+	char buf[4096];
+	long long roce[2], roce6[2];
+
+	lab_up_opts("itgv6", "", true);
+	cr_assert_eq(t_telemetry("itgv6-a", "/roce/port/gids,0", buf, sizeof(buf)), 0);
+	cr_assert_not_null(strstr(buf, "\"2\":\"2001:db8::11\""), "GID 2 of a: %s", buf);
+	cr_assert_eq(t_telemetry("itgv6-b", "/roce/port/gids,0", buf, sizeof(buf)), 0);
+	cr_assert_not_null(strstr(buf, "\"2\":\"2001:db8::12\""), "GID 2 of b: %s", buf);
+	for (int h = 0; h < 2; h++) {
+		roce[h] = daemon_ctr((char)('a' + h), "/roce/port/stats,0", "rx_roce");
+		roce6[h] = daemon_ctr((char)('a' + h), "/roce/port/stats,0", "rx_roce_ipv6");
+	}
+	/* -c: the receiver checks every buffer */
+	run_pingpong_gid('a', 'b', "ibv_rc_pingpong", 2, "-e -c -s 3000", 300);
+	cr_assert_not_null(strstr(co, "GID 2001:db8::12"), "client's own GID:\n%s", co);
+	cr_assert_not_null(strstr(co, "GID 2001:db8::11"), "server's GID:\n%s", co);
+	run_pingpong_gid('a', 'b', "ibv_ud_pingpong", 2, "-e -c", 200);
+	run_bw('a', 'b', "ib_write_bw", 4096, 300, "-x 2");
+	/* perftest prints GIDs byte by byte in decimal: 32:01:13:184 is 2001:0db8 */
+	cr_assert_not_null(strstr(co, "GID: 32:01:13:184:"), "ib_write_bw -x 2:\n%s", co);
+	run_bw('a', 'b', "ib_read_bw", 8192, 200, "-x 2");
+	run_verify(1, "write_bw", "-x 2 -n 200 -s 5000");
+	run_verify(1, "send_bw", "-x 2 -n 200 -s 3000");
+	run_verify(1, "read_bw", "-x 2 -n 100 -s 5000");
+	for (int h = 0; h < 2; h++) {
+		char host = (char)('a' + h);
+		long long d = daemon_ctr(host, "/roce/port/stats,0", "rx_roce") - roce[h];
+		long long d6 = daemon_ctr(host, "/roce/port/stats,0", "rx_roce_ipv6") - roce6[h];
+
+		cr_assert_gt(d6, 1000, "IPv6 RoCE frames to %c: %lld", host, d6);
+		cr_assert_eq(d6, d, "RoCE frames to %c: %lld, of them IPv6 %lld", host, d, d6);
+	}
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
+/* ---- two workers per daemon: handoff rings and qpn % 2 ownership ---- */
+
+TestSuite(workers, .fini = fini, .timeout = 300);
+
+/*
+ * Two workers, two RX/TX queues per daemon (lab.sh -w 2). Two processes at
+ * once on each host: each one's QPs share its CQs, so lib/ctl puts them on
+ * one lcore, the other process's on the other. RX queue w is whatever
+ * af_packet's fanout hash chose, so frames for the other worker's QPs cross
+ * the handoff rings. Both workers of both daemons transmit, both hand off.
+ */
+Test(workers, both_workers_carry_traffic_and_hand_off)
+{
+	long long tx[2][2], hrx[2][2], htx[2][2];
+
+	lab_up_opts("itgw2", "-w 2", true);
+	for (int h = 0; h < 2; h++) {
+		char host = (char)('a' + h);
+
+		cr_assert_eq(daemon_ctr(host, "/roce/info", "workers"), 2);
+		for (unsigned int w = 0; w < 2; w++) {
+			tx[h][w] = worker_ctr(host, w, "tx_packets");
+			hrx[h][w] = worker_ctr(host, w, "handoff_rx");
+			htx[h][w] = worker_ctr(host, w, "handoff_tx");
+		}
+	}
+	pairs(2, 'a', 'b', "ib_write_bw -q 4 -n 300 -s 4096");
+	for (unsigned int i = 0; i < 2; i++)
+		perftest_result(co_n[i], 4096, 4 * 300, 3, "ib_write_bw -q 4");
+	pairs(2, 'a', 'b', "ib_send_bw -q 4 -n 300 -s 2048");
+	for (unsigned int i = 0; i < 2; i++)
+		perftest_result(co_n[i], 2048, 4 * 300, 3, "ib_send_bw -q 4");
+	pairs(2, 'a', 'b', "ib_read_bw -q 4 -n 200 -s 8192");
+	for (unsigned int i = 0; i < 2; i++)
+		perftest_result(co_n[i], 8192, 4 * 200, 3, "ib_read_bw -q 4");
+	run_verify(2, "write_bw", "-q 4 -n 200 -s 5000");
+	run_verify(2, "read_bw", "-q 4 -n 100 -s 5000");
+	run_verify(2, "send_bw", "-q 4 -n 200 -s 3000");
+	for (int h = 0; h < 2; h++) {
+		char host = (char)('a' + h);
+		long long handoffs = 0;
+
+		for (unsigned int w = 0; w < 2; w++) {
+			long long t = worker_ctr(host, w, "tx_packets") - tx[h][w];
+			long long r = worker_ctr(host, w, "handoff_rx") - hrx[h][w];
+			long long s = worker_ctr(host, w, "handoff_tx") - htx[h][w];
+
+			cr_assert_gt(t, 500, "worker %u of %c sent %lld frames: it owned no busy QP\n%s",
+				     w, host, t, lab_telemetry());
+			/* A full ring drops (the transport resends): while the other
+			 * worker is descheduled for long, which an overloaded 2-core
+			 * machine does; so drops are reported, not failed. */
+			cr_log_info("daemon %c worker %u: %lld frames sent, %lld handed to, %lld from "
+				    "the other worker, %lld handoff drops, %lld stalls (max %lld us)",
+				    host, w, t, s, r, worker_ctr(host, w, "handoff_drops"),
+				    worker_ctr(host, w, "stalls"), worker_ctr(host, w, "stall_max_us"));
+			handoffs += r;
+		}
+		cr_assert_gt(handoffs, 0, "no handoff on %c\n%s", host, lab_telemetry());
+		/* as an operator reads them: lab.sh telemetry (dpdk-telemetry.py) */
+		char sub[64];
+
+		snprintf(sub, sizeof(sub), "telemetry %c /roce/lcore/stats,1", host);
+		cr_assert_eq(lab(sub), 0, "%s", out);
+		cr_assert_gt(t_json_int(out, "tx_packets"), 500, "%s", out);
+		cr_assert_gt(t_json_int(out, "handoff_rx") + t_json_int(out, "handoff_tx"), 0, "%s",
+			     out);
+		/* what one worker enqueued (handoff_tx, drops apart), the other received */
+		cr_assert_eq(worker_ctr(host, 0, "handoff_tx") - htx[h][0],
+			     worker_ctr(host, 1, "handoff_rx") - hrx[h][1]);
+		cr_assert_eq(worker_ctr(host, 1, "handoff_tx") - htx[h][1],
+			     worker_ctr(host, 0, "handoff_rx") - hrx[h][0]);
+	}
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
+/* ---- af_xdp ---- */
+
+TestSuite(af_xdp, .fini = fini, .timeout = 240);
+
+/* The same verbs traffic over net_af_xdp on the veths (lab.sh -p af_xdp). */
+Test(af_xdp, verbs_traffic)
+{
+	char buf[4096];
+	long long roce[2];
+
+	lab_up_opts("itgxd", "-p af_xdp", true);
+	for (int h = 0; h < 2; h++) {
+		cr_assert_eq(t_telemetry(h ? "itgxd-b" : "itgxd-a", "/roce/port/info,0", buf,
+					 sizeof(buf)), 0);
+		cr_assert_not_null(strstr(buf, "net_af_xdp"), "%s", buf);
+		roce[h] = daemon_ctr((char)('a' + h), "/roce/port/stats,0", "rx_roce");
+	}
+	run_pingpong('a', 'b', "ibv_rc_pingpong", "-e -c -s 2048", 300);
+	run_pingpong('a', 'b', "ibv_ud_pingpong", "-e -c", 200);
+	run_bw('a', 'b', "ib_write_bw", 4096, 300, "");
+	run_bw('a', 'b', "ib_send_bw", 1024, 300, "");
+	run_verify(1, "write_bw", "-n 200 -s 5000");
+	run_verify(1, "read_bw", "-n 100 -s 5000");
+	run_verify(1, "send_bw", "-n 200 -s 3000");
+	for (int h = 0; h < 2; h++) {
+		long long d = daemon_ctr((char)('a' + h), "/roce/port/stats,0", "rx_roce") - roce[h];
+
+		cr_assert_gt(d, 1000, "RoCE frames to %c over af_xdp: %lld", 'a' + h, d);
+	}
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 
@@ -622,15 +904,51 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 
-Test(teardown, daemon_stop_is_device_fatal)
+/* The last lines of host @p host's daemon log (lab.sh's state), for a failure message. */
+static const char *
+daemon_log(char host)
 {
-	struct proc aw;
+	static char log[8192];
+
+	if (t_run(log, sizeof(log), 5, "tail -40 /tmp/roce-lab/%s/%c.log", lab_name, host) != 0)
+		snprintf(log, sizeof(log), "(no log)");
+	return log;
+}
+
+/* Wait 10 s for @p p, a client whose daemon stopped: it must end with an error, not hang. */
+static void
+expect_error_exit(struct proc *p, const char *what)
+{
+	int rc = bg_wait(p, 10, co, sizeof(co));
+
+	cr_assert_neq(rc, -1, "%s still running 10 s after its daemon stopped:\n%s", what, co);
+	cr_assert(rc > 0 && rc < 124, "%s: exit %d, wanted an error exit (not 0, not killed):\n%s",
+		  what, rc, co);
+	cr_log_info("%s: exit %d after the daemon stopped", what, rc);
+}
+
+/*
+ * Stop host a's daemon with SIG@p sig while its clients run: a WRITE stream
+ * posting and polling, an event-mode pingpong (asleep in ibv_get_cq_event
+ * between messages) and ibv_asyncwatch (asleep in ibv_get_async_event). The
+ * daemon exits 0 within 5 s (built with ASan: without a leak, LeakSanitizer
+ * would make it exit 23); each client ends with an error within 10 s, the
+ * watcher after exactly one IBV_EVENT_DEVICE_FATAL; the other daemon
+ * forgets the orphaned peers' objects and serves new clients. @p opts: lab.sh
+ * options ("-w 2": the two clients' QPs run on different workers).
+ */
+static void
+daemon_stop_is_device_fatal(const char *name, const char *opts, const char *sig)
+{
+	struct proc aw, ws, wc, ps, pc;
+	char buf[4096], cmd[64];
+	unsigned int ms = 0;
+	long long roce;
+	const char *p;
 	int rc;
 
-	if (!have("ibv_asyncwatch"))
-		cr_skip_test("needs ibv_asyncwatch (ibverbs-utils)");
-	lab_up("itgdf");
-	bg_start(&aw, "asyncwatch", 'a', 20, "ibv_asyncwatch");
+	lab_up_opts(name, opts, true);
+	bg_start(&aw, "asyncwatch", 'a', 40, "ibv_asyncwatch");
 	/* it has the device open (its output is buffered until it exits); the
 	 * device-list connection alone does not count: wait for the context */
 	for (int i = 0; i < 100; i++) {
@@ -640,13 +958,81 @@ Test(teardown, daemon_stop_is_device_fatal)
 		usleep(100000);
 	}
 	cr_assert_eq(t_json_int(so, "contexts"), 1, "ibv_asyncwatch did not open the device: %s", so);
-	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+	bg_start(&ws, "wserver", 'b', 40, "ib_write_bw -D 20 -s 16384");
+	bg_start(&ps, "pserver", 'b', 40, "ibv_rc_pingpong -g 1 -e -p 18600 -n 1000000 -s 256");
+	wait_listen('b', 18515);
+	wait_listen('b', 18600);
+	bg_start(&wc, "wclient", 'a', 40, "ib_write_bw -D 20 -s 16384 198.18.0.2");
+	bg_start(&pc, "pclient", 'a', 40,
+		 "ibv_rc_pingpong -g 1 -e -p 18600 -n 1000000 -s 256 198.18.0.2");
+	/* both clients' QPs exist on a, and frames flow */
+	for (int i = 0; i < 100; i++) {
+		app_stats('a', buf, sizeof(buf));
+		if (t_json_int(buf, "qp") == 2)
+			break;
+		usleep(50000);
+	}
+	cr_assert_eq(t_json_int(buf, "qp"), 2, "both clients on a: %s\n%s", buf, lab_telemetry());
+	if (strstr(opts, "-w 2") != NULL) {
+		/* two processes, two lcores: one QPN even, one odd */
+		unsigned int parity = 0;
+		char prefix[32], *q, *end;
+
+		snprintf(prefix, sizeof(prefix), "%s-a", lab_name);
+		cr_assert_eq(t_telemetry(prefix, "/roce/qp/list", buf, sizeof(buf)), 0);
+		q = strchr(buf, '[');
+		cr_assert_not_null(q, "%s", buf);
+		for (q++;; q = end + strspn(end, " ,")) {
+			unsigned long qpn = strtoul(q, &end, 10);
+
+			if (end == q)
+				break;
+			parity |= 1u << (qpn % 2);
+		}
+		cr_assert_eq(parity, 3, "QPs of both workers: %s", buf);
+	}
+	roce = daemon_ctr('a', "/roce/port/stats,0", "rx_roce");
+	usleep(500000);
+	cr_assert_gt(daemon_ctr('a', "/roce/port/stats,0", "rx_roce") - roce, 100,
+		     "no traffic before the stop\n%s", lab_telemetry());
+
+	snprintf(cmd, sizeof(cmd), "stop a %s", sig);
+	rc = lab(cmd);
+	p = strstr(out, "daemon a: exited 0 after ");
+	cr_assert(rc == 0 && p != NULL, "SIG%s: %s\n%s", sig, out, daemon_log('a'));
+	cr_assert_eq(sscanf(p + strlen("daemon a: exited 0 after "), "%u", &ms), 1, "%s", out);
+	cr_assert_lt(ms, 5000, "SIG%s: the daemon took %u ms to exit\n%s", sig, ms, daemon_log('a'));
+	cr_log_info("SIG%s under traffic: the daemon exited 0 after %u ms", sig, ms);
+
+	expect_error_exit(&wc, "ib_write_bw client");
+	expect_error_exit(&pc, "ibv_rc_pingpong -e client");
 	rc = bg_wait(&aw, 10, so, sizeof(so));
 	cr_assert_neq(rc, -1, "ibv_asyncwatch still running after the daemon stopped");
 	const char *ev = strstr(so, "IBV_EVENT_DEVICE_FATAL");
 
 	cr_assert_not_null(ev, "no DEVICE_FATAL:\n%s", so);
 	cr_assert_null(strstr(ev + 1, "IBV_EVENT_DEVICE_FATAL"), "reported once:\n%s", so);
+
+	/* the servers on b lost their peers: they end (exhausted retries, the
+	 * TCP exchange closed), or are killed here; b forgets their objects */
+	if (bg_wait(&ws, 10, so, sizeof(so)) < 0)
+		kill(bg_pid(&ws), SIGKILL), bg_wait(&ws, 5, so, sizeof(so));
+	if (bg_wait(&ps, 1, so, sizeof(so)) < 0)
+		kill(bg_pid(&ps), SIGKILL), bg_wait(&ps, 5, so, sizeof(so));
+	cr_assert(wait_app_empty('b', buf, sizeof(buf)), "objects left on b: %s", buf);
+	run_pingpong('b', 'b', "ibv_rc_pingpong", "-e", 100);
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s\n%s", out, daemon_log('a'));
+}
+
+/* with two workers: both lcores stop, each with QPs and traffic of its own */
+Test(teardown, sigint_under_traffic_is_device_fatal)
+{
+	daemon_stop_is_device_fatal("itgdi", "-w 2", "INT");
+}
+
+Test(teardown, sigterm_under_traffic_is_device_fatal)
+{
+	daemon_stop_is_device_fatal("itgdt", "", "TERM");
 }
 
 /* ---- address resolution ---- */

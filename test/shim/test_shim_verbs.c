@@ -927,6 +927,71 @@ Test(shim_verbs, async_events_and_daemon_loss)
 	pd = NULL;
 }
 
+static void *wait_cq_event(void *arg)
+{
+	static int rc;
+	struct ibv_cq *cq;
+	void *cq_context;
+
+	rc = ibv_get_cq_event(arg, &cq, &cq_context);
+	return &rc;
+}
+
+/*
+ * The daemon goes away under an application that never reads async events:
+ * a thread busy polling its CQ and one asleep in ibv_get_cq_event. The
+ * completions they wait for will never come; both must get an error (EIO,
+ * as the disassociated device's requests) within a bound, not spin or sleep
+ * forever.
+ */
+Test(shim_verbs, daemon_loss_ends_cq_polls_and_cq_event_waits)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, ch, 0);
+	struct ibv_cq_init_attr_ex ca = { .cqe = 4, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &ca);
+	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	struct timespec deadline;
+	pthread_t waiter;
+	void *ret = NULL;
+	long polls;
+	int n = 0, rc;
+
+	cr_assert(ch != NULL && cq != NULL && cqx != NULL, "%s", strerror(errno));
+	qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	to_rts(qp);
+	cr_assert_eq(ibv_req_notify_cq(cq, 0), 0);
+	cr_assert_eq(pthread_create(&waiter, NULL, wait_cq_event, ch), 0);
+	cr_assert_eq(ibv_poll_cq(cq, 1, &wc), 0, "empty while the daemon is there");
+	cr_assert_eq(ibv_start_poll(cqx, &pa), ENOENT);
+	usleep(100000); /* the waiter is asleep in ibv_get_cq_event */
+
+	daemon_stop();
+	for (polls = 0; polls < 1000000 && (n = ibv_poll_cq(cq, 1, &wc)) == 0; polls++)
+		;
+	cr_assert_lt(n, 0, "ibv_poll_cq still says empty after %ld polls", polls);
+	cr_assert_eq(errno, EIO);
+	cr_log_info("ibv_poll_cq failed %ld polls after the daemon went away", polls);
+	for (polls = 0; polls < 1000000 && (rc = ibv_start_poll(cqx, &pa)) == ENOENT; polls++)
+		;
+	cr_assert_eq(rc, EIO, "ibv_start_poll: %d after %ld polls", rc, polls);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	rc = pthread_timedjoin_np(waiter, &ret, &deadline);
+	if (rc != 0) {
+		pthread_cancel(waiter); /* blocked in read(2), a cancellation point */
+		pthread_join(waiter, NULL);
+	}
+	cr_assert_eq(rc, 0, "ibv_get_cq_event still asleep 5 s after the daemon went away");
+	cr_assert_eq(*(int *)ret, -1, "ibv_get_cq_event without an event");
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+}
+
 /* Wait (bounded) until the server serves @p n connections; @return the objects left. */
 static uint32_t server_settles(uint32_t n)
 {
