@@ -112,6 +112,21 @@ def load_log(path):
     return tests
 
 
+def load_retried(log_path):
+    """{short test name: [text]} from retried.txt beside a testlog.json: the
+    reruns a test recorded itself (Criterion's TAP output drops a test's own
+    lines; test/integ writes there through ROCE_RETRY_LOG)."""
+    out = collections.defaultdict(list)
+    path = os.path.join(os.path.dirname(log_path), 'retried.txt')
+    if os.path.exists(path):
+        with open(path, encoding='utf-8', errors='replace') as f:
+            for line in f:
+                test, sep, text = line.rstrip('\n').partition('\t')
+                if sep:
+                    out[test].append(text)
+    return out
+
+
 def suite_of(name):
     """'roce-dpdk:engine / engine_rc' -> 'engine'; no suite -> the test name."""
     proj, _, test = name.partition(' / ')
@@ -167,7 +182,7 @@ def judge(trees, expected, rules, strict, out=sys.stdout):
     warnings = []
     rows = collections.OrderedDict()   # (tree, suite) -> [tests, Counts, failed tests]
     total = Counts()
-    for tree, tests in trees:
+    for tree, tests, retried in trees:
         names = {t['name'] for t in tests}
         if expected is not None:
             for missing in sorted(expected.get(tree, set()) - names):
@@ -193,6 +208,9 @@ def judge(trees, expected, rules, strict, out=sys.stdout):
                     c.failed = 1
             elif res in FAIL_RESULTS and c.failed == 0:
                 c.failed = 1    # a crash or timeout after the last ok line
+            for r in retried.get(short_name(name), []):
+                c.retried += 1
+                c.retries.append(r)
             if res in FAIL_RESULTS:
                 row[2].append(short_name(name))
                 failures.append(f'{tree}: {name}: {res}')
@@ -241,7 +259,7 @@ def main(argv):
         if not sep:
             ap.error(f'{spec}: want TREE=TESTLOG.json')
         try:
-            trees.append((tree, load_log(path)))
+            trees.append((tree, load_log(path), load_retried(path)))
         except (OSError, ValueError) as e:
             print(f'ci_report: {path}: {e}', file=sys.stderr)
             return 2

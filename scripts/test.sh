@@ -30,7 +30,7 @@ run_suite() { # name builddir meson-setup-args...
   echo "=== [$name] build"
   ninja -C "$dir" || { fail=1; echo "[$name] build failed"; return; }
   echo "=== [$name] test"
-  rm -f "$dir/meson-logs/testlog.json"
+  rm -f "$dir/meson-logs/testlog.json" "$dir/meson-logs/retried.txt"
   meson test -C "$dir" --print-errorlogs --num-processes 2 ${ROCE_TEST_ARGS:-} || fail=1
   if [ -f "$dir/meson-logs/testlog.json" ]; then
     logs+=("$name=$dir/meson-logs/testlog.json")

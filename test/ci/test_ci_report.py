@@ -24,8 +24,11 @@ def log(path, tests):
                                 'returncode': 0 if result == 'OK' else 1}) + '\n')
 
 
-def run(tmp, tests, expected, allow, strict=True):
+def run(tmp, tests, expected, allow, strict=True, retried=''):
     lp = os.path.join(tmp, 'testlog.json')
+    if retried:
+        with open(os.path.join(tmp, 'retried.txt'), 'w') as f:
+            f.write(retried)
     ep = os.path.join(tmp, 'expected.txt')
     ap = os.path.join(tmp, 'allow.txt')
     log(lp, tests)
@@ -40,13 +43,13 @@ def run(tmp, tests, expected, allow, strict=True):
     return p.returncode, p.stdout + p.stderr
 
 
-def case(name, want_rc, tests, expected=None, allow=(), want=(), strict=True):
+def case(name, want_rc, tests, expected=None, allow=(), want=(), strict=True, retried=''):
     global n, failed
     n += 1
     if expected is None:
         expected = [t[0] for t in tests]
     with tempfile.TemporaryDirectory() as tmp:
-        rc, out = run(tmp, tests, expected, list(allow), strict)
+        rc, out = run(tmp, tests, expected, list(allow), strict, retried)
     bad = [w for w in want if w not in out]
     if rc == want_rc and not bad:
         lines.append(f'ok {n} - {name}')
@@ -91,6 +94,10 @@ case('a test not in the registered list fails CI', 1, [(T, 'OK', TAP_OK), (U, 'O
      expected=[T], want=['not in test/ci/expected-tests.txt: ' + U])
 case('retries are counted and named', 0, [(T, 'OK', TAP_RETRY)],
      want=['retried: write_bw/1024/rs: stalls +2', 'release  s              1       2      0'
+           '       0    0       1'])
+case('reruns a test recorded in retried.txt are counted', 0, [(T, 'OK', TAP_OK)],
+     retried='t\tstream: stalls_long +1\n',
+     want=['retried: stream: stalls_long +1', 'release  s              1       2      0'
            '       0    0       1'])
 case('a malformed allow rule is a usage error', 2, [(T, 'OK', TAP_OK)],
      allow=['release t a::two no reason'])
