@@ -482,23 +482,54 @@ Test(dataplane, neighbours_resolve_through_arp)
 
 /* ---- control messages and the idle backoff ---- */
 
-static int
-on_worker(struct worker *w, void *arg)
+/* The answer to the message of operation @p op from @p w, waiting up to @p ms. */
+static bool
+await_answer(struct worker *w, uint32_t op, unsigned int ms, struct ctl_msg *out)
 {
-	*(unsigned int *)arg = rte_lcore_id();
-	return w->index == 0 ? 42 : -1;
+	uint64_t end = rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * ms;
+
+	while (rte_get_tsc_cycles() < end) {
+		if (worker_ctl_answers(w, out, 1) == 1) {
+			cr_assert_eq(out->op, op, "answers come back in order");
+			return true;
+		}
+		rte_delay_us_sleep(100);
+	}
+	return false;
 }
 
 Test(dataplane, control_messages_run_on_the_owner_lcore)
 {
-	unsigned int lcore = 99;
+	struct ctl_msg m = { .type = CTL_MSG_PING, .op = 7 }, a;
 
 	setup(1, "0,1");
 	d.worker[0]->lcore_id = 1;
 	cr_assert_eq(rte_eal_remote_launch(worker_main, d.worker[0], 1), 0);
 	d.workers_running = true;
-	cr_expect_eq(worker_call(d.worker[0], on_worker, &lcore, 5000), 42);
-	cr_expect_eq(lcore, 1, "ran on the worker's lcore");
+	cr_assert_eq(worker_ctl_send(d.worker[0], &m), 0);
+	cr_assert(await_answer(d.worker[0], 7, 5000, &a), "answered");
+	cr_expect_eq(a.rc, 1, "ran on the worker's lcore");
+	cr_expect_eq(a.worker, 0);
+	/* by value: the sender's copy may change at once, the lcore ran what was sent */
+	m.type = CTL_MSG_QP_CREATE;
+	m.op = 8;
+	cr_assert_eq(worker_ctl_send(d.worker[0], &m), 0);
+	m.type = CTL_MSG_PING;
+	cr_assert(await_answer(d.worker[0], 8, 5000, &a));
+	cr_expect_eq(a.rc, -ENOTSUP, "no handler installed: refused, still answered");
+	cr_expect_str_eq(ctl_msg_name(CTL_MSG_QP_MODIFY), "qp_modify");
+	/* a stalled lcore answers late, and nothing waits for it meanwhile */
+	m.type = CTL_MSG_STALL;
+	m.op = 9;
+	m.u.stall_ms = 300;
+	uint64_t t0 = rte_get_tsc_cycles();
+
+	cr_assert_eq(worker_ctl_send(d.worker[0], &m), 0);
+	double send_ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
+	cr_expect_lt(send_ms, 50.0, "sending does not wait (%.1f ms)", send_ms);
+	cr_assert(await_answer(d.worker[0], 9, 5000, &a));
+	double ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
+	cr_expect_geq(ms, 290.0, "the answer came after the stall (%.1f ms)", ms);
 	daemon_request_stop(&d);
 	cr_expect_eq(rte_eal_wait_lcore(1), 0, "worker stopped cleanly");
 	d.workers_running = false;
