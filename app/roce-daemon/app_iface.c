@@ -53,6 +53,7 @@
 #define AI_UNBOUND UINT32_MAX
 /* operations in flight: one request per connection, teardown steps, detached flushes */
 #define AI_MAX_OPS (4u * AI_MAX_CONNS)
+#define AI_OP_NONE UINT32_MAX      /* ctl_msg.op of a message nobody waits for */
 #define AI_BACKLOG 512u            /* messages per lcore waiting for room on its ring */
 #define AI_ANSWER_BURST 32u
 #define AI_BRISK_US 2000u          /* after a send, the loop looks for answers this often... */
@@ -141,7 +142,8 @@ struct app_iface {
 	struct ai_cq *cq;
 	struct ai_srq *srq;
 	struct ai_qp *qp;
-	uint32_t max_cq, max_srq, max_qp;
+	uint32_t max_cq, max_srq, max_qp, max_pd;
+	uint32_t *pd_qps;               /* [pd * n_workers + lcore]: QPs of the PD on the lcore */
 	uint32_t next_cookie;
 	uint32_t dp_mrs;                /* MRs registered on the lcores */
 	unsigned int resolve_ms;        /* bound of one address resolution */
@@ -154,6 +156,7 @@ struct app_iface {
 	uint64_t brisk_until;           /* TSC: answers are expected soon */
 	uint64_t ctl_backlogged;        /* messages that waited for ring room */
 	uint64_t ctl_refused;           /* operations refused: backlog full (EAGAIN) */
+	uint64_t ctl_told_errors;       /* refusals of messages nobody waited for */
 	uint64_t events_dropped;
 };
 
@@ -161,7 +164,7 @@ struct app_iface {
 
 #define AI_STAT_LIST(X) \
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
-	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused)
+	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -192,6 +195,7 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(ops_inflight, ai->ops_inflight)
 	AI_STAT_STORE(ctl_backlogged, ai->ctl_backlogged)
 	AI_STAT_STORE(ctl_refused, ai->ctl_refused)
+	AI_STAT_STORE(ctl_told_errors, ai->ctl_told_errors)
 #undef AI_STAT_STORE
 }
 
@@ -316,7 +320,8 @@ ai_backlog_flush(struct app_iface *ai, unsigned int wi)
 }
 
 /*
- * Send @p m for operation @p op to lcore @p wi. A full ring (or as many
+ * Send @p m for operation @p op (NULL: nobody waits for the answer) to
+ * lcore @p wi. A full ring (or as many
  * messages outstanding as its answer ring holds) puts it in the backlog,
  * in order behind what waits there.
  * @return 0, or -ENOBUFS when even the backlog is full (nothing sent)
@@ -327,9 +332,10 @@ ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg 
 	struct daemon *d = ai->d;
 	struct ai_backlog *b = ai->bl[wi];
 
-	m->op = op_index(ai, op);
+	m->op = op != NULL ? op_index(ai, op) : AI_OP_NONE;
 	m->rc = 0;
-	op->waiting++;
+	if (op != NULL)
+		op->waiting++;
 	if (daemon_stopping(d))
 		daemon_stop_workers(d);
 	if (!d->workers_running) {
@@ -343,7 +349,8 @@ ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg 
 		return 0;
 	}
 	if (b->n == AI_BACKLOG) {
-		op->waiting--;
+		if (op != NULL)
+			op->waiting--;
 		ai->ctl_refused++;
 		return -ENOBUFS;
 	}
@@ -445,22 +452,24 @@ mr_msg(struct ctl_msg *m, enum ctl_msg_type type, const struct ctl_mr_info *mr)
 static void op_answered(struct app_iface *ai, struct ai_op *op);
 
 /*
- * Send @p type for @p op's MR to the lcores in @p mask. The operation is
- * held meanwhile, so answers given at once (workers stopped) cannot finish
- * it before every message went out. A message that finds no room fails
- * the operation (-ENOBUFS), after the answers of those sent.
+ * Send @p type for @p op's MR to the lcores in @p wait (@p op waits for
+ * their answers) and in @p tell (nobody waits). The operation is held
+ * meanwhile, so answers given at once (workers stopped) cannot finish it
+ * before every message went out. A message that finds no room fails the
+ * operation (-ENOBUFS), after the answers of those sent.
  */
 static void
-mr_fan_out(struct app_iface *ai, struct ai_op *op, enum ctl_msg_type type, uint32_t mask)
+mr_fan_out(struct app_iface *ai, struct ai_op *op, enum ctl_msg_type type, uint32_t wait,
+	   uint32_t tell)
 {
 	struct ctl_msg m;
 
 	op->waiting++;
 	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++) {
-		if (!(mask & 1u << wi))
+		if (!((wait | tell) & 1u << wi))
 			continue;
 		mr_msg(&m, type, op->mr);
-		if (ai_send(ai, wi, op, &m) != 0) {
+		if (ai_send(ai, wi, wait & 1u << wi ? op : NULL, &m) != 0 && (wait & 1u << wi)) {
 			if (op->rc == 0)
 				op->rc = -ENOBUFS;
 			break;
@@ -474,6 +483,24 @@ static uint32_t
 all_workers(const struct app_iface *ai)
 {
 	return ai->d->n_workers >= 32 ? UINT32_MAX : (1u << ai->d->n_workers) - 1;
+}
+
+/*
+ * The lcores an MR of PD @p pd must be on (or gone from) before the client
+ * hears back: those running a QP of that PD. The others cannot touch the
+ * MR until a QP of the PD comes to them, and its QP_CREATE follows the MR
+ * message on their ring; they are told without being waited for, so a
+ * stopped lcore delays only the clients whose QPs it runs.
+ */
+static uint32_t
+mr_lcores(const struct app_iface *ai, uint32_t pd)
+{
+	uint32_t mask = 0;
+
+	for (unsigned int wi = 0; wi < ai->d->n_workers && pd < ai->max_pd; wi++)
+		if (ai->pd_qps[pd * ai->d->n_workers + wi] > 0)
+			mask |= 1u << wi;
+	return mask;
 }
 
 /* lib/ctl's errno for a refused registration */
@@ -492,9 +519,11 @@ mr_reg_answered(struct app_iface *ai, struct ai_op *op)
 		op_finish(ai, op, 0);
 		return;
 	}
-	if (op->kind == AI_OP_MR_REG && op->ok_mask != 0) {
+	if (op->kind == AI_OP_MR_REG) {
+		uint32_t told = all_workers(ai) & ~mr_lcores(ai, op->mr->pd);
+
 		op->kind = AI_OP_MR_UNDO; /* its answers come back here */
-		mr_fan_out(ai, op, CTL_MSG_MR_DEREG, op->ok_mask);
+		mr_fan_out(ai, op, CTL_MSG_MR_DEREG, op->ok_mask, told);
 		return;
 	}
 	op_finish(ai, op, mr_errno(op->rc));
@@ -505,6 +534,7 @@ dp_mr_create(void *dp, struct ctl_mr_info *mr)
 {
 	struct app_iface *ai = dp;
 	struct ai_op *op;
+	uint32_t wait;
 	int rc;
 
 	if (mr->local == NULL) {
@@ -523,7 +553,8 @@ dp_mr_create(void *dp, struct ctl_mr_info *mr)
 	if (op == NULL)
 		return EAGAIN;
 	op->mr = mr;
-	mr_fan_out(ai, op, CTL_MSG_MR_REG, all_workers(ai));
+	wait = mr_lcores(ai, mr->pd);
+	mr_fan_out(ai, op, CTL_MSG_MR_REG, wait, all_workers(ai) & ~wait);
 	return op_return(ai, op);
 }
 
@@ -533,13 +564,15 @@ dp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 {
 	struct app_iface *ai = dp;
 	struct ai_op *op = op_new(ai, AI_OP_MR_DEREG);
+	uint32_t wait;
 
 	if (op == NULL) {
 		ai->ctl_refused++; /* cannot happen: AI_MAX_OPS > what lib/ctl has in flight */
 		return;
 	}
 	op->mr = mr;
-	mr_fan_out(ai, op, CTL_MSG_MR_DEREG, all_workers(ai));
+	wait = mr_lcores(ai, mr->pd);
+	mr_fan_out(ai, op, CTL_MSG_MR_DEREG, wait, all_workers(ai) & ~wait);
 	op_return(ai, op);
 }
 
@@ -932,6 +965,8 @@ qp_lcore(const struct app_iface *ai, uint32_t qpn)
 static void
 qp_unbind(struct app_iface *ai, const struct ctl_qp_info *info)
 {
+	if (info->pd < ai->max_pd)
+		ai->pd_qps[info->pd * ai->d->n_workers + qp_lcore(ai, info->qpn)]--;
 	ai->cq[info->send_cqn].nqps--;
 	ai->cq[info->recv_cqn].nqps--;
 	if (info->srqn != UINT32_MAX)
@@ -984,6 +1019,8 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		rcq->nqps--;
 		goto einval;
 	}
+	if (info->pd < ai->max_pd)
+		ai->pd_qps[info->pd * ai->d->n_workers + lcore]++; /* its MRs wait for this lcore */
 	memset(q, 0, sizeof(*q));
 	q->info = info;
 	q->cookie = ++ai->next_cookie;
@@ -1142,8 +1179,12 @@ ai_answer(struct app_iface *ai, const struct ctl_msg *m)
 {
 	struct ai_op *op = m->op < AI_MAX_OPS ? &ai->ops[m->op] : NULL;
 
-	if (op == NULL || op->kind == AI_OP_FREE || op->waiting == 0)
-		return; /* PING/STALL of a test, or a bug: nothing waits */
+	if (op == NULL || op->kind == AI_OP_FREE || op->waiting == 0) {
+		/* nobody waits (an MR told to an lcore without its PD's QPs, a test's STALL) */
+		if (m->rc != 0 && m->rc != -ENOENT)
+			ai->ctl_told_errors++;
+		return;
+	}
 	if (m->rc != 0 && op->rc == 0)
 		op->rc = m->rc;
 	if (m->rc == 0 && m->type == CTL_MSG_MR_REG)
@@ -1426,6 +1467,7 @@ ai_free(struct app_iface *ai)
 		free(ai->bl[i]);
 	}
 	free(ai->ops);
+	free(ai->pd_qps);
 	free(ai->cq);
 	free(ai->srq);
 	free(ai->qp);
@@ -1475,7 +1517,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	ai->srq = calloc(ai->max_srq, sizeof(*ai->srq));
 	ai->qp = calloc(ai->max_qp, sizeof(*ai->qp));
 	ai->ops = calloc(AI_MAX_OPS, sizeof(*ai->ops));
-	if (ai->cq == NULL || ai->srq == NULL || ai->qp == NULL || ai->ops == NULL) {
+	ai->max_pd = cfg->limits.max_pd;
+	ai->pd_qps = calloc((size_t)ai->max_pd * d->n_workers + 1, sizeof(*ai->pd_qps));
+	if (ai->cq == NULL || ai->srq == NULL || ai->qp == NULL || ai->ops == NULL ||
+	    ai->pd_qps == NULL) {
 		snprintf(err, errlen, "application interface: out of memory");
 		goto fail;
 	}
