@@ -157,6 +157,7 @@ struct app_iface {
 	uint64_t ctl_backlogged;        /* messages that waited for ring room */
 	uint64_t ctl_refused;           /* operations refused: backlog full (EAGAIN) */
 	uint64_t ctl_told_errors;       /* refusals of messages nobody waited for */
+	_Atomic uint32_t stall_req[WORKER_MAX]; /* app_iface_stall_worker(): ms, any thread */
 	uint64_t events_dropped;
 };
 
@@ -1374,6 +1375,30 @@ ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
 	}
 }
 
+int
+app_iface_stall_worker(struct app_iface *ai, unsigned int worker, unsigned int ms)
+{
+	if (worker >= ai->d->n_workers || ms == 0)
+		return -EINVAL;
+	atomic_store_explicit(&ai->stall_req[worker], ms, memory_order_release);
+	return 0;
+}
+
+/* Stall requests of a test (app_iface_stall_worker()) become STALL messages. */
+static void
+ai_stall_requests(struct app_iface *ai)
+{
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++) {
+		uint32_t ms = atomic_exchange_explicit(&ai->stall_req[wi], 0, memory_order_acquire);
+		struct ctl_msg m = { .type = CTL_MSG_STALL };
+
+		if (ms == 0)
+			continue;
+		m.u.stall_ms = ms;
+		ai_send(ai, wi, NULL, &m);
+	}
+}
+
 /* Control-loop hook: the lcores' answers, resolutions, then the clients' requests. */
 static int
 ai_poll(void *arg, int timeout_ms)
@@ -1382,6 +1407,7 @@ ai_poll(void *arg, int timeout_ms)
 	int work = (int)ai_answers(ai);
 	int n;
 
+	ai_stall_requests(ai);
 	if (ai->ops_resolving > 0)
 		work += (int)ai_resolve_tick(ai);
 	/*
