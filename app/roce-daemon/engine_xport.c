@@ -296,7 +296,7 @@ active_del(struct worker *w, struct elcore *e, struct eqp *q)
  * Poll a QP only in states with work that no packet brings (RTR, RTS, SQD:
  * posted WRs, ACKs to send; ERR: flushing). RESET (the IB RESET and INIT)
  * has none: thousands of QPs being set up cost the loop nothing, so control
- * calls (worker_call) stay as fast as with one QP. The owner calls this
+ * messages (ctl_msg.h) stay as fast as with one QP. The owner calls this
  * after every state change it makes; the engine's own moves (to ERR) start
  * from polled states.
  */

@@ -895,8 +895,8 @@ Test(engine_dp, rc_write_read_atomic)
  * The daemon as it runs: two workers launched on lcores 1 and 2, the
  * control loop (control_run) on a thread of its own, the test as the
  * clients, speaking lib/ipc on the socket. The neighbour table gives up
- * after 3 unanswered probes 200 ms apart (600 ms; the resolution bound is
- * 800 ms); nobody answers ARP unless a test does.
+ * after 3 unanswered probes 400 ms apart (1.2 s; the resolution bound is
+ * 1.6 s); nobody answers ARP unless a test does.
  */
 static struct app_iface *ai;
 static pthread_t ctl_thread;
@@ -917,7 +917,7 @@ app_setup(void)
 
 	cr_assert_not_null(mkdtemp(sock_dir));
 	snprintf(daemon_extra, sizeof(daemon_extra),
-		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 200\nneigh_retries = 3\n",
+		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 400\nneigh_retries = 3\n",
 		 sock_dir);
 	engine = &engine_xport;
 	setup(2, "0@0,1@1,2@1");
@@ -1100,15 +1100,29 @@ rtr_req(struct ipc_msg *m, uint32_t qp, const char *peer, uint8_t sgid_index)
 	t_gid4(peer, a->ah_attr.dgid);
 }
 
-/* B's reg_mr and create_qp, each answered within @p bound_ms. */
-static void
-fast_calls(struct cli *b, double bound_ms)
+/*
+ * A verb answered "at once": within FAST_MS. This machine is shared (2
+ * CPUs, often a load of 10): a thread of the test or of the daemon is now
+ * and then not scheduled for hundreds of milliseconds (doc/architecture.md
+ * section 15), and a sanitizer build is slower; so a slow answer is tried
+ * again, FAST_TRIES times in all.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define FAST_MS 200.0
+#else
+#define FAST_MS 50.0
+#endif
+#define FAST_TRIES 3
+
+/* b's reg_mr then create_qp. @return the slower of the two answers (ms) */
+static double
+reg_and_create(struct cli *b)
 {
 	struct ipc_msg m, r;
 	int mfd = ipc_shm_create("mr", 4096);
 	void *buf = ipc_shm_map(mfd, 4096, 0);
 	uint64_t t0;
-	double ms;
+	double ms, worst;
 
 	cr_assert_not_null(buf);
 	cli_req(&m, IPC_OP_REG_MR);
@@ -1119,14 +1133,28 @@ fast_calls(struct cli *b, double bound_ms)
 	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
 	t0 = rte_get_tsc_cycles();
 	cr_assert_eq(cli_call(b, &m, mfd, &r), 0);
-	ms = ms_since(t0);
-	cr_expect_lt(ms, bound_ms, "reg_mr answered in %.1f ms", ms);
+	worst = ms_since(t0);
 	t0 = rte_get_tsc_cycles();
 	cli_qp(b, NULL);
 	ms = ms_since(t0);
-	cr_expect_lt(ms, bound_ms, "create_qp answered in %.1f ms", ms);
 	munmap(buf, 4096);
 	close(mfd);
+	return ms > worst ? ms : worst;
+}
+
+/* b's reg_mr and create_qp are answered at once (see FAST_MS). */
+static void
+fast_calls(struct cli *b)
+{
+	double ms = 0;
+
+	for (int i = 0; i < FAST_TRIES; i++) {
+		ms = reg_and_create(b);
+		if (ms < FAST_MS)
+			return;
+		cr_log_warn("reg_mr + create_qp took %.1f ms: a stall of this machine? again", ms);
+	}
+	cr_expect_lt(ms, FAST_MS, "reg_mr and create_qp answered in %.1f ms", ms);
 }
 
 TestSuite(app_iface, .init = app_setup, .fini = app_teardown, .timeout = 60);
@@ -1157,7 +1185,7 @@ Test(app_iface, an_unresolved_neighbour_holds_only_its_own_client)
 	rte_delay_us_sleep(50 * 1000);
 	cr_assert(cli_quiet(&a), "a's modify waits for its neighbour");
 	/* b is served meanwhile, at once */
-	fast_calls(&b, 50.0);
+	fast_calls(&b);
 	cr_assert(cli_quiet(&a));
 
 	/* b: RTR toward another silent address, 200 ms after a's; then its peer answers */
@@ -1173,14 +1201,14 @@ Test(app_iface, an_unresolved_neighbour_holds_only_its_own_client)
 	cr_assert_eq(r.u.rsp_MODIFY_QP.state, IBV_QPS_RTR);
 	double msb = ms_since(tb);
 
-	cr_expect_lt(msb, 400.0, "b answered when its neighbour did (%.1f ms)", msb);
+	cr_expect_lt(msb, 1000.0, "b answered when its neighbour did (%.1f ms)", msb);
 	cr_assert(cli_quiet(&a), "a still waits for its own");
-	/* a's ends when its neighbour is given up: 3 probes, 600 ms after it started */
+	/* a's ends when its neighbour is given up: 3 probes, 1.2 s after it started */
 	cr_assert_eq(cli_recv(&a, &r, 3000), ETIMEDOUT, "Linux's answer for an unresolvable peer");
 	double msa = ms_since(ta);
 
-	cr_expect_geq(msa, 550.0, "a waited for its neighbour's probes (%.1f ms)", msa);
-	cr_expect_lt(msa, 2000.0, "and not more (%.1f ms)", msa);
+	cr_expect_geq(msa, 1150.0, "a waited for its neighbour's probes (%.1f ms)", msa);
+	cr_expect_lt(msa, 3000.0, "and not much more (%.1f ms)", msa);
 	/* a may go on: its QP is still in INIT */
 	cli_req(&m, IPC_OP_QUERY_QP);
 	m.u.req_QUERY_QP.handle = qa;
@@ -1213,16 +1241,17 @@ Test(app_iface, a_stopped_lcore_holds_only_the_clients_it_serves)
 	cr_assert(cli_quiet(&a), "a's modify waits for its lcore");
 
 	/* b (a QP on the other lcore) is served at once */
-	fast_calls(&b, 50.0);
+	fast_calls(&b);
 	cli_qp(&b, &qpn_b);
 	cr_assert_neq(worker_of_qpn(qpn_b, d.n_workers), wa, "b's QPs run on the other lcore");
-	fast_calls(&b, 50.0); /* its MRs now wait for that lcore: still at once */
+	fast_calls(&b); /* its MRs now wait for that lcore: still at once */
 	cr_assert(cli_quiet(&a), "a still waits");
 	/* a's answer comes when its lcore is back */
 	cr_assert_eq(cli_recv(&a, &r, 4000), 0);
 	double ms = ms_since(ta);
 
 	cr_expect_geq(ms, 1700.0, "a's lcore answered after its stall (%.1f ms)", ms);
+
 	cr_assert_eq(r.u.rsp_MODIFY_QP.state, IBV_QPS_INIT);
 	close(a.fd);
 	close(b.fd);
