@@ -392,16 +392,17 @@ ai_drain_stopped(struct app_iface *ai)
 		struct ai_backlog *b = ai->bl[wi];
 		struct ctl_msg m;
 
+		/* in the order the lcore ran them: answered, kept answers, still queued */
 		ai_answers(ai);
-		while (rte_ring_sc_dequeue_elem(d->worker[wi]->ctl_in, &m, sizeof(m)) == 0) {
-			b->outstanding--;
-			ai_run_here(ai, wi, &m);
-		}
 		for (uint32_t k = 0; k < d->worker[wi]->ctl_ans_n; k++) {
 			b->outstanding--;
 			ai_answer(ai, &d->worker[wi]->ctl_ans[k]);
 		}
 		d->worker[wi]->ctl_ans_n = 0;
+		while (rte_ring_sc_dequeue_elem(d->worker[wi]->ctl_in, &m, sizeof(m)) == 0) {
+			b->outstanding--;
+			ai_run_here(ai, wi, &m);
+		}
 		while (b->n > 0) {
 			m = b->msg[b->head];
 			b->head = (b->head + 1) % AI_BACKLOG;
