@@ -23,6 +23,7 @@
 #include "counters.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -39,30 +40,68 @@
 #include "port.h"
 #include "worker.h"
 
-const struct ctr_desc ctr_descs[CTR_COUNT] = {
+/* What CTR_LIST says about its counters; the engine's come from lib/qp. */
+static const struct {
+	const char *name;
+	unsigned int scopes;
+	const char *desc;
+} ctr_list[] = {
 #define CTR_DESC(sym, name, scopes, desc) [CTR_##sym] = { name, scopes, desc },
 	CTR_LIST(CTR_DESC)
 #undef CTR_DESC
 };
 
-const char *const ctr_nak_names[CTR_NAK_COUNT] = {
-#define CTR_NAK_NAME(sym, name, syn) [CTR_NAK_##sym] = name,
-	CTR_NAK_LIST(CTR_NAK_NAME)
-#undef CTR_NAK_NAME
-};
+static_assert(sizeof(ctr_list) / sizeof(ctr_list[0]) == CTR_XPORT_FIRST,
+	      "CTR_LIST is followed by the engine's counters");
 
-enum ctr_nak
-ctr_nak_from_syndrome(uint8_t syndrome)
+/* CTR_XPORT_NAMES: the older name of engine counter @p c, or NULL. */
+static const char *
+xport_renamed(enum xport_counter c)
 {
-	if ((syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_RNR_NAK)
-		return CTR_NAK_RNR;
-	switch (syndrome) {
-#define CTR_NAK_CASE(sym, name, syn) case syn: return CTR_NAK_##sym;
-	CTR_NAK_LIST(CTR_NAK_CASE)
-#undef CTR_NAK_CASE
+	switch (c) {
+#define CTR_XPORT_RENAME(sym, name) case XPORT_CNT_##sym: return name;
+	CTR_XPORT_NAMES(CTR_XPORT_RENAME)
+#undef CTR_XPORT_RENAME
 	default:
-		return CTR_NAK_OTHER;
+		return NULL;
 	}
+}
+
+const char *
+ctr_name(enum ctr_id id, char buf[CTR_NAME_MAX])
+{
+	enum xport_counter c = (enum xport_counter)((unsigned int)id - CTR_XPORT_FIRST);
+	const char *renamed;
+	size_t n;
+
+	if ((unsigned int)id < CTR_XPORT_FIRST)
+		return ctr_list[id].name;
+	if ((unsigned int)id >= CTR_COUNT)
+		return "?";
+	renamed = xport_renamed(c);
+	if (renamed != NULL)
+		return renamed;
+	/* "ACK_TX" -> "qp_ack_tx" */
+	n = (size_t)snprintf(buf, CTR_NAME_MAX, "qp_%s", xport_counter_name(c));
+	for (size_t i = 3; i < n && i < CTR_NAME_MAX; i++)
+		buf[i] = (char)tolower((unsigned char)buf[i]);
+	return buf;
+}
+
+unsigned int
+ctr_scopes(enum ctr_id id)
+{
+	if ((unsigned int)id < CTR_XPORT_FIRST)
+		return ctr_list[id].scopes;
+	return (unsigned int)id < CTR_COUNT ? CTR_S_ALL : 0;
+}
+
+const char *
+ctr_desc(enum ctr_id id)
+{
+	if ((unsigned int)id < CTR_XPORT_FIRST)
+		return ctr_list[id].desc;
+	return xport_counter_desc((enum xport_counter)((unsigned int)id - CTR_XPORT_FIRST));
 }
 
 void
@@ -72,10 +111,6 @@ ctr_set_accumulate(struct ctr_set *acc, const struct ctr_set *src)
 		acc->v[i] += ctr_read(&src->v[i]);
 	for (unsigned int i = 0; i < ROCE_DROP_COUNT; i++)
 		acc->drop[i] += ctr_read(&src->drop[i]);
-	for (unsigned int i = 0; i < CTR_NAK_COUNT; i++) {
-		acc->nak_rx[i] += ctr_read(&src->nak_rx[i]);
-		acc->nak_tx[i] += ctr_read(&src->nak_tx[i]);
-	}
 }
 
 /* ---- telemetry ---- */
@@ -94,26 +129,27 @@ drop_key(enum roce_drop_reason r, char *buf, size_t len)
 		buf[i] = (char)tolower((unsigned char)buf[i]);
 }
 
-static void
+/*
+ * Every counter of @p s kept in @p scope, into dict @p t.
+ * @return 0, or the error of the first entry that did not fit (-ENOSPC: the
+ * dict is full; the command fails rather than silently omit a counter)
+ */
+static int
 add_set(struct rte_tel_data *t, const struct ctr_set *s, unsigned int scope)
 {
-	char key[64];
+	char key[CTR_NAME_MAX];
+	int rc = 0;
 
-	for (unsigned int i = 0; i < CTR_COUNT; i++)
-		if (ctr_descs[i].scopes & scope)
-			rte_tel_data_add_dict_u64(t, ctr_descs[i].name, s->v[i]);
+	for (unsigned int i = 0; i < CTR_COUNT && rc == 0; i++)
+		if (ctr_scopes((enum ctr_id)i) & scope)
+			rc = rte_tel_data_add_dict_u64(t, ctr_name((enum ctr_id)i, key), s->v[i]);
 	if (scope != CTR_S_QP) {
-		for (unsigned int r = 1; r < ROCE_DROP_COUNT; r++) {
+		for (unsigned int r = 1; r < ROCE_DROP_COUNT && rc == 0; r++) {
 			drop_key((enum roce_drop_reason)r, key, sizeof(key));
-			rte_tel_data_add_dict_u64(t, key, s->drop[r]);
+			rc = rte_tel_data_add_dict_u64(t, key, s->drop[r]);
 		}
 	}
-	for (unsigned int i = 0; i < CTR_NAK_COUNT; i++) {
-		snprintf(key, sizeof(key), "nak_rx_%s", ctr_nak_names[i]);
-		rte_tel_data_add_dict_u64(t, key, s->nak_rx[i]);
-		snprintf(key, sizeof(key), "nak_tx_%s", ctr_nak_names[i]);
-		rte_tel_data_add_dict_u64(t, key, s->nak_tx[i]);
-	}
+	return rc;
 }
 
 static bool
@@ -185,24 +221,29 @@ tel_info(const char *cmd, const char *params, struct rte_tel_data *t)
 	WITH_DAEMON(d, info_locked(d, t));
 }
 
+/* Every counter with its description; @return 0 or the first negative error (dict full). */
 static int
 tel_help(const char *cmd, const char *params, struct rte_tel_data *t)
 {
-	char key[64];
+	char key[CTR_NAME_MAX];
+	int rc = 0;
 
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(t);
-	for (unsigned int i = 0; i < CTR_COUNT; i++)
-		rte_tel_data_add_dict_string(t, ctr_descs[i].name, ctr_descs[i].desc);
-	for (unsigned int r = 1; r < ROCE_DROP_COUNT; r++) {
+	/* (a description over RTE_TEL_MAX_STRING_LEN is cut and answers E2BIG: not an error) */
+	for (unsigned int i = 0; i < CTR_COUNT && rc >= 0; i++)
+		rc = rte_tel_data_add_dict_string(t, ctr_name((enum ctr_id)i, key),
+						  ctr_desc((enum ctr_id)i));
+	for (unsigned int r = 1; r < ROCE_DROP_COUNT && rc >= 0; r++) {
 		drop_key((enum roce_drop_reason)r, key, sizeof(key));
-		rte_tel_data_add_dict_string(t, key, roce_drop_reason_str((enum roce_drop_reason)r));
+		rc = rte_tel_data_add_dict_string(t, key,
+						  roce_drop_reason_str((enum roce_drop_reason)r));
 	}
-	rte_tel_data_add_dict_string(t, "nak_rx_*/nak_tx_*", "NAKs received/sent by syndrome");
-	rte_tel_data_add_dict_string(t, "rx_no_qp_last_qpn",
-				     "port stats: destination QPN of the latest rx_no_qp frame (0: none)");
-	return 0;
+	if (rc >= 0)
+		rc = rte_tel_data_add_dict_string(t, "rx_no_qp_last_qpn",
+						  "port stats: destination QPN of the latest rx_no_qp frame (0: none)");
+	return rc < 0 ? rc : 0;
 }
 
 static int
@@ -279,6 +320,7 @@ port_stats_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	struct ctr_set sum;
 	struct rte_eth_stats es;
 	uint32_t idx;
+	int rc;
 
 	if (!param_u32(params, &idx) || idx >= d->n_ports)
 		return -EINVAL;
@@ -286,7 +328,9 @@ port_stats_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	for (unsigned int w = 0; w < d->n_workers; w++)
 		ctr_set_accumulate(&sum, &d->worker[w]->port_ctr[idx]);
 	rte_tel_data_start_dict(t);
-	add_set(t, &sum, CTR_S_PORT);
+	rc = add_set(t, &sum, CTR_S_PORT);
+	if (rc != 0)
+		return rc;
 	rte_tel_data_add_dict_u64(t, "rx_no_qp_last_qpn", port_no_qp_last(d, idx));
 	if (rte_eth_stats_get(d->port[idx].port_id, &es) == 0) {
 		rte_tel_data_add_dict_u64(t, "eth_ipackets", es.ipackets);
@@ -348,8 +392,7 @@ lcore_stats_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	ctr_set_accumulate(&sum, &d->worker[idx]->ctr);
 	rte_tel_data_start_dict(t);
 	rte_tel_data_add_dict_int(t, "lcore", (int)d->worker[idx]->lcore_id);
-	add_set(t, &sum, CTR_S_LCORE);
-	return 0;
+	return add_set(t, &sum, CTR_S_LCORE);
 }
 
 static int
@@ -404,8 +447,7 @@ qp_stats_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	rte_tel_data_start_dict(t);
 	rte_tel_data_add_dict_int(t, "qpn", (int)qpn);
 	rte_tel_data_add_dict_int(t, "lcore", (int)w->lcore_id);
-	add_set(t, &sum, CTR_S_QP);
-	return 0;
+	return add_set(t, &sum, CTR_S_QP);
 }
 
 static int

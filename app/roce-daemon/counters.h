@@ -1,19 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * Dataplane counters, generated from one list.
+ * Dataplane counters: one list, every counter in telemetry.
  *
- * CTR_LIST names every event counter once: enum symbol, telemetry name,
- * the scopes it is kept in (port, lcore, QP) and what it counts. Drops of
- * malformed RoCE frames are counted per enum roce_drop_reason (lib/roce's
- * ROCE_DROP_LIST), NAKs per syndrome class (CTR_NAK_LIST).
+ * enum ctr_id numbers every event counter once, from two X-macro lists:
+ * - CTR_LIST, the counters the worker keeps itself (frames, drops by class,
+ *   handoff, idle backoff, stalls): symbol, telemetry name, the scopes it is
+ *   kept in (port, lcore, QP) and what it counts;
+ * - lib/qp's XPORT_COUNTER_LIST (xport.h), the transport engine's per-QP
+ *   counters, as CTR_XPORT_<symbol> = CTR_XPORT_FIRST + XPORT_CNT_<symbol>:
+ *   kept in every scope, described by lib/qp, and named "qp_" + the
+ *   lowercased symbol (DROP_STATE: "qp_drop_state"), except the few
+ *   CTR_XPORT_NAMES renames that keep older telemetry names.
+ * So a counter is added in one place: CTR_LIST if the worker counts it,
+ * XPORT_COUNTER_LIST if the engine does; telemetry, /roce/counters/help and
+ * the per-scope sums follow with no other edit. Drops of malformed RoCE
+ * frames are counted per enum roce_drop_reason (lib/roce's ROCE_DROP_LIST).
  *
- * Ownership: every struct ctr_set has exactly one writer, the worker lcore
- * that owns it (per-lcore sets, the lcore's share of each port, the QPs it
- * owns). The writer adds with a relaxed load + relaxed store (no lock prefix);
- * readers (the telemetry thread) use relaxed loads and sum the per-lcore
- * shares. Values are monotonic; a reader may see a set mid-update (counter A
- * new, counter B old), never a torn 64-bit value.
+ * Ownership and memory ordering: every struct ctr_set has exactly one
+ * writer, the worker lcore that owns it (per-lcore sets, the lcore's share of
+ * each port, the QPs it owns). The writer adds with a relaxed load + relaxed
+ * store (no lock prefix); readers (the telemetry thread) use relaxed loads
+ * and sum the per-lcore shares when they read. Values are monotonic; a
+ * reader may see a set mid-update (counter A new, counter B old), never a
+ * torn 64-bit value. The engine's own array (xport_qp_counters()) is plain
+ * memory of the owner lcore, never read by another thread: after every call
+ * into the engine the owner adds what grew to the QP's, the lcore's and the
+ * port's sets (engine_xport.c count_engine()).
  */
 #ifndef ROCE_DAEMON_COUNTERS_H
 #define ROCE_DAEMON_COUNTERS_H
@@ -21,6 +34,7 @@
 #include <stdint.h>
 
 #include "roce.h"
+#include "xport.h"
 
 /** Scopes a counter is reported in. */
 #define CTR_S_PORT 1u
@@ -52,25 +66,6 @@
 	X(HANDOFF_DROPS, "handoff_drops", CTR_S_LCORE, "frames dropped: handoff ring full") \
 	X(LOOPBACK, "loopback", CTR_S_ALL, "frames to our own GID delivered without the NIC") \
 	X(LOOPBACK_DROPS, "loopback_drops", CTR_S_PL, "loopback frames dropped: queue full") \
-	X(RETRANSMITS, "retransmits", CTR_S_ALL, "packets sent again after a timeout or NAK") \
-	X(TIMEOUTS, "timeouts", CTR_S_ALL, "local ACK timeouts (retransmit timer expiries)") \
-	X(RNR_RETRIES, "rnr_retries", CTR_S_ALL, "sends repeated after an RNR NAK") \
-	X(DUP_REQUESTS, "dup_requests", CTR_S_ALL, "duplicate requests received (the peer retransmitted)") \
-	X(QP_DROP_STATE, "qp_drop_state", CTR_S_ALL, "dropped by the QP: its state does not accept the frame") \
-	X(QP_DROP_DEST_QP, "qp_drop_dest_qp", CTR_S_ALL, "dropped by the QP: another destination QPN") \
-	X(QP_DROP_TRANSPORT, "qp_drop_transport", CTR_S_ALL, "dropped by the QP: opcode of another transport") \
-	X(QP_DROP_SOURCE, "qp_drop_source", CTR_S_ALL, "dropped by the QP: source is not its connected peer") \
-	X(QP_DROP_PKEY, "qp_drop_pkey", CTR_S_ALL, "dropped by the QP: P_Key mismatch") \
-	X(QP_DROP_QKEY, "qp_drop_qkey", CTR_S_ALL, "dropped by the QP: Q_Key mismatch (UD)") \
-	X(QP_DROP_PSN_OOS, "qp_drop_psn_oos", CTR_S_ALL, "dropped by the QP: out of sequence after a NAK") \
-	X(QP_DROP_DUP_UNKNOWN, "qp_drop_dup_unknown", CTR_S_ALL, "dropped by the QP: duplicate READ/ATOMIC not in its resources") \
-	X(QP_DROP_STALE_RESP, "qp_drop_stale_resp", CTR_S_ALL, "dropped by the QP: stale or unexpected response") \
-	X(QP_DROP_BAD_RESP, "qp_drop_bad_resp", CTR_S_ALL, "dropped by the QP: response inconsistent with the request") \
-	X(QP_DROP_OTHER, "qp_drop_other", CTR_S_ALL, "dropped by the QP: broken UC message, no receive WQE, UD too long, stale replay") \
-	X(MR_FALLBACK_COPIES, "mr_fallback_copies", CTR_S_ALL, \
-	  "copies to/from registered memory the daemon cannot map (process_vm_readv/writev)") \
-	X(MR_FALLBACK_ERRORS, "mr_fallback_errors", CTR_S_ALL, \
-	  "fallback copies that failed (client gone, pages unmapped or read-only)") \
 	X(NEIGH_MISS, "neigh_miss", CTR_S_PL, "sends that found no resolved neighbour") \
 	X(CAPTURE_DROPS, "capture_drops", CTR_S_LCORE, "frames not captured (ring or pool full)") \
 	X(POLLS, "polls", CTR_S_LCORE, "worker loop iterations") \
@@ -85,47 +80,70 @@
 	  "of those, over 200 ms apart: long enough to exhaust a peer's transport retries") \
 	X(STALL_MAX_US, "stall_max_us", CTR_S_LCORE, "longest gap between two loop iterations (us)")
 
-/* X(symbol, name, AETH syndrome) - NAK syndromes we count separately. */
-#define CTR_NAK_LIST(X) \
-	X(RNR, "rnr", ROCE_AETH_RNR_NAK) \
-	X(PSN_SEQ_ERROR, "psn_seq_error", ROCE_AETH_NAK_PSN_SEQ_ERROR) \
-	X(INVALID_REQ, "invalid_request", ROCE_AETH_NAK_INVALID_REQ) \
-	X(REM_ACC_ERR, "remote_access_error", ROCE_AETH_NAK_REM_ACC_ERR) \
-	X(REM_OP_ERR, "remote_operational_error", ROCE_AETH_NAK_REM_OP_ERR) \
-	X(INV_RD_REQ, "invalid_rd_request", ROCE_AETH_NAK_INV_RD_REQ) \
-	X(OTHER, "other", 0xff)
+/*
+ * X(engine symbol, telemetry name): engine counters that keep the name
+ * telemetry gave them before they were listed here. Only for those: a new
+ * engine counter is named "qp_" + its lowercased symbol.
+ */
+#define CTR_XPORT_NAMES(X) \
+	X(RETRANSMIT_PKTS, "retransmits") \
+	X(RETRY_TIMEOUT, "timeouts") \
+	X(RNR_RETRY, "rnr_retries") \
+	X(DUP_REQ, "dup_requests") \
+	X(NAK_SEQ_TX, "nak_tx_psn_seq_error") \
+	X(NAK_INV_REQ_TX, "nak_tx_invalid_request") \
+	X(NAK_ACCESS_TX, "nak_tx_remote_access_error") \
+	X(NAK_OP_TX, "nak_tx_remote_operational_error") \
+	X(RNR_NAK_TX, "nak_tx_rnr") \
+	X(NAK_SEQ_RX, "nak_rx_psn_seq_error") \
+	X(NAK_INV_REQ_RX, "nak_rx_invalid_request") \
+	X(NAK_ACCESS_RX, "nak_rx_remote_access_error") \
+	X(NAK_OP_RX, "nak_rx_remote_operational_error") \
+	X(RNR_NAK_RX, "nak_rx_rnr") \
+	X(MR_FALLBACK_COPIES, "mr_fallback_copies") \
+	X(MR_FALLBACK_ERRORS, "mr_fallback_errors")
 
+/** Every counter: CTR_LIST's, then the engine's (XPORT_COUNTER_LIST, same order). */
 enum ctr_id {
 #define CTR_ENUM(sym, name, scopes, desc) CTR_##sym,
 	CTR_LIST(CTR_ENUM)
 #undef CTR_ENUM
+#define CTR_XPORT_ENUM(sym, desc) CTR_XPORT_##sym,
+	XPORT_COUNTER_LIST(CTR_XPORT_ENUM)
+#undef CTR_XPORT_ENUM
 	CTR_COUNT
 };
 
-enum ctr_nak {
-#define CTR_NAK_ENUM(sym, name, syn) CTR_NAK_##sym,
-	CTR_NAK_LIST(CTR_NAK_ENUM)
-#undef CTR_NAK_ENUM
-	CTR_NAK_COUNT
-};
+/** The first engine counter: CTR_XPORT_FIRST + XPORT_CNT_x is CTR_XPORT_x. */
+#define CTR_XPORT_FIRST ((unsigned int)CTR_COUNT - (unsigned int)XPORT_CNT_COUNT)
+
+/** @return the counter of engine counter @p c. */
+static inline enum ctr_id
+ctr_of_xport(enum xport_counter c)
+{
+	return (enum ctr_id)(CTR_XPORT_FIRST + (unsigned int)c);
+}
 
 /** One set of counters (one port share, one lcore or one QP). */
 struct ctr_set {
 	uint64_t v[CTR_COUNT];
 	uint64_t drop[ROCE_DROP_COUNT];   /**< by enum roce_drop_reason; [NONE] unused */
-	uint64_t nak_rx[CTR_NAK_COUNT];   /**< NAKs received, by syndrome */
-	uint64_t nak_tx[CTR_NAK_COUNT];   /**< NAKs sent, by syndrome */
 };
 
-/** Descriptor of a counter, from CTR_LIST. */
-struct ctr_desc {
-	const char *name;
-	unsigned int scopes;
-	const char *desc;
-};
+/** Longest telemetry name of a counter, with its NUL. */
+#define CTR_NAME_MAX 64
 
-extern const struct ctr_desc ctr_descs[CTR_COUNT];
-extern const char *const ctr_nak_names[CTR_NAK_COUNT];
+/**
+ * @return the telemetry name of counter @p id ("rx_packets", "qp_ack_tx"),
+ * a constant or made in @p buf (CTR_NAME_MAX bytes); "?" for an unknown id
+ */
+const char *ctr_name(enum ctr_id id, char buf[CTR_NAME_MAX]);
+
+/** @return the scopes (CTR_S_*) counter @p id is reported in; 0 for an unknown id. */
+unsigned int ctr_scopes(enum ctr_id id);
+
+/** @return what counter @p id counts; "?" for an unknown id. */
+const char *ctr_desc(enum ctr_id id);
 
 /** Writer side (owning lcore only): add @p n. */
 static inline void
@@ -140,9 +158,6 @@ ctr_read(const uint64_t *c)
 {
 	return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
-
-/** @return the NAK class of an AETH syndrome (RNR for any RNR timer code). */
-enum ctr_nak ctr_nak_from_syndrome(uint8_t syndrome);
 
 /** Add every counter of @p src to @p acc (reader side: relaxed loads of @p src). */
 void ctr_set_accumulate(struct ctr_set *acc, const struct ctr_set *src);

@@ -20,41 +20,6 @@
 #define TICK_NS 1000u             /* timer wheel tick: 1 us */
 #define EXPIRED_MAX 64u           /* timer expiries handled per poll */
 
-/* Engine counters mirrored into the daemon's counters (counters.h); several may add to one. */
-#define MIRROR_LIST(X) \
-	X(RETRANSMIT_PKTS, CTR_RETRANSMITS) \
-	X(RETRY_TIMEOUT, CTR_TIMEOUTS) \
-	X(DUP_REQ, CTR_DUP_REQUESTS) \
-	X(DROP_STATE, CTR_QP_DROP_STATE) \
-	X(DROP_DEST_QP, CTR_QP_DROP_DEST_QP) \
-	X(DROP_TRANSPORT, CTR_QP_DROP_TRANSPORT) \
-	X(DROP_SOURCE, CTR_QP_DROP_SOURCE) \
-	X(DROP_PKEY, CTR_QP_DROP_PKEY) \
-	X(DROP_QKEY, CTR_QP_DROP_QKEY) \
-	X(DROP_PSN_OOS, CTR_QP_DROP_PSN_OOS) \
-	X(DROP_DUP_UNKNOWN, CTR_QP_DROP_DUP_UNKNOWN) \
-	X(DROP_STALE_RESP, CTR_QP_DROP_STALE_RESP) \
-	X(DROP_BAD_RESP, CTR_QP_DROP_BAD_RESP) \
-	X(DROP_STALE_REPLAY, CTR_QP_DROP_OTHER) \
-	X(DROP_UC_MSG, CTR_QP_DROP_OTHER) \
-	X(DROP_NO_RECV, CTR_QP_DROP_OTHER) \
-	X(DROP_UD_LEN, CTR_QP_DROP_OTHER) \
-	X(MR_FALLBACK_COPIES, CTR_MR_FALLBACK_COPIES) \
-	X(MR_FALLBACK_ERRORS, CTR_MR_FALLBACK_ERRORS)
-
-/* Engine NAK counters, by the syndrome class they count. */
-#define NAK_MIRROR_LIST(X) \
-	X(NAK_SEQ_TX, CTR_NAK_PSN_SEQ_ERROR, true) \
-	X(NAK_INV_REQ_TX, CTR_NAK_INVALID_REQ, true) \
-	X(NAK_ACCESS_TX, CTR_NAK_REM_ACC_ERR, true) \
-	X(NAK_OP_TX, CTR_NAK_REM_OP_ERR, true) \
-	X(RNR_NAK_TX, CTR_NAK_RNR, true) \
-	X(NAK_SEQ_RX, CTR_NAK_PSN_SEQ_ERROR, false) \
-	X(NAK_INV_REQ_RX, CTR_NAK_INVALID_REQ, false) \
-	X(NAK_ACCESS_RX, CTR_NAK_REM_ACC_ERR, false) \
-	X(NAK_OP_RX, CTR_NAK_REM_OP_ERR, false) \
-	X(RNR_NAK_RX, CTR_NAK_RNR, false)
-
 /* One engine QP as the worker keeps it (the slot's engine_qp). */
 struct eqp {
 	struct xport_qp *qp;
@@ -62,7 +27,7 @@ struct eqp {
 	uint16_t port;            /* daemon port its frames leave on */
 	uint32_t active_pos;      /* index in the lcore's active list */
 	uint32_t cookie;          /* echoed in events (engine_xport_qp_create) */
-	uint64_t seen[XPORT_CNT_COUNT]; /* engine counters already mirrored */
+	uint64_t seen[XPORT_CNT_COUNT]; /* engine counters already added (count_engine) */
 };
 
 /* Per-lcore state (w->engine_ctx). */
@@ -125,28 +90,23 @@ lcore_fini(struct worker *w)
 	w->engine_ctx = NULL;
 }
 
-/* Copy engine counters that grew into the daemon's QP/lcore/port counters. */
+/*
+ * Add what the engine counted since the last call to the QP's, the lcore's
+ * and the port's counters: every XPORT_COUNTER_LIST entry is counter
+ * ctr_of_xport(c) (counters.h), so a new engine counter needs no edit here.
+ */
 static void
-mirror_counters(struct worker *w, struct qp_slot *slot, struct eqp *q)
+count_engine(struct worker *w, struct qp_slot *slot, struct eqp *q)
 {
 	const uint64_t *c = xport_qp_counters(q->qp);
 
-#define MIRROR(sym, id) \
-	if (c[XPORT_CNT_##sym] != q->seen[XPORT_CNT_##sym]) { \
-		worker_count(w, q->port, slot, id, c[XPORT_CNT_##sym] - q->seen[XPORT_CNT_##sym]); \
-		q->seen[XPORT_CNT_##sym] = c[XPORT_CNT_##sym]; \
+	for (unsigned int i = 0; i < XPORT_CNT_COUNT; i++) {
+		if (c[i] != q->seen[i]) {
+			worker_count(w, q->port, slot, ctr_of_xport((enum xport_counter)i),
+				     c[i] - q->seen[i]);
+			q->seen[i] = c[i];
+		}
 	}
-	MIRROR_LIST(MIRROR)
-#undef MIRROR
-#define NAK_MIRROR(sym, k, sent) \
-	while (q->seen[XPORT_CNT_##sym] < c[XPORT_CNT_##sym]) { \
-		ctr_add(sent ? &slot->ctr.nak_tx[k] : &slot->ctr.nak_rx[k], 1); \
-		ctr_add(sent ? &w->ctr.nak_tx[k] : &w->ctr.nak_rx[k], 1); \
-		ctr_add(sent ? &w->port_ctr[q->port].nak_tx[k] : &w->port_ctr[q->port].nak_rx[k], 1); \
-		q->seen[XPORT_CNT_##sym]++; \
-	}
-	NAK_MIRROR_LIST(NAK_MIRROR)
-#undef NAK_MIRROR
 }
 
 /* Send the frames, run the timer actions, pass the events on; reset @p out. */
@@ -201,7 +161,7 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 
 		(void)rte_ring_sp_enqueue_elem(w->events, &ev, sizeof(ev));
 	}
-	mirror_counters(w, slot, q);
+	count_engine(w, slot, q);
 	xport_out_reset(out);
 	return n;
 }

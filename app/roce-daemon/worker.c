@@ -83,19 +83,6 @@ worker_count(struct worker *w, uint16_t port_idx, struct qp_slot *qp, enum ctr_i
 		ctr_add(&qp->ctr.v[id], n);
 }
 
-void
-worker_count_nak(struct worker *w, uint16_t port_idx, struct qp_slot *qp, uint8_t syndrome,
-		 bool sent)
-{
-	enum ctr_nak k = ctr_nak_from_syndrome(syndrome);
-
-	ctr_add(sent ? &w->ctr.nak_tx[k] : &w->ctr.nak_rx[k], 1);
-	if (port_idx < CONFIG_MAX_PORTS)
-		ctr_add(sent ? &w->port_ctr[port_idx].nak_tx[k] : &w->port_ctr[port_idx].nak_rx[k], 1);
-	if (qp != NULL)
-		ctr_add(sent ? &qp->ctr.nak_tx[k] : &qp->ctr.nak_rx[k], 1);
-}
-
 /* ---- QP table ---- */
 
 struct qp_slot *
@@ -126,10 +113,6 @@ worker_qp_attach(struct worker *w, uint32_t qpn, void *engine_qp)
 	/* Counters restart for the new QP; telemetry may read meanwhile. */
 	for (unsigned int i = 0; i < CTR_COUNT; i++)
 		__atomic_store_n(&slot->ctr.v[i], 0, __ATOMIC_RELAXED);
-	for (unsigned int i = 0; i < CTR_NAK_COUNT; i++) {
-		__atomic_store_n(&slot->ctr.nak_rx[i], 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&slot->ctr.nak_tx[i], 0, __ATOMIC_RELAXED);
-	}
 	__atomic_store_n(&slot->qpn, qpn, __ATOMIC_RELAXED);
 	/* release: telemetry that sees engine_qp also sees qpn and the zeroes */
 	__atomic_store_n(&slot->engine_qp, engine_qp, __ATOMIC_RELEASE);

@@ -267,15 +267,11 @@ int worker_qp_attach(struct worker *w, uint32_t qpn, void *engine_qp);
 void *worker_qp_detach(struct worker *w, uint32_t qpn);
 
 /**
- * Owner only: count an engine event (CTR_RETRANSMITS, CTR_TIMEOUTS, ...) in
- * the QP, the lcore and the port at once.
+ * Owner only: add @p n to counter @p id (an engine counter, CTR_TX_DROPS,
+ * ...) of the QP, the lcore and the port at once.
  */
 void worker_count(struct worker *w, uint16_t port_idx, struct qp_slot *qp, enum ctr_id id,
 		  uint64_t n);
-
-/** Owner only: count a NAK sent (@p sent) or received, by AETH syndrome. */
-void worker_count_nak(struct worker *w, uint16_t port_idx, struct qp_slot *qp, uint8_t syndrome,
-		      bool sent);
 
 /**
  * Control thread: send @p m to @p w (by value; it runs on w's lcore between

@@ -337,7 +337,9 @@ SHIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 /*
  * Returns 0 or an enum ibv_rereg_mr_err_code (negative), as rdma-core does:
  * IBV_REREG_MR_ERR_INPUT for bad arguments (the MR stays valid),
- * IBV_REREG_MR_ERR_CMD when the daemon refuses (the MR stays valid).
+ * IBV_REREG_MR_ERR_CMD when the daemon refuses (the MR stays valid, unless
+ * the daemon could not restore it either: then only ibv_dereg_mr works on
+ * it, lib/ctl ctl.h mr_create).
  */
 SHIM_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
 			     size_t length, int access)

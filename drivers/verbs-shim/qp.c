@@ -291,23 +291,10 @@ static bool shim_send_state_ok(enum ibv_qp_state s)
 	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR;
 }
 
+/* The WR opcode table (wqe.h): LOCAL_INV, BIND_MW, TSO, DRIVER1, ATOMIC_WRITE are not supported. */
 bool shim_opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_SEND_WITH_INV:
-		return t == IBV_QPT_RC;
-	default:
-		return false; /* LOCAL_INV, BIND_MW, TSO, DRIVER1, ATOMIC_WRITE: not supported */
-	}
+	return wr_opcode_valid((uint32_t)op, (uint32_t)t);
 }
 
 /* Everything that makes a send WR invalid (EINVAL), checked before it takes a slot. */
@@ -322,9 +309,8 @@ static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *w
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t total = 0;
 
-		if (wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-			return EINVAL;
+		if (!wr_kind_sends_payload(wr_opcode_desc(wr->opcode).kind))
+			return EINVAL; /* READ, ATOMIC */
 		for (int i = 0; i < wr->num_sge; i++)
 			total += wr->sg_list[i].length;
 		return total > qp->cap.max_inline_data ? EINVAL : 0;
@@ -353,15 +339,15 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 			memcpy(w->sg_list, wr->sg_list, (size_t)wr->num_sge * sizeof(struct wr_sge));
 		w->num_sge = (uint8_t)wr->num_sge;
 	}
-	switch (wr->opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
+	struct wr_opcode_desc op = wr_opcode_desc(wr->opcode);
+
+	switch (op.kind) {
+	case WR_KIND_WRITE:
+	case WR_KIND_READ:
 		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		w->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case WR_KIND_ATOMIC:
 		w->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
 		w->wr.atomic.rkey = wr->wr.atomic.rkey;
 		w->wr.atomic.compare_add = wr->wr.atomic.compare_add;
@@ -370,9 +356,9 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 	default:
 		break;
 	}
-	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+	if (op.imm == WR_IMM_INV)
 		w->imm_data = wr->invalidate_rkey;
-	else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+	else if (op.imm == WR_IMM_DATA)
 		w->imm_data = wr->imm_data;
 	if (qp->qp.qp_type == IBV_QPT_UD) {
 		w->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;

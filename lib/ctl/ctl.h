@@ -255,6 +255,17 @@ struct ctl_dataplane_ops {
 	/**
 	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/qp mr_reg()
 	 * chooses them); the application gets whatever they are on return.
+	 *
+	 * REREG_MR is mr_destroy of the old registration, then mr_create of the
+	 * new one. If that is refused, the old one is created again and the
+	 * request fails with the refusal's errno. If the dataplane refuses the
+	 * old one too, or takes it back under other keys than the application
+	 * holds (then it is destroyed again), the MR fails closed: it is
+	 * invalidated (its memory released, no dataplane object, no mr_destroy
+	 * later), the request fails with the first errno, and the MR's handle
+	 * is good only for DEREG_MR (every other request naming it: EINVAL),
+	 * which the application owes anyway (ibv_rereg_mr(3):
+	 * IBV_REREG_MR_ERR_CMD). Its keys and PD reference are held until then.
 	 */
 	int (*mr_create)(void *dp, struct ctl_mr_info *mr);
 	void (*mr_destroy)(void *dp, const struct ctl_mr_info *mr);

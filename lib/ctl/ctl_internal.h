@@ -3,6 +3,7 @@
 #ifndef CTL_INTERNAL_H
 #define CTL_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,11 @@ struct ctl_mr {
 	struct ctl_pd *pd;
 	void *map;          /* mapping of the client's memfd, or NULL */
 	size_t map_len;
+	/*
+	 * The dataplane lost it (a REREG_MR whose restore it refused): no
+	 * memory, no dataplane object; only DEREG_MR may name it.
+	 */
+	bool invalid;
 	struct ctl_mr_info info;
 };
 

@@ -209,6 +209,18 @@ static void ctl_mr_unmap(struct ctl_mr *mr)
 	mr->info.pidfd = -1;
 }
 
+/*
+ * Fail closed: the dataplane no longer has @p mr and would not take it back.
+ * Its memory goes now; the slot, its keys and its PD reference stay until
+ * DEREG_MR, which the application still owes (as after rdma-core's
+ * IBV_REREG_MR_ERR_CMD), so the keys are not handed out again meanwhile.
+ */
+static void ctl_mr_invalidate(struct ctl_mr *mr)
+{
+	ctl_mr_unmap(mr);
+	mr->invalid = true;
+}
+
 /* Same memory behind both (mapping or fallback pidfd): unmapping one would unmap the other. */
 static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
 {
@@ -281,13 +293,34 @@ int ctl_h_reg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsign
 	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
 }
 
-/* rereg, last step: the old registration is back (the new one was refused). */
-static int ctl_rereg_fin_restored(struct ctl *ctl, struct ctl_pend *p, int rc)
+/* rereg, after a refused restore's cleanup: the MR fails closed. */
+static int ctl_rereg_fin_closed(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	(void)ctl;
-	(void)rc; /* it existed a moment ago */
-	p->u.rereg.next.pd->o.refs--;
+	(void)rc;
+	ctl_mr_invalidate((struct ctl_mr *)p->obj);
 	return p->u.rereg.rc;
+}
+
+/*
+ * rereg, last step: the old registration is given back (the new one was
+ * refused). It must come back under the keys the application holds:
+ * refused, or under other keys (then taken away again), the MR fails closed.
+ */
+static int ctl_rereg_fin_restored(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
+
+	p->u.rereg.next.pd->o.refs--;
+	if (rc != 0) {
+		ctl_mr_invalidate(mr);
+		return p->u.rereg.rc;
+	}
+	if (mr->info.lkey == p->u.rereg.old.info.lkey && mr->info.rkey == p->u.rereg.old.info.rkey)
+		return p->u.rereg.rc;
+	if (DP_HAS(ctl, mr_destroy))
+		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
+	return ctl_then(ctl, p, 0, ctl_rereg_fin_closed, &mr->o);
 }
 
 /* rereg, second step: the new registration was taken, or refused. */
@@ -335,7 +368,8 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 	int rc;
 
 	(void)rsp;
-	if (mr == NULL || q->flags == 0 || (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
+	if (mr == NULL || mr->invalid || q->flags == 0 ||
+	    (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
 		return EINVAL;
 	pd = mr->pd;
 	if (q->flags & IBV_REREG_MR_CHANGE_PD) {
@@ -401,7 +435,7 @@ int ctl_h_import_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, q->handle);
 
 	/* Stricter than uverbs' QUERY_MR: the PD given must be the MR's. */
-	if (mr == NULL || mr->pd != ctl_lookup(c, CTL_KIND_PD, q->pd))
+	if (mr == NULL || mr->invalid || mr->pd != ctl_lookup(c, CTL_KIND_PD, q->pd))
 		return EINVAL;
 	r->lkey = mr->info.lkey;
 	r->rkey = mr->info.rkey;
@@ -870,7 +904,8 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 			DP(ctl)->ah_destroy(dp, &((struct ctl_ah *)o)->info);
 		break;
 	case CTL_KIND_MR:
-		if (DP_HAS(ctl, mr_destroy))
+		/* an invalid MR is no longer the dataplane's (ctl_mr_invalidate()) */
+		if (!((struct ctl_mr *)o)->invalid && DP_HAS(ctl, mr_destroy))
 			DP(ctl)->mr_destroy(dp, &((struct ctl_mr *)o)->info);
 		break;
 	case CTL_KIND_CQ:

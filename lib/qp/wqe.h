@@ -19,6 +19,7 @@
 #ifndef QP_WQE_H
 #define QP_WQE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -28,19 +29,68 @@ extern "C" {
 #define WQE_MAX_SGE 16           /**< scatter/gather entries per send or receive WQE */
 #define WQE_MAX_INLINE 256       /**< inline bytes per send WQE (shares the SGE space) */
 
+/** What a send work request does: its requester path and its sq_wqe.wr member. */
+enum wr_kind {
+	WR_KIND_SEND = 0,   /**< payload to the peer's receive WQE (wr.ud on UD) */
+	WR_KIND_WRITE,      /**< payload to remote memory (wr.rdma) */
+	WR_KIND_READ,       /**< remote memory to the local SGEs (wr.rdma) */
+	WR_KIND_ATOMIC,     /**< 8 bytes at remote memory (wr.atomic) */
+	WR_KIND_NONE,       /**< not supported */
+};
+
+/** What sq_wqe.imm_data carries. */
+enum wr_imm {
+	WR_IMM_NONE = 0,
+	WR_IMM_DATA,        /**< immediate data (big-endian), delivered with the last packet */
+	WR_IMM_INV,         /**< the R_Key the responder invalidates */
+};
+
+/** @name QP types a work request is valid on (bit set of 1 << enum ibv_qp_type) @{ */
+#define WR_QPT_RC (1u << 2)
+#define WR_QPT_UC (1u << 3)
+#define WR_QPT_UD (1u << 4)
+/** @} */
+
+/*
+ * Send work request opcodes: the one table the shim (post_send checks,
+ * WQE fill) and the engine (fetch_wqe checks, completion opcode, wire
+ * opcodes) are driven by.
+ *
+ * X(symbol, value = ibv_wr_opcode, kind, QP types, completion opcode,
+ *   imm_data, wire)
+ * kind: enum wr_kind suffix; QP types: WR_QPT_* set (0: not supported);
+ * completion: enum wc_opcode suffix; imm_data: enum wr_imm suffix;
+ * wire: the RC BTH opcodes (lib/roce ROCE_OP_RC_<name>) of its packets,
+ * WR_WIRE(FIRST, MIDDLE, LAST, ONLY) for messages, WR_WIRE_ONLY(op) for
+ * one-packet requests, WR_NO_WIRE if not supported; the engine defines these
+ * three and adds the transport prefix (UC, UD) itself.
+ */
+#define WR_OPCODE_LIST(X) \
+	X(RDMA_WRITE, 0, WRITE, WR_QPT_RC | WR_QPT_UC, RDMA_WRITE, NONE, \
+	  WR_WIRE(RDMA_WRITE_FIRST, RDMA_WRITE_MIDDLE, RDMA_WRITE_LAST, RDMA_WRITE_ONLY)) \
+	X(RDMA_WRITE_WITH_IMM, 1, WRITE, WR_QPT_RC | WR_QPT_UC, RDMA_WRITE, DATA, \
+	  WR_WIRE(RDMA_WRITE_FIRST, RDMA_WRITE_MIDDLE, RDMA_WRITE_LAST_WITH_IMMEDIATE, \
+		  RDMA_WRITE_ONLY_WITH_IMMEDIATE)) \
+	X(SEND, 2, SEND, WR_QPT_RC | WR_QPT_UC | WR_QPT_UD, SEND, NONE, \
+	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY)) \
+	X(SEND_WITH_IMM, 3, SEND, WR_QPT_RC | WR_QPT_UC | WR_QPT_UD, SEND, DATA, \
+	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_IMMEDIATE, SEND_ONLY_WITH_IMMEDIATE)) \
+	X(RDMA_READ, 4, READ, WR_QPT_RC, RDMA_READ, NONE, WR_WIRE_ONLY(RDMA_READ_REQUEST)) \
+	X(ATOMIC_CMP_AND_SWP, 5, ATOMIC, WR_QPT_RC, COMP_SWAP, NONE, WR_WIRE_ONLY(COMPARE_SWAP)) \
+	X(ATOMIC_FETCH_AND_ADD, 6, ATOMIC, WR_QPT_RC, FETCH_ADD, NONE, WR_WIRE_ONLY(FETCH_ADD)) \
+	X(LOCAL_INV, 7, NONE, 0, LOCAL_INV, NONE, WR_NO_WIRE) \
+	X(BIND_MW, 8, NONE, 0, BIND_MW, NONE, WR_NO_WIRE) \
+	X(SEND_WITH_INV, 9, SEND, WR_QPT_RC, SEND, INV, \
+	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_INVALIDATE, SEND_ONLY_WITH_INVALIDATE))
+
 /** Send work request opcodes (= enum ibv_wr_opcode). */
 enum wr_opcode {
-	WR_RDMA_WRITE = 0,
-	WR_RDMA_WRITE_WITH_IMM = 1,
-	WR_SEND = 2,
-	WR_SEND_WITH_IMM = 3,
-	WR_RDMA_READ = 4,
-	WR_ATOMIC_CMP_AND_SWP = 5,
-	WR_ATOMIC_FETCH_AND_ADD = 6,
-	WR_LOCAL_INV = 7,
-	WR_BIND_MW = 8,
-	WR_SEND_WITH_INV = 9,
+#define WR_OPCODE_ENUM(sym, value, kind, qpts, wc, imm, wire) WR_##sym = (value),
+	WR_OPCODE_LIST(WR_OPCODE_ENUM)
+#undef WR_OPCODE_ENUM
 };
+
+#define WR_OPCODE_SLOTS 16 /**< opcode values the table covers: 0..15 */
 
 /** Send flags (= enum ibv_send_flags). */
 enum wr_send_flag {
@@ -88,6 +138,50 @@ enum wc_opcode {
 	WC_RECV = 1 << 7,
 	WC_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
 };
+
+/** What the table says about one work request opcode. */
+struct wr_opcode_desc {
+	uint8_t kind;       /**< enum wr_kind */
+	uint8_t qp_types;   /**< WR_QPT_* set it is valid on; 0: not supported (or no opcode) */
+	uint8_t wc_opcode;  /**< enum wc_opcode of its send completion */
+	uint8_t imm;        /**< enum wr_imm */
+};
+
+/**
+ * @return the table's entry for @p opcode; for a value that is no opcode,
+ * one valid on no QP type (kind WR_KIND_NONE, completion WC_SEND)
+ */
+static inline struct wr_opcode_desc
+wr_opcode_desc(uint32_t opcode)
+{
+	static const struct wr_opcode_desc table[WR_OPCODE_SLOTS] = {
+#define WR_OPCODE_DESC(sym, value, kind, qpts, wc, imm, wire) \
+	[value] = { WR_KIND_##kind, (qpts), WC_##wc, WR_IMM_##imm },
+		WR_OPCODE_LIST(WR_OPCODE_DESC)
+#undef WR_OPCODE_DESC
+	};
+	struct wr_opcode_desc d = { WR_KIND_NONE, 0, WC_SEND, WR_IMM_NONE };
+
+	if (opcode < WR_OPCODE_SLOTS && table[opcode].qp_types != 0)
+		d = table[opcode];
+	else if (opcode < WR_OPCODE_SLOTS)
+		d.wc_opcode = table[opcode].wc_opcode; /* LOCAL_INV, BIND_MW; WC_SEND in a gap */
+	return d;
+}
+
+/** @return true if work request opcode @p opcode is valid on a QP of type @p qp_type (enum ibv_qp_type). */
+static inline bool
+wr_opcode_valid(uint32_t opcode, uint32_t qp_type)
+{
+	return qp_type < 8 && (wr_opcode_desc(opcode).qp_types & (1u << qp_type)) != 0;
+}
+
+/** @return true if work requests of @p kind carry payload out (so may be inline). */
+static inline bool
+wr_kind_sends_payload(uint8_t kind)
+{
+	return kind == WR_KIND_SEND || kind == WR_KIND_WRITE;
+}
 
 /** Completion flags (= enum ibv_wc_flags). */
 enum wc_flag {

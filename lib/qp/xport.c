@@ -436,20 +436,6 @@ xport_qp_enter_error(struct xport_qp *qp, enum xport_err why, struct xport_out *
 	out->more = true; /* the flush runs in xport_qp_poll() */
 }
 
-/* enum wr_opcode -> enum wc_opcode */
-static const uint8_t wc_opcode_of[16] = {
-	[WR_RDMA_WRITE] = WC_RDMA_WRITE,
-	[WR_RDMA_WRITE_WITH_IMM] = WC_RDMA_WRITE,
-	[WR_SEND] = WC_SEND,
-	[WR_SEND_WITH_IMM] = WC_SEND,
-	[WR_RDMA_READ] = WC_RDMA_READ,
-	[WR_ATOMIC_CMP_AND_SWP] = WC_COMP_SWAP,
-	[WR_ATOMIC_FETCH_AND_ADD] = WC_FETCH_ADD,
-	[WR_LOCAL_INV] = WC_LOCAL_INV,
-	[WR_BIND_MW] = WC_BIND_MW,
-	[WR_SEND_WITH_INV] = WC_SEND,
-};
-
 /*
  * Complete the WQE at the SQ head with its status (CQE when signaled or in
  * error: IBA 10.7.3.1 errors always complete) and give the slot back.
@@ -468,7 +454,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			*c = (struct cqe){
 				.wr_id = w->wqe.wr_id,
 				.status = w->status,
-				.opcode = wc_opcode_of[w->wqe.opcode & 15],
+				.opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode,
 				.vendor_err = w->err,
 				.byte_len = w->length,
 				.qp_num = qp->cfg.qpn,
@@ -853,6 +839,7 @@ xport_qp_timer_expired(struct xport_qp *qp, enum xport_timer timer, uint64_t now
 		} else if (qp->req.rnr_wait) {
 			if (now >= qp->req.rnr_until) {
 				qp->req.rnr_wait = false; /* resend from the NAKed PSN */
+				cnt_inc(qp, XPORT_CNT_RNR_RETRY);
 				qp->comp.progress_ns = now; /* the ACK timer restarts */
 			}
 		} else {

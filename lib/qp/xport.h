@@ -215,6 +215,7 @@ struct xport_cfg {
 	X(RETRY_TIMEOUT, "local ACK timeouts") \
 	X(RETRY_SEQ_NAK, "go-back-N after a PSN sequence NAK") \
 	X(RETRY_IMPLIED_NAK, "go-back-N after an implied NAK (skipped READ/ATOMIC response)") \
+	X(RNR_RETRY, "resends after an RNR NAK's wait (one per RNR back-off)") \
 	X(WINDOW_SHRINK, "send window halved by a go-back-N (loss back-off)") \
 	X(ACK_TX, "ACKs sent") \
 	X(ACK_RX, "ACKs received") \
@@ -227,6 +228,7 @@ struct xport_cfg {
 	X(NAK_INV_REQ_RX, "invalid request NAKs received") \
 	X(NAK_ACCESS_RX, "remote access error NAKs received") \
 	X(NAK_OP_RX, "remote operational error NAKs received") \
+	X(NAK_INV_RD_REQ_RX, "invalid RD request NAKs received") \
 	X(RNR_NAK_RX, "RNR NAKs received") \
 	X(DUP_REQ, "duplicate requests received") \
 	X(DUP_READ_REPLAY, "READ responses replayed from responder resources") \

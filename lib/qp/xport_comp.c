@@ -19,6 +19,7 @@
 #include "xport_internal.h"
 
 #define COMP_STEP_LIST(X) \
+	X(CHECK_AETH, "reserved syndrome, or a READ response / ATOMIC ACK without positive ACK") \
 	X(GET_WQE, "the oldest uncompleted WQE the response may concern") \
 	X(CHECK_PSN, "complete SEND/WRITE WQEs the response covers; implied NAK") \
 	X(CHECK_ACK, "classify the response against the WQE") \
@@ -94,6 +95,41 @@ is_positive_ack(const struct roce_pkt *pkt)
 	       (pkt->aeth.syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_ACK;
 }
 
+/*
+ * AETH syndromes (IBTA 9.7.5.1.3): types 010 and 1xx are reserved, so are
+ * NAK codes above invalid RD request; READ responses and ATOMIC ACKs carry
+ * a positive ACK. Anything else is malformed: dropped before its PSN
+ * acknowledges anything.
+ */
+static enum comp_step
+comp_check_aeth(struct comp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	uint8_t syn = pkt->aeth.syndrome;
+	bool ok;
+
+	if (!roce_pkt_has(pkt, ROCE_HDR_AETH))
+		return COMP_GET_WQE; /* READ response MIDDLE */
+	switch (syn & ROCE_AETH_TYPE_MASK) {
+	case ROCE_AETH_ACK:
+		ok = true;
+		break;
+	case ROCE_AETH_RNR_NAK:
+		ok = pkt->opcode == ROCE_OP_RC_ACKNOWLEDGE;
+		break;
+	case ROCE_AETH_NAK:
+		ok = pkt->opcode == ROCE_OP_RC_ACKNOWLEDGE && syn <= ROCE_AETH_NAK_INV_RD_REQ;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (ok)
+		return COMP_GET_WQE;
+	ctx->drop = XPORT_CNT_DROP_BAD_RESP;
+	return COMP_DROP;
+}
+
 static enum comp_step
 comp_get_wqe(struct xport_qp *qp, struct comp_ctx *ctx)
 {
@@ -104,9 +140,12 @@ comp_get_wqe(struct xport_qp *qp, struct comp_ctx *ctx)
 		return COMP_DROP; /* never requested, or stale */
 	if (qp->comp.head == qp->req.fetch)
 		return COMP_DROP;
-	ctx->w = swqe_at(qp, qp->comp.head);
-	if (!ctx->w->started)
+	struct xport_swqe *w = swqe_at(qp, qp->comp.head);
+	if (!w->started)
 		return COMP_DROP;
+	if (!ctx->w && is_positive_ack(ctx->pkt))
+		cnt_inc(qp, XPORT_CNT_ACK_RX); /* once, however many WQEs it completes */
+	ctx->w = w;
 	return COMP_CHECK_PSN;
 }
 
@@ -141,8 +180,7 @@ comp_check_ack(struct xport_qp *qp, struct comp_ctx *ctx)
 	switch (pkt->opcode) {
 	case ROCE_OP_RC_ACKNOWLEDGE:
 		switch (syn & ROCE_AETH_TYPE_MASK) {
-		case ROCE_AETH_ACK:
-			cnt_inc(qp, XPORT_CNT_ACK_RX);
+		case ROCE_AETH_ACK: /* ACK_RX: counted in comp_get_wqe() */
 			return COMP_ACK;
 		case ROCE_AETH_RNR_NAK:
 			cnt_inc(qp, XPORT_CNT_RNR_NAK_RX);
@@ -194,13 +232,15 @@ comp_read(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 	uint32_t offset = roce_psn_diff(pkt->psn, w->first_psn) << qp->mtu_shift;
 	uint32_t rest = w->length - offset;
 	uint32_t expect = rest < qp->mtu ? rest : qp->mtu;
-	bool last = pkt->psn == w->last_psn;
-	const struct roce_opcode_desc *d = roce_opcode_desc(pkt->opcode);
+	bool first = pkt->psn == w->first_psn, last = pkt->psn == w->last_psn;
+	uint16_t kind = roce_opcode_desc(pkt->opcode)->kind;
 
+	/* IBTA 9.7.5.1: the READ's first response is FIRST or ONLY, its last
+	 * LAST or ONLY; a resent READ may restart mid-message with FIRST (IBTA)
+	 * or MIDDLE (rxe, us); FIRST and MIDDLE carry one PMTU */
 	ctx->drop = XPORT_CNT_DROP_BAD_RESP;
-	if (pkt->payload_len != expect || last != ((d->kind & ROCE_KIND_LAST) != 0) ||
-	    (roce_pkt_has(pkt, ROCE_HDR_AETH) &&
-	     (pkt->aeth.syndrome & ROCE_AETH_TYPE_MASK) != ROCE_AETH_ACK))
+	if (pkt->payload_len != expect || last != ((kind & ROCE_KIND_LAST) != 0) ||
+	    (first && !(kind & ROCE_KIND_FIRST)))
 		return COMP_DROP;
 	/* local write access to the scatter list */
 	if (xport_sg_scatter(qp, w->wqe.sg_list, w->wqe.num_sge, offset, pkt->payload,
@@ -251,8 +291,16 @@ comp_seq_nak(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 {
 	uint32_t psn = ctx->pkt->psn;
 
-	if (qp->req.rnr_wait)
-		return COMP_DONE; /* already going back after the RNR wait */
+	if (qp->req.rnr_wait) {
+		/* the end of the wait resends from the RNR NAKed PSN (req.psn); a
+		 * NAK beyond it means the responder took that request after all
+		 * (9.7.5.2.1: the NAK acknowledges every PSN before its own): the
+		 * wait is over, go back to the NAK's PSN now */
+		if (!psn_lt(qp->req.psn, psn))
+			return COMP_DONE;
+		qp->req.rnr_wait = false;
+		qp->comp.retrying = false;
+	}
 	if (psn_lt(qp->comp.psn, psn))
 		progress(qp, psn, now); /* the NAK acknowledges every PSN before it */
 	ctx->retry = XPORT_CNT_RETRY_SEQ_NAK;
@@ -325,6 +373,7 @@ comp_remote_error(struct xport_qp *qp, struct comp_ctx *ctx)
 		w->status = WC_REM_OP_ERR;
 		break;
 	case ROCE_AETH_NAK_INV_RD_REQ:
+		cnt_inc(qp, XPORT_CNT_NAK_INV_RD_REQ_RX);
 		w->status = WC_REM_INV_RD_REQ_ERR;
 		break;
 	default:
@@ -349,10 +398,13 @@ xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 	      struct xport_out *out)
 {
 	struct comp_ctx ctx = { .pkt = pkt };
-	enum comp_step step = COMP_GET_WQE;
+	enum comp_step step = COMP_CHECK_AETH;
 
 	for (;;) {
 		switch (step) {
+		case COMP_CHECK_AETH:
+			step = comp_check_aeth(&ctx);
+			break;
 		case COMP_GET_WQE:
 			step = comp_get_wqe(qp, &ctx);
 			break;

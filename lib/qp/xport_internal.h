@@ -23,12 +23,12 @@
  * rounded up to cover extension headers). */
 #define XPORT_PACE_OVERHEAD 96u
 
-/* Kinds of send WQE, from the WR opcode. */
+/* Kinds of send WQE: the WR opcode table's kind (wqe.h WR_OPCODE_LIST). */
 enum swqe_kind {
-	SWQE_SEND,
-	SWQE_WRITE,
-	SWQE_READ,
-	SWQE_ATOMIC,
+	SWQE_SEND = WR_KIND_SEND,
+	SWQE_WRITE = WR_KIND_WRITE,
+	SWQE_READ = WR_KIND_READ,
+	SWQE_ATOMIC = WR_KIND_ATOMIC,
 };
 
 /* Engine copy of one send WQE plus its transport state. */
@@ -232,6 +232,12 @@ void xport_req_rewind(struct xport_qp *qp, uint32_t psn);
 void xport_req_reset(struct xport_qp *qp);
 void xport_req_window_loss(struct xport_qp *qp);
 void xport_req_window_acked(struct xport_qp *qp, uint32_t npsn);
+/*
+ * The BTH opcode of packet @p pos (0 FIRST, 1 MIDDLE, 2 LAST, 3 ONLY) of a
+ * work request @p wr_opcode (valid on the QP) on a QP of @p type, from the
+ * WR opcode table (wqe.h).
+ */
+uint8_t xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos);
 const char *xport_req_step_name(unsigned step);
 
 /* xport_resp.c */

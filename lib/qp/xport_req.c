@@ -60,23 +60,29 @@ struct req_ctx {
 	bool last;          /* last packet of the WQE */
 };
 
+_Static_assert(WR_QPT_RC == 1u << XPORT_RC && WR_QPT_UC == 1u << XPORT_UC &&
+		       WR_QPT_UD == 1u << XPORT_UD,
+	       "WR opcode table QP types are enum xport_qp_type bits");
+
+/* Position of a packet in its message: the index into wire_opcode[op][]. */
+enum wire_pos { WIRE_FIRST, WIRE_MIDDLE, WIRE_LAST, WIRE_ONLY };
+
 /*
- * Opcodes of SEND/WRITE packets (RC values; UC = | 0x20), IBTA 9.2:
- * [write][variant: 0 plain, 1 immediate, 2 invalidate][FIRST, MIDDLE, LAST, ONLY]
+ * RC BTH opcodes of each work request's packets (IBTA 9.2), from the WR
+ * opcode table; UC and UD add their transport prefix (data_opcode_of()).
  */
-static const uint8_t data_opcode[2][3][4] = {
-	{ { ROCE_OP_RC_SEND_FIRST, ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST,
-	    ROCE_OP_RC_SEND_ONLY },
-	  { ROCE_OP_RC_SEND_FIRST, ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE,
-	    ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE },
-	  { ROCE_OP_RC_SEND_FIRST, ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST_WITH_INVALIDATE,
-	    ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE } },
-	{ { ROCE_OP_RC_RDMA_WRITE_FIRST, ROCE_OP_RC_RDMA_WRITE_MIDDLE, ROCE_OP_RC_RDMA_WRITE_LAST,
-	    ROCE_OP_RC_RDMA_WRITE_ONLY },
-	  { ROCE_OP_RC_RDMA_WRITE_FIRST, ROCE_OP_RC_RDMA_WRITE_MIDDLE,
-	    ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE },
-	  { 0, 0, 0, 0 } },
+#define WR_WIRE(first, middle, last, only) \
+	{ ROCE_OP_RC_##first, ROCE_OP_RC_##middle, ROCE_OP_RC_##last, ROCE_OP_RC_##only }
+#define WR_WIRE_ONLY(only) { 0, 0, 0, ROCE_OP_RC_##only }
+#define WR_NO_WIRE { 0, 0, 0, 0 }
+static const uint8_t wire_opcode[WR_OPCODE_SLOTS][4] = {
+#define WR_WIRE_ROW(sym, value, kind, qpts, wc, imm, wire) [value] = wire,
+	WR_OPCODE_LIST(WR_WIRE_ROW)
+#undef WR_WIRE_ROW
 };
+#undef WR_WIRE
+#undef WR_WIRE_ONLY
+#undef WR_NO_WIRE
 
 void
 xport_req_reset(struct xport_qp *qp)
@@ -146,38 +152,12 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 	w->length = 0;
 	w->npkts = 1;
 
-	bool ok_op;
-	switch (w->wqe.opcode) {
-	case WR_SEND:
-	case WR_SEND_WITH_IMM:
-		w->kind = SWQE_SEND;
-		ok_op = true;
-		break;
-	case WR_SEND_WITH_INV:
-		w->kind = SWQE_SEND;
-		ok_op = type == XPORT_RC;
-		break;
-	case WR_RDMA_WRITE:
-	case WR_RDMA_WRITE_WITH_IMM:
-		w->kind = SWQE_WRITE;
-		ok_op = type != XPORT_UD;
-		break;
-	case WR_RDMA_READ:
-		w->kind = SWQE_READ;
-		ok_op = type == XPORT_RC;
-		break;
-	case WR_ATOMIC_CMP_AND_SWP:
-	case WR_ATOMIC_FETCH_AND_ADD:
-		w->kind = SWQE_ATOMIC;
-		ok_op = type == XPORT_RC;
-		break;
-	default:
-		w->kind = SWQE_SEND;
-		ok_op = false;
-		break;
-	}
+	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
+	bool ok_op = wr_opcode_valid(w->wqe.opcode, type);
+
+	w->kind = ok_op ? op.kind : SWQE_SEND;
 	bool is_inline = (w->wqe.send_flags & WR_FLAG_INLINE) != 0;
-	if (!ok_op || (is_inline && (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC))) {
+	if (!ok_op || (is_inline && !wr_kind_sends_payload(op.kind))) {
 		w->status = WC_LOC_QP_OP_ERR;
 		w->err = XPORT_ERR_LOC_OPCODE;
 		return;
@@ -277,28 +257,34 @@ build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
 		p->reth.length = w->length;
 	}
 	if (last) {
-		if (wqe->opcode == WR_SEND_WITH_IMM || wqe->opcode == WR_RDMA_WRITE_WITH_IMM)
+		uint8_t imm = wr_opcode_desc(wqe->opcode).imm;
+
+		if (imm == WR_IMM_DATA)
 			p->imm = wqe->imm_data;
-		else if (wqe->opcode == WR_SEND_WITH_INV)
+		else if (imm == WR_IMM_INV)
 			p->ieth_rkey = wqe->imm_data;
 		p->se = (wqe->send_flags & WR_FLAG_SOLICITED) != 0;
 	}
 	p->payload_len = ctx->payload;
 }
 
+uint8_t
+xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
+{
+	uint8_t op = wire_opcode[wr_opcode & (WR_OPCODE_SLOTS - 1)][pos & 3];
+
+	if (type == XPORT_UD)
+		return (uint8_t)(op | ROCE_TRANSPORT_UD); /* one packet: pos is ONLY */
+	return type == XPORT_UC ? (uint8_t)(op | ROCE_TRANSPORT_UC) : op;
+}
+
+/* The BTH opcode of a packet of @p w. */
 static uint8_t
 data_opcode_of(const struct xport_qp *qp, const struct xport_swqe *w, bool first, bool last)
 {
-	uint8_t variant = 0;
-	if (w->wqe.opcode == WR_SEND_WITH_IMM || w->wqe.opcode == WR_RDMA_WRITE_WITH_IMM)
-		variant = 1;
-	else if (w->wqe.opcode == WR_SEND_WITH_INV)
-		variant = 2;
-	if (qp->cfg.type == XPORT_UD)
-		return variant ? ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE : ROCE_OP_UD_SEND_ONLY;
-	unsigned pos = first ? (last ? 3 : 0) : (last ? 2 : 1);
-	uint8_t op = data_opcode[w->kind == SWQE_WRITE][variant][pos];
-	return qp->cfg.type == XPORT_UC ? (uint8_t)(op | ROCE_TRANSPORT_UC) : op;
+	enum wire_pos pos = first ? (last ? WIRE_ONLY : WIRE_FIRST) : (last ? WIRE_LAST : WIRE_MIDDLE);
+
+	return xport_wr_wire_opcode(w->wqe.opcode, qp->cfg.type, pos);
 }
 
 static enum req_step
@@ -318,7 +304,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 	switch (w->kind) {
 	case SWQE_READ: {
 		uint32_t rest = w->length - offset;
-		f = xport_frame_new(qp, out, ROCE_OP_RC_RDMA_READ_REQUEST, req->psn);
+		f = xport_frame_new(qp, out, data_opcode_of(qp, w, true, true), req->psn);
 		if (!f)
 			return REQ_OUT_FULL;
 		f->pkt.reth.va = w->wqe.wr.rdma.remote_addr + offset;
@@ -333,8 +319,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 	}
 	case SWQE_ATOMIC: {
 		bool cas = w->wqe.opcode == WR_ATOMIC_CMP_AND_SWP;
-		f = xport_frame_new(qp, out, cas ? ROCE_OP_RC_COMPARE_SWAP : ROCE_OP_RC_FETCH_ADD,
-				    req->psn);
+		f = xport_frame_new(qp, out, data_opcode_of(qp, w, true, true), req->psn);
 		if (!f)
 			return REQ_OUT_FULL;
 		f->pkt.atmeth.va = w->wqe.wr.atomic.remote_addr;

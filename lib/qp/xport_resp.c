@@ -217,7 +217,9 @@ resp_check_op_valid(struct xport_qp *qp, struct resp_ctx *ctx)
 		}
 		return RESP_CHECK_RESOURCE;
 	}
-	if (HAS(ctx, WRITE) && HAS(ctx, FIRST))
+	/* every WRITE packet, not only the FIRST: modify_qp may take the right
+	 * away mid-message (rxe check_op_valid: RXE_WRITE_MASK) */
+	if HAS(ctx, WRITE)
 		need = MR_ACCESS_REMOTE_WRITE;
 	else if HAS(ctx, READ)
 		need = MR_ACCESS_REMOTE_READ;
@@ -277,11 +279,12 @@ resp_check_length(struct xport_qp *qp, struct resp_ctx *ctx)
 	struct xport_resp *r = &qp->resp;
 	uint32_t len = pkt->payload_len;
 
-	if HAS(ctx, READ) {
-		if (pkt->reth.length > (1u << 31))
-			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+	/* an RDMA message is at most 2^31 bytes: a larger RETH DMA length is an
+	 * invalid request, for WRITE as for READ (rxe check_length) */
+	if (roce_pkt_has(pkt, ROCE_HDR_RETH) && pkt->reth.length > (1u << 31))
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+	if HAS(ctx, READ)
 		return RESP_CHECK_RKEY;
-	}
 	if HAS(ctx, ATOMIC) {
 		if (pkt->atmeth.va & 7) /* misaligned atomic -> invalid request */
 			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);

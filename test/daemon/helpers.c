@@ -239,13 +239,22 @@ const unsigned int t_n_bad_frames = sizeof(t_bad_frames) / sizeof(t_bad_frames[0
 int
 t_telemetry(const char *prefix, const char *cmd, char *out, size_t len)
 {
+	char dir[128];
+
+	snprintf(dir, sizeof(dir), "/var/run/dpdk/%s", prefix);
+	return t_telemetry_dir(dir, cmd, out, len);
+}
+
+int
+t_telemetry_dir(const char *dir, const char *cmd, char *out, size_t len)
+{
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 3 };
 	char hello[1024];
 	int fd, rc = 0;
 	ssize_t n;
 
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/var/run/dpdk/%s/dpdk_telemetry.v2", prefix);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/dpdk_telemetry.v2", dir);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	if (fd < 0)
 		return -errno;

@@ -48,6 +48,9 @@ extern const unsigned int t_n_bad_frames;
  */
 int t_telemetry(const char *prefix, const char *cmd, char *out, size_t len);
 
+/** As t_telemetry() for the process whose EAL runtime directory is @p dir. */
+int t_telemetry_dir(const char *dir, const char *cmd, char *out, size_t len);
+
 /** @return the integer value of "@p key": in @p json, or -1 if absent. */
 long long t_json_int(const char *json, const char *key);
 

@@ -6,7 +6,9 @@
  * control_poll(). A test engine records what reaches the engine hook.
  */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <infiniband/verbs.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -78,15 +80,35 @@ static int qp_object; /* any non-NULL engine object */
 static const struct engine_ops *engine = &test_engine;
 static char daemon_extra[256]; /* more [daemon] settings for the next setup() */
 
+/* Non-empty: EAL serves telemetry (its socket under this file prefix) instead of --no-telemetry. */
+static char tel_prefix[32];
+static char tel_dir[PATH_MAX]; /* EAL's runtime directory then: where the socket is */
+
+/* atexit, registered before EAL's: its telemetry removes the socket at exit, not the directory. */
+static void
+remove_tel_dir(void)
+{
+	if (tel_dir[0] != '\0')
+		rmdir(tel_dir);
+}
+
 static void
 setup(unsigned int n_workers, const char *lcores)
 {
+	char prefix_arg[64];
 	char *argv[] = { "test", "--no-huge", "--no-shconf", "-m", "128", "--no-pci", "--lcores",
 			 (char *)(uintptr_t)lcores, "--no-telemetry", "--log-level=*:warning", NULL };
 	static struct config cfg;
 	char err[1024], text[1024];
 
+	if (tel_prefix[0] != '\0') {
+		snprintf(prefix_arg, sizeof(prefix_arg), "--file-prefix=%s", tel_prefix);
+		argv[8] = prefix_arg;
+		atexit(remove_tel_dir);
+	}
 	cr_assert_geq(rte_eal_init(10, argv), 0, "EAL");
+	if (tel_prefix[0] != '\0')
+		snprintf(tel_dir, sizeof(tel_dir), "%s", rte_eal_get_runtime_dir());
 	snprintf(text, sizeof(text),
 		 "[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n%s"
 		 "[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
@@ -143,6 +165,7 @@ teardown(void)
 	free_engine_memory();
 	rte_eal_cleanup();
 }
+
 
 static void
 inject(unsigned int q, const uint8_t *frame, size_t len)
@@ -1251,8 +1274,148 @@ Test(app_iface, a_stopped_lcore_holds_only_the_clients_it_serves)
 	double ms = ms_since(ta);
 
 	cr_expect_geq(ms, 1700.0, "a's lcore answered after its stall (%.1f ms)", ms);
-
 	cr_assert_eq(r.u.rsp_MODIFY_QP.state, IBV_QPS_INIT);
 	close(a.fd);
 	close(b.fd);
+}
+
+/* ---- telemetry: every counter of the list, read from its owners ---- */
+
+static void
+engine_tel_setup(void)
+{
+	snprintf(tel_prefix, sizeof(tel_prefix), "rd_tel_%d", (int)getpid());
+	engine_setup();
+	cr_assert_eq(ctr_telemetry_register(&d), 0);
+}
+
+TestSuite(engine_tel, .init = engine_tel_setup, .fini = teardown, .timeout = 60);
+
+/* @p cmd's answer from this process's telemetry socket, into @p buf. */
+static void
+tel(const char *cmd, char *buf, size_t len)
+{
+	int rc = t_telemetry_dir(tel_dir, cmd, buf, len);
+
+	cr_assert_eq(rc, 0, "telemetry %s: %s", cmd, strerror(-rc));
+	cr_assert_lt(strlen(buf), len - 1, "%s: the answer fits the buffer", cmd);
+}
+
+/* The value owners hold for counter @p id in @p scope (index @p i: worker or QPN). */
+static uint64_t
+owner_value(unsigned int scope, uint32_t i, enum ctr_id id)
+{
+	uint64_t v = 0;
+
+	switch (scope) {
+	case CTR_S_PORT: /* the port's shares of every lcore, summed */
+		for (unsigned int w = 0; w < d.n_workers; w++)
+			v += ctr_read(&d.worker[w]->port_ctr[i].v[id]);
+		return v;
+	case CTR_S_LCORE:
+		return ctr_read(&d.worker[i]->ctr.v[id]);
+	default:
+		return ctr_read(&worker_qp_slot(d.worker[worker_of_qpn(i, d.n_workers)], i)->ctr.v[id]);
+	}
+}
+
+/*
+ * Every counter of the list kept in @p scope is a key of @p json with the
+ * value its owners hold; the others are not keys. @return how many were.
+ */
+static unsigned int
+expect_every_counter(const char *json, const char *cmd, unsigned int scope, uint32_t i)
+{
+	char name_buf[CTR_NAME_MAX], key[CTR_NAME_MAX + 4];
+	unsigned int n = 0;
+
+	for (unsigned int id = 0; id < CTR_COUNT; id++) {
+		const char *name = ctr_name((enum ctr_id)id, name_buf);
+
+		snprintf(key, sizeof(key), "\"%s\":", name);
+		if (!(ctr_scopes((enum ctr_id)id) & scope)) {
+			cr_expect_not(t_json_has(json, key), "%s: %s is not of this scope", cmd, name);
+			continue;
+		}
+		cr_expect_eq(t_json_int(json, name), (long long)owner_value(scope, i, (enum ctr_id)id),
+			     "%s: %s", cmd, name);
+		n++;
+	}
+	return n;
+}
+
+/* @return counter @p name of @p json (-1: missing). */
+static long long
+tel_value(const char *cmd, const char *name)
+{
+	static char buf[32768];
+
+	tel(cmd, buf, sizeof(buf));
+	return t_json_int(buf, name);
+}
+
+Test(engine_tel, every_counter_reaches_telemetry_from_its_owners)
+{
+	static char json[32768];
+	char cmd[64], name_buf[CTR_NAME_MAX], key[CTR_NAME_MAX + 4];
+	struct test_qp a, b;
+	uint64_t dst = (uintptr_t)arena + ARENA / 2;
+
+	make_qp(&a, 4, 5, 0x100, 0x200); /* worker 0 */
+	make_qp(&b, 5, 4, 0x200, 0x100); /* worker 1 */
+	/* A SEND before its receive WQE: RNR NAKs, resends after the RNR wait (10 us). */
+	struct sq_wqe s = wqe(WR_SEND, 11, (uintptr_t)arena, 100);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
+	struct qp_slot *slot4 = worker_qp_slot(d.worker[0], 4);
+	uint64_t end = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
+
+	while (slot4->ctr.v[CTR_XPORT_RNR_NAK_RX] < 3 && rte_get_tsc_cycles() < end)
+		for (unsigned int i = 0; i < d.n_workers; i++)
+			worker_poll(d.worker[i], rte_rdtsc());
+	cr_assert_geq(slot4->ctr.v[CTR_XPORT_RNR_NAK_RX], 3, "RNR NAKs while no receive WQE");
+	struct rq_wqe r = { .wr_id = 77, .num_sge = 1,
+			    .sg_list[0] = { .addr = dst, .length = 4096, .lkey = mr_key } };
+	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+	cr_assert(wait_cqes(b.rcq_ring, 1), "receive completion");
+	cr_assert(wait_cqes(a.scq_ring, 1), "send completion");
+	cr_expect_eq(take_cqe(a.scq_ring).status, WC_SUCCESS);
+
+	/* Every counter, in every scope it is kept in, with its owners' value. */
+	tel("/roce/port/stats,0", json, sizeof(json));
+	cr_expect_gt(expect_every_counter(json, "port 0", CTR_S_PORT, 0), 0);
+	for (unsigned int drop = 1; drop < ROCE_DROP_COUNT; drop++) {
+		const char *n = roce_drop_reason_name((enum roce_drop_reason)drop);
+		size_t k = (size_t)snprintf(key, sizeof(key), "drop_%s", n);
+
+		for (size_t c = 5; c < k && c < sizeof(key); c++)
+			key[c] = (char)tolower((unsigned char)key[c]);
+		cr_expect_geq(t_json_int(json, key), 0, "port 0: %s", key);
+	}
+	for (unsigned int w = 0; w < d.n_workers; w++) {
+		snprintf(cmd, sizeof(cmd), "/roce/lcore/stats,%u", w);
+		tel(cmd, json, sizeof(json));
+		cr_expect_gt(expect_every_counter(json, cmd, CTR_S_LCORE, w), 0);
+	}
+	for (uint32_t qpn = 4; qpn <= 5; qpn++) {
+		snprintf(cmd, sizeof(cmd), "/roce/qp/stats,%u", qpn);
+		tel(cmd, json, sizeof(json));
+		cr_expect_gt(expect_every_counter(json, cmd, CTR_S_QP, qpn), 0);
+	}
+	tel("/roce/counters/help", json, sizeof(json));
+	for (unsigned int id = 0; id < CTR_COUNT; id++) {
+		snprintf(key, sizeof(key), "\"%s\":", ctr_name((enum ctr_id)id, name_buf));
+		cr_expect(t_json_has(json, key), "help: %s", key);
+	}
+
+	/* The engine's counters that had no way to telemetry before, and rnr_retries. */
+	long long rnr_naks = tel_value("/roce/qp/stats,4", "nak_rx_rnr");
+
+	cr_expect_geq(rnr_naks, 3);
+	cr_expect_eq(tel_value("/roce/qp/stats,4", "rnr_retries"), rnr_naks,
+		     "one resend per RNR NAK (the last one was accepted)");
+	cr_expect_eq(tel_value("/roce/qp/stats,5", "nak_tx_rnr"), rnr_naks);
+	cr_expect_gt(tel_value("/roce/qp/stats,5", "qp_ack_tx"), 0);
+	cr_expect_gt(tel_value("/roce/qp/stats,4", "qp_ack_rx"), 0);
+	cr_expect_eq(tel_value("/roce/lcore/stats,0", "rnr_retries"), rnr_naks);
+	cr_expect_eq(tel_value("/roce/port/stats,0", "rnr_retries"), rnr_naks);
 }

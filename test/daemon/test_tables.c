@@ -5,8 +5,11 @@
  * and the counter tables.
  */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <infiniband/verbs.h>
 #include <string.h>
+
+#include <rte_telemetry.h>
 
 #include "config.h"
 #include "counters.h"
@@ -266,33 +269,77 @@ Test(port, mbuf_room_fits_the_pmd)
 
 /* ---- counters ---- */
 
-Test(counters, table_and_nak_classes)
+/* A name the DPDK telemetry library accepts as a dict key ([A-Za-z0-9_]). */
+static bool
+tel_key_ok(const char *k)
 {
-	for (unsigned int i = 0; i < CTR_COUNT; i++) {
-		cr_expect_not_null(ctr_descs[i].name);
-		cr_expect_neq(ctr_descs[i].scopes, 0);
-		for (unsigned int j = 0; j < i; j++)
-			cr_expect_str_neq(ctr_descs[i].name, ctr_descs[j].name);
-	}
-	cr_expect_eq(ctr_nak_from_syndrome(0x20), CTR_NAK_RNR);
-	cr_expect_eq(ctr_nak_from_syndrome(0x3f), CTR_NAK_RNR);
-	cr_expect_eq(ctr_nak_from_syndrome(0x60), CTR_NAK_PSN_SEQ_ERROR);
-	cr_expect_eq(ctr_nak_from_syndrome(0x61), CTR_NAK_INVALID_REQ);
-	cr_expect_eq(ctr_nak_from_syndrome(0x62), CTR_NAK_REM_ACC_ERR);
-	cr_expect_eq(ctr_nak_from_syndrome(0x63), CTR_NAK_REM_OP_ERR);
-	cr_expect_eq(ctr_nak_from_syndrome(0x64), CTR_NAK_INV_RD_REQ);
-	cr_expect_eq(ctr_nak_from_syndrome(0x65), CTR_NAK_OTHER);
+	if (*k == '\0')
+		return false;
+	for (; *k != '\0'; k++)
+		if (!isalnum((unsigned char)*k) && *k != '_')
+			return false;
+	return true;
+}
 
+Test(counters, one_list_names_scopes_descriptions)
+{
+	char bi[CTR_NAME_MAX], bj[CTR_NAME_MAX];
+
+	for (unsigned int i = 0; i < CTR_COUNT; i++) {
+		const char *n = ctr_name((enum ctr_id)i, bi);
+
+		cr_expect(tel_key_ok(n), "counter %u: name '%s'", i, n);
+		cr_expect_lt(strlen(n), CTR_NAME_MAX);
+		cr_expect_neq(ctr_scopes((enum ctr_id)i), 0, "%s", n);
+		cr_expect_str_neq(ctr_desc((enum ctr_id)i), "?", "%s", n);
+		cr_expect_lt(strlen(ctr_desc((enum ctr_id)i)), RTE_TEL_MAX_STRING_LEN,
+			     "%s: /roce/counters/help would cut its description", n);
+		for (unsigned int j = 0; j < i; j++)
+			cr_expect_str_neq(n, ctr_name((enum ctr_id)j, bj), "counters %u and %u", i, j);
+	}
+	cr_expect_str_eq(ctr_name(CTR_COUNT, bi), "?");
+	cr_expect_eq(ctr_scopes(CTR_COUNT), 0);
+}
+
+Test(counters, engine_counters_are_counters_of_every_scope)
+{
+	char buf[CTR_NAME_MAX];
+
+	cr_expect_eq(CTR_XPORT_FIRST + XPORT_CNT_COUNT, CTR_COUNT);
+	for (unsigned int c = 0; c < XPORT_CNT_COUNT; c++) {
+		enum ctr_id id = ctr_of_xport((enum xport_counter)c);
+
+		cr_expect_geq((unsigned int)id, CTR_XPORT_FIRST);
+		cr_expect_eq(ctr_scopes(id), CTR_S_ALL, "%s", xport_counter_name((enum xport_counter)c));
+		cr_expect_str_eq(ctr_desc(id), xport_counter_desc((enum xport_counter)c));
+	}
+	cr_expect_eq(ctr_of_xport(XPORT_CNT_ACK_TX), CTR_XPORT_ACK_TX);
+	/* named "qp_" + the symbol, or the name telemetry gave them before */
+	cr_expect_str_eq(ctr_name(CTR_XPORT_ACK_TX, buf), "qp_ack_tx");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_WINDOW_SHRINK, buf), "qp_window_shrink");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_CQ_OVERFLOW, buf), "qp_cq_overflow");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_DROP_PSN_OOS, buf), "qp_drop_psn_oos");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_RETRANSMIT_PKTS, buf), "retransmits");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_RETRY_TIMEOUT, buf), "timeouts");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_RNR_RETRY, buf), "rnr_retries");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_RNR_NAK_RX, buf), "nak_rx_rnr");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_NAK_SEQ_RX, buf), "nak_rx_psn_seq_error");
+	cr_expect_str_eq(ctr_name(CTR_XPORT_MR_FALLBACK_COPIES, buf), "mr_fallback_copies");
+	cr_expect_str_eq(ctr_name(CTR_RX_DROPS, buf), "rx_drops");
+}
+
+Test(counters, accumulate)
+{
 	struct ctr_set a, b;
 
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	ctr_add(&b.v[CTR_RX_PACKETS], 3);
 	ctr_add(&b.drop[ROCE_DROP_ICRC], 2);
-	ctr_add(&b.nak_tx[CTR_NAK_RNR], 1);
+	ctr_add(&b.v[CTR_XPORT_RNR_NAK_TX], 1);
 	ctr_set_accumulate(&a, &b);
 	ctr_set_accumulate(&a, &b);
 	cr_expect_eq(a.v[CTR_RX_PACKETS], 6);
 	cr_expect_eq(a.drop[ROCE_DROP_ICRC], 4);
-	cr_expect_eq(a.nak_tx[CTR_NAK_RNR], 2);
+	cr_expect_eq(a.v[CTR_XPORT_RNR_NAK_TX], 2);
 }

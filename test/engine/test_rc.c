@@ -82,6 +82,9 @@ Test(rc, write_multi_packet_lands)
 	cr_assert_eq(cnt(0)[XPORT_CNT_TX_PKTS], 10);
 	cr_assert_eq(cnt(0)[XPORT_CNT_RETRANSMIT_PKTS], 0);
 	cr_assert_eq(K.n[1][1], 0, "a plain WRITE consumes no receive WQE");
+	cr_assert_gt(cnt(1)[XPORT_CNT_ACK_TX], 0);
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], cnt(1)[XPORT_CNT_ACK_TX],
+		     "no loss: every ACK sent is received, the one that completes the WRITE too");
 }
 
 Test(rc, send_with_imm_scatter)
@@ -266,6 +269,7 @@ Test(rc, rnr_retry_exhaustion_and_backoff, .init = NULL)
 		}
 	}
 	cr_assert_eq(checked, 2);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RNR_RETRY], 2, "one per resend after an RNR wait");
 }
 
 static void
@@ -288,6 +292,8 @@ Test(rc, rnr_retry_7_is_infinite, .init = NULL)
 	run_until_sent(1);
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(K.c[1][1][0].wr_id, 9);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RNR_RETRY], cnt(0)[XPORT_CNT_RNR_NAK_RX],
+		     "every RNR NAK was followed by a resend (the last one succeeded)");
 }
 
 Test(rc, remote_access_error_at_requester, .init = NULL)

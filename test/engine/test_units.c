@@ -112,6 +112,114 @@ ring(uint32_t size, uint32_t elem)
 	return r;
 }
 
+/* ---- the work request opcode table (wqe.h WR_OPCODE_LIST) ---- */
+
+/* Every row's value is libibverbs' opcode of the same name. */
+#define WR_SAME_AS_IBV(sym, value, kind, qpts, wc, imm, wire) SAME(WR_##sym, IBV_WR_##sym);
+WR_OPCODE_LIST(WR_SAME_AS_IBV)
+#undef WR_SAME_AS_IBV
+
+/* What libibverbs says of each opcode: its completion, and where it is valid (IBA 10.8). */
+static const struct {
+	enum ibv_wr_opcode wr;
+	enum ibv_wc_opcode wc;
+	bool rc, uc, ud; /* as we support it: LOCAL_INV and BIND_MW nowhere */
+	bool imm, inv, payload_out;
+} verbs_wr[] = {
+	{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, true, true, false, false, false, true },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, true, true, false, true, false, true },
+	{ IBV_WR_SEND, IBV_WC_SEND, true, true, true, false, false, true },
+	{ IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, true, true, true, true, false, true },
+	{ IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, true, false, false, false, false, false },
+	{ IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, true, false, false, false, false, false },
+	{ IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, true, false, false, false, false, false },
+	{ IBV_WR_LOCAL_INV, IBV_WC_LOCAL_INV, false, false, false, false, false, false },
+	{ IBV_WR_BIND_MW, IBV_WC_BIND_MW, false, false, false, false, false, false },
+	{ IBV_WR_SEND_WITH_INV, IBV_WC_SEND, true, false, false, false, true, true },
+};
+
+Test(wr_opcodes, table_agrees_with_libibverbs)
+{
+	unsigned int rows = 0;
+
+#define WR_COUNT_ROW(sym, value, kind, qpts, wc, imm, wire) rows++;
+	WR_OPCODE_LIST(WR_COUNT_ROW)
+#undef WR_COUNT_ROW
+	cr_assert_eq(rows, sizeof(verbs_wr) / sizeof(verbs_wr[0]), "one row per verbs opcode");
+	for (size_t i = 0; i < sizeof(verbs_wr) / sizeof(verbs_wr[0]); i++) {
+		struct wr_opcode_desc d = wr_opcode_desc(verbs_wr[i].wr);
+
+		cr_expect_eq(d.wc_opcode, verbs_wr[i].wc, "wr %d: completion", verbs_wr[i].wr);
+		cr_expect_eq(wr_opcode_valid(verbs_wr[i].wr, IBV_QPT_RC), verbs_wr[i].rc, "wr %d RC",
+			     verbs_wr[i].wr);
+		cr_expect_eq(wr_opcode_valid(verbs_wr[i].wr, IBV_QPT_UC), verbs_wr[i].uc, "wr %d UC",
+			     verbs_wr[i].wr);
+		cr_expect_eq(wr_opcode_valid(verbs_wr[i].wr, IBV_QPT_UD), verbs_wr[i].ud, "wr %d UD",
+			     verbs_wr[i].wr);
+		cr_expect_not(wr_opcode_valid(verbs_wr[i].wr, IBV_QPT_XRC_SEND), "wr %d XRC",
+			      verbs_wr[i].wr);
+		cr_expect_eq(d.imm == WR_IMM_DATA, verbs_wr[i].imm, "wr %d: immediate", verbs_wr[i].wr);
+		cr_expect_eq(d.imm == WR_IMM_INV, verbs_wr[i].inv, "wr %d: invalidate", verbs_wr[i].wr);
+		if (d.qp_types != 0)
+			cr_expect_eq(wr_kind_sends_payload(d.kind), verbs_wr[i].payload_out,
+				     "wr %d: may be inline", verbs_wr[i].wr);
+		else
+			cr_expect_eq(d.kind, WR_KIND_NONE);
+	}
+	/* not opcodes of ours: TSO, DRIVER1, beyond the table */
+	for (uint32_t op = IBV_WR_SEND_WITH_INV + 1; op < 300; op++) {
+		cr_expect_not(wr_opcode_valid(op, IBV_QPT_RC), "wr %u", op);
+		cr_expect_eq(wr_opcode_desc(op).kind, WR_KIND_NONE, "wr %u", op);
+	}
+}
+
+/* The packets of each opcode on each QP type it is valid on are what lib/roce says they are. */
+Test(wr_opcodes, wire_opcodes_match_lib_roce)
+{
+	static const uint32_t types[] = { XPORT_RC, XPORT_UC, XPORT_UD };
+	static const uint16_t pos_kind[4] = {
+		ROCE_KIND_FIRST, ROCE_KIND_MIDDLE, ROCE_KIND_LAST, ROCE_KIND_FIRST | ROCE_KIND_LAST,
+	};
+	static const uint16_t kind_bit[] = {
+		[WR_KIND_SEND] = ROCE_KIND_SEND, [WR_KIND_WRITE] = ROCE_KIND_WRITE,
+		[WR_KIND_READ] = ROCE_KIND_READ, [WR_KIND_ATOMIC] = ROCE_KIND_ATOMIC,
+	};
+	unsigned int checked = 0;
+
+	for (uint32_t op = 0; op < WR_OPCODE_SLOTS; op++) {
+		struct wr_opcode_desc d = wr_opcode_desc(op);
+
+		for (size_t t = 0; t < 3; t++) {
+			if (!wr_opcode_valid(op, types[t]))
+				continue;
+			bool multi = wr_kind_sends_payload(d.kind) && types[t] != XPORT_UD;
+
+			for (unsigned int pos = multi ? 0 : 3; pos < 4; pos++) {
+				uint8_t wire = xport_wr_wire_opcode(op, types[t], pos);
+				const struct roce_opcode_desc *r = roce_opcode_desc(wire);
+
+				cr_assert_not_null(r, "wr %u type %u pos %u: 0x%02x", op, types[t], pos, wire);
+				cr_expect_eq(roce_opcode_transport(wire),
+					     types[t] == XPORT_RC ? ROCE_TRANSPORT_RC :
+					     types[t] == XPORT_UC ? ROCE_TRANSPORT_UC : ROCE_TRANSPORT_UD,
+					     "%s", r->name);
+				cr_expect(r->kind & ROCE_KIND_REQUEST, "%s", r->name);
+				cr_expect(r->kind & kind_bit[d.kind], "wr %u: %s", op, r->name);
+				cr_expect_eq(r->kind & (ROCE_KIND_FIRST | ROCE_KIND_MIDDLE | ROCE_KIND_LAST),
+					     pos_kind[pos], "wr %u pos %u: %s", op, pos, r->name);
+				bool last = pos >= 2;
+				cr_expect_eq(!!(r->kind & ROCE_KIND_IMM), last && d.imm == WR_IMM_DATA,
+					     "%s", r->name);
+				cr_expect_eq(!!(r->kind & ROCE_KIND_INV), last && d.imm == WR_IMM_INV,
+					     "%s", r->name);
+				checked++;
+			}
+		}
+	}
+	/* WRITE, WRITE_IMM: 4 + 4; SEND, SEND_IMM: 4 + 4 + 1; READ, CAS, FADD: 1; SEND_INV: 4 */
+	cr_expect_eq(checked, 8 + 8 + 9 + 9 + 1 + 1 + 1 + 4);
+}
+
 Test(ring, geometry)
 {
 	cr_assert_eq(spsc_ring_bytes(0, 8), 0);
@@ -298,7 +406,7 @@ Test(tables, names_complete_and_unique)
 	cr_assert_str_eq(xport_counter_name(XPORT_CNT_COUNT), "?");
 	cr_assert_str_eq(xport_err_name(XPORT_ERR_RETRY_EXC), "RETRY_EXC");
 	cr_assert_str_eq(xport_req_step_name(0), "GET_WQE");
-	cr_assert_str_eq(xport_comp_step_name(0), "GET_WQE");
+	cr_assert_str_eq(xport_comp_step_name(0), "CHECK_AETH");
 	cr_assert_str_eq(xport_resp_step_name(0), "CHECK_PSN");
 	cr_assert_str_eq(xport_resp_step_name(1000), "?");
 }

@@ -2,8 +2,10 @@
 
 Run by test_integ on lab host a (LAB_PEER_IP set by lab.sh). An RC QP whose
 path leads to an address nobody answers (198.18.0.99, in the lab's /24) must
-fail modify-to-RTR with ETIMEDOUT after a bounded time, as Linux does; so
-must ibv_create_ah towards it; the peer daemon's address resolves. Prints
+fail modify-to-RTR with ETIMEDOUT after a bounded time, as Linux rxe did
+(rxe-peer oracle: ETIMEDOUT after about 1 s); so must ibv_create_ah towards
+it (not in the oracle; by source, Linux resolves an AH's MAC with the same
+ib_resolve_eth_dmac() as a modify); the peer daemon's address resolves. Prints
 one line per check; any failure raises (non-zero exit).
 """
 import errno

@@ -713,11 +713,32 @@ client_run(const struct probe_test *t, struct probe_side *s, const struct probe_
 	return V_PASS;
 }
 
+/* @return whether -t selects test @p t ("all", or a comma-separated list). */
+static bool
+probe_selected(const struct probe_test *t)
+{
+	char list[PROBE_LINE];
+	bool want = false;
+	char *save = NULL;
+
+	if (strcmp(opt.tests, "all") == 0)
+		return true;
+	snprintf(list, sizeof(list), "%s", opt.tests);
+	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		want |= strcmp(tok, t->name) == 0;
+	return want;
+}
+
 static int
 run_client(struct probe_side *s)
 {
-	int fd, failed = 0, ran = 0;
+	int fd, failed = 0, ran = 0, planned = 0;
 
+	for (size_t i = 0; i < PROBE_N_TESTS; i++)
+		planned += probe_selected(&probe_tests[i]);
+	/* the harness checks that exactly this many verdict lines follow */
+	printf("probe plan %d\n", planned);
+	fflush(stdout);
 	fd = tcp_connect(opt.host, opt.port);
 	if (fd < 0)
 		return 2;
@@ -730,17 +751,8 @@ run_client(struct probe_side *s)
 		enum probe_verdict cv = V_FAIL;
 		bool setup_ok = false;
 
-		if (strcmp(opt.tests, "all") != 0) {
-			char list[PROBE_LINE];
-			bool want = false;
-			char *save = NULL;
-
-			snprintf(list, sizeof(list), "%s", opt.tests);
-			for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-				want |= strcmp(tok, t->name) == 0;
-			if (!want)
-				continue;
-		}
+		if (!probe_selected(t))
+			continue;
 		ran++;
 		snprintf(detail, sizeof(detail), "setup");
 		if (side_open(s, ACC_ALL) != 0 || send_line(fd, "TEST %s %u", t->name, opt.size) != 0 ||

@@ -183,7 +183,8 @@ Test(qp_effects, rc_lifecycle)
 	cr_expect_eq(fx.flags, 0);  /* already flushed */
 	cr_assert_eq(go(&qp, IBV_QPS_RESET, 0, &fx), 0);
 	cr_expect_eq(fx.flags, QP_SEM_FX_RESET);
-	/* RESET keeps the attributes, as rxe does. */
+	/* RESET keeps the attributes, as Linux rxe did (rxe-peer oracle,
+	 * query_qp_rxe.txt RESET(from_ERR)). */
 	cr_expect_eq(qp.attr.sq_psn, 0x333333);
 	cr_expect_eq(qp.attr.dest_qp_num, 0xabc);
 }
@@ -380,7 +381,10 @@ Test(qp_rate, bounds_and_types)
 	cr_assert_eq(qp_sem_sq_drained(&qp, &fx), 0);
 	cr_expect_eq(go(&qp, IBV_QPS_RTS, IBV_QP_RATE_LIMIT, &fx), EINVAL);
 
-	/* A device without pacing: EOPNOTSUPP, like rxe. */
+	/* A device without pacing: EOPNOTSUPP, what the rxe-peer oracle got for
+	 * every RATE_LIMIT probe. That answer was libibverbs 44's, not rxe's:
+	 * its ibv_cmd_modify_qp() refuses IBV_QP_RATE_LIMIT and above before
+	 * any system call (errno stays 0); the kernel never saw the bit. */
 	fx_device_copy(&dev);
 	dev.pacing.supported_qpts = 0;
 	cr_assert_eq(go(&qp, IBV_QPS_RTS, 0, &fx), 0);

@@ -476,6 +476,10 @@ Test(shim_verbs, posting_bad_flows_like_rxe)
 	swr.num_sge = 1;
 	swr.opcode = IBV_WR_LOCAL_INV;
 	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "opcode not supported");
+	swr.opcode = IBV_WR_RDMA_READ;
+	swr.send_flags |= IBV_SEND_INLINE;
+	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "a READ brings no payload to inline");
+	swr.send_flags &= ~(unsigned int)IBV_SEND_INLINE;
 	swr.opcode = IBV_WR_SEND;
 	/* A chain: the WRs before the bad one are posted. */
 	struct ibv_send_wr chain[3] = { swr, swr, swr };
@@ -510,6 +514,46 @@ Test(shim_verbs, posting_bad_flows_like_rxe)
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 	cr_assert_eq(ibv_dereg_mr(mr), 0);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* The WQE fields the shim fills follow the opcode table: wr.rdma, wr.atomic, imm_data. */
+Test(shim_verbs, send_wqe_fields_follow_the_opcode)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 8, 1);
+	uint64_t buf[8];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_send_wr wr[3], *bad;
+	struct sq_wqe seen[3];
+
+	to_rts(qp);
+	memset(wr, 0, sizeof(wr));
+	for (int i = 0; i < 3; i++) {
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	wr[0].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr[0].imm_data = 0x12345678;
+	wr[0].wr.rdma.remote_addr = 0x1000;
+	wr[0].wr.rdma.rkey = 0x77;
+	wr[1].opcode = IBV_WR_SEND_WITH_INV;
+	wr[1].invalidate_rkey = 0xabcd;
+	wr[2].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr[2].wr.atomic.remote_addr = 0x2000;
+	wr[2].wr.atomic.rkey = 0x88;
+	wr[2].wr.atomic.compare_add = 5;
+	cr_assert_eq(ibv_post_send(qp, wr, &bad), 0);
+	cr_assert_eq(engine_complete_sends(qp, 3, seen), 3);
+	cr_expect_eq(seen[0].imm_data, 0x12345678, "WITH_IMM: the immediate data");
+	cr_expect_eq(seen[0].wr.rdma.remote_addr, 0x1000);
+	cr_expect_eq(seen[0].wr.rdma.rkey, 0x77);
+	cr_expect_eq(seen[1].imm_data, 0xabcd, "WITH_INV: the R_Key to invalidate");
+	cr_expect_eq(seen[2].imm_data, 0, "FETCH_ADD carries none");
+	cr_expect_eq(seen[2].wr.atomic.remote_addr, 0x2000);
+	cr_expect_eq(seen[2].wr.atomic.rkey, 0x88);
+	cr_expect_eq(seen[2].wr.atomic.compare_add, 5);
 }
 
 Test(shim_verbs, completions_flow_through_the_rings)

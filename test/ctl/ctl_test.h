@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test/ctl: what the lib/ctl tests share. A client is a connection of the
+ * control plane under test (the global `ctl`, set up by each test file);
+ * every request goes through the public path, ctl_conn_handle(), as the
+ * daemon's control thread would pass it.
+ */
+#ifndef CTL_TEST_H
+#define CTL_TEST_H
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* The control plane under test (one per test binary; its fixtures create it). */
+static struct ctl *ctl;
+
+static const uint8_t ctl_test_mac[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x01 };
+
+struct client {
+	struct ctl_conn *c;
+	int sp[2];     /* only for SO_PEERCRED */
+	int async_fd;
+};
+
+/* Descriptors open in this process. */
+static inline int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Mappings of memfds named @p name (memfd_create(name)) in this process. */
+static inline int count_maps(const char *name)
+{
+	char line[512], needle[64];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int n = 0;
+
+	cr_assert_not_null(f);
+	snprintf(needle, sizeof(needle), "/memfd:%s ", name);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, needle) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* One device "dpdk_roce0", GID 1 = ::ffff:198.18.0.1, no dataplane. */
+static inline struct ctl_config base_cfg(void)
+{
+	struct ctl_config cfg;
+	uint32_t ip;
+
+	inet_pton(AF_INET, "198.18.0.1", &ip);
+	ctl_config_default(&cfg, "dpdk_roce0", ctl_test_mac, ip);
+	return cfg;
+}
+
+/* One request through ctl_conn_handle(); response descriptors land in rfds (or are closed). */
+static inline int call(struct client *cl, struct ipc_msg *req, int *fds, unsigned int nfds,
+		       struct ipc_msg *rsp, int *rfds)
+{
+	int tmp[IPC_MAX_FDS], owned[IPC_MAX_FDS] = { -1, -1 };
+	unsigned int rn;
+
+	for (unsigned int i = 0; i < nfds; i++)
+		owned[i] = fds[i];
+	ctl_conn_handle(cl->c, req, owned, nfds, rsp, rfds ? rfds : tmp, &rn);
+	cr_assert_eq(rsp->hdr.op, req->hdr.op);
+	cr_assert_eq(rsp->hdr.nfds, 0u, "the caller sets nfds when sending");
+	cr_assert_eq(rsp->hdr.len, sizeof(rsp->hdr) + ipc_op_desc(req->hdr.op)->rsp_size);
+	if (rsp->hdr.status != 0)
+		cr_assert_eq(rn, 0u, "no descriptors with an error");
+	if (!rfds)
+		for (unsigned int i = 0; i < rn; i++)
+			close(tmp[i]);
+	return rsp->hdr.status;
+}
+
+static inline void req(struct ipc_msg *m, enum ipc_op op)
+{
+	ipc_req_init(m, op, 1);
+	memset(&m->u, 0, ipc_op_desc(op)->req_size);
+}
+
+static inline void client_open(struct client *cl, bool open_dev)
+{
+	struct ipc_msg m, r;
+	int rfds[IPC_MAX_FDS];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cl->sp), 0);
+	cl->c = ctl_conn_open(ctl, cl->sp[0]);
+	cr_assert_not_null(cl->c);
+	cl->async_fd = -1;
+	if (!open_dev)
+		return;
+	req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, rfds), 0);
+	cl->async_fd = rfds[0];
+	cr_assert_geq(cl->async_fd, 0);
+	cr_assert_str_eq(r.u.rsp_OPEN_DEVICE.info.name, "dpdk_roce0");
+}
+
+static inline void client_close(struct client *cl)
+{
+	if (cl->c)
+		ctl_conn_close(cl->c);
+	cl->c = NULL;
+	close(cl->sp[0]);
+	close(cl->sp[1]);
+	if (cl->async_fd >= 0)
+		close(cl->async_fd);
+}
+
+static inline uint32_t alloc_pd(struct client *cl)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_ALLOC_PD);
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, NULL), 0);
+	return r.u.rsp_ALLOC_PD.handle;
+}
+
+static inline uint32_t create_cq(struct client *cl, uint32_t cqe, uint32_t channel)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = cqe;
+	m.u.req_CREATE_CQ.channel = channel;
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_geq(r.u.rsp_CREATE_CQ.cqe, cqe);
+	return r.u.rsp_CREATE_CQ.handle;
+}
+
+static inline int create_qp(struct client *cl, uint32_t pd, uint32_t cq, uint32_t type,
+			    struct ipc_create_qp_rsp *out)
+{
+	struct ipc_msg m, r;
+	int rc;
+
+	req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = pd;
+	m.u.req_CREATE_QP.send_cq = cq;
+	m.u.req_CREATE_QP.recv_cq = cq;
+	m.u.req_CREATE_QP.qp_type = type;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 16, .max_recv_wr = 16,
+						     .max_send_sge = 2, .max_recv_sge = 2 };
+	rc = call(cl, &m, NULL, 0, &r, NULL);
+	if (out)
+		*out = r.u.rsp_CREATE_QP;
+	return rc;
+}
+
+static inline int modify_qp(struct client *cl, uint32_t qp, uint32_t mask,
+			    const struct ipc_qp_attr *a)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_MODIFY_QP);
+	m.u.req_MODIFY_QP.handle = qp;
+	m.u.req_MODIFY_QP.mask = mask;
+	m.u.req_MODIFY_QP.attr = *a;
+	return call(cl, &m, NULL, 0, &r, NULL);
+}
+
+static inline int destroy(struct client *cl, enum ipc_op op, uint32_t handle)
+{
+	struct ipc_msg m, r;
+
+	req(&m, op);
+	m.u.req_DEALLOC_PD.handle = handle; /* every destroy body is an ipc_handle_req */
+	return call(cl, &m, NULL, 0, &r, NULL);
+}
+
+#endif /* CTL_TEST_H */

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""run_pyverbs.py's verdict without a lab: pinned skips, their labels and
+messages, stale pins, and the device-generic module list (no root needed)."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_pyverbs as rp  # noqa: E402
+
+rp.log = lambda *a: None   # the verdict's report is not what is tested here
+
+DEV = 'dpdk_roce0'
+
+
+def rec(tid, outcome, reason=''):
+    return {'id': tid, 'module': rp.module_of(tid), 'outcome': outcome, 'reason': reason}
+
+
+def all_pinned_skips():
+    return [rec(tid, 'skip', pin[1][0].format(dev=DEV)) for tid, pin in rp.PINNED_SKIPS.items()]
+
+
+def modules_of(records):
+    return sorted({r['module'] for r in records})
+
+
+class JudgeTest(unittest.TestCase):
+    def judge(self, records, modules=None):
+        return rp.judge(records, modules or modules_of(records), DEV)
+
+    def test_pins_are_labelled_and_explained(self):
+        self.assertGreater(len(rp.PINNED_SKIPS), 0)
+        for tid, (label, messages, reason) in rp.PINNED_SKIPS.items():
+            self.assertIn(label, (rp.FEATURE_GAP, rp.NO_HARDWARE), tid)
+            self.assertTrue(messages and all(messages), tid)
+            self.assertTrue(reason, tid)
+            self.assertTrue(tid.startswith('tests.test_') and rp.module_of(tid), tid)
+
+    def test_every_pinned_skip_with_its_message_passes(self):
+        records = all_pinned_skips() + [rec('tests.test_pd.PDTest.test_alloc_pd', 'pass')]
+        self.assertEqual(self.judge(records), [])
+
+    def test_device_name_in_message(self):
+        tid = 'tests.test_rdmacm.CMTestCase.test_rdmacm_sync_traffic'
+        records = [r for r in all_pinned_skips() if r['id'] == tid]
+        self.assertEqual(records[0]['reason'], f"Device {DEV} doesn't have net interface")
+        self.assertEqual(self.judge(all_pinned_skips()), [])
+
+    def test_unpinned_skip_fails(self):
+        records = all_pinned_skips() + [
+            rec('tests.test_qp.QPTest.test_create_rc_qp_no_attr', 'skip',
+                'Create RC QP without attrs is not supported')]
+        bad = self.judge(records)
+        self.assertEqual(len(bad), 1)
+        self.assertTrue(bad[0].startswith('UNEXPECTED SKIP: tests.test_qp.QPTest.'), bad)
+
+    def test_pinned_skip_with_another_message_fails(self):
+        records = all_pinned_skips()
+        records[0]['reason'] = 'No supported port is up, can\'t run traffic'
+        bad = self.judge(records)
+        self.assertEqual(len(bad), 1)
+        self.assertTrue(bad[0].startswith('SKIP WITH ANOTHER MESSAGE: ' + records[0]['id']), bad)
+
+    def test_pinned_test_that_passes_fails(self):
+        records = all_pinned_skips()
+        records[3]['outcome'], records[3]['reason'] = 'pass', ''
+        bad = self.judge(records)
+        self.assertEqual(len(bad), 1)
+        self.assertTrue(bad[0].startswith('PINNED SKIP NOW PASS: ' + records[3]['id']), bad)
+
+    def test_pinned_test_that_did_not_run_fails_in_its_module_only(self):
+        records = all_pinned_skips()
+        gone = records.pop(5)
+        bad = self.judge(records, modules_of(records + [gone]))
+        self.assertEqual(bad, [f"PINNED TEST DID NOT RUN: {gone['id']}: remove it from "
+                               "PINNED_SKIPS"])
+        # A run of other modules does not miss it.
+        others = [r for r in records if r['module'] != gone['module']]
+        self.assertEqual(self.judge(others), [])
+
+    def test_failures_and_errors_fail(self):
+        records = all_pinned_skips() + [
+            rec('tests.test_qp.QPTest.test_modify_qp', 'fail', 'AssertionError: 1 != 2'),
+            rec('tests.test_cq.CQTest.test_resize_cq', 'error', 'PyverbsRDMAError: EIO'),
+            rec('tests.test_pd.PDTest.test_alloc_pd', 'xpass')]
+        bad = self.judge(records)
+        self.assertEqual([b.split(':')[0] for b in bad], ['FAIL', 'ERROR', 'XPASS'])
+
+    def test_module_without_tests_fails(self):
+        bad = self.judge(all_pinned_skips(), modules_of(all_pinned_skips()) + ['test_new'])
+        self.assertEqual(bad, ['NO TESTS RAN: test_new'])
+
+
+class ModulesTest(unittest.TestCase):
+    def test_vendor_modules_left_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            for fn in ('test_qp.py', 'test_mlx5_dc.py', 'test_efadv.py', 'test_efa_srd.py',
+                       'test_rdmacm.py', 'mlx5_base.py', 'utils.py', 'test_cq.py.gz'):
+                open(os.path.join(d, fn), 'w').close()
+            self.assertEqual(rp.generic_modules(d), ['test_qp', 'test_rdmacm'])
+
+    def test_module_of(self):
+        self.assertEqual(rp.module_of('tests.test_qp.QPTest.test_x'), 'test_qp')
+        self.assertEqual(rp.module_of('setUpClass (tests.test_mr.MRTest)'), 'test_mr')
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
