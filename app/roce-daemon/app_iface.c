@@ -54,7 +54,13 @@
 /* operations in flight: one request per connection, teardown steps, detached flushes */
 #define AI_MAX_OPS (4u * AI_MAX_CONNS)
 #define AI_OP_NONE UINT32_MAX      /* ctl_msg.op of a message nobody waits for */
-#define AI_BACKLOG 512u            /* messages per lcore waiting for room on its ring */
+/*
+ * Messages per lcore waiting for room on its ring. Requests and teardown
+ * steps have at most one message per lcore in flight each (2 x AI_MAX_CONNS,
+ * ring included); the rest is room for messages nobody waits for (event
+ * flushes, MRs told to lcores without the PD's QPs). 216 B each.
+ */
+#define AI_BACKLOG 2048u
 #define AI_ANSWER_BURST 32u
 #define AI_BRISK_US 2000u          /* after a send, the loop looks for answers this often... */
 #define AI_BRISK_SLEEP_US 20u      /* ...pausing this long between looks */
