@@ -181,6 +181,17 @@ static struct {
 } ai_stats;
 static bool ai_stats_registered; /* commands cannot be unregistered: once per process */
 
+/* Engine events the workers could not pass on (worker_event_post()). */
+static uint64_t
+ai_events_lost(const struct app_iface *ai)
+{
+	uint64_t n = 0;
+
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++)
+		n += __atomic_load_n(&ai->d->worker[wi]->events_lost, __ATOMIC_RELAXED);
+	return n;
+}
+
 static void
 stats_publish(struct app_iface *ai)
 {
@@ -198,7 +209,8 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(srq, st.srq)
 	AI_STAT_STORE(ah, st.ah)
 	AI_STAT_STORE(dp_mrs, ai->dp_mrs)
-	AI_STAT_STORE(events_dropped, st.events_dropped + ai->events_dropped + ai->d->events_dropped)
+	AI_STAT_STORE(events_dropped, st.events_dropped + ai->events_dropped + ai->d->events_dropped +
+				      ai_events_lost(ai))
 	AI_STAT_STORE(ops_inflight, ai->ops_inflight)
 	AI_STAT_STORE(ctl_backlogged, ai->ctl_backlogged)
 	AI_STAT_STORE(ctl_refused, ai->ctl_refused)

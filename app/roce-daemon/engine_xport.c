@@ -159,7 +159,7 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 			.cookie = qp_event ? q->cookie : 0,
 		};
 
-		(void)rte_ring_sp_enqueue_elem(w->events, &ev, sizeof(ev));
+		worker_event_post(w, &ev);
 	}
 	count_engine(w, slot, q);
 	xport_out_reset(out);

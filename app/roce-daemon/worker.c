@@ -548,6 +548,30 @@ worker_ctl_run(struct worker *w, struct ctl_msg *m)
 	m->worker = (uint16_t)w->index;
 }
 
+void
+worker_event_post(struct worker *w, const struct worker_event *ev)
+{
+	if (w->ev_spill_n == 0 &&
+	    rte_ring_sp_enqueue_elem(w->events, (void *)(uintptr_t)ev, sizeof(*ev)) == 0)
+		return;
+	if (w->ev_spill_n < WORKER_EVENT_SPILL) {
+		w->ev_spill[w->ev_spill_n++] = *ev; /* behind the others: order kept */
+		return;
+	}
+	__atomic_store_n(&w->events_lost, w->events_lost + 1, __ATOMIC_RELAXED);
+}
+
+/* Events that waited for room on the event ring. */
+static void
+event_spill_flush(struct worker *w)
+{
+	unsigned int k = rte_ring_sp_enqueue_burst_elem(w->events, w->ev_spill, sizeof(w->ev_spill[0]),
+							w->ev_spill_n, NULL);
+
+	memmove(w->ev_spill, w->ev_spill + k, (w->ev_spill_n - k) * sizeof(w->ev_spill[0]));
+	w->ev_spill_n -= k;
+}
+
 static unsigned int
 control_receive(struct worker *w)
 {
@@ -568,6 +592,8 @@ control_receive(struct worker *w)
 		memmove(w->ctl_ans, w->ctl_ans + k, (w->ctl_ans_n - k) * sizeof(w->ctl_ans[0]));
 		w->ctl_ans_n -= k;
 	}
+	if (w->ev_spill_n > 0)
+		event_spill_flush(w);
 	n = w->ctl_ans_n > 0 ? 0 : rte_ring_sc_dequeue_burst_elem(w->ctl_in, msg, sizeof(msg[0]),
 								   RTE_DIM(msg), NULL);
 	for (unsigned int i = 0; i < n; i++)

@@ -133,6 +133,7 @@ struct worker_event {
 };
 
 #define WORKER_EVENT_RING 1024u
+#define WORKER_EVENT_SPILL 1024u  /**< events kept while the event ring is full */
 
 /** One worker. Cache-aligned; allocated on the lcore's socket. */
 struct worker {
@@ -187,6 +188,10 @@ struct worker {
 	struct engine_rx rx[WORKER_BURST_MAX];
 	struct ctl_msg ctl_ans[WORKER_CTL_BURST]; /**< answers ctl_out had no room for */
 	uint32_t ctl_ans_n;
+	struct worker_event ev_spill[WORKER_EVENT_SPILL]; /**< events the ring had no room for */
+	uint32_t ev_spill_n;
+	/** events lost: ring and spill full (relaxed store by this lcore, any thread reads) */
+	uint64_t events_lost;
 	/** QPs this lcore owns, indexed by qpn / n_workers; fixed at start-up. */
 	struct qp_slot *qp;
 	uint32_t n_qp_slots;
@@ -288,6 +293,13 @@ unsigned int worker_ctl_answers(struct worker *w, struct ctl_msg *out, unsigned 
  * Owner lcore only, or the control thread once the workers stopped.
  */
 void worker_ctl_run(struct worker *w, struct ctl_msg *m);
+
+/**
+ * Owner only: pass engine event @p ev to the control thread (events ring).
+ * A full ring does not lose it: it waits, in order, until the next poll
+ * finds room; only a full spill too loses it, counted in events_lost.
+ */
+void worker_event_post(struct worker *w, const struct worker_event *ev);
 
 /** Control thread: queue @p m for transmission on @p port_idx by worker 0. */
 void worker_ctl_tx(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m);

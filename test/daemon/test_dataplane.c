@@ -569,6 +569,34 @@ Test(dataplane, control_messages_run_on_the_owner_lcore)
 	d.workers_running = false;
 }
 
+Test(dataplane, engine_events_wait_for_room_and_a_loss_is_counted)
+{
+	struct worker_event ev = { .type = 1 }, got;
+	struct worker *w;
+	uint32_t total = WORKER_EVENT_RING + WORKER_EVENT_SPILL + 3, seen = 0;
+
+	setup(1, "0");
+	w = d.worker[0];
+	for (uint32_t i = 0; i < total; i++) {
+		ev.handle = i;
+		worker_event_post(w, &ev);
+	}
+	/* the ring holds one slot less than its size (rte_ring without RING_F_EXACT_SZ) */
+	cr_assert_eq(w->ev_spill_n, WORKER_EVENT_SPILL, "a full ring: the events wait");
+	cr_assert_eq(w->events_lost, total - WORKER_EVENT_SPILL - rte_ring_get_capacity(w->events),
+		     "only what does not fit anywhere is lost, and counted");
+	/* the control thread drains; the worker's next polls pass the rest on, in order */
+	for (int round = 0; round < 8 && seen < total - w->events_lost; round++) {
+		while (rte_ring_sc_dequeue_elem(w->events, &got, sizeof(got)) == 0) {
+			cr_assert_eq(got.handle, seen, "in the order raised");
+			seen++;
+		}
+		worker_poll(w, rte_rdtsc());
+	}
+	cr_assert_eq(seen, total - w->events_lost);
+	cr_assert_eq(w->ev_spill_n, 0);
+}
+
 Test(dataplane, idle_backoff_sleeps)
 {
 	setup(1, "0");
