@@ -3,14 +3,23 @@
  * lib/ctl on the dataplane (app_iface.h): the control plane's objects
  * carried out on the worker lcores, engine events back to the applications.
  *
+ * Nothing here waits. A dataplane callback of lib/ctl that needs an lcore
+ * starts an operation (struct ai_op): it sends control messages by value
+ * (ctl_msg.h) to the owning lcore, or to every lcore for an MR, defers its
+ * answer (ctl_dp_defer()) and returns. The control loop drains the lcores'
+ * answers (ai_answers()) and, once an operation has all of them, hands
+ * the result to lib/ctl (ctl_dp_done()), which answers the client. An
+ * address resolution is an operation too: it waits for the neighbour table
+ * (ai_resolve_tick()), not in a loop. Meanwhile every other client is served.
+ *
  * Ownership, object by object (doc/architecture.md section 15):
- *  - struct ai_qp/ai_cq/ai_srq bookkeeping: the control thread;
+ *  - struct ai_qp/ai_cq/ai_srq/ai_op bookkeeping: the control thread;
  *  - ai_cq.x / ai_srq.x (the engine's view of a CQ/SRQ): the lcore the CQ
  *    or SRQ is bound to while a QP uses it (nqps > 0), else the control
- *    thread; the hand-over is a worker_call() (its ring is the
+ *    thread; the hand-over is a control message (its ring is the
  *    release/acquire edge);
- *  - mrs[w]: worker w's lcore (written only by functions run through
- *    worker_call()), or the control thread once the workers stopped.
+ *  - mrs[w]: worker w's lcore (written only by MR_REG/MR_DEREG messages), or
+ *    the control thread once the workers stopped.
  */
 #include "app_iface.h"
 
@@ -20,11 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <rte_cycles.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 #include <rte_telemetry.h>
 
 #include "ctl.h"
+#include "ctl_msg.h"
 #include "daemon.h"
 #include "engine_xport.h"
 #include "gid.h"
@@ -32,18 +45,26 @@
 #include "neigh.h"
 #include "xport.h"
 
-#define AI_CALL_TIMEOUT_MS 2000u
-#define AI_CALL_RETRIES 15u        /* a destroy waits up to 30 s for a wedged lcore */
-#define AI_CALL_RETRIES_SETUP 5u   /* other calls up to 10 s (a starved lcore), then EAGAIN */
-#define AI_EVQ 4096u               /* engine events deferred while a request runs */
 #define AI_HANDLE_BITS 20u         /* engine CQ/SRQ handle: gen << 20 | number */
 #define AI_HANDLE_MASK ((1u << AI_HANDLE_BITS) - 1)
 #define AI_MAX_CONNS 256u
 #define AI_MAX_AH 4096u
 #define AI_QPN_BASE 0x11u          /* worker QP tables hold qpn < max_qps + 17 */
 #define AI_UNBOUND UINT32_MAX
+/* operations in flight: one request per connection, teardown steps, detached flushes */
+#define AI_MAX_OPS (4u * AI_MAX_CONNS)
+#define AI_OP_NONE UINT32_MAX      /* ctl_msg.op of a message nobody waits for */
+/*
+ * Messages per lcore waiting for room on its ring. Requests and teardown
+ * steps have at most one message per lcore in flight each (2 x AI_MAX_CONNS,
+ * ring included); the rest is room for messages nobody waits for (event
+ * flushes, MRs told to lcores without the PD's QPs). 216 B each.
+ */
+#define AI_BACKLOG 2048u
+#define AI_ANSWER_BURST 32u
+#define AI_BRISK_US 2000u          /* after a send, the loop looks for answers this often... */
+#define AI_BRISK_SLEEP_US 20u      /* ...pausing this long between looks */
 
-/* A CQ as the dataplane knows it; indexed by cqn (lib/ctl's CQ index). */
 struct ai_cq {
 	const struct ctl_cq_info *info; /* lib/ctl's storage (stable); NULL: free */
 	uint16_t gen;
@@ -70,6 +91,54 @@ struct ai_qp {
 	struct xport_cfg cfg;           /* what the engine was last given */
 };
 
+/* What an operation is, and so what its answers mean. */
+enum ai_op_kind {
+	AI_OP_FREE,
+	AI_OP_MR_REG,       /* MR_REG to every lcore */
+	AI_OP_MR_UNDO,      /* MR_DEREG to the lcores that took a refused MR_REG */
+	AI_OP_MR_DEREG,     /* MR_DEREG to every lcore */
+	AI_OP_CQ_RESIZE,
+	AI_OP_SRQ_LIMIT,
+	AI_OP_AH_RESOLVE,   /* waits for the neighbour table */
+	AI_OP_QP_RESOLVE,   /* a modify waiting for the neighbour table, then QP_MODIFY */
+	AI_OP_QP_CREATE,
+	AI_OP_QP_MODIFY,
+	AI_OP_QP_DESTROY,
+};
+
+/*
+ * One dataplane operation in flight: lib/ctl's token, the answers it still
+ * expects and what to do with them. Indexed by ctl_msg.op.
+ */
+struct ai_op {
+	uint8_t kind;             /* enum ai_op_kind */
+	bool in_call;             /* its dataplane callback has not returned yet */
+	bool finished;            /* ... and it finished already (workers stopped): `result` */
+	int result;               /* positive errno for lib/ctl */
+	uint64_t token;           /* ctl_dp_defer(); CTL_DP_TOKEN_NONE: nobody waits */
+	uint32_t waiting;         /* answers still expected */
+	uint32_t ok_mask;         /* MR_REG: the lcores that registered it */
+	int rc;                   /* first error among the answers (-errno) */
+	uint32_t qpn;             /* QP operations */
+	const struct ctl_mr_info *mr;
+	struct xport_cfg cfg;     /* QP_MODIFY: the engine's configuration once taken */
+	int state;                /* QP_MODIFY: engine state, or -1 */
+	uint32_t epoch;           /* QP_MODIFY: the QP's event epoch once taken */
+	uint16_t port;            /* resolution: daemon port, destination, where the MAC goes */
+	uint8_t dgid[16];
+	uint8_t *mac;
+	uint64_t deadline;        /* resolution: TSC */
+	bool resolving;           /* counted in ops_resolving: ai_resolve_tick() looks at it */
+	uint32_t next;            /* free list */
+};
+
+/* Messages for one lcore that found its ring full (or too many outstanding). */
+struct ai_backlog {
+	struct ctl_msg msg[AI_BACKLOG];
+	uint32_t head, n;
+	uint32_t outstanding;     /* sent, answer not drained yet: <= WORKER_CTL_RING */
+};
+
 struct app_iface {
 	struct daemon *d;
 	struct ctl *ctl;
@@ -79,20 +148,30 @@ struct app_iface {
 	struct ai_cq *cq;
 	struct ai_srq *srq;
 	struct ai_qp *qp;
-	uint32_t max_cq, max_srq, max_qp;
+	uint32_t max_cq, max_srq, max_qp, max_pd;
+	uint32_t *pd_qps;               /* [pd * n_workers + lcore]: QPs of the PD on the lcore */
 	uint32_t next_cookie;
 	uint32_t dp_mrs;                /* MRs registered on the lcores */
 	unsigned int resolve_ms;        /* bound of one address resolution */
 	bool warned_unmapped;
-	struct worker_event evq[AI_EVQ];
-	uint32_t evq_head, evq_n;
+	struct ai_op *ops;              /* AI_MAX_OPS */
+	uint32_t op_free;               /* free list head */
+	uint32_t ops_inflight;
+	uint32_t ops_resolving;         /* AI_OP_*_RESOLVE: ai_resolve_tick() has work */
+	struct ai_backlog *bl[WORKER_MAX];
+	uint64_t brisk_until;           /* TSC: answers are expected soon */
+	uint64_t ctl_backlogged;        /* messages that waited for ring room */
+	uint64_t ctl_refused;           /* operations refused: backlog full (EAGAIN) */
+	uint64_t ctl_told_errors;       /* refusals of messages nobody waited for */
+	_Atomic uint32_t stall_req[WORKER_MAX]; /* app_iface_stall_worker(): ms, any thread */
 	uint64_t events_dropped;
 };
 
 /* ---- telemetry: a snapshot the control thread publishes ---- */
 
 #define AI_STAT_LIST(X) \
-	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) X(events_dropped)
+	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
+	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -101,6 +180,17 @@ static struct {
 	atomic_bool live;
 } ai_stats;
 static bool ai_stats_registered; /* commands cannot be unregistered: once per process */
+
+/* Engine events the workers could not pass on (worker_event_post()). */
+static uint64_t
+ai_events_lost(const struct app_iface *ai)
+{
+	uint64_t n = 0;
+
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++)
+		n += __atomic_load_n(&ai->d->worker[wi]->events_lost, __ATOMIC_RELAXED);
+	return n;
+}
 
 static void
 stats_publish(struct app_iface *ai)
@@ -119,7 +209,12 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(srq, st.srq)
 	AI_STAT_STORE(ah, st.ah)
 	AI_STAT_STORE(dp_mrs, ai->dp_mrs)
-	AI_STAT_STORE(events_dropped, st.events_dropped + ai->events_dropped)
+	AI_STAT_STORE(events_dropped, st.events_dropped + ai->events_dropped + ai->d->events_dropped +
+				      ai_events_lost(ai))
+	AI_STAT_STORE(ops_inflight, ai->ops_inflight)
+	AI_STAT_STORE(ctl_backlogged, ai->ctl_backlogged)
+	AI_STAT_STORE(ctl_refused, ai->ctl_refused)
+	AI_STAT_STORE(ctl_told_errors, ai->ctl_told_errors)
 #undef AI_STAT_STORE
 }
 
@@ -139,74 +234,328 @@ tel_app_stats(const char *cmd, const char *params, struct rte_tel_data *t)
 	return 0;
 }
 
-/* ---- running things on the owning lcore ---- */
+/* ---- operations and messages ---- */
+
+static struct ai_op *
+op_new(struct app_iface *ai, enum ai_op_kind kind)
+{
+	struct ai_op *op;
+	uint32_t i = ai->op_free;
+
+	if (i == UINT32_MAX)
+		return NULL;
+	op = &ai->ops[i];
+	ai->op_free = op->next;
+	memset(op, 0, sizeof(*op));
+	op->kind = (uint8_t)kind;
+	op->in_call = true;
+	op->state = -1;
+	ai->ops_inflight++;
+	return op;
+}
+
+static uint32_t
+op_index(const struct app_iface *ai, const struct ai_op *op)
+{
+	return (uint32_t)(op - ai->ops);
+}
+
+static void
+op_free(struct app_iface *ai, struct ai_op *op)
+{
+	if (op->resolving)
+		ai->ops_resolving--;
+	op->kind = AI_OP_FREE;
+	op->next = ai->op_free;
+	ai->op_free = op_index(ai, op);
+	ai->ops_inflight--;
+}
 
 /*
- * Run @p fn on @p w's lcore and return its result. Once the daemon is
- * stopping the workers are waited for and @p fn runs right here (nothing
- * else touches worker state then). A timed-out call did not run (worker.h),
- * so it is safe to send again: @p must (a destroy: the memory goes away
- * afterwards) retries for up to 30 s, any other call for up to 10 s, so an
- * lcore starved of CPU for a while (a loaded host) delays a verb instead of
- * failing it.
+ * @p op is over with @p result (0 or a positive errno). Inside its callback
+ * (the workers stopped, so everything ran at once) the callback returns it;
+ * afterwards lib/ctl gets it, which may start other operations.
+ */
+static void
+op_finish(struct app_iface *ai, struct ai_op *op, int result)
+{
+	uint64_t token = op->token;
+
+	if (op->in_call) {
+		op->finished = true;
+		op->result = result;
+		return;
+	}
+	op_free(ai, op);
+	if (token != CTL_DP_TOKEN_NONE)
+		ctl_dp_done(ai->ctl, token, result);
+}
+
+/*
+ * The end of a dataplane callback that started @p op: its result if it is
+ * over already, else 0 with the answer deferred (lib/ctl waits for
+ * ctl_dp_done(); outside a request nobody waits and the operation ends on
+ * its own).
  */
 static int
-ai_call(struct app_iface *ai, struct worker *w, worker_fn fn, void *arg, bool must)
+op_return(struct app_iface *ai, struct ai_op *op)
+{
+	int result = op->result;
+
+	op->in_call = false;
+	if (op->finished) {
+		op_free(ai, op);
+		return result;
+	}
+	op->token = ctl_dp_defer(ai->ctl);
+	return 0;
+}
+
+static void ai_answer(struct app_iface *ai, const struct ctl_msg *m);
+
+/* Run @p m as its lcore would, here: only once the workers stopped. */
+static void
+ai_run_here(struct app_iface *ai, unsigned int wi, struct ctl_msg *m)
+{
+	worker_ctl_run(ai->d->worker[wi], m);
+	ai_answer(ai, m);
+}
+
+/* Move what waits in lcore @p wi's backlog onto its ring, as room allows. */
+static unsigned int
+ai_backlog_flush(struct app_iface *ai, unsigned int wi)
+{
+	struct ai_backlog *b = ai->bl[wi];
+	unsigned int n = 0;
+
+	while (b->n > 0 && b->outstanding < WORKER_CTL_RING &&
+	       worker_ctl_send(ai->d->worker[wi], &b->msg[b->head]) == 0) {
+		b->head = (b->head + 1) % AI_BACKLOG;
+		b->n--;
+		b->outstanding++;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Send @p m for operation @p op (NULL: nobody waits for the answer) to
+ * lcore @p wi. A full ring (or as many
+ * messages outstanding as its answer ring holds) puts it in the backlog,
+ * in order behind what waits there.
+ * @return 0, or -ENOBUFS when even the backlog is full (nothing sent)
+ */
+static int
+ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg *m)
+{
+	struct daemon *d = ai->d;
+	struct ai_backlog *b = ai->bl[wi];
+
+	m->op = op != NULL ? op_index(ai, op) : AI_OP_NONE;
+	m->rc = 0;
+	if (op != NULL)
+		op->waiting++;
+	if (daemon_stopping(d))
+		daemon_stop_workers(d);
+	if (!d->workers_running) {
+		ai_run_here(ai, wi, m);
+		return 0;
+	}
+	ai->brisk_until = rte_get_tsc_cycles() + d->tsc_hz / 1000000 * AI_BRISK_US;
+	if (b->n == 0 && b->outstanding < WORKER_CTL_RING &&
+	    worker_ctl_send(d->worker[wi], m) == 0) {
+		b->outstanding++;
+		return 0;
+	}
+	if (b->n == AI_BACKLOG) {
+		if (op != NULL)
+			op->waiting--;
+		ai->ctl_refused++;
+		return -ENOBUFS;
+	}
+	b->msg[(b->head + b->n++) % AI_BACKLOG] = *m;
+	ai->ctl_backlogged++;
+	return 0;
+}
+
+/* Drain every lcore's answers and refill its ring from the backlog. @return answers */
+static unsigned int
+ai_answers(struct app_iface *ai)
+{
+	struct ctl_msg m[AI_ANSWER_BURST];
+	unsigned int work = 0;
+
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++) {
+		unsigned int n = worker_ctl_answers(ai->d->worker[wi], m, RTE_DIM(m));
+
+		ai->bl[wi]->outstanding -= n;
+		for (unsigned int i = 0; i < n; i++)
+			ai_answer(ai, &m[i]);
+		work += n + ai_backlog_flush(ai, wi);
+	}
+	return work;
+}
+
+/*
+ * Once the workers stopped (shutdown): run what is still queued for them
+ * here, so every operation gets its answer.
+ */
+static void
+ai_drain_stopped(struct app_iface *ai)
 {
 	struct daemon *d = ai->d;
 
-	for (unsigned int i = 0;; i++) {
-		int rc;
+	daemon_stop_workers(d);
+	for (unsigned int wi = 0; wi < d->n_workers; wi++) {
+		struct ai_backlog *b = ai->bl[wi];
+		struct ctl_msg m;
 
-		if (daemon_stopping(d))
-			daemon_stop_workers(d);
-		if (!d->workers_running)
-			return fn(w, arg);
-		rc = worker_call(w, fn, arg, AI_CALL_TIMEOUT_MS);
-		if (rc != -ETIMEDOUT && rc != -ENOBUFS && rc != -ENOMEM)
-			return rc;
-		if (i + 1 >= (must ? AI_CALL_RETRIES : AI_CALL_RETRIES_SETUP)) {
-			if (must)
-				fprintf(stderr, "roce-daemon: worker %u does not answer (%s); "
-					"giving up on a teardown step\n", w->index, strerror(-rc));
-			return rc;
+		/* in the order the lcore ran them: answered, kept answers, still queued */
+		ai_answers(ai);
+		for (uint32_t k = 0; k < d->worker[wi]->ctl_ans_n; k++) {
+			b->outstanding--;
+			ai_answer(ai, &d->worker[wi]->ctl_ans[k]);
+		}
+		d->worker[wi]->ctl_ans_n = 0;
+		while (rte_ring_sc_dequeue_elem(d->worker[wi]->ctl_in, &m, sizeof(m)) == 0) {
+			b->outstanding--;
+			ai_run_here(ai, wi, &m);
+		}
+		while (b->n > 0) {
+			m = b->msg[b->head];
+			b->head = (b->head + 1) % AI_BACKLOG;
+			b->n--;
+			ai_run_here(ai, wi, &m);
 		}
 	}
 }
 
 /* ---- MRs: one table per lcore, keys from lib/ctl ---- */
 
-struct mr_op {
-	struct app_iface *ai;
-	const struct ctl_mr_info *mr;
-	bool reg;
-};
+static int
+lcore_mr_reg(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
+{
+	struct mr_table *t = ai->mrs[w->index];
+
+	if (m->u.mr.local == 0) /* fallback: copies into the client (mr.h) */
+		return mr_reg_key_indirect(t, m->u.mr.key, m->u.mr.pd, m->u.mr.app_addr,
+					   m->u.mr.iova, m->u.mr.length, m->u.mr.access,
+					   m->u.mr.pid, m->u.mr.pidfd);
+	return mr_reg_key(t, m->u.mr.key, m->u.mr.pd, m->u.mr.local, m->u.mr.iova, m->u.mr.length,
+			  m->u.mr.access);
+}
 
 static int
-lcore_mr(struct worker *w, void *arg)
+lcore_mr_dereg(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 {
-	struct mr_op *op = arg;
-	const struct ctl_mr_info *mr = op->mr;
-	struct mr_table *t = op->ai->mrs[w->index];
-	int rc;
+	int rc = mr_dereg(ai->mrs[w->index], m->u.mr.key);
 
-	if (op->reg && mr->local == NULL) /* fallback: copies into the client (mr.h) */
-		return mr_reg_key_indirect(t, mr->lkey, mr->pd, mr->app_addr, mr->iova, mr->length,
-					   mr->access & 0x3fu, mr->pid, mr->pidfd);
-	if (op->reg)
-		return mr_reg_key(t, mr->lkey, mr->pd, (uint64_t)(uintptr_t)mr->local, mr->iova,
-				  mr->length, mr->access & 0x3fu);
-	rc = mr_dereg(t, mr->lkey);
 	return rc == -ENOENT ? 0 : rc;
+}
+
+static void
+mr_msg(struct ctl_msg *m, enum ctl_msg_type type, const struct ctl_mr_info *mr)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = (uint16_t)type;
+	m->u.mr.key = mr->lkey;
+	m->u.mr.pd = mr->pd;
+	m->u.mr.access = mr->access & 0x3fu;
+	m->u.mr.pid = mr->pid;
+	m->u.mr.pidfd = mr->pidfd;
+	m->u.mr.local = (uint64_t)(uintptr_t)mr->local;
+	m->u.mr.app_addr = mr->app_addr;
+	m->u.mr.iova = mr->iova;
+	m->u.mr.length = mr->length;
+}
+
+static void op_answered(struct app_iface *ai, struct ai_op *op);
+
+/*
+ * Send @p type for @p op's MR to the lcores in @p wait (@p op waits for
+ * their answers) and in @p tell (nobody waits). The operation is held
+ * meanwhile, so answers given at once (workers stopped) cannot finish it
+ * before every message went out. A message that finds no room fails the
+ * operation (-ENOBUFS), after the answers of those sent.
+ */
+static void
+mr_fan_out(struct app_iface *ai, struct ai_op *op, enum ctl_msg_type type, uint32_t wait,
+	   uint32_t tell)
+{
+	struct ctl_msg m;
+
+	op->waiting++;
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++) {
+		if (!((wait | tell) & 1u << wi))
+			continue;
+		mr_msg(&m, type, op->mr);
+		if (ai_send(ai, wi, wait & 1u << wi ? op : NULL, &m) != 0 && (wait & 1u << wi)) {
+			if (op->rc == 0)
+				op->rc = -ENOBUFS;
+			break;
+		}
+	}
+	if (--op->waiting == 0)
+		op_answered(ai, op);
+}
+
+static uint32_t
+all_workers(const struct app_iface *ai)
+{
+	return ai->d->n_workers >= 32 ? UINT32_MAX : (1u << ai->d->n_workers) - 1;
+}
+
+/*
+ * The lcores an MR of PD @p pd must be on (or gone from) before the client
+ * hears back: those running a QP of that PD. The others cannot touch the
+ * MR until a QP of the PD comes to them, and its QP_CREATE follows the MR
+ * message on their ring; they are told without being waited for, so a
+ * stopped lcore delays only the clients whose QPs it runs.
+ */
+static uint32_t
+mr_lcores(const struct app_iface *ai, uint32_t pd)
+{
+	uint32_t mask = 0;
+
+	for (unsigned int wi = 0; wi < ai->d->n_workers && pd < ai->max_pd; wi++)
+		if (ai->pd_qps[pd * ai->d->n_workers + wi] > 0)
+			mask |= 1u << wi;
+	return mask;
+}
+
+/* lib/ctl's errno for a refused registration */
+static int
+mr_errno(int rc)
+{
+	return rc == -EEXIST || rc == -EINVAL ? EINVAL : rc == -ENOSPC ? ENOMEM : EAGAIN;
+}
+
+/* Every lcore answered MR_REG / the undo: done, or undo where it was taken. */
+static void
+mr_reg_answered(struct app_iface *ai, struct ai_op *op)
+{
+	if (op->rc == 0) {
+		ai->dp_mrs++;
+		op_finish(ai, op, 0);
+		return;
+	}
+	if (op->kind == AI_OP_MR_REG) {
+		uint32_t told = all_workers(ai) & ~mr_lcores(ai, op->mr->pd);
+
+		op->kind = AI_OP_MR_UNDO; /* its answers come back here */
+		mr_fan_out(ai, op, CTL_MSG_MR_DEREG, op->ok_mask, told);
+		return;
+	}
+	op_finish(ai, op, mr_errno(op->rc));
 }
 
 static int
 dp_mr_create(void *dp, struct ctl_mr_info *mr)
 {
 	struct app_iface *ai = dp;
-	struct mr_op op = { ai, mr, true };
-	unsigned int i;
-	int rc = 0;
+	struct ai_op *op;
+	uint32_t wait;
+	int rc;
 
 	if (mr->local == NULL) {
 		/* Not shared with us (doc/verbs-shim.md): the lcores copy from/to
@@ -220,31 +569,31 @@ dp_mr_create(void *dp, struct ctl_mr_info *mr)
 		if (rc != 0)
 			return -rc;
 	}
-	for (i = 0; i < ai->d->n_workers; i++) {
-		rc = ai_call(ai, ai->d->worker[i], lcore_mr, &op, false);
-		if (rc != 0)
-			break;
-	}
-	if (rc == 0) {
-		ai->dp_mrs++;
-		return 0;
-	}
-	op.reg = false;
-	while (i-- > 0)
-		ai_call(ai, ai->d->worker[i], lcore_mr, &op, true);
-	return rc == -EEXIST || rc == -EINVAL ? EINVAL : rc == -ENOSPC ? ENOMEM : EAGAIN;
+	op = op_new(ai, AI_OP_MR_REG);
+	if (op == NULL)
+		return EAGAIN;
+	op->mr = mr;
+	wait = mr_lcores(ai, mr->pd);
+	mr_fan_out(ai, op, CTL_MSG_MR_REG, wait, all_workers(ai) & ~wait);
+	return op_return(ai, op);
 }
 
-/* Returns only when no lcore can reach the region any more. */
+/* Complete only when no lcore can reach the region any more. */
 static void
 dp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 {
 	struct app_iface *ai = dp;
-	struct mr_op op = { ai, mr, false };
+	struct ai_op *op = op_new(ai, AI_OP_MR_DEREG);
+	uint32_t wait;
 
-	for (unsigned int i = 0; i < ai->d->n_workers; i++)
-		ai_call(ai, ai->d->worker[i], lcore_mr, &op, true);
-	ai->dp_mrs--;
+	if (op == NULL) {
+		ai->ctl_refused++; /* cannot happen: AI_MAX_OPS > what lib/ctl has in flight */
+		return;
+	}
+	op->mr = mr;
+	wait = mr_lcores(ai, mr->pd);
+	mr_fan_out(ai, op, CTL_MSG_MR_DEREG, wait, all_workers(ai) & ~wait);
+	op_return(ai, op);
 }
 
 /* ---- CQs and SRQs ---- */
@@ -296,16 +645,10 @@ cq_move(struct ai_cq *c, const struct ctl_cq_info *to, const struct ctl_cq_info 
 	return 0;
 }
 
-struct cq_resize_op {
-	struct ai_cq *c;
-	const struct ctl_cq_info *to, *from;
-};
-
 static int
-lcore_cq_resize(struct worker *w, void *arg)
+lcore_cq_resize(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 {
-	struct cq_resize_op *op = arg;
-
+	(void)ai;
 	/*
 	 * Control messages run before the engine's poll: first take in the work
 	 * the application posted before it asked, so the size check counts the
@@ -314,7 +657,7 @@ lcore_cq_resize(struct worker *w, void *arg)
 	 */
 	if (w->engine->poll != NULL)
 		w->engine->poll(w, rte_rdtsc());
-	return cq_move(op->c, op->to, op->from);
+	return cq_move(m->u.cq.view, m->u.cq.to, m->u.cq.from);
 }
 
 static int
@@ -322,13 +665,23 @@ dp_cq_resize(void *dp, const struct ctl_cq_info *cq, const struct ctl_cq_info *o
 {
 	struct app_iface *ai = dp;
 	struct ai_cq *c = &ai->cq[old->cqn];
-	struct cq_resize_op op = { c, cq, old };
-	int rc;
+	struct ctl_msg m = { .type = CTL_MSG_CQ_RESIZE };
+	struct ai_op *op;
 
 	/* the producer moves the CQEs: the owner lcore, or us while no QP uses the CQ */
-	rc = c->nqps ? ai_call(ai, ai->d->worker[c->lcore], lcore_cq_resize, &op, false)
-		     : cq_move(c, cq, old);
-	return rc == 0 ? 0 : rc == -EINVAL ? EINVAL : EAGAIN;
+	if (c->nqps == 0)
+		return cq_move(c, cq, old) == 0 ? 0 : EINVAL;
+	op = op_new(ai, AI_OP_CQ_RESIZE);
+	if (op == NULL)
+		return EAGAIN;
+	m.u.cq.view = c;
+	m.u.cq.to = cq;
+	m.u.cq.from = old;
+	if (ai_send(ai, c->lcore, op, &m) != 0) {
+		op_free(ai, op);
+		return EAGAIN;
+	}
+	return op_return(ai, op);
 }
 
 static void
@@ -363,19 +716,13 @@ dp_srq_create(void *dp, const struct ctl_srq_info *srq)
 	return 0;
 }
 
-struct srq_limit_op {
-	struct xport_srq *x;
-	uint32_t limit;
-};
-
 static int
-lcore_srq_limit(struct worker *w, void *arg)
+lcore_srq_limit(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 {
-	struct srq_limit_op *op = arg;
-
+	(void)ai;
 	(void)w;
-	op->x->limit = op->limit;
-	op->x->limit_armed = op->limit != 0;
+	m->u.srq.x->limit = m->u.srq.limit;
+	m->u.srq.x->limit_armed = m->u.srq.limit != 0;
 	return 0;
 }
 
@@ -384,11 +731,21 @@ dp_srq_modify(void *dp, const struct ctl_srq_info *srq)
 {
 	struct app_iface *ai = dp;
 	struct ai_srq *s = &ai->srq[srq->srqn - 1];
-	struct srq_limit_op op = { &s->x, srq->srq_limit };
-	int rc = s->nqps ? ai_call(ai, ai->d->worker[s->lcore], lcore_srq_limit, &op, false)
-			 : lcore_srq_limit(NULL, &op);
+	struct ctl_msg m = { .type = CTL_MSG_SRQ_LIMIT };
+	struct ai_op *op;
 
-	return rc == 0 ? 0 : EAGAIN;
+	m.u.srq.x = &s->x;
+	m.u.srq.limit = srq->srq_limit;
+	if (s->nqps == 0) /* no lcore holds it: ours */
+		return lcore_srq_limit(ai, NULL, &m);
+	op = op_new(ai, AI_OP_SRQ_LIMIT);
+	if (op == NULL)
+		return EAGAIN;
+	if (ai_send(ai, s->lcore, op, &m) != 0) {
+		op_free(ai, op);
+		return EAGAIN;
+	}
+	return op_return(ai, op);
 }
 
 static void
@@ -436,19 +793,13 @@ gid_is_v4mapped(const uint8_t g[16])
 	return memcmp(g, pfx, sizeof(pfx)) == 0;
 }
 
-/* The MAC of @p dgid from port @p port, waiting up to the resolution bound. @return 0 or errno. */
-static int
-ai_resolve_mac(struct app_iface *ai, uint16_t port, const uint8_t dgid[16], uint8_t mac[6])
-{
-	int rc = neigh_resolve(ai->d, -1, port, dgid, mac);
-
-	if (rc == -EAGAIN)
-		rc = neigh_resolve_wait(ai->d, port, dgid, mac, ai->resolve_ms);
-	/* Linux (ib_resolve_eth_dmac): an unresolvable neighbour is ETIMEDOUT */
-	return rc == 0 ? 0 : ETIMEDOUT;
-}
-
-/* lib/qp's resolve hook (qp_sem_device.resolve): modify to RTR waits here. */
+/*
+ * lib/qp's resolve hook (qp_sem_device.resolve), inside the modify's
+ * checks: it only starts the resolution (the modify waits for it in
+ * dp_qp_modify, asynchronously). Without a route there is nothing to wait
+ * for: ETIMEDOUT at once, as Linux (ib_resolve_eth_dmac) answers an
+ * unresolvable neighbour.
+ */
 static int
 ai_resolve(void *ctx, uint8_t port_num, const struct ibv_global_route *grh,
 	   const struct qp_sem_gid *sgid, uint8_t *hop_limit)
@@ -456,20 +807,58 @@ ai_resolve(void *ctx, uint8_t port_num, const struct ibv_global_route *grh,
 	struct app_iface *ai = ctx;
 	int port = daemon_find_gid(ai->d, sgid->gid.raw);
 	uint8_t mac[6];
+	int rc;
 
 	(void)port_num;
 	(void)hop_limit;
-	return ai_resolve_mac(ai, (uint16_t)(port < 0 ? 0 : port), grh->dgid.raw, mac);
+	rc = neigh_resolve(ai->d, -1, (uint16_t)(port < 0 ? 0 : port), grh->dgid.raw, mac);
+	return rc == 0 || rc == -EAGAIN ? 0 : ETIMEDOUT;
+}
+
+/*
+ * Start resolving the MAC of @p dgid from @p port into @p mac for @p op:
+ * at once when known (op_finish-free: @return 0), else @p op waits in the
+ * neighbour table (ai_resolve_tick()) until the answer or the bound.
+ * @return 0 resolved, -EAGAIN waiting, ETIMEDOUT unresolvable
+ */
+static int
+ai_resolve_start(struct app_iface *ai, struct ai_op *op, uint16_t port, const uint8_t dgid[16],
+		 uint8_t *mac)
+{
+	int rc = neigh_resolve(ai->d, -1, port, dgid, mac);
+
+	if (rc == 0)
+		return 0;
+	if (rc != -EAGAIN)
+		return ETIMEDOUT;
+	op->port = port;
+	memcpy(op->dgid, dgid, 16);
+	op->mac = mac;
+	op->deadline = rte_get_tsc_cycles() + ai->d->tsc_hz / 1000 * ai->resolve_ms;
+	op->resolving = true;
+	ai->ops_resolving++;
+	return -EAGAIN;
 }
 
 static int
 dp_ah_create(void *dp, struct ctl_ah_info *ah)
 {
 	struct app_iface *ai = dp;
+	struct ai_op *op;
+	int rc;
 
 	if (ah->dev >= ai->d->n_ports)
 		return EINVAL;
-	return ai_resolve_mac(ai, (uint16_t)ah->dev, ah->av.dgid, ah->av.dmac);
+	op = op_new(ai, AI_OP_AH_RESOLVE);
+	if (op == NULL)
+		return EAGAIN;
+	/* ah->av is lib/ctl's storage, kept (busy) until the answer */
+	rc = ai_resolve_start(ai, op, (uint16_t)ah->dev, ah->av.dgid, ah->av.dmac);
+	if (rc != -EAGAIN) {
+		op_free(ai, op);
+		return rc;
+	}
+	return op_return(ai, op);
 }
 
 /* ---- QPs ---- */
@@ -502,9 +891,9 @@ engine_state(enum ibv_qp_state s)
 
 /*
  * The engine configuration of QP @p q for the attributes @p sem.
- * @return 0, or ETIMEDOUT when the path's neighbour does not resolve
+ * @return true when c->av.dmac is still to be resolved (a new path)
  */
-static int
+static bool
 qp_cfg(struct app_iface *ai, struct ai_qp *q, const struct qp_sem *sem, struct xport_cfg *c)
 {
 	const struct ctl_qp_info *info = q->info;
@@ -542,7 +931,6 @@ qp_cfg(struct app_iface *ai, struct ai_qp *q, const struct qp_sem *sem, struct x
 					    st == IBV_QPS_SQD || st == IBV_QPS_SQE)) {
 		const struct ibv_global_route *g = &a->ah_attr.grh;
 		uint8_t si = g->sgid_index < CTL_GID_TBL_LEN ? g->sgid_index : 0;
-		int rc;
 
 		memcpy(c->av.dgid, g->dgid.raw, 16);
 		memcpy(c->av.sgid, pc->gid[si], 16);
@@ -558,61 +946,63 @@ qp_cfg(struct app_iface *ai, struct ai_qp *q, const struct qp_sem *sem, struct x
 		if (memcmp(q->cfg.av.dgid, c->av.dgid, 16) == 0 &&
 		    memcmp(q->cfg.av.dmac, zero, 6) != 0) {
 			memcpy(c->av.dmac, q->cfg.av.dmac, 6);
-			return 0;
+			return false;
 		}
-		rc = ai_resolve_mac(ai, q->port, c->av.dgid, c->av.dmac);
-		if (rc != 0)
-			return rc;
+		return true;
 	}
-	return 0;
-}
-
-struct qp_op {
-	struct app_iface *ai;
-	struct ai_qp *q;
-	const struct xport_cfg *cfg;
-	int state;
-	uint32_t cookie; /* modify: the QP's events carry it from then on */
-};
-
-static int
-lcore_qp_create(struct worker *w, void *arg)
-{
-	struct qp_op *op = arg;
-
-	return engine_xport_qp_create(w, op->cfg, op->q->port, op->q->cookie);
+	return false;
 }
 
 static int
-lcore_qp_modify(struct worker *w, void *arg)
+lcore_qp_create(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 {
-	struct qp_op *op = arg;
-
-	return engine_xport_qp_modify(w, op->cfg->qpn, op->cfg, op->state, op->cookie);
+	(void)ai;
+	return engine_xport_qp_create(w, &m->u.qp.cfg, m->u.qp.port, m->u.qp.epoch);
 }
 
 static int
-lcore_qp_destroy(struct worker *w, void *arg)
+lcore_qp_modify(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 {
-	struct qp_op *op = arg;
-
-	return engine_xport_qp_destroy(w, op->q->info->qpn);
+	(void)ai;
+	return engine_xport_qp_modify(w, m->u.qp.cfg.qpn, &m->u.qp.cfg, m->u.qp.state,
+				      m->u.qp.epoch);
 }
 
-static struct worker *
-qp_worker(struct app_iface *ai, uint32_t qpn)
+static int
+lcore_qp_destroy(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 {
-	return ai->d->worker[worker_of_qpn(qpn, ai->d->n_workers)];
+	(void)ai;
+	return engine_xport_qp_destroy(w, m->u.qp.cfg.qpn);
+}
+
+static unsigned int
+qp_lcore(const struct app_iface *ai, uint32_t qpn)
+{
+	return worker_of_qpn(qpn, ai->d->n_workers);
 }
 
 /* Drop the QP's references on its CQs/SRQ (the engine QP is gone). */
 static void
 qp_unbind(struct app_iface *ai, const struct ctl_qp_info *info)
 {
+	if (info->pd < ai->max_pd)
+		ai->pd_qps[info->pd * ai->d->n_workers + qp_lcore(ai, info->qpn)]--;
 	ai->cq[info->send_cqn].nqps--;
 	ai->cq[info->recv_cqn].nqps--;
 	if (info->srqn != UINT32_MAX)
 		ai->srq[info->srqn - 1].nqps--;
+}
+
+static void
+qp_msg(struct ctl_msg *m, enum ctl_msg_type type, const struct ai_qp *q,
+       const struct xport_cfg *cfg, int state, uint32_t epoch)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = (uint16_t)type;
+	m->u.qp.cfg = *cfg;
+	m->u.qp.port = q->port;
+	m->u.qp.state = (int16_t)state;
+	m->u.qp.epoch = epoch;
 }
 
 static int
@@ -620,11 +1010,11 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 {
 	struct app_iface *ai = dp;
 	struct ai_qp *q = ai_qp_of(ai, info->qpn);
-	uint32_t lcore = worker_of_qpn(info->qpn, ai->d->n_workers);
+	uint32_t lcore = qp_lcore(ai, info->qpn);
 	struct ai_cq *scq, *rcq;
 	struct ai_srq *srq = NULL;
-	struct qp_op op;
-	int rc;
+	struct ai_op *op;
+	struct ctl_msg m;
 
 	if (q == NULL || info->dev >= ai->d->n_ports || info->send_cqn >= ai->max_cq ||
 	    info->recv_cqn >= ai->max_cq ||
@@ -634,18 +1024,23 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 	rcq = &ai->cq[info->recv_cqn];
 	if (info->srqn != UINT32_MAX)
 		srq = &ai->srq[info->srqn - 1];
+	op = op_new(ai, AI_OP_QP_CREATE);
+	if (op == NULL)
+		return EAGAIN;
 	/* lib/ctl placed the QP with its CQs/SRQ: one producer per CQ ring */
 	if (cq_bind(scq, lcore) != 0)
-		return EINVAL;
+		goto einval;
 	if (cq_bind(rcq, lcore) != 0) {
 		scq->nqps--;
-		return EINVAL;
+		goto einval;
 	}
 	if (srq != NULL && srq_bind(srq, lcore) != 0) {
 		scq->nqps--;
 		rcq->nqps--;
-		return EINVAL;
+		goto einval;
 	}
+	if (info->pd < ai->max_pd)
+		ai->pd_qps[info->pd * ai->d->n_workers + lcore]++; /* its MRs wait for this lcore */
 	memset(q, 0, sizeof(*q));
 	q->info = info;
 	q->cookie = ++ai->next_cookie;
@@ -658,14 +1053,30 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		.mrs = ai->mrs[lcore],
 	};
 	qp_cfg(ai, q, info->sem, &q->cfg); /* RESET: no path to resolve */
-	op = (struct qp_op){ ai, q, &q->cfg, -1, q->cookie };
-	rc = ai_call(ai, ai->d->worker[lcore], lcore_qp_create, &op, false);
-	if (rc != 0) {
+	op->qpn = info->qpn;
+	qp_msg(&m, CTL_MSG_QP_CREATE, q, &q->cfg, -1, q->cookie);
+	if (ai_send(ai, lcore, op, &m) != 0) {
 		qp_unbind(ai, info);
 		q->info = NULL;
-		return rc == -EINVAL ? EINVAL : rc == -EEXIST ? EEXIST : ENOMEM;
+		op_free(ai, op);
+		return EAGAIN;
 	}
-	return 0;
+	return op_return(ai, op);
+einval:
+	op_free(ai, op);
+	return EINVAL;
+}
+
+/* Send @p op's modify (its configuration complete) to the QP's lcore. @return 0 or EAGAIN */
+static int
+qp_modify_send(struct app_iface *ai, struct ai_op *op)
+{
+	struct ai_qp *q = ai_qp_of(ai, op->qpn);
+	struct ctl_msg m;
+
+	op->kind = AI_OP_QP_MODIFY;
+	qp_msg(&m, CTL_MSG_QP_MODIFY, q, &op->cfg, op->state, op->epoch);
+	return ai_send(ai, qp_lcore(ai, op->qpn), op, &m) == 0 ? 0 : EAGAIN;
 }
 
 static int
@@ -674,36 +1085,41 @@ dp_qp_modify(void *dp, const struct ctl_qp_info *info, const struct qp_sem *next
 {
 	struct app_iface *ai = dp;
 	struct ai_qp *q = ai_qp_of(ai, info->qpn);
-	struct xport_cfg c;
-	struct qp_op op;
+	struct ai_op *op;
 	int rc, state = -1;
 
 	if (q == NULL || q->info != info)
 		return EINVAL;
-	c = q->cfg;
-	rc = qp_cfg(ai, q, next, &c);
-	if (rc != 0)
-		return rc;
+	op = op_new(ai, AI_OP_QP_RESOLVE);
+	if (op == NULL)
+		return EAGAIN;
+	op->qpn = info->qpn;
+	op->cfg = q->cfg;
 	if (fx->flags & QP_SEM_FX_RESET)
 		state = XPORT_STATE_RESET;
 	else if (engine_state(fx->new_state) != engine_state(fx->old_state))
 		state = engine_state(fx->new_state);
+	op->state = state;
 	/*
-	 * A reset starts a new life of the QP: its events get a new cookie, so
+	 * A reset starts a new life of the QP: its events get a new epoch, so
 	 * an error the engine raised before the reset (still on the event ring)
 	 * is dropped by qp_event() rather than moving the reset QP to ERR.
 	 */
-	op = (struct qp_op){ ai, q, &c, state,
-			     state == XPORT_STATE_RESET ? ai->next_cookie + 1 : q->cookie };
-	rc = ai_call(ai, qp_worker(ai, info->qpn), lcore_qp_modify, &op, false);
-	if (rc != 0)
-		return rc == -EINVAL || rc == -ENOMEM ? -rc : EAGAIN;
-	q->cfg = c;
-	if (state == XPORT_STATE_RESET) {
-		q->cookie = ++ai->next_cookie;
-		q->error_reported = false;
+	op->epoch = state == XPORT_STATE_RESET ? ++ai->next_cookie : q->cookie;
+	rc = 0;
+	if (qp_cfg(ai, q, next, &op->cfg)) {
+		/* a new path: the modify waits for its neighbour, asynchronously */
+		rc = ai_resolve_start(ai, op, q->port, op->cfg.av.dgid, op->cfg.av.dmac);
+		if (rc == -EAGAIN)
+			return op_return(ai, op);
 	}
-	return 0;
+	if (rc == 0)
+		rc = qp_modify_send(ai, op);
+	if (rc != 0) {
+		op_free(ai, op);
+		return rc;
+	}
+	return op_return(ai, op);
 }
 
 static void
@@ -711,13 +1127,24 @@ dp_qp_destroy(void *dp, const struct ctl_qp_info *info)
 {
 	struct app_iface *ai = dp;
 	struct ai_qp *q = ai_qp_of(ai, info->qpn);
-	struct qp_op op = { ai, q, NULL, -1, 0 };
+	struct ai_op *op;
+	struct ctl_msg m;
 
 	if (q == NULL || q->info != info)
 		return;
-	ai_call(ai, qp_worker(ai, info->qpn), lcore_qp_destroy, &op, true);
-	qp_unbind(ai, info);
-	q->info = NULL;
+	op = op_new(ai, AI_OP_QP_DESTROY);
+	if (op == NULL) {
+		ai->ctl_refused++; /* cannot happen: AI_MAX_OPS > what lib/ctl has in flight */
+		return;
+	}
+	op->qpn = info->qpn;
+	qp_msg(&m, CTL_MSG_QP_DESTROY, q, &q->cfg, -1, 0);
+	if (ai_send(ai, qp_lcore(ai, info->qpn), op, &m) != 0) {
+		/* no room even in the backlog: the QP stays on its lcore, counted */
+		op_free(ai, op);
+		return;
+	}
+	op_return(ai, op);
 }
 
 static const struct ctl_dataplane_ops ai_ops = {
@@ -735,25 +1162,144 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.qp_destroy = dp_qp_destroy,
 };
 
-/* ---- engine events -> applications ---- */
+/* ---- the lcore side: one handler per message (daemon.ctl_msg_fn) ---- */
 
-/*
- * d->on_event: called from control_poll(), which also runs inside a request
- * (address resolution waits there), so events are queued and handled
- * between requests, never in the middle of one.
- */
-static void
-ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
+typedef int (*ai_lcore_fn)(struct app_iface *ai, struct worker *w, const struct ctl_msg *m);
+
+#define AI_LCORE_FN_PING NULL   /* worker.c runs these itself */
+#define AI_LCORE_FN_STALL NULL
+#define AI_LCORE_FN_QP_CREATE lcore_qp_create
+#define AI_LCORE_FN_QP_MODIFY lcore_qp_modify
+#define AI_LCORE_FN_QP_DESTROY lcore_qp_destroy
+#define AI_LCORE_FN_MR_REG lcore_mr_reg
+#define AI_LCORE_FN_MR_DEREG lcore_mr_dereg
+#define AI_LCORE_FN_CQ_RESIZE lcore_cq_resize
+#define AI_LCORE_FN_SRQ_LIMIT lcore_srq_limit
+
+static const ai_lcore_fn ai_lcore_fns[CTL_MSG_COUNT] = {
+#define AI_LCORE_FN(sym, name) [CTL_MSG_##sym] = AI_LCORE_FN_##sym,
+	CTL_MSG_LIST(AI_LCORE_FN)
+#undef AI_LCORE_FN
+};
+
+/* Runs on the owner lcore (worker_ctl_run()). */
+static int
+ai_lcore_run(struct worker *w, struct ctl_msg *m, void *arg)
 {
-	struct app_iface *ai = arg;
+	ai_lcore_fn fn = m->type < CTL_MSG_COUNT ? ai_lcore_fns[m->type] : NULL;
 
-	(void)d;
-	if (ai->evq_n == AI_EVQ) {
-		ai->events_dropped++;
+	return fn != NULL ? fn(arg, w, m) : -ENOTSUP;
+}
+
+/* ---- answers ---- */
+
+/* One answer of an lcore, for operation m->op. */
+static void
+ai_answer(struct app_iface *ai, const struct ctl_msg *m)
+{
+	struct ai_op *op = m->op < AI_MAX_OPS ? &ai->ops[m->op] : NULL;
+
+	if (op == NULL || op->kind == AI_OP_FREE || op->waiting == 0) {
+		/* nobody waits (an MR told to an lcore without its PD's QPs, a test's STALL) */
+		if (m->rc != 0 && m->rc != -ENOENT)
+			ai->ctl_told_errors++;
 		return;
 	}
-	ai->evq[(ai->evq_head + ai->evq_n++) % AI_EVQ] = *ev;
+	if (m->rc != 0 && op->rc == 0)
+		op->rc = m->rc;
+	if (m->rc == 0 && m->type == CTL_MSG_MR_REG)
+		op->ok_mask |= 1u << m->worker;
+	if (--op->waiting == 0)
+		op_answered(ai, op);
 }
+
+/* Every answer of @p op is in: what they mean for its object, then lib/ctl's answer. */
+static void
+op_answered(struct app_iface *ai, struct ai_op *op)
+{
+	struct ai_qp *q;
+
+	switch (op->kind) {
+	case AI_OP_MR_REG:
+	case AI_OP_MR_UNDO:
+		mr_reg_answered(ai, op);
+		break;
+	case AI_OP_MR_DEREG:
+		ai->dp_mrs--;
+		op_finish(ai, op, 0);
+		break;
+	case AI_OP_CQ_RESIZE:
+		op_finish(ai, op, op->rc == 0 ? 0 : op->rc == -EINVAL ? EINVAL : EAGAIN);
+		break;
+	case AI_OP_SRQ_LIMIT:
+		op_finish(ai, op, op->rc == 0 ? 0 : EAGAIN);
+		break;
+	case AI_OP_QP_CREATE:
+		q = ai_qp_of(ai, op->qpn);
+		if (op->rc != 0) {
+			qp_unbind(ai, q->info);
+			q->info = NULL;
+		}
+		op_finish(ai, op, op->rc == 0 ? 0 : op->rc == -EINVAL ? EINVAL
+					      : op->rc == -EEXIST ? EEXIST : ENOMEM);
+		break;
+	case AI_OP_QP_MODIFY:
+		q = ai_qp_of(ai, op->qpn);
+		if (op->rc == 0) {
+			q->cfg = op->cfg;
+			if (op->epoch != q->cookie) {
+				q->cookie = op->epoch;
+				q->error_reported = false;
+			}
+		}
+		op_finish(ai, op, op->rc == 0 ? 0 : op->rc == -EINVAL || op->rc == -ENOMEM
+						    ? -op->rc : EAGAIN);
+		break;
+	case AI_OP_QP_DESTROY:
+		q = ai_qp_of(ai, op->qpn);
+		qp_unbind(ai, q->info);
+		q->info = NULL;
+		op_finish(ai, op, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Operations waiting for a neighbour: resolved, or out of time. @return those that moved */
+static unsigned int
+ai_resolve_tick(struct app_iface *ai)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < AI_MAX_OPS && ai->ops_resolving > 0; i++) {
+		struct ai_op *op = &ai->ops[i];
+		int rc;
+
+		if (!op->resolving)
+			continue;
+		rc = neigh_resolve(ai->d, -1, op->port, op->dgid, op->mac);
+		if (rc == -EAGAIN && now < op->deadline && !daemon_stopping(ai->d))
+			continue;
+		n++;
+		op->resolving = false;
+		ai->ops_resolving--;
+		if (rc != 0) {
+			/* Linux (ib_resolve_eth_dmac): an unresolvable neighbour is ETIMEDOUT */
+			op_finish(ai, op, ETIMEDOUT);
+		} else if (op->kind == AI_OP_QP_RESOLVE) {
+			rc = qp_modify_send(ai, op);
+			if (rc != 0)
+				op_finish(ai, op, rc);
+		} else {
+			op_finish(ai, op, 0);
+		}
+	}
+	return n;
+}
+
+/* ---- engine events -> applications ---- */
 
 static struct ai_cq *
 cq_of_handle(struct app_iface *ai, uint32_t h)
@@ -813,12 +1359,18 @@ qp_event(struct app_iface *ai, const struct worker_event *ev)
 	}
 }
 
+/*
+ * d->on_event, from control_poll(): nothing in the control thread nests
+ * any more (no request waits inside the loop), so events are handled at once.
+ */
 static void
-ai_event(struct app_iface *ai, const struct worker_event *ev)
+ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
 {
+	struct app_iface *ai = arg;
 	struct ai_cq *c;
 	struct ai_srq *s;
 
+	(void)d;
 	if (ev->qpn != UINT32_MAX) {
 		qp_event(ai, ev);
 		return;
@@ -842,33 +1394,54 @@ ai_event(struct app_iface *ai, const struct worker_event *ev)
 	}
 }
 
-static unsigned int
-ai_drain_events(struct app_iface *ai)
+int
+app_iface_stall_worker(struct app_iface *ai, unsigned int worker, unsigned int ms)
 {
-	unsigned int n = 0;
-
-	while (ai->evq_n > 0) {
-		struct worker_event ev = ai->evq[ai->evq_head];
-
-		ai->evq_head = (ai->evq_head + 1) % AI_EVQ;
-		ai->evq_n--;
-		ai_event(ai, &ev);
-		n++;
-	}
-	return n;
+	if (worker >= ai->d->n_workers || ms == 0)
+		return -EINVAL;
+	atomic_store_explicit(&ai->stall_req[worker], ms, memory_order_release);
+	return 0;
 }
 
-/* Control-loop hook: engine events, then the clients' requests. */
+/* Stall requests of a test (app_iface_stall_worker()) become STALL messages. */
+static void
+ai_stall_requests(struct app_iface *ai)
+{
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++) {
+		uint32_t ms = atomic_exchange_explicit(&ai->stall_req[wi], 0, memory_order_acquire);
+		struct ctl_msg m = { .type = CTL_MSG_STALL };
+
+		if (ms == 0)
+			continue;
+		m.u.stall_ms = ms;
+		ai_send(ai, wi, NULL, &m);
+	}
+}
+
+/* Control-loop hook: the lcores' answers, resolutions, then the clients' requests. */
 static int
 ai_poll(void *arg, int timeout_ms)
 {
 	struct app_iface *ai = arg;
-	int work = (int)ai_drain_events(ai);
-	int n = ctl_server_poll(ai->srv, work ? 0 : timeout_ms);
+	int work = (int)ai_answers(ai);
+	int n;
 
+	ai_stall_requests(ai);
+	if (ai->ops_resolving > 0)
+		work += (int)ai_resolve_tick(ai);
+	/*
+	 * Answers of the lcores arrive on rings, not descriptors: right after a
+	 * send the loop looks again soon instead of sleeping a whole period.
+	 */
+	if (work == 0 && timeout_ms > 0 && rte_get_tsc_cycles() < ai->brisk_until) {
+		struct timespec ts = { 0, AI_BRISK_SLEEP_US * 1000L };
+
+		timeout_ms = 0;
+		nanosleep(&ts, NULL);
+	}
+	n = ctl_server_poll(ai->srv, work ? 0 : timeout_ms);
 	if (n > 0)
 		work += n;
-	work += (int)ai_drain_events(ai);
 	stats_publish(ai);
 	return work;
 }
@@ -934,8 +1507,12 @@ make_parent_dir(const char *path)
 static void
 ai_free(struct app_iface *ai)
 {
-	for (unsigned int i = 0; i < WORKER_MAX; i++)
+	for (unsigned int i = 0; i < WORKER_MAX; i++) {
 		mr_table_destroy(ai->mrs[i]);
+		free(ai->bl[i]);
+	}
+	free(ai->ops);
+	free(ai->pd_qps);
 	free(ai->cq);
 	free(ai->srq);
 	free(ai->qp);
@@ -984,11 +1561,23 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	ai->cq = calloc(ai->max_cq, sizeof(*ai->cq));
 	ai->srq = calloc(ai->max_srq, sizeof(*ai->srq));
 	ai->qp = calloc(ai->max_qp, sizeof(*ai->qp));
-	if (ai->cq == NULL || ai->srq == NULL || ai->qp == NULL) {
+	ai->ops = calloc(AI_MAX_OPS, sizeof(*ai->ops));
+	ai->max_pd = cfg->limits.max_pd;
+	ai->pd_qps = calloc((size_t)ai->max_pd * d->n_workers + 1, sizeof(*ai->pd_qps));
+	if (ai->cq == NULL || ai->srq == NULL || ai->qp == NULL || ai->ops == NULL ||
+	    ai->pd_qps == NULL) {
 		snprintf(err, errlen, "application interface: out of memory");
 		goto fail;
 	}
+	for (uint32_t i = 0; i < AI_MAX_OPS; i++)
+		ai->ops[i].next = i + 1 < AI_MAX_OPS ? i + 1 : UINT32_MAX;
+	ai->op_free = 0;
 	for (unsigned int w = 0; w < d->n_workers; w++) {
+		ai->bl[w] = calloc(1, sizeof(*ai->bl[w]));
+		if (ai->bl[w] == NULL) {
+			snprintf(err, errlen, "application interface: out of memory");
+			goto fail;
+		}
 		/* keys are (ctl MR index + 1) << 8 | gen: slots 1..max_mr */
 		ai->mrs[w] = mr_table_create(cd->max_mrs + 1);
 		if (ai->mrs[w] == NULL) {
@@ -1016,6 +1605,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	}
 	d->on_event = ai_on_event;
 	d->on_event_arg = ai;
+	d->ctl_msg_fn = ai_lcore_run;
+	d->ctl_msg_arg = ai;
 	stats_publish(ai);
 	if (cd->telemetry && !ai_stats_registered && rte_telemetry_register_cmd("/roce/app/stats", tel_app_stats,
 					   "Application objects (connections, PDs, MRs, CQs, QPs...) "
@@ -1036,8 +1627,13 @@ app_iface_destroy(struct app_iface *ai)
 	if (ai == NULL)
 		return;
 	d = ai->d;
-	ai_drain_events(ai);
-	/* every client: DEVICE_FATAL, then its objects (ctl_server_destroy) */
+	/*
+	 * The lcores stop first; what they still had to do runs here and every
+	 * operation in flight gets its answer. Then every client gets
+	 * DEVICE_FATAL and its objects go (ctl_server_destroy), all at once.
+	 */
+	ai_drain_stopped(ai);
+	ai_resolve_tick(ai);
 	ctl_server_destroy(ai->srv);
 	ctl_destroy(ai->ctl);
 	atomic_store_explicit(&ai_stats.live, false, memory_order_release);
@@ -1049,5 +1645,7 @@ app_iface_destroy(struct app_iface *ai)
 	}
 	d->on_event = NULL;
 	d->on_event_arg = NULL;
+	d->ctl_msg_fn = NULL;
+	d->ctl_msg_arg = NULL;
 	ai_free(ai);
 }

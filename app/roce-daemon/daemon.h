@@ -61,6 +61,12 @@ struct daemon {
 	/** Control thread: engine events (NULL: counted in events_dropped and dropped). */
 	void (*on_event)(struct daemon *d, const struct worker_event *ev, void *arg);
 	void *on_event_arg;
+	/**
+	 * Runs a control message on the owner lcore (worker_ctl_run()); @return
+	 * 0 or -errno. NULL: every message but PING/STALL answers -ENOTSUP.
+	 */
+	int (*ctl_msg_fn)(struct worker *w, struct ctl_msg *m, void *arg);
+	void *ctl_msg_arg;
 	uint64_t events_dropped;
 	struct control_hook hook[DAEMON_MAX_HOOKS];
 	unsigned int n_hooks;

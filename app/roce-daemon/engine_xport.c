@@ -19,7 +19,6 @@
 
 #define TICK_NS 1000u             /* timer wheel tick: 1 us */
 #define EXPIRED_MAX 64u           /* timer expiries handled per poll */
-#define CALL_TIMEOUT_MS 2000u
 
 /* One engine QP as the worker keeps it (the slot's engine_qp). */
 struct eqp {
@@ -160,7 +159,7 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 			.cookie = qp_event ? q->cookie : 0,
 		};
 
-		(void)rte_ring_sp_enqueue_elem(w->events, &ev, sizeof(ev));
+		worker_event_post(w, &ev);
 	}
 	count_engine(w, slot, q);
 	xport_out_reset(out);
@@ -257,7 +256,7 @@ active_del(struct worker *w, struct elcore *e, struct eqp *q)
  * Poll a QP only in states with work that no packet brings (RTR, RTS, SQD:
  * posted WRs, ACKs to send; ERR: flushing). RESET (the IB RESET and INIT)
  * has none: thousands of QPs being set up cost the loop nothing, so control
- * calls (worker_call) stay as fast as with one QP. The owner calls this
+ * messages (ctl_msg.h) stay as fast as with one QP. The owner calls this
  * after every state change it makes; the engine's own moves (to ERR) start
  * from polled states.
  */
@@ -365,72 +364,4 @@ engine_xport_qp_destroy(struct worker *w, uint32_t qpn)
 	xport_qp_destroy(q->qp);
 	free(q);
 	return 0;
-}
-
-/* ---- from the control thread ---- */
-
-struct call_create {
-	const struct xport_cfg *cfg;
-	uint16_t port;
-	uint32_t cookie;
-};
-
-static int
-do_create(struct worker *w, void *arg)
-{
-	struct call_create *c = arg;
-
-	return engine_xport_qp_create(w, c->cfg, c->port, c->cookie);
-}
-
-struct call_state {
-	uint32_t qpn;
-	enum xport_state state;
-};
-
-static int
-do_set_state(struct worker *w, void *arg)
-{
-	struct call_state *c = arg;
-
-	return engine_xport_qp_set_state(w, c->qpn, c->state);
-}
-
-static int
-do_destroy(struct worker *w, void *arg)
-{
-	return engine_xport_qp_destroy(w, *(uint32_t *)arg);
-}
-
-static struct worker *
-owner(struct daemon *d, uint32_t qpn)
-{
-	return d->n_workers ? d->worker[worker_of_qpn(qpn, d->n_workers)] : NULL;
-}
-
-int
-engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port,
-			    uint32_t cookie)
-{
-	struct call_create c = { cfg, port, cookie };
-	struct worker *w = owner(d, cfg->qpn);
-
-	return w ? worker_call(w, do_create, &c, CALL_TIMEOUT_MS) : -ENODEV;
-}
-
-int
-engine_xport_call_qp_set_state(struct daemon *d, uint32_t qpn, enum xport_state state)
-{
-	struct call_state c = { qpn, state };
-	struct worker *w = owner(d, qpn);
-
-	return w ? worker_call(w, do_set_state, &c, CALL_TIMEOUT_MS) : -ENODEV;
-}
-
-int
-engine_xport_call_qp_destroy(struct daemon *d, uint32_t qpn)
-{
-	struct worker *w = owner(d, qpn);
-
-	return w ? worker_call(w, do_destroy, &qpn, CALL_TIMEOUT_MS) : -ENODEV;
 }

@@ -16,8 +16,8 @@
  *
  * Time: the engine's `now` is nanoseconds from the TSC.
  *
- * QP lifetime functions run on the owning lcore: from the control thread
- * through worker_call() (engine_xport_call_*), or directly in tests that
+ * QP lifetime functions run on the owning lcore: for the control thread as
+ * control messages (ctl_msg.h, app_iface.c), or directly in tests that
  * drive the workers themselves.
  */
 #ifndef ROCE_DAEMON_ENGINE_XPORT_H
@@ -59,13 +59,6 @@ int engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cf
 int engine_xport_qp_destroy(struct worker *w, uint32_t qpn);
 /** The engine QP of @p qpn, or NULL. */
 struct xport_qp *engine_xport_qp(struct worker *w, uint32_t qpn);
-/** @} */
-
-/** @name Control thread: the same through the owner's control ring @{ */
-int engine_xport_call_qp_create(struct daemon *d, const struct xport_cfg *cfg, uint16_t port,
-				uint32_t cookie);
-int engine_xport_call_qp_set_state(struct daemon *d, uint32_t qpn, enum xport_state state);
-int engine_xport_call_qp_destroy(struct daemon *d, uint32_t qpn);
 /** @} */
 
 #endif /* ROCE_DAEMON_ENGINE_XPORT_H */

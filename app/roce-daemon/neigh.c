@@ -732,19 +732,3 @@ neigh_resolve(struct daemon *d, int worker_idx, uint16_t port_idx, const uint8_t
 	(void)rte_ring_sp_enqueue_elem(w->neigh_req, &req, sizeof(req));
 	return r.state == NEIGH_FAILED ? -EHOSTUNREACH : -EAGAIN;
 }
-
-int
-neigh_resolve_wait(struct daemon *d, uint16_t port_idx, const uint8_t dgid[16], uint8_t mac[6],
-		   unsigned int timeout_ms)
-{
-	uint64_t deadline = now_tsc() + rte_get_tsc_hz() / 1000 * timeout_ms;
-	int rc;
-
-	for (;;) {
-		rc = neigh_resolve(d, -1, port_idx, dgid, mac);
-		if (rc != -EAGAIN || now_tsc() >= deadline || daemon_stopping(d))
-			return rc;
-		control_poll(d, now_tsc());
-		rte_delay_us_sleep(100);
-	}
-}

@@ -152,13 +152,6 @@ bool neigh_next_hop(const struct daemon *d, uint16_t port_idx, const uint8_t dgi
 int neigh_resolve(struct daemon *d, int worker_idx, uint16_t port_idx, const uint8_t dgid[16],
 		  uint8_t mac[6]);
 
-/**
- * Control thread: resolve and wait up to @p timeout_ms, running the slow
- * path meanwhile (for the control plane's modify-QP to RTR).
- * @return as neigh_resolve()
- */
-int neigh_resolve_wait(struct daemon *d, uint16_t port_idx, const uint8_t dgid[16],
-		       uint8_t mac[6], unsigned int timeout_ms);
 /** @} */
 
 #endif /* ROCE_DAEMON_NEIGH_H */

@@ -513,36 +513,99 @@ loopback_receive(struct worker *w)
 
 /* ---- control messages ---- */
 
-enum { MSG_PENDING, MSG_RUNNING, MSG_DONE, MSG_ABANDONED };
+const char *
+ctl_msg_name(unsigned int t)
+{
+	static const char *const name[] = {
+#define CTL_MSG_NAME(sym, str) [CTL_MSG_##sym] = str,
+		CTL_MSG_LIST(CTL_MSG_NAME)
+#undef CTL_MSG_NAME
+	};
 
-struct worker_msg {
-	worker_fn fn;
-	void *arg;
-	int result;
-	atomic_uint state;
-};
+	return t < RTE_DIM(name) ? name[t] : "?";
+}
+
+void
+worker_ctl_run(struct worker *w, struct ctl_msg *m)
+{
+	struct daemon *d = w->d;
+	struct timespec ts;
+
+	switch (m->type) {
+	case CTL_MSG_PING:
+		m->rc = (int32_t)rte_lcore_id();
+		break;
+	case CTL_MSG_STALL:
+		ts.tv_sec = m->u.stall_ms / 1000u;
+		ts.tv_nsec = (long)(m->u.stall_ms % 1000u) * 1000000L;
+		nanosleep(&ts, NULL);
+		m->rc = 0;
+		break;
+	default:
+		m->rc = m->type < CTL_MSG_COUNT && d->ctl_msg_fn != NULL
+				? d->ctl_msg_fn(w, m, d->ctl_msg_arg)
+				: -ENOTSUP;
+		break;
+	}
+	m->worker = (uint16_t)w->index;
+}
+
+void
+worker_event_post(struct worker *w, const struct worker_event *ev)
+{
+	if (w->ev_spill_n == 0 &&
+	    rte_ring_sp_enqueue_elem(w->events, (void *)(uintptr_t)ev, sizeof(*ev)) == 0)
+		return;
+	if (w->ev_spill_n < WORKER_EVENT_SPILL) {
+		w->ev_spill[w->ev_spill_n++] = *ev; /* behind the others: order kept */
+		return;
+	}
+	__atomic_store_n(&w->events_lost, w->events_lost + 1, __ATOMIC_RELAXED);
+}
+
+/* Events that waited for room on the event ring. */
+static void
+event_spill_flush(struct worker *w)
+{
+	unsigned int k = rte_ring_sp_enqueue_burst_elem(w->events, w->ev_spill, sizeof(w->ev_spill[0]),
+							w->ev_spill_n, NULL);
+
+	memmove(w->ev_spill, w->ev_spill + k, (w->ev_spill_n - k) * sizeof(w->ev_spill[0]));
+	w->ev_spill_n -= k;
+}
 
 static unsigned int
 control_receive(struct worker *w)
 {
-	struct worker_msg *msg[8];
+	struct ctl_msg msg[WORKER_CTL_BURST];
 	struct rte_mbuf *tx[WORKER_BURST_MAX];
 	unsigned int n, ntx = 0;
 
-	n = rte_ring_sc_dequeue_burst(w->ctl_in, (void **)msg, RTE_DIM(msg), NULL);
-	for (unsigned int i = 0; i < n; i++) {
-		unsigned int expect = MSG_PENDING;
+	/*
+	 * Answers first. Room is certain while the control thread keeps at most
+	 * WORKER_CTL_RING messages outstanding (ctl_msg.h); should it not be,
+	 * the answers wait here and no new message is taken (back-pressure).
+	 */
+	if (w->ctl_ans_n > 0) {
+		unsigned int k = rte_ring_sp_enqueue_burst_elem(w->ctl_out, w->ctl_ans,
+								sizeof(w->ctl_ans[0]), w->ctl_ans_n,
+								NULL);
 
-		/* acq_rel: see the caller's arg; publish RUNNING so it waits */
-		if (!atomic_compare_exchange_strong_explicit(&msg[i]->state, &expect, MSG_RUNNING,
-							     memory_order_acq_rel,
-							     memory_order_acquire)) {
-			free(msg[i]); /* abandoned before we got to it */
-			continue;
-		}
-		msg[i]->result = msg[i]->fn(w, msg[i]->arg);
-		/* release: the caller that sees DONE sees the result */
-		atomic_store_explicit(&msg[i]->state, MSG_DONE, memory_order_release);
+		memmove(w->ctl_ans, w->ctl_ans + k, (w->ctl_ans_n - k) * sizeof(w->ctl_ans[0]));
+		w->ctl_ans_n -= k;
+	}
+	if (w->ev_spill_n > 0)
+		event_spill_flush(w);
+	n = w->ctl_ans_n > 0 ? 0 : rte_ring_sc_dequeue_burst_elem(w->ctl_in, msg, sizeof(msg[0]),
+								   RTE_DIM(msg), NULL);
+	for (unsigned int i = 0; i < n; i++)
+		worker_ctl_run(w, &msg[i]);
+	if (n > 0) {
+		unsigned int k = rte_ring_sp_enqueue_burst_elem(w->ctl_out, msg, sizeof(msg[0]), n,
+								NULL);
+
+		memcpy(w->ctl_ans, msg + k, (n - k) * sizeof(msg[0]));
+		w->ctl_ans_n = n - k;
 	}
 	if (w->ctl_tx != NULL) {
 		ntx = rte_ring_sc_dequeue_burst(w->ctl_tx, (void **)tx, w->burst, NULL);
@@ -561,42 +624,16 @@ control_receive(struct worker *w)
 }
 
 int
-worker_call(struct worker *w, worker_fn fn, void *arg, unsigned int timeout_ms)
+worker_ctl_send(struct worker *w, struct ctl_msg *m)
 {
-	struct worker_msg *msg = calloc(1, sizeof(*msg));
-	uint64_t deadline;
-	int rc;
+	/* rte_ring's release on the producer tail publishes the message by value */
+	return rte_ring_sp_enqueue_elem(w->ctl_in, m, sizeof(*m)) == 0 ? 0 : -ENOBUFS;
+}
 
-	if (msg == NULL)
-		return -ENOMEM;
-	msg->fn = fn;
-	msg->arg = arg;
-	atomic_init(&msg->state, MSG_PENDING);
-	if (rte_ring_sp_enqueue(w->ctl_in, msg) != 0) {
-		free(msg);
-		return -ENOBUFS;
-	}
-	deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * timeout_ms;
-	for (;;) {
-		unsigned int st = atomic_load_explicit(&msg->state, memory_order_acquire);
-
-		if (st == MSG_DONE) {
-			rc = msg->result;
-			free(msg);
-			return rc;
-		}
-		if (st == MSG_PENDING && rte_get_tsc_cycles() > deadline) {
-			unsigned int expect = MSG_PENDING;
-
-			if (atomic_compare_exchange_strong_explicit(&msg->state, &expect,
-								    MSG_ABANDONED,
-								    memory_order_acq_rel,
-								    memory_order_acquire))
-				return -ETIMEDOUT; /* the worker frees it; fn never runs */
-			/* it started meanwhile: fn is bounded, wait for DONE */
-		}
-		rte_delay_us_sleep(10);
-	}
+unsigned int
+worker_ctl_answers(struct worker *w, struct ctl_msg *out, unsigned int n)
+{
+	return rte_ring_sc_dequeue_burst_elem(w->ctl_out, out, sizeof(out[0]), n, NULL);
 }
 
 /* ---- the loop ---- */
@@ -802,8 +839,12 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	if (w->neigh_req == NULL)
 		goto fail;
 	snprintf(name, sizeof(name), "roce_ctl%u", index);
-	w->ctl_in = ring_new(name, sizeof(void *), WORKER_CTL_RING, socket, err, errlen);
+	w->ctl_in = ring_new(name, sizeof(struct ctl_msg), WORKER_CTL_RING, socket, err, errlen);
 	if (w->ctl_in == NULL)
+		goto fail;
+	snprintf(name, sizeof(name), "roce_ctlo%u", index);
+	w->ctl_out = ring_new(name, sizeof(struct ctl_msg), WORKER_CTL_RING, socket, err, errlen);
+	if (w->ctl_out == NULL)
 		goto fail;
 	snprintf(name, sizeof(name), "roce_ev%u", index);
 	w->events = ring_new(name, sizeof(struct worker_event), WORKER_EVENT_RING, socket, err,
@@ -844,23 +885,17 @@ worker_connect(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
-/* Free a ring of pointers and what is still in it (mbufs, or heap messages). */
+/* Free a ring of mbufs and what is still in it. */
 static void
-ring_drain_free(struct rte_ring *r, bool mbufs)
+ring_drain_free(struct rte_ring *r)
 {
 	void *obj[64];
 	unsigned int n;
 
 	if (r == NULL)
 		return;
-	while ((n = rte_ring_sc_dequeue_burst(r, obj, RTE_DIM(obj), NULL)) > 0) {
-		for (unsigned int i = 0; i < n; i++) {
-			if (mbufs)
-				rte_pktmbuf_free(obj[i]);
-			else
-				free(obj[i]); /* control messages nobody waits for any more */
-		}
-	}
+	while ((n = rte_ring_sc_dequeue_burst(r, obj, RTE_DIM(obj), NULL)) > 0)
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)obj, n);
 	rte_ring_free(r);
 }
 
@@ -870,13 +905,14 @@ worker_free(struct worker *w)
 	if (w == NULL)
 		return;
 	for (unsigned int s = 0; s < WORKER_MAX; s++)
-		ring_drain_free(w->handoff_in[s], true);
+		ring_drain_free(w->handoff_in[s]);
 	for (unsigned int o = 0; o < WORKER_MAX; o++)
 		rte_pktmbuf_free_bulk(w->handoff_buf[o], w->handoff_n[o]);
 	rte_pktmbuf_free_bulk(w->loop, w->loop_n);
-	ring_drain_free(w->slow_out, true);
-	ring_drain_free(w->ctl_tx, true);
-	ring_drain_free(w->ctl_in, false);
+	ring_drain_free(w->slow_out);
+	ring_drain_free(w->ctl_tx);
+	rte_ring_free(w->ctl_in); /* messages by value: nothing to free */
+	rte_ring_free(w->ctl_out);
 	rte_ring_free(w->neigh_req);
 	rte_ring_free(w->events);
 	for (unsigned int p = 0; p < CONFIG_MAX_PORTS; p++) {

@@ -18,16 +18,17 @@
  *
  * Ownership: a worker's struct, its QP table, its TX buffers and its ring
  * ends are touched only by its lcore, except where a field says otherwise.
- * The control thread never touches a QP: it sends a worker_fn through the
- * worker's control ring (worker_call()), and the owner runs it between
- * bursts.
+ * The control thread never touches a QP: it sends a control message by
+ * value (ctl_msg.h) on the worker's ctl_in ring, the owner runs it between
+ * bursts and answers on ctl_out; nobody waits for anybody.
  *
  * Rings (all rte_ring, RING_F_SP_ENQ | RING_F_SC_DEQ; rte_ring's own
  * release/acquire on head/tail publishes the mbuf contents and messages):
  *   handoff_in[s]  worker s -> this worker: mbufs of parsed RoCE frames
  *   slow_out       this worker -> control: ARP/ND/echo mbufs
  *   neigh_req      this worker -> control: struct worker_neigh_req
- *   ctl_in         control -> this worker: struct worker_msg *
+ *   ctl_in         control -> this worker: struct ctl_msg (by value)
+ *   ctl_out        this worker -> control: struct ctl_msg, the answers
  *   ctl_tx         control -> this worker: frames to transmit (worker 0 only)
  *   events         this worker -> control: struct worker_event (engine events)
  *   capture        this worker -> control: pcapng copies (--pcap only)
@@ -43,13 +44,15 @@
 
 #include "config.h"
 #include "counters.h"
+#include "ctl_msg.h"
 #include "roce.h"
 
 #define WORKER_MAX 16u           /**< worker lcores */
 #define WORKER_BURST_MAX 256u    /**< largest configurable burst */
 #define WORKER_LOOP_MAX 512u     /**< loopback frames queued per worker */
 #define WORKER_SLOW_RING 512u    /**< slow-path ring slots */
-#define WORKER_CTL_RING 64u      /**< control message ring slots */
+#define WORKER_CTL_RING 256u     /**< control message ring slots (and answer ring slots) */
+#define WORKER_CTL_BURST 8u      /**< control messages run per poll */
 #define WORKER_QPN_SPARE 16u     /**< QPNs beyond max_qps the tables accept */
 #define WORKER_STALL_US 10000u   /**< loop gap (beyond the idle sleep) counted as a stall */
 /*
@@ -109,9 +112,6 @@ struct engine_ops {
 /** The engine used when none is installed: counts frames for unknown QPs. */
 extern const struct engine_ops engine_none;
 
-/** Function run on a worker's lcore through its control ring. */
-typedef int (*worker_fn)(struct worker *w, void *arg);
-
 /** Neighbour resolution request, worker -> control (20 bytes: rte_ring element). */
 struct worker_neigh_req {
 	uint16_t port;
@@ -133,6 +133,7 @@ struct worker_event {
 };
 
 #define WORKER_EVENT_RING 1024u
+#define WORKER_EVENT_SPILL 1024u  /**< events kept while the event ring is full */
 
 /** One worker. Cache-aligned; allocated on the lcore's socket. */
 struct worker {
@@ -156,6 +157,7 @@ struct worker {
 	struct rte_ring *slow_out;
 	struct rte_ring *neigh_req;
 	struct rte_ring *ctl_in;
+	struct rte_ring *ctl_out;
 	struct rte_ring *ctl_tx;
 	struct rte_ring *events;
 	struct rte_ring *capture;       /**< NULL unless capturing */
@@ -184,6 +186,12 @@ struct worker {
 	uint16_t loop_port[WORKER_LOOP_MAX];
 	uint32_t loop_n;
 	struct engine_rx rx[WORKER_BURST_MAX];
+	struct ctl_msg ctl_ans[WORKER_CTL_BURST]; /**< answers ctl_out had no room for */
+	uint32_t ctl_ans_n;
+	struct worker_event ev_spill[WORKER_EVENT_SPILL]; /**< events the ring had no room for */
+	uint32_t ev_spill_n;
+	/** events lost: ring and spill full (relaxed store by this lcore, any thread reads) */
+	uint64_t events_lost;
 	/** QPs this lcore owns, indexed by qpn / n_workers; fixed at start-up. */
 	struct qp_slot *qp;
 	uint32_t n_qp_slots;
@@ -271,11 +279,27 @@ void worker_count(struct worker *w, uint16_t port_idx, struct qp_slot *qp, enum 
 		  uint64_t n);
 
 /**
- * Control thread: run @p fn on @p w's lcore and wait for its result, up to
- * @p timeout_ms. @return fn's result, or -ETIMEDOUT / -ENOBUFS / -ENOMEM
- * (the message is then abandoned safely: nothing refers to the caller's stack)
+ * Control thread: send @p m to @p w (by value; it runs on w's lcore between
+ * bursts and its answer comes back on w->ctl_out). Never waits.
+ * @return 0, or -ENOBUFS when the ring is full (nothing was sent)
  */
-int worker_call(struct worker *w, worker_fn fn, void *arg, unsigned int timeout_ms);
+int worker_ctl_send(struct worker *w, struct ctl_msg *m);
+
+/** Control thread: up to @p n answers of @p w into @p out. @return how many */
+unsigned int worker_ctl_answers(struct worker *w, struct ctl_msg *out, unsigned int n);
+
+/**
+ * Run message @p m as w's lcore does and set its answer (m->rc, m->worker).
+ * Owner lcore only, or the control thread once the workers stopped.
+ */
+void worker_ctl_run(struct worker *w, struct ctl_msg *m);
+
+/**
+ * Owner only: pass engine event @p ev to the control thread (events ring).
+ * A full ring does not lose it: it waits, in order, until the next poll
+ * finds room; only a full spill too loses it, counted in events_lost.
+ */
+void worker_event_post(struct worker *w, const struct worker_event *ev);
 
 /** Control thread: queue @p m for transmission on @p port_idx by worker 0. */
 void worker_ctl_tx(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m);

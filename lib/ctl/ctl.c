@@ -193,6 +193,7 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	if (ctl == NULL)
 		return NULL;
 	ctl->cfg = *cfg;
+	ctl->cur = &ctl->detached;
 	for (uint32_t d = 0; d < cfg->ndevices; d++)
 		ctl_devsem_build(ctl, d);
 	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
@@ -303,6 +304,8 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 		c->members = 1;
 		c->dev = -1;
 		c->async_fd = -1;
+		c->pend.conn = c;
+		c->pend.gen = 1;
 		if (ipc_peer_cred(sock, &c->pid, &c->uid, &c->gid) < 0) {
 			c->pid = 0;
 			c->uid = (uid_t)-1;
@@ -338,10 +341,20 @@ static void ctl_objs_foreach(struct ctl *ctl, void (*fn)(struct ctl *, struct ct
 	}
 }
 
-static void ctl_obj_destroy_of(struct ctl *ctl, struct ctl_obj *o, void *group)
+/* The next object of group @p g teardown may destroy now: teardown order, unused, not busy. */
+static struct ctl_obj *ctl_group_victim(struct ctl *ctl, const struct ctl_conn *g)
 {
-	if (o->owner == group)
-		ctl_obj_destroy(ctl, o); /* users before what they use: the visiting order */
+	for (int k = 0; k < CTL_KIND_COUNT; k++) {
+		struct ctl_table *t = &ctl->tab[k];
+
+		for (uint32_t i = 0; i < t->cap && t->nused > 0; i++) {
+			struct ctl_obj *o = ctl_table_at(t, i);
+
+			if (o->owner == g && o->refs == 0 && !o->busy)
+				return o;
+		}
+	}
+	return NULL;
 }
 
 static void ctl_obj_unnotify(struct ctl *ctl, struct ctl_obj *o, void *conn)
@@ -349,6 +362,40 @@ static void ctl_obj_unnotify(struct ctl *ctl, struct ctl_obj *o, void *conn)
 	(void)ctl;
 	if (o->notify == conn)
 		o->notify = NULL;
+}
+
+/*
+ * Tear down group @p g once no connection of it is open and none of its
+ * dataplane operations is in flight: destroy its objects, users before what
+ * they use. A destroy the dataplane defers stops the walk; its answer
+ * (ctl_pend_settle()) resumes it. The head is freed with the last object.
+ */
+static void ctl_group_reap(struct ctl *ctl, struct ctl_conn *g)
+{
+	struct ctl_pend *saved = ctl->cur;
+
+	if (g->members > 0 || g->npend > 0)
+		return;
+	ctl->cur = &g->pend;
+	g->pend.teardown = true;
+	while (g->nobjs > 0) {
+		struct ctl_obj *o = ctl_group_victim(ctl, g);
+
+		if (o == NULL || ctl_obj_destroy(ctl, o) == CTL_DEFERRED)
+			break;
+	}
+	ctl->cur = saved;
+	if (g->nobjs == 0 && g->npend == 0)
+		memset(g, 0, sizeof(*g));
+}
+
+/* Drop an answer nobody will take (its connection closed). */
+static void ctl_pend_discard(struct ctl_pend *p)
+{
+	for (unsigned int i = 0; i < p->rnfds; i++)
+		close(p->rfds[i]);
+	p->rnfds = 0;
+	p->state = CTL_PEND_IDLE;
 }
 
 void ctl_conn_close(struct ctl_conn *c)
@@ -367,18 +414,146 @@ void ctl_conn_close(struct ctl_conn *c)
 	c->pidfd = -1;
 	ctl->events_dropped += c->events_dropped;
 	c->events_dropped = 0;
-	if (--g->members > 0) {
-		/* The group lives on with the objects; c's have nowhere to report events. */
-		ctl_objs_foreach(ctl, ctl_obj_unnotify, c);
+	if (c->pend.state == CTL_PEND_READY)
+		ctl_pend_discard(&c->pend);
+	ctl_objs_foreach(ctl, ctl_obj_unnotify, c); /* c has nowhere to report events */
+	--g->members;
+	/* A member waiting for the dataplane keeps its slot until the answer (ctl_pend_settle). */
+	if (c != g && c->pend.state == CTL_PEND_IDLE)
+		memset(c, 0, sizeof(*c));
+	ctl_group_reap(ctl, g); /* a closed head stays allocated while the group has objects */
+}
+
+/* ---- pending requests ---- */
+
+int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct ctl_obj *o)
+{
+	p->obj = o;
+	if (!p->deferred)
+		return fin(ctl, p, rc);
+	p->deferred = false;
+	p->fin = fin;
+	p->state = CTL_PEND_WAIT;
+	p->conn->group->npend++;
+	if (o != NULL)
+		o->busy = true;
+	return CTL_DEFERRED;
+}
+
+uint64_t ctl_dp_defer(struct ctl *ctl)
+{
+	struct ctl_pend *p = ctl->cur;
+
+	if (p->conn == NULL || p->deferred)
+		return CTL_DP_TOKEN_NONE;
+	p->deferred = true;
+	if (++p->gen == 0)
+		p->gen = 1;
+	return (uint64_t)p->gen << 32 | (uint64_t)(p->conn - ctl->conns);
+}
+
+/* The final status of a request in @p p: keep the answer, or drop it for a closed connection. */
+static void ctl_pend_answer(struct ctl_pend *p, int status)
+{
+	if (status != 0) {
+		for (unsigned int i = 0; i < p->rnfds; i++)
+			close(p->rfds[i]);
+		p->rnfds = 0;
+		ipc_rsp_init(&p->rsp, &p->req, status);
+	}
+}
+
+/* After a continuation of @p p returned @p status (not CTL_DEFERRED). */
+static void ctl_pend_settle(struct ctl *ctl, struct ctl_pend *p, int status)
+{
+	struct ctl_conn *c = p->conn, *g = c->group;
+
+	if (p->teardown) {
+		p->state = CTL_PEND_IDLE;
+		ctl_group_reap(ctl, g);
+		return;
+	}
+	ctl_pend_answer(p, status);
+	p->state = CTL_PEND_READY;
+	if (!c->open) {
+		ctl_pend_discard(p);
 		if (c != g)
 			memset(c, 0, sizeof(*c));
-		return; /* a closed head stays allocated: the objects point at it */
+		ctl_group_reap(ctl, g);
 	}
-	if (g->nobjs > 0)
-		ctl_objs_foreach(ctl, ctl_obj_destroy_of, g);
-	if (g != c)
-		memset(g, 0, sizeof(*g));
-	memset(c, 0, sizeof(*c));
+}
+
+/* An event raised while its QP was busy, now that it is not. */
+static void ctl_unstash(struct ctl *ctl, struct ctl_obj *o)
+{
+	struct ctl_qp *qp = (struct ctl_qp *)o;
+	uint8_t ev;
+
+	if (o == NULL || o->owner == NULL || o->busy || o->kind != CTL_KIND_QP || !qp->ev_stash)
+		return;
+	ev = qp->ev_stash;
+	qp->ev_stash = 0;
+	ctl_qp_event(ctl, qp->info.qpn, (enum ctl_qp_event)(ev - 1), qp->ev_cause);
+}
+
+int ctl_dp_done(struct ctl *ctl, uint64_t token, int rc)
+{
+	uint32_t i = (uint32_t)token, gen = (uint32_t)(token >> 32);
+	struct ctl_pend *p, *saved = ctl->cur;
+	struct ctl_obj *o;
+	int status;
+
+	if (i >= ctl->cfg.limits.max_conns || !ctl->conns[i].used)
+		return -ENOENT;
+	p = &ctl->conns[i].pend;
+	if (p->state != CTL_PEND_WAIT || p->gen != gen || gen == 0)
+		return -ENOENT;
+	o = p->obj;
+	if (o != NULL)
+		o->busy = false;
+	p->state = CTL_PEND_IDLE;
+	p->conn->group->npend--;
+	ctl->cur = p;
+	status = p->fin(ctl, p, rc);
+	ctl->cur = saved;
+	if (status != CTL_DEFERRED) {
+		ctl_unstash(ctl, o);
+		ctl_pend_settle(ctl, p, status);
+	}
+	return 0;
+}
+
+uint32_t ctl_dp_inflight(const struct ctl *ctl)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++)
+		n += ctl->conns[i].used && ctl->conns[i].pend.state == CTL_PEND_WAIT;
+	return n;
+}
+
+bool ctl_conn_pending(const struct ctl_conn *c)
+{
+	return c->pend.state != CTL_PEND_IDLE;
+}
+
+/* Hand the answer in @p p to the caller. */
+static void ctl_pend_take(struct ctl_pend *p, struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
+{
+	*rsp = p->rsp;
+	*rnfds = p->rnfds;
+	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
+		rfds[i] = i < p->rnfds ? p->rfds[i] : -1;
+	p->rnfds = 0;
+	p->state = CTL_PEND_IDLE;
+}
+
+bool ctl_conn_answer(struct ctl_conn *c, struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
+{
+	if (c->pend.state != CTL_PEND_READY)
+		return false;
+	ctl_pend_take(&c->pend, rsp, rfds, rnfds);
+	return true;
 }
 
 /* Give @p c its async-event socketpair; the application's end goes to rfds[0]. */
@@ -688,26 +863,44 @@ static int ctl_dispatch(struct ctl_conn *c, const struct ipc_msg *req, int *fds,
 	}
 }
 
-void ctl_conn_handle(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
-		     struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
+int ctl_conn_handle(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
+		    struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
 {
+	struct ctl *ctl = c->ctl;
+	struct ctl_pend *p = &c->pend;
 	int status;
 
 	*rnfds = 0;
 	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
 		rfds[i] = -1;
-	ipc_rsp_init(rsp, req, 0);
-	status = ctl_dispatch(c, req, fds, nfds, rsp, rfds, rnfds);
+	if (p->state != CTL_PEND_IDLE) {
+		for (unsigned int i = 0; i < nfds; i++) {
+			if (fds[i] >= 0)
+				close(fds[i]);
+			fds[i] = -1;
+		}
+		ipc_rsp_init(rsp, req, EBUSY);
+		return 0;
+	}
+	p->req = *req;
+	p->teardown = false;
+	p->obj = NULL;
+	p->rnfds = 0;
+	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
+		p->rfds[i] = -1;
+	ipc_rsp_init(&p->rsp, req, 0);
+	ctl->cur = p;
+	status = ctl_dispatch(c, &p->req, fds, nfds, &p->rsp, p->rfds, &p->rnfds);
+	ctl->cur = &ctl->detached;
 	/* Descriptors the handler did not keep are closed here. */
 	for (unsigned int i = 0; i < nfds; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
 		fds[i] = -1;
 	}
-	if (status != 0) {
-		for (unsigned int i = 0; i < *rnfds; i++)
-			close(rfds[i]);
-		*rnfds = 0;
-		ipc_rsp_init(rsp, req, status);
-	}
+	if (status == CTL_DEFERRED)
+		return CTL_PENDING;
+	ctl_pend_answer(p, status);
+	ctl_pend_take(p, rsp, rfds, rnfds);
+	return 0;
 }

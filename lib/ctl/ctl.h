@@ -32,7 +32,10 @@
  *
  * Threading: a `struct ctl` and its connections are used by one thread (the
  * daemon's control thread). The dataplane callbacks are called from that
- * thread; ctl_raise_event() and ctl_raise_port_event() too.
+ * thread; ctl_raise_event(), ctl_raise_port_event() and ctl_dp_done() too.
+ * Dataplane callbacks may answer later (see "Asynchronous answers" at
+ * struct ctl_dataplane_ops): one client's request then waits while the
+ * others are served.
  */
 #ifndef CTL_H
 #define CTL_H
@@ -221,16 +224,32 @@ enum ctl_qp_event {
 /**
  * The interface through which the control plane hands objects to the
  * dataplane (the daemon's lcores). Every callback runs on the control thread
- * and is synchronous: when it returns the dataplane has taken the change
- * (typically after a round trip through the owning lcore's control ring).
- * Create/modify callbacks return 0 or a positive errno, which fails the
- * request (the control plane then undoes its own part). Destroy callbacks
- * cannot fail: when they return the dataplane no longer touches the object,
- * its rings or its memory. Any pointer may be NULL ("nothing to do").
+ * and never waits for an lcore. Create/modify callbacks return 0 or a
+ * positive errno, which fails the request (the control plane then undoes its
+ * own part: a refused operation leaves nothing behind). Destroy callbacks
+ * cannot fail: once they are complete the dataplane no longer touches the
+ * object, its rings or its memory. Any pointer may be NULL ("nothing to do").
+ *
+ * Asynchronous answers: any callback may answer later. It then calls
+ * ctl_dp_defer(), keeps the token and returns 0 (its result is ignored); the
+ * dataplane later calls ctl_dp_done(token, result) (a destroy: result 0,
+ * when it let go). Until then the request stays pending: the object is
+ * busy (requests naming it fail with EINVAL as if it did not exist), the
+ * client's connection takes no other request (ctl_server does not read its
+ * socket), its descriptors and memory are held, and every other client is
+ * served. A client that disconnects meanwhile leaves nothing behind once
+ * the answer arrived (a create that succeeded is destroyed again, with
+ * the rest of its objects). Out-fields a callback may fill (mr_create's
+ * keys, ah_create's av) may be filled up to ctl_dp_done(). A connection
+ * group is torn down one destroy at a time, each after the previous one's
+ * answer (users before what they use). Outside a
+ * request (ctl_qp_event()) ctl_dp_defer() returns CTL_DP_TOKEN_NONE: the
+ * dataplane then acts on its own and reports nothing.
  *
  * Order guarantees: an MR/CQ/SRQ is created before any QP that uses it and
- * destroyed after it; qp_destroy is always called for every created QP,
- * including on connection teardown.
+ * destroyed after it (after its destroy completed); qp_destroy is always
+ * called for every created QP, including on connection teardown; at most
+ * one operation per object is in flight.
  */
 struct ctl_dataplane_ops {
 	/**
@@ -296,7 +315,12 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 
 /** Create the control plane. @return NULL with errno set (ENOMEM, EINVAL). */
 struct ctl *ctl_create(const struct ctl_config *cfg);
-/** Close every connection (each gets IBV_EVENT_DEVICE_FATAL first) and free everything. */
+/**
+ * Close every connection (each gets IBV_EVENT_DEVICE_FATAL first) and free
+ * everything. The dataplane must answer what it deferred meanwhile (from
+ * its callbacks, e.g. synchronously once its lcores stopped): objects still
+ * waiting for it are then freed without their destroy completing.
+ */
 void ctl_destroy(struct ctl *ctl);
 
 /** Change one GID slot at runtime (address configured/removed). @return 0 or -errno. */
@@ -331,16 +355,52 @@ struct ctl_conn *ctl_conn_import(struct ctl_conn *parent, int sock, const struct
 /**
  * Handle one validated request (ipc_recv(..., IPC_REQUEST) succeeded).
  * IMPORT_DEVICE is not one of them: its answer goes to another socket (see
- * ctl_conn_import()); here it is answered EINVAL.
+ * ctl_conn_import()); here it is answered EINVAL. A connection takes one
+ * request at a time: while one is pending (CTL_PENDING), another is
+ * answered EBUSY at once.
  * @param fds descriptors that came with the request; always consumed (kept
  *            by the object they belong to, or closed)
  * @param rsp the response to send (op/seq of @p req, status, body)
  * @param rfds descriptors to send with the response; the caller sends them
  *             with ipc_send() and then closes them
  * @param rnfds number of @p rfds
+ * @return 0: @p rsp is the answer; CTL_PENDING: the dataplane answers later
+ *         (ctl_dp_done()), then ctl_conn_answer() gives the response
  */
-void ctl_conn_handle(struct ctl_conn *conn, const struct ipc_msg *req, int *fds,
-		     unsigned int nfds, struct ipc_msg *rsp, int *rfds, unsigned int *rnfds);
+int ctl_conn_handle(struct ctl_conn *conn, const struct ipc_msg *req, int *fds,
+		    unsigned int nfds, struct ipc_msg *rsp, int *rfds, unsigned int *rnfds);
+
+#define CTL_PENDING 1 /**< ctl_conn_handle(): the answer comes later */
+
+/**
+ * Take the answer of @p conn's pending request once the dataplane gave it
+ * (same outputs as ctl_conn_handle()). @return true if there was one; the
+ * connection then takes requests again.
+ */
+bool ctl_conn_answer(struct ctl_conn *conn, struct ipc_msg *rsp, int *rfds, unsigned int *rnfds);
+
+/** @return true while @p conn has a request whose answer was not taken yet. */
+bool ctl_conn_pending(const struct ctl_conn *conn);
+
+/** @name Asynchronous dataplane answers @{ */
+#define CTL_DP_TOKEN_NONE 0u /**< ctl_dp_defer() outside a request: answer now */
+/**
+ * Inside an (async) dataplane callback: the answer comes later, through
+ * ctl_dp_done() with the token returned. The callback then returns 0.
+ * @return the token; CTL_DP_TOKEN_NONE when this call cannot be deferred
+ *         (the callback must then answer before it returns)
+ */
+uint64_t ctl_dp_defer(struct ctl *ctl);
+/**
+ * The dataplane's answer to a deferred callback: @p rc is what the callback
+ * would have returned (0 or a positive errno; a destroy: 0). Runs the rest
+ * of the request (which may call the dataplane again) on this thread.
+ * @return 0; -ENOENT for an unknown or already answered token
+ */
+int ctl_dp_done(struct ctl *ctl, uint64_t token, int rc);
+/** Dataplane operations in flight (deferred, not yet answered). */
+uint32_t ctl_dp_inflight(const struct ctl *ctl);
+/** @} */
 
 /** Object counts of a whole control plane (diagnostics, telemetry). */
 struct ctl_stats {

@@ -41,6 +41,7 @@ struct ctl_obj {
 	uint16_t kind;          /* enum ctl_kind */
 	uint32_t refs;          /* other objects pointing at this one */
 	uint32_t events;        /* async events queued for it (destroy reports it) */
+	bool busy;              /* a dataplane operation on it is pending (ctl_then()) */
 };
 
 /*
@@ -118,12 +119,66 @@ struct ctl_qp {
 	struct ctl_shm shm;
 	struct ctl_qp_info info;
 	struct qp_sem sem;       /* lib/qp: the attributes query reports */
+	uint8_t ev_stash;        /* 1 + enum ctl_qp_event raised while busy; 0: none */
+	uint32_t ev_cause;
 };
 
 struct ctl_ah {
 	struct ctl_obj o;
 	struct ctl_pd *pd;
 	struct ctl_ah_info info;
+};
+
+/*
+ * A request (or a teardown step) and what it waits for. Every connection
+ * has one: it takes one request at a time. A dataplane callback that calls
+ * ctl_dp_defer() leaves the request pending (WAIT); ctl_dp_done() runs its
+ * continuation `fin`, which either finishes it (an answer, READY until
+ * ctl_conn_answer() takes it) or calls the dataplane again (WAIT again).
+ */
+enum ctl_pend_state {
+	CTL_PEND_IDLE,
+	CTL_PEND_WAIT,   /* a dataplane answer is awaited (token = gen << 32 | conn index) */
+	CTL_PEND_READY,  /* the answer is in rsp/rfds */
+};
+
+/* Status of a handler or continuation whose dataplane call was deferred. */
+#define CTL_DEFERRED (-1)
+
+struct ctl_pend;
+/* Continuation: @p rc is the dataplane's result. @return a status, or CTL_DEFERRED. */
+typedef int (*ctl_fin_fn)(struct ctl *ctl, struct ctl_pend *p, int rc);
+
+struct ctl_pend {
+	uint32_t gen;            /* token generation: bumped by every ctl_dp_defer() */
+	uint8_t state;           /* enum ctl_pend_state */
+	bool deferred;           /* ctl_dp_defer() was called during the current callback */
+	bool teardown;           /* a teardown step of the group, not a request */
+	struct ctl_conn *conn;   /* NULL: the detached context (events), never deferred */
+	ctl_fin_fn fin;
+	struct ctl_obj *obj;     /* the object the continuation works on (busy meanwhile) */
+	struct ipc_msg req;      /* the request, kept for its continuation */
+	struct ipc_msg rsp;
+	int rfds[IPC_MAX_FDS];
+	unsigned int rnfds;
+	union {                  /* what a continuation needs besides obj */
+		struct {
+			struct ctl_mr old, next;
+			int rc;
+		} rereg;
+		struct {
+			struct ctl_cq next;
+			int fd;
+		} resize;
+		struct ctl_srq_info srq;
+		struct {
+			struct qp_sem next;
+			struct qp_sem_effects fx;
+		} modify;
+		struct {
+			uint32_t lcore;
+		} create_qp;
+	} u;
 };
 
 /*
@@ -146,7 +201,9 @@ struct ctl_conn {
 	gid_t gid;
 	int pidfd;        /* a pidfd of pid opened at connect, -1: none (fallback MRs dup it) */
 	uint32_t nobjs;   /* head only: objects of the group */
+	uint32_t npend;   /* head only: dataplane operations of the group in flight */
 	uint64_t events_dropped;
+	struct ctl_pend pend; /* its request; the head's also serves teardown steps */
 };
 
 /* What lib/qp's QP semantics judge a modify against, per device. */
@@ -163,6 +220,8 @@ struct ctl {
 	struct ctl_conn *conns;
 	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
 	uint64_t events_dropped; /* of closed connections */
+	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
+	struct ctl_pend detached; /* context outside requests (events): never deferred */
 };
 
 /* ctl_table.c */
@@ -183,17 +242,28 @@ void *ctl_table_at(const struct ctl_table *t, uint32_t index);
 uint32_t ctl_obj_handle(const struct ctl_obj *o);
 void *ctl_lookup(struct ctl_conn *conn, enum ctl_kind kind, uint32_t handle);
 
-/* ctl_objs.c: constructors/destructors used by the handlers and teardown. */
-void ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o);
+/*
+ * ctl_objs.c: constructors/destructors used by the handlers and teardown.
+ * ctl_obj_destroy() runs in ctl->cur: @return 0, or CTL_DEFERRED while the
+ * dataplane lets go of it (the object stays, busy, until then).
+ */
+int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o);
 void ctl_shm_free(struct ctl_shm *shm);
 int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out);
 
 /* ctl.c */
 void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
+/*
+ * After a dataplane call made in @p p: continue with @p fin(rc) now, or,
+ * when the callback deferred, once ctl_dp_done() brings the answer (@p o is
+ * busy until then). @return fin's status, or CTL_DEFERRED.
+ */
+int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct ctl_obj *o);
 int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle);
 
 /* ctl_qp.c */
-void ctl_qp_destroy(struct ctl *ctl, struct ctl_qp *qp);
+/* The rest of a QP's destroy once the dataplane let go of it. */
+void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp);
 void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_effects *fx);
 
 #endif /* CTL_INTERNAL_H */

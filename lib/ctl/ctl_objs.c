@@ -88,8 +88,7 @@ int ctl_h_dealloc_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 		return EINVAL;
 	if (pd->o.refs != 0)
 		return EBUSY;
-	ctl_obj_destroy(c->ctl, &pd->o);
-	return 0;
+	return ctl_obj_destroy(c->ctl, &pd->o);
 }
 
 /* ---- MR ---- */
@@ -222,26 +221,6 @@ static void ctl_mr_invalidate(struct ctl_mr *mr)
 	mr->invalid = true;
 }
 
-/*
- * Give the dataplane @p mr back after it refused a REREG_MR's new
- * registration. It must come back under the keys the application holds:
- * refused, or under other keys, the MR fails closed.
- */
-static void ctl_mr_restore(struct ctl *ctl, struct ctl_mr *mr)
-{
-	uint32_t lkey = mr->info.lkey, rkey = mr->info.rkey;
-
-	if (DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) != 0) {
-		ctl_mr_invalidate(mr);
-		return;
-	}
-	if (mr->info.lkey == lkey && mr->info.rkey == rkey)
-		return;
-	if (DP_HAS(ctl, mr_destroy))
-		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
-	ctl_mr_invalidate(mr);
-}
-
 /* Same memory behind both (mapping or fallback pidfd): unmapping one would unmap the other. */
 static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
 {
@@ -257,16 +236,33 @@ static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t 
 	return 0;
 }
 
+static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
+	struct ipc_reg_mr_rsp *r = &p->rsp.u.rsp_REG_MR;
+
+	if (rc) {
+		mr->pd->o.refs--;
+		ctl_mr_unmap(mr);
+		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
+		return rc;
+	}
+	r->handle = ctl_obj_handle(&mr->o);
+	r->lkey = mr->info.lkey;
+	r->rkey = mr->info.rkey;
+	return 0;
+}
+
 int ctl_h_reg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
 		 struct ipc_msg *rsp)
 {
 	const struct ipc_reg_mr_req *q = &req->u.req_REG_MR;
-	struct ipc_reg_mr_rsp *r = &rsp->u.rsp_REG_MR;
 	struct ctl *ctl = c->ctl;
 	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
 	struct ctl_mr *mr;
 	int rc;
 
+	(void)rsp;
 	if (pd == NULL)
 		return EINVAL;
 	rc = ctl_mr_check_access(q->access);
@@ -292,16 +288,73 @@ int ctl_h_reg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsign
 	mr->info.length = q->length;
 	mr->info.app_addr = q->addr;
 	mr->info.pid = c->pid;
-	if (DP_HAS(ctl, mr_create) && (rc = DP(ctl)->mr_create(ctl->cfg.dp, &mr->info)) != 0) {
-		ctl_mr_unmap(mr);
-		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
-		return rc;
+	pd->o.refs++; /* held while the dataplane decides, so the PD cannot go meanwhile */
+	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
+}
+
+/* rereg, after a refused restore's cleanup: the MR fails closed. */
+static int ctl_rereg_fin_closed(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	(void)ctl;
+	(void)rc;
+	ctl_mr_invalidate((struct ctl_mr *)p->obj);
+	return p->u.rereg.rc;
+}
+
+/*
+ * rereg, last step: the old registration is given back (the new one was
+ * refused). It must come back under the keys the application holds:
+ * refused, or under other keys (then taken away again), the MR fails closed.
+ */
+static int ctl_rereg_fin_restored(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
+
+	p->u.rereg.next.pd->o.refs--;
+	if (rc != 0) {
+		ctl_mr_invalidate(mr);
+		return p->u.rereg.rc;
 	}
-	pd->o.refs++;
-	r->handle = ctl_obj_handle(&mr->o);
+	if (mr->info.lkey == p->u.rereg.old.info.lkey && mr->info.rkey == p->u.rereg.old.info.rkey)
+		return p->u.rereg.rc;
+	if (DP_HAS(ctl, mr_destroy))
+		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
+	return ctl_then(ctl, p, 0, ctl_rereg_fin_closed, &mr->o);
+}
+
+/* rereg, second step: the new registration was taken, or refused. */
+static int ctl_rereg_fin_made(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_mr *mr = (struct ctl_mr *)p->obj, *old = &p->u.rereg.old;
+	struct ipc_reg_mr_rsp *r = &p->rsp.u.rsp_REREG_MR;
+
+	if (rc) {
+		if (!ctl_mr_same_memory(mr, old))
+			ctl_mr_unmap(mr);
+		*mr = *old;
+		p->u.rereg.rc = rc;
+		rc = DP(ctl)->mr_create(ctl->cfg.dp, &mr->info);
+		return ctl_then(ctl, p, rc, ctl_rereg_fin_restored, &mr->o);
+	}
+	if (!ctl_mr_same_memory(mr, old))
+		ctl_mr_unmap(old);
+	old->pd->o.refs--;
+	r->handle = p->req.u.req_REREG_MR.handle;
 	r->lkey = mr->info.lkey;
 	r->rkey = mr->info.rkey;
 	return 0;
+}
+
+/* rereg, first step: the old registration is gone from the dataplane. */
+static int ctl_rereg_fin_gone(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
+
+	(void)rc;
+	*mr = p->u.rereg.next;
+	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
+	return ctl_then(ctl, p, rc, ctl_rereg_fin_made, &mr->o);
 }
 
 int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
@@ -314,6 +367,7 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 	struct ctl_mr next;
 	int rc;
 
+	(void)rsp;
 	if (mr == NULL || mr->invalid || q->flags == 0 ||
 	    (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
 		return EINVAL;
@@ -346,28 +400,14 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 	/*
 	 * The dataplane sees the old registration go and the new one come, keys
 	 * unchanged, always through the table's own storage (it may keep the
-	 * pointer until mr_destroy).
+	 * pointer until mr_destroy). Both PDs are held meanwhile.
 	 */
-	struct ctl_mr old = *mr;
-
+	pd->o.refs++;
+	ctl->cur->u.rereg.old = *mr;
+	ctl->cur->u.rereg.next = next;
 	if (DP_HAS(ctl, mr_destroy))
 		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
-	*mr = next;
-	if (DP_HAS(ctl, mr_create) && (rc = DP(ctl)->mr_create(ctl->cfg.dp, &mr->info)) != 0) {
-		if (!ctl_mr_same_memory(&next, &old))
-			ctl_mr_unmap(mr);
-		*mr = old;
-		ctl_mr_restore(ctl, mr);
-		return rc;
-	}
-	if (!ctl_mr_same_memory(&next, &old))
-		ctl_mr_unmap(&old);
-	old.pd->o.refs--;
-	pd->o.refs++;
-	rsp->u.rsp_REREG_MR.handle = q->handle;
-	rsp->u.rsp_REREG_MR.lkey = mr->info.lkey;
-	rsp->u.rsp_REREG_MR.rkey = mr->info.rkey;
-	return 0;
+	return ctl_then(ctl, ctl->cur, 0, ctl_rereg_fin_gone, &mr->o);
 }
 
 int ctl_h_dereg_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
@@ -377,8 +417,7 @@ int ctl_h_dereg_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg
 	(void)rsp;
 	if (mr == NULL)
 		return EINVAL;
-	ctl_obj_destroy(c->ctl, &mr->o);
-	return 0;
+	return ctl_obj_destroy(c->ctl, &mr->o);
 }
 
 /* ---- import (ibv_import_pd / ibv_import_mr): the object must be the group's ---- */
@@ -445,8 +484,7 @@ int ctl_h_destroy_channel(struct ctl_conn *c, const struct ipc_msg *req, struct 
 		return EINVAL;
 	if (ch->o.refs != 0)
 		return EBUSY;
-	ctl_obj_destroy(c->ctl, &ch->o);
-	return 0;
+	return ctl_obj_destroy(c->ctl, &ch->o);
 }
 
 /* ---- CQ ---- */
@@ -467,6 +505,21 @@ static int ctl_cq_ring(struct ctl_cq *cq, uint32_t cqe, struct ipc_cq_rsp *r, in
 	r->cqe = entries - 1;
 	r->shm_size = size;
 	r->ctrl_offset = 0;
+	return 0;
+}
+
+static int ctl_create_cq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_cq *cq = (struct ctl_cq *)p->obj;
+
+	if (rc) {
+		if (cq->ch)
+			cq->ch->o.refs--;
+		ctl_shm_free(&cq->shm);
+		ctl_table_free(&ctl->tab[CTL_KIND_CQ], cq);
+		return rc;
+	}
+	p->rsp.u.rsp_CREATE_CQ.handle = ctl_obj_handle(&cq->o);
 	return 0;
 }
 
@@ -502,18 +555,12 @@ int ctl_h_create_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	cq->info.event_fd = ch ? ch->efd : -1;
 	cq->info.user_handle = q->user_handle;
 	cq->info.owner = c->group;
-	if (DP_HAS(ctl, cq_create) && (rc = DP(ctl)->cq_create(ctl->cfg.dp, &cq->info)) != 0) {
-		close(fd);
-		ctl_shm_free(&cq->shm);
-		ctl_table_free(&ctl->tab[CTL_KIND_CQ], cq);
-		return rc;
-	}
 	if (ch)
 		ch->o.refs++;
-	r->handle = ctl_obj_handle(&cq->o);
-	rfds[0] = fd;
+	rfds[0] = fd; /* closed if the dataplane refuses */
 	*rnfds = 1;
-	return 0;
+	rc = DP_HAS(ctl, cq_create) ? DP(ctl)->cq_create(ctl->cfg.dp, &cq->info) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_create_cq_fin, &cq->o);
 }
 
 /* Without a dataplane the control plane moves the unconsumed CQEs itself. */
@@ -526,6 +573,25 @@ static void ctl_cq_copy(const struct ctl_cq_info *to, const struct ctl_cq_info *
 		       sizeof(struct cqe));
 	spsc_ring_publish(to->ring.ring, n);
 	to->ctrl->notify_count = from->ctrl->notify_count;
+}
+
+static int ctl_resize_cq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_cq *cq = (struct ctl_cq *)p->obj, *next = &p->u.resize.next;
+
+	(void)ctl;
+	if (rc) {
+		ctl_shm_free(&next->shm);
+		return rc;
+	}
+	ctl_shm_free(&cq->shm);
+	/* only the ring moves: refs, events and the lcore may have changed meanwhile */
+	cq->shm = next->shm;
+	cq->info.ring = next->info.ring;
+	cq->info.ctrl = next->info.ctrl;
+	cq->info.cqe = next->info.cqe;
+	p->rsp.u.rsp_RESIZE_CQ.handle = p->req.u.req_RESIZE_CQ.handle;
+	return 0;
 }
 
 int ctl_h_resize_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
@@ -547,22 +613,15 @@ int ctl_h_resize_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	rc = ctl_cq_ring(&next, q->cqe, r, &fd);
 	if (rc)
 		return rc;
+	rfds[0] = fd; /* closed if the dataplane refuses */
+	*rnfds = 1;
+	/* the dataplane gets the table's copy of the new view: stable while it works */
+	ctl->cur->u.resize.next = next;
 	if (DP_HAS(ctl, cq_resize))
-		rc = DP(ctl)->cq_resize(ctl->cfg.dp, &next.info, &cq->info);
+		rc = DP(ctl)->cq_resize(ctl->cfg.dp, &ctl->cur->u.resize.next.info, &cq->info);
 	else
 		ctl_cq_copy(&next.info, &cq->info);
-	if (rc) {
-		close(fd);
-		ctl_shm_free(&next.shm);
-		return rc;
-	}
-	ctl_shm_free(&cq->shm);
-	*cq = next;
-	r->handle = q->handle;
-	r->handle = q->handle;
-	rfds[0] = fd;
-	*rnfds = 1;
-	return 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_resize_cq_fin, &cq->o);
 }
 
 int ctl_h_destroy_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
@@ -574,11 +633,24 @@ int ctl_h_destroy_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 	if (cq->o.refs != 0)
 		return EBUSY;
 	rsp->u.rsp_DESTROY_CQ.events_reported = cq->o.events;
-	ctl_obj_destroy(c->ctl, &cq->o);
-	return 0;
+	return ctl_obj_destroy(c->ctl, &cq->o);
 }
 
 /* ---- SRQ ---- */
+
+static int ctl_create_srq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_srq *srq = (struct ctl_srq *)p->obj;
+
+	if (rc) {
+		srq->pd->o.refs--;
+		ctl_shm_free(&srq->shm);
+		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
+		return rc;
+	}
+	p->rsp.u.rsp_CREATE_SRQ.handle = ctl_obj_handle(&srq->o);
+	return 0;
+}
 
 int ctl_h_create_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
 		     unsigned int *rnfds)
@@ -619,21 +691,23 @@ int ctl_h_create_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 	srq->info.srq_limit = q->srq_limit;
 	srq->info.user_handle = q->user_handle;
 	srq->info.owner = c->group;
-	if (DP_HAS(ctl, srq_create) && (rc = DP(ctl)->srq_create(ctl->cfg.dp, &srq->info)) != 0) {
-		close(fd);
-		ctl_shm_free(&srq->shm);
-		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
-		return rc;
-	}
 	pd->o.refs++;
-	r->handle = ctl_obj_handle(&srq->o);
 	r->srqn = srq->info.srqn;
 	r->max_wr = srq->info.max_wr;
 	r->max_sge = srq->info.max_sge;
 	r->shm_size = size;
-	rfds[0] = fd;
+	rfds[0] = fd; /* closed if the dataplane refuses */
 	*rnfds = 1;
-	return 0;
+	rc = DP_HAS(ctl, srq_create) ? DP(ctl)->srq_create(ctl->cfg.dp, &srq->info) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_create_srq_fin, &srq->o);
+}
+
+static int ctl_modify_srq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	(void)ctl;
+	if (rc == 0)
+		((struct ctl_srq *)p->obj)->info = p->u.srq;
+	return rc;
 }
 
 int ctl_h_modify_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
@@ -655,10 +729,9 @@ int ctl_h_modify_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 			return EINVAL;
 		next.srq_limit = q->srq_limit;
 	}
-	if (DP_HAS(ctl, srq_modify) && (rc = DP(ctl)->srq_modify(ctl->cfg.dp, &next)) != 0)
-		return rc;
-	srq->info = next;
-	return 0;
+	ctl->cur->u.srq = next;
+	rc = DP_HAS(ctl, srq_modify) ? DP(ctl)->srq_modify(ctl->cfg.dp, &ctl->cur->u.srq) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_modify_srq_fin, &srq->o);
 }
 
 int ctl_h_query_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
@@ -683,8 +756,7 @@ int ctl_h_destroy_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_
 	if (srq->o.refs != 0)
 		return EBUSY;
 	rsp->u.rsp_DESTROY_SRQ.events_reported = srq->o.events;
-	ctl_obj_destroy(c->ctl, &srq->o);
-	return 0;
+	return ctl_obj_destroy(c->ctl, &srq->o);
 }
 
 /* ---- AH ---- */
@@ -708,6 +780,21 @@ static void ctl_ah_av(const struct ctl_port_cfg *port, const struct ipc_ah_attr 
 	av->ah_handle = ahn;
 }
 
+static int ctl_create_ah_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_ah *ah = (struct ctl_ah *)p->obj;
+
+	if (rc) {
+		ah->pd->o.refs--;
+		ctl_table_free(&ctl->tab[CTL_KIND_AH], ah);
+		return rc;
+	}
+	p->rsp.u.rsp_CREATE_AH.handle = ctl_obj_handle(&ah->o);
+	p->rsp.u.rsp_CREATE_AH.num = ah->info.ahn;
+	p->rsp.u.rsp_CREATE_AH.av = ah->info.av;
+	return 0;
+}
+
 int ctl_h_create_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
 {
 	const struct ipc_create_ah_req *q = &req->u.req_CREATE_AH;
@@ -718,6 +805,7 @@ int ctl_h_create_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	struct ctl_ah *ah;
 	int rc;
 
+	(void)rsp;
 	if (pd == NULL || q->attr.port_num == 0 || q->attr.port_num > d->attr.phys_port_cnt)
 		return EINVAL;
 	port = &d->port[q->attr.port_num - 1];
@@ -734,15 +822,9 @@ int ctl_h_create_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	ah->info.dev = (uint32_t)c->dev;
 	ah->info.attr = q->attr;
 	ctl_ah_av(port, &q->attr, ah->info.ahn, &ah->info.av);
-	if (DP_HAS(ctl, ah_create) && (rc = DP(ctl)->ah_create(ctl->cfg.dp, &ah->info)) != 0) {
-		ctl_table_free(&ctl->tab[CTL_KIND_AH], ah);
-		return rc;
-	}
 	pd->o.refs++;
-	rsp->u.rsp_CREATE_AH.handle = ctl_obj_handle(&ah->o);
-	rsp->u.rsp_CREATE_AH.num = ah->info.ahn;
-	rsp->u.rsp_CREATE_AH.av = ah->info.av;
-	return 0;
+	rc = DP_HAS(ctl, ah_create) ? DP(ctl)->ah_create(ctl->cfg.dp, &ah->info) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_create_ah_fin, &ah->o);
 }
 
 int ctl_h_destroy_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
@@ -752,42 +834,35 @@ int ctl_h_destroy_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 	(void)rsp;
 	if (ah == NULL)
 		return EINVAL;
-	ctl_obj_destroy(c->ctl, &ah->o);
-	return 0;
+	return ctl_obj_destroy(c->ctl, &ah->o);
 }
 
 /* ---- the one destructor ---- */
 
-void ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
+/* What is left of a destroy once the dataplane let go of the object. */
+static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
+	struct ctl_obj *o = p->obj;
 	struct ctl_table *t = &ctl->tab[o->kind];
 
+	(void)rc;
 	switch ((enum ctl_kind)o->kind) {
 	case CTL_KIND_QP:
-		ctl_qp_destroy(ctl, (struct ctl_qp *)o);
-		return; /* frees its slot itself */
+		ctl_qp_destroyed(ctl, (struct ctl_qp *)o);
+		return 0; /* frees its slot itself */
 	case CTL_KIND_SRQ: {
 		struct ctl_srq *srq = (struct ctl_srq *)o;
 
-		if (DP_HAS(ctl, srq_destroy))
-			DP(ctl)->srq_destroy(ctl->cfg.dp, &srq->info);
 		ctl_shm_free(&srq->shm);
 		srq->pd->o.refs--;
 		break;
 	}
-	case CTL_KIND_AH: {
-		struct ctl_ah *ah = (struct ctl_ah *)o;
-
-		if (DP_HAS(ctl, ah_destroy))
-			DP(ctl)->ah_destroy(ctl->cfg.dp, &ah->info);
-		ah->pd->o.refs--;
+	case CTL_KIND_AH:
+		((struct ctl_ah *)o)->pd->o.refs--;
 		break;
-	}
 	case CTL_KIND_MR: {
 		struct ctl_mr *mr = (struct ctl_mr *)o;
 
-		if (!mr->invalid && DP_HAS(ctl, mr_destroy))
-			DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
 		ctl_mr_unmap(mr);
 		mr->pd->o.refs--;
 		break;
@@ -795,8 +870,6 @@ void ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_CQ: {
 		struct ctl_cq *cq = (struct ctl_cq *)o;
 
-		if (DP_HAS(ctl, cq_destroy))
-			DP(ctl)->cq_destroy(ctl->cfg.dp, &cq->info);
 		ctl_shm_free(&cq->shm);
 		if (cq->ch)
 			cq->ch->o.refs--;
@@ -810,4 +883,39 @@ void ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 		break;
 	}
 	ctl_table_free(t, o);
+	return 0;
+}
+
+int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
+{
+	void *dp = ctl->cfg.dp;
+
+	switch ((enum ctl_kind)o->kind) {
+	case CTL_KIND_QP:
+		if (DP_HAS(ctl, qp_destroy))
+			DP(ctl)->qp_destroy(dp, &((struct ctl_qp *)o)->info);
+		break;
+	case CTL_KIND_SRQ:
+		if (DP_HAS(ctl, srq_destroy))
+			DP(ctl)->srq_destroy(dp, &((struct ctl_srq *)o)->info);
+		break;
+	case CTL_KIND_AH:
+		if (DP_HAS(ctl, ah_destroy))
+			DP(ctl)->ah_destroy(dp, &((struct ctl_ah *)o)->info);
+		break;
+	case CTL_KIND_MR:
+		/* an invalid MR is no longer the dataplane's (ctl_mr_invalidate()) */
+		if (!((struct ctl_mr *)o)->invalid && DP_HAS(ctl, mr_destroy))
+			DP(ctl)->mr_destroy(dp, &((struct ctl_mr *)o)->info);
+		break;
+	case CTL_KIND_CQ:
+		if (DP_HAS(ctl, cq_destroy))
+			DP(ctl)->cq_destroy(dp, &((struct ctl_cq *)o)->info);
+		break;
+	case CTL_KIND_CHANNEL:
+	case CTL_KIND_PD:
+	case CTL_KIND_COUNT:
+		break;
+	}
+	return ctl_then(ctl, ctl->cur, 0, ctl_obj_destroy_fin, o);
 }

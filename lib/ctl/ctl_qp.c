@@ -90,6 +90,20 @@ static void ctl_qp_ring(struct ctl_shm *shm, size_t off, uint32_t entries, uint3
 	*desc = (struct ipc_ring_desc){ .offset = off, .entries = entries, .stride = stride };
 }
 
+static int ctl_create_qp_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
+{
+	struct ctl_qp *qp = (struct ctl_qp *)p->obj;
+
+	if (rc) {
+		ctl_qp_put_refs(ctl, qp);
+		ctl_shm_free(&qp->shm);
+		ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
+		return rc;
+	}
+	p->rsp.u.rsp_CREATE_QP.handle = ctl_obj_handle(&qp->o);
+	return 0;
+}
+
 int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
 		    unsigned int *rnfds)
 {
@@ -171,20 +185,15 @@ int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	qp->info.sem = &qp->sem;
 	qp->info.user_handle = q->user_handle;
 	qp->info.owner = c->group;
-	if (DP_HAS(ctl, qp_create) && (rc = DP(ctl)->qp_create(ctl->cfg.dp, &qp->info)) != 0) {
-		close(fd);
-		ctl_shm_free(&qp->shm);
-		ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
-		return rc;
-	}
+	/* placed now: a QP created meanwhile sees the CQs bound */
 	ctl_qp_get_refs(ctl, qp, lcore);
-	r->handle = ctl_obj_handle(&qp->o);
 	r->qpn = qp->info.qpn;
 	ipc_cap_from_ibv(&qp->sem.init.cap, &r->cap);
 	r->shm_size = sq_bytes + rq_bytes;
-	rfds[0] = fd;
+	rfds[0] = fd; /* closed if the dataplane refuses */
 	*rnfds = 1;
-	return 0;
+	rc = DP_HAS(ctl, qp_create) ? DP(ctl)->qp_create(ctl->cfg.dp, &qp->info) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_create_qp_fin, &qp->o);
 }
 
 /* Without a dataplane the control plane is the rings' consumer: a reset drops every entry. */
@@ -202,21 +211,16 @@ void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_eff
 		ctl_raise_event(ctl, IPC_OBJ_QP, qp->info.qpn, fx->event[i]);
 }
 
-/* Commit @p next to @p qp after the dataplane took it. */
-static int ctl_qp_apply(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem *next,
-			const struct qp_sem_effects *fx)
+/* Commit the modify in @p p once the dataplane took it. */
+static int ctl_modify_qp_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
-	int rc;
+	struct ctl_qp *qp = (struct ctl_qp *)p->obj;
 
-	if (DP_HAS(ctl, qp_modify)) {
-		rc = DP(ctl)->qp_modify(ctl->cfg.dp, &qp->info, next, fx);
-		if (rc)
-			return rc;
-	} else if (fx->flags & QP_SEM_FX_RESET) {
-		ctl_qp_drop_posted(qp);
-	}
-	qp->sem = *next;
-	ctl_qp_raise_fx(ctl, qp, fx);
+	if (rc)
+		return rc;
+	qp->sem = p->u.modify.next;
+	ctl_qp_raise_fx(ctl, qp, &p->u.modify.fx);
+	p->rsp.u.rsp_MODIFY_QP.state = qp->sem.attr.qp_state;
 	return 0;
 }
 
@@ -225,22 +229,25 @@ int ctl_h_modify_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	const struct ipc_modify_qp_req *q = &req->u.req_MODIFY_QP;
 	struct ctl *ctl = c->ctl;
 	struct ctl_qp *qp = ctl_lookup(c, CTL_KIND_QP, q->handle);
-	struct qp_sem_effects fx;
+	struct ctl_pend *p = ctl->cur;
+	struct qp_sem *next = &p->u.modify.next;
+	struct qp_sem_effects *fx = &p->u.modify.fx;
 	struct ibv_qp_attr attr;
-	struct qp_sem next;
 	int rc;
 
+	(void)rsp;
 	if (qp == NULL)
 		return EINVAL;
 	ipc_qp_attr_to_ibv(&q->attr, &attr);
-	next = qp->sem;
-	rc = qp_sem_modify(&next, &attr, (int)q->mask, &ctl->sem[c->dev].dev, &fx);
-	if (rc == 0)
-		rc = ctl_qp_apply(ctl, qp, &next, &fx);
+	*next = qp->sem;
+	rc = qp_sem_modify(next, &attr, (int)q->mask, &ctl->sem[c->dev].dev, fx);
 	if (rc)
 		return rc;
-	rsp->u.rsp_MODIFY_QP.state = qp->sem.attr.qp_state;
-	return 0;
+	if (DP_HAS(ctl, qp_modify))
+		rc = DP(ctl)->qp_modify(ctl->cfg.dp, &qp->info, next, fx);
+	else if (fx->flags & QP_SEM_FX_RESET)
+		ctl_qp_drop_posted(qp);
+	return ctl_then(ctl, p, rc, ctl_modify_qp_fin, &qp->o);
 }
 
 int ctl_h_query_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
@@ -276,6 +283,14 @@ int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t c
 	qp = ctl_table_at(&ctl->tab[CTL_KIND_QP], idx);
 	if (qp->o.owner == NULL)
 		return -ENOENT;
+	if (qp->o.busy) {
+		/* a modify/create is pending: the event applies to its outcome */
+		if (!qp->ev_stash || ev == CTL_QP_EV_FATAL || ev == CTL_QP_EV_ERROR) {
+			qp->ev_stash = (uint8_t)(ev + 1);
+			qp->ev_cause = cause;
+		}
+		return 0;
+	}
 	next = qp->sem;
 	switch (ev) {
 	case CTL_QP_EV_FATAL:
@@ -307,18 +322,24 @@ int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t c
 	}
 	if (rc)
 		return -rc;
-	/* The dataplane already acted; it still learns the effects (e.g. flush). */
-	if (fx.flags && DP_HAS(ctl, qp_modify))
+	/*
+	 * The dataplane already acted; it still learns the effects (e.g. flush),
+	 * outside any request: it cannot defer, it answers nothing.
+	 */
+	if (fx.flags && DP_HAS(ctl, qp_modify)) {
+		struct ctl_pend *saved = ctl->cur;
+
+		ctl->cur = &ctl->detached;
 		DP(ctl)->qp_modify(ctl->cfg.dp, &qp->info, &next, &fx);
+		ctl->cur = saved;
+	}
 	qp->sem = next;
 	ctl_qp_raise_fx(ctl, qp, &fx);
 	return 0;
 }
 
-void ctl_qp_destroy(struct ctl *ctl, struct ctl_qp *qp)
+void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp)
 {
-	if (DP_HAS(ctl, qp_destroy))
-		DP(ctl)->qp_destroy(ctl->cfg.dp, &qp->info);
 	ctl_shm_free(&qp->shm);
 	ctl_qp_put_refs(ctl, qp);
 	ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
@@ -331,6 +352,5 @@ int ctl_h_destroy_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 	if (qp == NULL)
 		return EINVAL;
 	rsp->u.rsp_DESTROY_QP.events_reported = qp->o.events;
-	ctl_qp_destroy(c->ctl, qp);
-	return 0;
+	return ctl_obj_destroy(c->ctl, &qp->o);
 }

@@ -7,6 +7,11 @@
  * size, fds: see ipc_msg_check()) is disconnected; semantic errors are
  * answered with a status. IMPORT_DEVICE adds a connection on the socket the
  * request carries (ctl_server_import()).
+ *
+ * A request the dataplane answers later (CTL_PENDING) parks its connection:
+ * its socket is not read until the answer went out (so its next requests
+ * wait in the socket, in order), while every other connection is served.
+ * Answers that arrived (ctl_dp_done()) are sent at the start of each poll.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -154,16 +159,29 @@ static void ctl_server_import(struct ctl_server *srv, uint32_t i, const struct i
 	srv->n++;
 }
 
-/* Serve every queued request of connection @p i. @return false when it must be dropped. */
+/* Send an answer and close its descriptors. @return false when the client must be dropped. */
+static bool ctl_server_reply(struct ctl_server *srv, uint32_t i, struct ipc_msg *rsp,
+			     int *rfds, unsigned int rnfds)
+{
+	int rc = ipc_send(srv->conns[i].fd, rsp, rfds, rnfds);
+
+	for (unsigned int k = 0; k < rnfds; k++)
+		close(rfds[k]);
+	return rc == 0;
+}
+
+/*
+ * Serve the queued requests of connection @p i until one is left pending.
+ * @return false when it must be dropped.
+ */
 static bool ctl_server_serve(struct ctl_server *srv, uint32_t i)
 {
 	struct ipc_msg req, rsp;
 	int fds[IPC_MAX_FDS], rfds[IPC_MAX_FDS];
 	unsigned int nfds, rnfds;
 
-	for (int budget = 64; budget > 0; budget--) {
+	for (int budget = 64; budget > 0 && !ctl_conn_pending(srv->conns[i].conn); budget--) {
 		ssize_t n = ipc_recv(srv->conns[i].fd, &req, fds, &nfds, IPC_REQUEST);
-		int rc;
 
 		if (n == -EAGAIN)
 			return true;
@@ -173,27 +191,48 @@ static bool ctl_server_serve(struct ctl_server *srv, uint32_t i)
 			ctl_server_import(srv, i, &req, fds, nfds);
 			continue;
 		}
-		ctl_conn_handle(srv->conns[i].conn, &req, fds, nfds, &rsp, rfds, &rnfds);
-		rc = ipc_send(srv->conns[i].fd, &rsp, rfds, rnfds);
-		for (unsigned int k = 0; k < rnfds; k++)
-			close(rfds[k]);
-		if (rc < 0)
+		if (ctl_conn_handle(srv->conns[i].conn, &req, fds, nfds, &rsp, rfds, &rnfds) ==
+		    CTL_PENDING)
+			return true;
+		if (!ctl_server_reply(srv, i, &rsp, rfds, rnfds))
 			return false;
 	}
 	return true;
 }
 
+/* Send the answers the dataplane completed since the last poll. @return answers sent */
+static int ctl_server_answer(struct ctl_server *srv)
+{
+	struct ipc_msg rsp;
+	int rfds[IPC_MAX_FDS];
+	unsigned int rnfds;
+	int n = 0;
+
+	for (uint32_t i = srv->n; i-- > 0;) {
+		if (!ctl_conn_answer(srv->conns[i].conn, &rsp, rfds, &rnfds))
+			continue;
+		n++;
+		if (!ctl_server_reply(srv, i, &rsp, rfds, rnfds))
+			ctl_server_drop(srv, i);
+	}
+	return n;
+}
+
 int ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 {
-	int handled = 0, n;
+	int handled = ctl_server_answer(srv), n;
 	uint32_t nc = srv->n;
 
 	srv->pfds[0] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
-	for (uint32_t i = 0; i < nc; i++)
-		srv->pfds[i + 1] = (struct pollfd){ .fd = srv->conns[i].fd, .events = POLLIN };
-	n = poll(srv->pfds, nc + 1, timeout_ms);
+	for (uint32_t i = 0; i < nc; i++) {
+		/* a parked connection is watched for hang-up only */
+		short ev = ctl_conn_pending(srv->conns[i].conn) ? 0 : POLLIN;
+
+		srv->pfds[i + 1] = (struct pollfd){ .fd = srv->conns[i].fd, .events = ev };
+	}
+	n = poll(srv->pfds, nc + 1, handled ? 0 : timeout_ms);
 	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
+		return errno == EINTR ? handled : -errno;
 	/* Walk backwards: dropping swaps the last connection into the hole. */
 	for (uint32_t i = nc; i-- > 0;) {
 		short re = srv->pfds[i + 1].revents;
@@ -201,6 +240,12 @@ int ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 		if (re == 0)
 			continue;
 		handled++;
+		if (ctl_conn_pending(srv->conns[i].conn)) {
+			/* hung up while its answer is pending: lib/ctl finishes it alone */
+			if (re & (POLLHUP | POLLERR | POLLNVAL))
+				ctl_server_drop(srv, i);
+			continue;
+		}
 		if (!ctl_server_serve(srv, i))
 			ctl_server_drop(srv, i);
 	}

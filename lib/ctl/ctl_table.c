@@ -192,8 +192,8 @@ void *ctl_lookup(struct ctl_conn *conn, enum ctl_kind kind, uint32_t handle)
 	if (idx == 0 || idx > t->cap)
 		return NULL;
 	o = ctl_table_at(t, idx - 1);
-	/* Another group's object looks exactly like a free slot. */
-	if (o->owner != conn->group || o->gen != (handle >> CTL_HANDLE_INDEX_BITS))
+	/* Another group's object looks exactly like a free slot; so does a busy one. */
+	if (o->owner != conn->group || o->gen != (handle >> CTL_HANDLE_INDEX_BITS) || o->busy)
 		return NULL;
 	return o;
 }

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <stdio.h>
@@ -824,4 +825,447 @@ Test(ctl_placement, qps_sharing_a_cq_or_srq_share_an_lcore)
 	cr_assert_eq(st.conns + st.qp + st.cq + st.srq + st.pd, 0);
 	ctl_destroy(ctl);
 	ctl = NULL;
+}
+
+/* ---- asynchronous dataplane answers (ctl_dp_defer / ctl_dp_done) ---- */
+
+/*
+ * A dataplane that answers later when asked to: each deferring callback
+ * keeps its token (a destroy: the last one) and counts the live objects
+ * only once the answer was given (answer()).
+ */
+struct async_dp {
+	bool defer_qp_create, defer_qp_modify, defer_qp_destroy, defer_mr;
+	uint64_t tok[4];
+	unsigned int ntok;
+	int qp, mr;             /* objects the dataplane holds, answered or not */
+};
+static struct async_dp adp;
+
+static void adp_defer(void)
+{
+	uint64_t t = ctl_dp_defer(ctl);
+
+	cr_assert_neq(t, CTL_DP_TOKEN_NONE, "a request's callback may defer");
+	cr_assert_lt(adp.ntok, 4u);
+	adp.tok[adp.ntok++] = t;
+}
+static int adp_qp_create(void *dp, const struct ctl_qp_info *qp)
+{
+	(void)dp;
+	(void)qp;
+	adp.qp++;
+	if (adp.defer_qp_create)
+		adp_defer();
+	return 0;
+}
+static int adp_qp_modify(void *dp, const struct ctl_qp_info *qp, const struct qp_sem *next,
+			 const struct qp_sem_effects *fx)
+{
+	(void)dp;
+	(void)qp;
+	(void)next;
+	(void)fx;
+	if (adp.defer_qp_modify)
+		adp_defer();
+	return 0;
+}
+static void adp_qp_destroy(void *dp, const struct ctl_qp_info *qp)
+{
+	(void)dp;
+	(void)qp;
+	adp.qp--;
+	if (adp.defer_qp_destroy)
+		adp_defer();
+}
+static int adp_mr_create(void *dp, struct ctl_mr_info *mr)
+{
+	(void)dp;
+	(void)mr;
+	adp.mr++;
+	if (adp.defer_mr)
+		adp_defer();
+	return 0;
+}
+static void adp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
+{
+	(void)dp;
+	(void)mr;
+	adp.mr--;
+	if (adp.defer_mr)
+		adp_defer();
+}
+
+static const struct ctl_dataplane_ops adp_ops = {
+	.mr_create = adp_mr_create, .mr_destroy = adp_mr_destroy,
+	.qp_create = adp_qp_create, .qp_modify = adp_qp_modify, .qp_destroy = adp_qp_destroy,
+};
+
+static void async_setup(void)
+{
+	struct ctl_config cfg = base_cfg();
+
+	memset(&adp, 0, sizeof(adp));
+	cfg.dp_ops = &adp_ops;
+	cfg.dp = &adp;
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+}
+
+/* The dataplane answers its oldest deferred call. */
+static void answer(int rc)
+{
+	uint64_t t;
+
+	cr_assert_gt(adp.ntok, 0u, "a call is pending");
+	t = adp.tok[0];
+	memmove(adp.tok, adp.tok + 1, --adp.ntok * sizeof(adp.tok[0]));
+	cr_assert_eq(ctl_dp_done(ctl, t, rc), 0);
+	cr_assert_eq(ctl_dp_done(ctl, t, rc), -ENOENT, "an answer counts once");
+}
+
+/* Send @p m on @p cl; it must stay pending. */
+static void call_pending(struct client *cl, struct ipc_msg *m)
+{
+	struct ipc_msg r;
+	int rfds[IPC_MAX_FDS];
+	unsigned int rn;
+
+	cr_assert_eq(ctl_conn_handle(cl->c, m, NULL, 0, &r, rfds, &rn), CTL_PENDING);
+	cr_assert(ctl_conn_pending(cl->c));
+	cr_assert_not(ctl_conn_answer(cl->c, &r, rfds, &rn), "no answer before the dataplane's");
+}
+
+/* The answer of @p cl's pending request, once given: its status. */
+static int take_answer(struct client *cl, struct ipc_msg *r)
+{
+	int rfds[IPC_MAX_FDS];
+	unsigned int rn;
+
+	cr_assert(ctl_conn_answer(cl->c, r, rfds, &rn), "the answer is there");
+	cr_assert_not(ctl_conn_pending(cl->c));
+	for (unsigned int i = 0; i < rn; i++)
+		close(rfds[i]);
+	if (r->hdr.status != 0)
+		cr_assert_eq(rn, 0u);
+	return r->hdr.status;
+}
+
+static uint32_t qp_state_of(struct client *cl, uint32_t qp)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_QUERY_QP);
+	m.u.req_QUERY_QP.handle = qp;
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, NULL), 0);
+	return r.u.rsp_QUERY_QP.attr.qp_state;
+}
+
+static void modify_req(struct ipc_msg *m, uint32_t qp, uint32_t state)
+{
+	req(m, IPC_OP_MODIFY_QP);
+	m->u.req_MODIFY_QP.handle = qp;
+	m->u.req_MODIFY_QP.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	m->u.req_MODIFY_QP.attr = (struct ipc_qp_attr){ .qp_state = state, .port_num = 1 };
+}
+
+TestSuite(ctl_async, .init = async_setup, .fini = teardown, .timeout = 20);
+
+Test(ctl_async, one_pending_request_does_not_hold_other_clients)
+{
+	struct client a, b;
+	struct ipc_create_qp_rsp qa, qb;
+	struct ipc_msg m, r;
+	int mfd = ipc_shm_create("mr", 4096);
+	char *buf = ipc_shm_map(mfd, 4096, 0);
+
+	client_open(&a, true);
+	client_open(&b, true);
+	uint32_t pda = alloc_pd(&a), cqa = create_cq(&a, 4, 0);
+
+	cr_assert_eq(create_qp(&a, pda, cqa, IBV_QPT_RC, &qa), 0);
+	/* a's modify waits for the dataplane (an lcore that does not answer) */
+	adp.defer_qp_modify = true;
+	modify_req(&m, qa.handle, IBV_QPS_INIT);
+	call_pending(&a, &m);
+	adp.defer_qp_modify = false;
+	cr_assert_eq(ctl_dp_inflight(ctl), 1);
+	/* a's next request is refused at once, never queued behind silently */
+	req(&m, IPC_OP_ALLOC_PD);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EBUSY);
+
+	/* b is served meanwhile: reg_mr and create_qp answer at once */
+	uint32_t pdb = alloc_pd(&b), cqb = create_cq(&b, 4, 0);
+
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pdb;
+	m.u.req_REG_MR.addr = (uintptr_t)buf;
+	m.u.req_REG_MR.length = 4096;
+	cr_assert_eq(call(&b, &m, &mfd, 1, &r, NULL), 0);
+	cr_assert_eq(create_qp(&b, pdb, cqb, IBV_QPT_RC, &qb), 0);
+	cr_assert_eq(adp.mr, 1);
+	cr_assert_eq(adp.qp, 2);
+	/* the pending QP is busy: its state did not change, nobody may use it */
+	cr_assert(ctl_conn_pending(a.c));
+
+	/* a's answer arrives: its request completes, with the new state */
+	answer(0);
+	cr_assert_eq(take_answer(&a, &r), 0);
+	cr_assert_eq(r.hdr.op, IPC_OP_MODIFY_QP);
+	cr_assert_eq(r.u.rsp_MODIFY_QP.state, IBV_QPS_INIT);
+	cr_assert_eq(qp_state_of(&a, qa.handle), IBV_QPS_INIT);
+	cr_assert_eq(ctl_dp_inflight(ctl), 0);
+
+	/* a refused deferred modify changes nothing */
+	adp.defer_qp_modify = true;
+	modify_req(&m, qa.handle, IBV_QPS_RESET);
+	m.u.req_MODIFY_QP.mask = IBV_QP_STATE;
+	call_pending(&a, &m);
+	adp.defer_qp_modify = false;
+	answer(ENOMEM);
+	cr_assert_eq(take_answer(&a, &r), ENOMEM);
+	cr_assert_eq(qp_state_of(&a, qa.handle), IBV_QPS_INIT);
+
+	client_close(&a);
+	client_close(&b);
+	cr_assert_eq(ctl_nobjects(ctl), 0);
+	cr_assert_eq(adp.qp + adp.mr, 0);
+	munmap(buf, 4096);
+	close(mfd);
+}
+
+Test(ctl_async, two_slow_calls_finish_each_with_its_own_answer)
+{
+	struct client a, b;
+	struct ipc_create_qp_rsp qa;
+	struct ipc_msg m, r;
+
+	client_open(&a, true);
+	client_open(&b, true);
+	uint32_t pda = alloc_pd(&a), cqa = create_cq(&a, 4, 0);
+	uint32_t pdb = alloc_pd(&b), cqb = create_cq(&b, 4, 0);
+
+	cr_assert_eq(create_qp(&a, pda, cqa, IBV_QPT_RC, &qa), 0);
+	adp.defer_qp_modify = true;
+	modify_req(&m, qa.handle, IBV_QPS_INIT);
+	call_pending(&a, &m);                  /* tok[0]: a's modify */
+	adp.defer_qp_modify = false;
+	adp.defer_qp_create = true;
+	req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = pdb;
+	m.u.req_CREATE_QP.send_cq = cqb;
+	m.u.req_CREATE_QP.recv_cq = cqb;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_UC;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
+						     .max_send_sge = 1, .max_recv_sge = 1 };
+	call_pending(&b, &m);                  /* tok[1]: b's create */
+	adp.defer_qp_create = false;
+	cr_assert_eq(ctl_dp_inflight(ctl), 2);
+
+	/* b's answer comes first: only b's request completes */
+	uint64_t ta = adp.tok[0];
+
+	adp.tok[0] = adp.tok[1];
+	adp.tok[1] = ta;
+	answer(0);
+	cr_assert(ctl_conn_pending(a.c), "a still waits for its own answer");
+	cr_assert_not(ctl_conn_answer(a.c, &r, (int[IPC_MAX_FDS]){ 0 }, &(unsigned int){ 0 }));
+	{
+		int rfds[IPC_MAX_FDS];
+		unsigned int rn;
+
+		cr_assert(ctl_conn_answer(b.c, &r, rfds, &rn));
+		cr_assert_eq(r.hdr.status, 0);
+		cr_assert_eq(r.hdr.op, IPC_OP_CREATE_QP);
+		cr_assert_neq(r.u.rsp_CREATE_QP.handle, 0u);
+		cr_assert_eq(rn, 1u, "the rings' memfd comes with the late answer");
+		close(rfds[0]);
+	}
+	cr_assert_eq(qp_state_of(&b, r.u.rsp_CREATE_QP.handle), IBV_QPS_RESET);
+	/* then a's */
+	answer(0);
+	cr_assert_eq(take_answer(&a, &r), 0);
+	cr_assert_eq(r.u.rsp_MODIFY_QP.state, IBV_QPS_INIT);
+
+	/* a deferred create the dataplane refuses leaves nothing */
+	uint32_t before = ctl_nobjects(ctl);
+
+	adp.defer_qp_create = true;
+	call_pending(&b, &m);
+	adp.defer_qp_create = false;
+	cr_assert_eq(ctl_nobjects(ctl), before + 1, "held while pending");
+	answer(EAGAIN);
+	cr_assert_eq(take_answer(&b, &r), EAGAIN);
+	cr_assert_eq(ctl_nobjects(ctl), before);
+	client_close(&a);
+	client_close(&b);
+	cr_assert_eq(ctl_nobjects(ctl), 0);
+}
+
+Test(ctl_async, disconnect_while_pending_leaves_nothing_once_answered)
+{
+	struct client a, b;
+	struct ipc_msg m;
+	int fds_before = count_fds();
+	struct ctl_stats st;
+
+	client_open(&a, true);
+	client_open(&b, true);
+	uint32_t pda = alloc_pd(&a), cqa = create_cq(&a, 4, 0);
+
+	/* a's create_qp is pending when a goes; its QP and the rings are held */
+	adp.defer_qp_create = true;
+	adp.defer_qp_destroy = true;
+	req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = pda;
+	m.u.req_CREATE_QP.send_cq = cqa;
+	m.u.req_CREATE_QP.recv_cq = cqa;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_RC;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
+						     .max_send_sge = 1, .max_recv_sge = 1 };
+	call_pending(&a, &m);
+	client_close(&a);
+	cr_assert_eq(ctl_nobjects(ctl), 3, "nothing is freed under the dataplane's feet");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.conns, 1, "only b is open");
+	/* b is served meanwhile */
+	cr_assert_neq(alloc_pd(&b), 0u);
+	/* the create succeeds late: the QP is destroyed at once, again asynchronously */
+	answer(0);
+	cr_assert_eq(adp.ntok, 1u, "teardown waits for the QP's destroy");
+	cr_assert_eq(ctl_nobjects(ctl), 4, "the CQ stays while its QP goes");
+	answer(0);
+	cr_assert_eq(ctl_nobjects(ctl), 1, "then the rest of a's objects go; b's PD stays");
+	cr_assert_eq(adp.qp, 0);
+	cr_assert_eq(ctl_dp_inflight(ctl), 0);
+
+	/* the same with an MR whose registration is refused after the disconnect */
+	client_open(&a, true);
+	uint32_t pd2 = alloc_pd(&a);
+	int mfd = ipc_shm_create("mr", 4096);
+	char *buf = ipc_shm_map(mfd, 4096, 0);
+
+	adp.defer_mr = true;
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pd2;
+	m.u.req_REG_MR.addr = (uintptr_t)buf;
+	m.u.req_REG_MR.length = 4096;
+	{
+		struct ipc_msg r;
+		int fds[IPC_MAX_FDS] = { fcntl(mfd, F_DUPFD_CLOEXEC, 3), -1 }, rfds[IPC_MAX_FDS];
+		unsigned int rn;
+
+		cr_assert_eq(ctl_conn_handle(a.c, &m, fds, 1, &r, rfds, &rn), CTL_PENDING);
+	}
+	client_close(&a);
+	answer(ENOMEM);
+	cr_assert_eq(ctl_nobjects(ctl), 1);
+	cr_assert_eq(adp.mr, 1, "refused: the fake counted it, lib/ctl never destroys it");
+	adp.mr = 0;
+	munmap(buf, 4096);
+	close(mfd);
+	client_close(&b);
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.conns + ctl_nobjects(ctl), 0);
+	cr_assert_eq(count_fds(), fds_before, "every descriptor closed (memfds, the mapping's fd)");
+}
+
+Test(ctl_async, server_parks_a_pending_client_and_serves_the_others)
+{
+	char dir[] = "/tmp/ctl-test-XXXXXX", path[64];
+	struct ctl_server *srv;
+	struct ipc_msg m, r;
+	int fa, fb, fds[IPC_MAX_FDS];
+	unsigned int n;
+	struct pollfd p;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/roce.sock", dir);
+	srv = ctl_server_create(ctl, path);
+	cr_assert_not_null(srv);
+	fa = ipc_connect(path);
+	fb = ipc_connect(path);
+	serve_until(srv, 2);
+	for (int k = 0; k < 2; k++) {
+		int fd = k ? fb : fa;
+
+		ipc_req_init(&m, IPC_OP_OPEN_DEVICE, 1);
+		memset(&m.u.req_OPEN_DEVICE, 0, sizeof(m.u.req_OPEN_DEVICE));
+		strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+		cr_assert_eq(ipc_send(fd, &m, NULL, 0), 0);
+		ipc_req_init(&m, IPC_OP_ALLOC_PD, 2);
+		memset(&m.u.req_ALLOC_PD, 0, sizeof(m.u.req_ALLOC_PD));
+		cr_assert_eq(ipc_send(fd, &m, NULL, 0), 0);
+		ipc_req_init(&m, IPC_OP_CREATE_CQ, 3);
+		memset(&m.u.req_CREATE_CQ, 0, sizeof(m.u.req_CREATE_CQ));
+		m.u.req_CREATE_CQ.cqe = 4;
+		cr_assert_eq(ipc_send(fd, &m, NULL, 0), 0);
+		for (int i = 0; i < 3; i++) {
+			for (int t = 0; t < 50; t++) {
+				p = (struct pollfd){ .fd = fd, .events = POLLIN };
+				if (poll(&p, 1, 0) == 1)
+					break;
+				ctl_server_poll(srv, 10);
+			}
+			cr_assert_gt(ipc_recv(fd, &r, fds, &n, IPC_RESPONSE), 0);
+			cr_assert_eq(r.hdr.status, 0);
+			for (unsigned int f = 0; f < n; f++)
+				close(fds[f]);
+		}
+	}
+	/* a: create_qp (pending) then alloc_pd, queued behind it in the socket */
+	adp.defer_qp_create = true;
+	ipc_req_init(&m, IPC_OP_CREATE_QP, 4);
+	memset(&m.u.req_CREATE_QP, 0, sizeof(m.u.req_CREATE_QP));
+	m.u.req_CREATE_QP.pd = 1u << 20 | 1;  /* generation 1, index 0: a's PD */
+	m.u.req_CREATE_QP.send_cq = 1u << 20 | 1;
+	m.u.req_CREATE_QP.recv_cq = 1u << 20 | 1;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_RC;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
+						     .max_send_sge = 1, .max_recv_sge = 1 };
+	cr_assert_eq(ipc_send(fa, &m, NULL, 0), 0);
+	ipc_req_init(&m, IPC_OP_ALLOC_PD, 5);
+	memset(&m.u.req_ALLOC_PD, 0, sizeof(m.u.req_ALLOC_PD));
+	cr_assert_eq(ipc_send(fa, &m, NULL, 0), 0);
+	for (int t = 0; t < 50 && adp.ntok == 0; t++)
+		ctl_server_poll(srv, 10);
+	cr_assert_eq(adp.ntok, 1u);
+	adp.defer_qp_create = false;
+	/* b is answered at once, a gets nothing yet */
+	ipc_req_init(&m, IPC_OP_ALLOC_PD, 6);
+	memset(&m.u.req_ALLOC_PD, 0, sizeof(m.u.req_ALLOC_PD));
+	cr_assert_eq(ipc_send(fb, &m, NULL, 0), 0);
+	for (int t = 0; t < 50; t++) {
+		p = (struct pollfd){ .fd = fb, .events = POLLIN };
+		if (poll(&p, 1, 0) == 1)
+			break;
+		ctl_server_poll(srv, 10);
+	}
+	cr_assert_gt(ipc_recv(fb, &r, fds, &n, IPC_RESPONSE), 0);
+	cr_assert_eq(r.hdr.seq, 6u);
+	cr_assert_eq(r.hdr.status, 0);
+	p = (struct pollfd){ .fd = fa, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "a's answers wait for the dataplane");
+	/* the answer arrives: a gets both answers, in order */
+	answer(0);
+	for (uint32_t seq = 4; seq <= 5; seq++) {
+		for (int t = 0; t < 50; t++) {
+			p = (struct pollfd){ .fd = fa, .events = POLLIN };
+			if (poll(&p, 1, 0) == 1)
+				break;
+			ctl_server_poll(srv, 10);
+		}
+		cr_assert_gt(ipc_recv(fa, &r, fds, &n, IPC_RESPONSE), 0);
+		cr_assert_eq(r.hdr.seq, seq);
+		cr_assert_eq(r.hdr.status, 0);
+		cr_assert_eq(n, seq == 4 ? 1u : 0u);
+		for (unsigned int f = 0; f < n; f++)
+			close(fds[f]);
+	}
+	close(fa);
+	close(fb);
+	serve_until(srv, 0);
+	cr_assert_eq(ctl_nobjects(ctl), 0);
+	ctl_server_destroy(srv);
+	rmdir(dir);
 }

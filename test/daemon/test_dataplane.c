@@ -7,11 +7,16 @@
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <infiniband/verbs.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,9 +30,12 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "app_iface.h"
 #include "daemon.h"
 #include "engine_xport.h"
 #include "helpers.h"
+#include "ipc.h"
+#include "ipc_shm.h"
 
 #define NQ_MAX 2
 
@@ -70,6 +78,8 @@ static int qp_object; /* any non-NULL engine object */
 /* ---- fixture ---- */
 
 static const struct engine_ops *engine = &test_engine;
+static char daemon_extra[256]; /* more [daemon] settings for the next setup() */
+
 /* Non-empty: EAL serves telemetry (its socket under this file prefix) instead of --no-telemetry. */
 static char tel_prefix[32];
 static char tel_dir[PATH_MAX]; /* EAL's runtime directory then: where the socket is */
@@ -86,10 +96,10 @@ static void
 setup(unsigned int n_workers, const char *lcores)
 {
 	char prefix_arg[64];
-	char *argv[] = { "test", "--no-huge", "--no-shconf", "-m", "128", "--no-pci", "-l",
+	char *argv[] = { "test", "--no-huge", "--no-shconf", "-m", "128", "--no-pci", "--lcores",
 			 (char *)(uintptr_t)lcores, "--no-telemetry", "--log-level=*:warning", NULL };
 	static struct config cfg;
-	char err[1024];
+	char err[1024], text[1024];
 
 	if (tel_prefix[0] != '\0') {
 		snprintf(prefix_arg, sizeof(prefix_arg), "--file-prefix=%s", tel_prefix);
@@ -99,11 +109,12 @@ setup(unsigned int n_workers, const char *lcores)
 	cr_assert_geq(rte_eal_init(10, argv), 0, "EAL");
 	if (tel_prefix[0] != '\0')
 		snprintf(tel_dir, sizeof(tel_dir), "%s", rte_eal_get_runtime_dir());
-	cr_assert_eq(config_load_string("[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n"
-					"[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
-					"rx_desc = 256\ntx_desc = 256\n"
-					"ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n",
-					"t", &cfg, err, sizeof(err)), 0, "%s", err);
+	snprintf(text, sizeof(text),
+		 "[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n%s"
+		 "[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
+		 "rx_desc = 256\ntx_desc = 256\n"
+		 "ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n", daemon_extra);
+	cr_assert_eq(config_load_string(text, "t", &cfg, err, sizeof(err)), 0, "%s", err);
 	daemon_init(&d, &cfg, engine);
 	d.n_workers = n_workers;
 	for (unsigned int q = 0; q < n_workers; q++) {
@@ -505,26 +516,85 @@ Test(dataplane, neighbours_resolve_through_arp)
 
 /* ---- control messages and the idle backoff ---- */
 
-static int
-on_worker(struct worker *w, void *arg)
+/* The answer to the message of operation @p op from @p w, waiting up to @p ms. */
+static bool
+await_answer(struct worker *w, uint32_t op, unsigned int ms, struct ctl_msg *out)
 {
-	*(unsigned int *)arg = rte_lcore_id();
-	return w->index == 0 ? 42 : -1;
+	uint64_t end = rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * ms;
+
+	while (rte_get_tsc_cycles() < end) {
+		if (worker_ctl_answers(w, out, 1) == 1) {
+			cr_assert_eq(out->op, op, "answers come back in order");
+			return true;
+		}
+		rte_delay_us_sleep(100);
+	}
+	return false;
 }
 
 Test(dataplane, control_messages_run_on_the_owner_lcore)
 {
-	unsigned int lcore = 99;
+	struct ctl_msg m = { .type = CTL_MSG_PING, .op = 7 }, a;
 
 	setup(1, "0,1");
 	d.worker[0]->lcore_id = 1;
 	cr_assert_eq(rte_eal_remote_launch(worker_main, d.worker[0], 1), 0);
 	d.workers_running = true;
-	cr_expect_eq(worker_call(d.worker[0], on_worker, &lcore, 5000), 42);
-	cr_expect_eq(lcore, 1, "ran on the worker's lcore");
+	cr_assert_eq(worker_ctl_send(d.worker[0], &m), 0);
+	cr_assert(await_answer(d.worker[0], 7, 5000, &a), "answered");
+	cr_expect_eq(a.rc, 1, "ran on the worker's lcore");
+	cr_expect_eq(a.worker, 0);
+	/* by value: the sender's copy may change at once, the lcore ran what was sent */
+	m.type = CTL_MSG_QP_CREATE;
+	m.op = 8;
+	cr_assert_eq(worker_ctl_send(d.worker[0], &m), 0);
+	m.type = CTL_MSG_PING;
+	cr_assert(await_answer(d.worker[0], 8, 5000, &a));
+	cr_expect_eq(a.rc, -ENOTSUP, "no handler installed: refused, still answered");
+	cr_expect_str_eq(ctl_msg_name(CTL_MSG_QP_MODIFY), "qp_modify");
+	/* a stalled lcore answers late, and nothing waits for it meanwhile */
+	m.type = CTL_MSG_STALL;
+	m.op = 9;
+	m.u.stall_ms = 300;
+	uint64_t t0 = rte_get_tsc_cycles();
+
+	cr_assert_eq(worker_ctl_send(d.worker[0], &m), 0);
+	double send_ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
+	cr_expect_lt(send_ms, 50.0, "sending does not wait (%.1f ms)", send_ms);
+	cr_assert(await_answer(d.worker[0], 9, 5000, &a));
+	double ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
+	cr_expect_geq(ms, 290.0, "the answer came after the stall (%.1f ms)", ms);
 	daemon_request_stop(&d);
 	cr_expect_eq(rte_eal_wait_lcore(1), 0, "worker stopped cleanly");
 	d.workers_running = false;
+}
+
+Test(dataplane, engine_events_wait_for_room_and_a_loss_is_counted)
+{
+	struct worker_event ev = { .type = 1 }, got;
+	struct worker *w;
+	uint32_t total = WORKER_EVENT_RING + WORKER_EVENT_SPILL + 3, seen = 0;
+
+	setup(1, "0");
+	w = d.worker[0];
+	for (uint32_t i = 0; i < total; i++) {
+		ev.handle = i;
+		worker_event_post(w, &ev);
+	}
+	/* the ring holds one slot less than its size (rte_ring without RING_F_EXACT_SZ) */
+	cr_assert_eq(w->ev_spill_n, WORKER_EVENT_SPILL, "a full ring: the events wait");
+	cr_assert_eq(w->events_lost, total - WORKER_EVENT_SPILL - rte_ring_get_capacity(w->events),
+		     "only what does not fit anywhere is lost, and counted");
+	/* the control thread drains; the worker's next polls pass the rest on, in order */
+	for (int round = 0; round < 8 && seen < total - w->events_lost; round++) {
+		while (rte_ring_sc_dequeue_elem(w->events, &got, sizeof(got)) == 0) {
+			cr_assert_eq(got.handle, seen, "in the order raised");
+			seen++;
+		}
+		worker_poll(w, rte_rdtsc());
+	}
+	cr_assert_eq(seen, total - w->events_lost);
+	cr_assert_eq(w->ev_spill_n, 0);
 }
 
 Test(dataplane, idle_backoff_sleeps)
@@ -868,6 +938,373 @@ Test(engine_dp, rc_write_read_atomic)
 	memcpy(&orig, arena + 16384, 8);
 	cr_expect_eq(orig, 40, "and returned the original value");
 	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0);
+}
+
+/* ---- the application interface: one client's slow call never holds another's ---- */
+
+/*
+ * The daemon as it runs: two workers launched on lcores 1 and 2, the
+ * control loop (control_run) on a thread of its own, the test as the
+ * clients, speaking lib/ipc on the socket. The neighbour table gives up
+ * after 3 unanswered probes 400 ms apart (1.2 s; the resolution bound is
+ * 1.6 s); nobody answers ARP unless a test does.
+ */
+static struct app_iface *ai;
+static pthread_t ctl_thread;
+static char sock_dir[] = "/tmp/roce-async-XXXXXX";
+
+static void *
+control_main(void *arg)
+{
+	(void)arg;
+	control_run(&d);
+	return NULL;
+}
+
+static void
+app_setup(void)
+{
+	char err[256];
+
+	cr_assert_not_null(mkdtemp(sock_dir));
+	snprintf(daemon_extra, sizeof(daemon_extra),
+		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 400\nneigh_retries = 3\n",
+		 sock_dir);
+	engine = &engine_xport;
+	setup(2, "0@0,1@1,2@1");
+	for (unsigned int i = 0; i < d.n_workers; i++) {
+		engine_xport.lcore_fini(d.worker[i]); /* worker_main makes its own */
+		d.worker[i]->lcore_id = i + 1;
+	}
+	ai = app_iface_create(&d, err, sizeof(err));
+	cr_assert_not_null(ai, "%s", err);
+	for (unsigned int i = 0; i < d.n_workers; i++)
+		cr_assert_eq(rte_eal_remote_launch(worker_main, d.worker[i], i + 1), 0);
+	d.workers_running = true;
+	cr_assert_eq(pthread_create(&ctl_thread, NULL, control_main, NULL), 0);
+}
+
+static void
+app_teardown(void)
+{
+	char path[64];
+
+	daemon_request_stop(&d);
+	pthread_join(ctl_thread, NULL);
+	app_iface_destroy(ai); /* stops the workers first */
+	ai = NULL;
+	daemon_extra[0] = '\0';
+	snprintf(path, sizeof(path), "%s/roce.sock", sock_dir);
+	unlink(path);
+	rmdir(sock_dir);
+	strcpy(sock_dir, "/tmp/roce-async-XXXXXX");
+	teardown();
+}
+
+static double
+ms_since(uint64_t t0)
+{
+	return (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
+}
+
+struct cli {
+	int fd;
+	uint32_t seq;
+	uint32_t pd, cq;
+};
+
+static void
+cli_send(struct cli *c, struct ipc_msg *m, int fd)
+{
+	m->hdr.seq = ++c->seq;
+	cr_assert_eq(ipc_send(c->fd, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0), 0);
+}
+
+/* The next answer of @p c within @p ms; its status. Response descriptors are closed. */
+static int
+cli_recv(struct cli *c, struct ipc_msg *r, unsigned int ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	int fds[IPC_MAX_FDS];
+	unsigned int n;
+
+	cr_assert_eq(poll(&p, 1, (int)ms), 1, "an answer within %u ms", ms);
+	cr_assert_gt(ipc_recv(c->fd, r, fds, &n, IPC_RESPONSE), 0);
+	cr_assert_eq(r->hdr.seq, c->seq, "the answer to the last request");
+	for (unsigned int i = 0; i < n; i++)
+		close(fds[i]);
+	return (int)r->hdr.status;
+}
+
+static bool
+cli_quiet(struct cli *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 0;
+}
+
+static int
+cli_call(struct cli *c, struct ipc_msg *m, int fd, struct ipc_msg *r)
+{
+	cli_send(c, m, fd);
+	return cli_recv(c, r, 5000);
+}
+
+static void
+cli_req(struct ipc_msg *m, enum ipc_op op)
+{
+	ipc_req_init(m, op, 0);
+	memset(&m->u, 0, ipc_op_desc(op)->req_size);
+}
+
+/* Connect, open the device, a PD and a CQ. */
+static void
+cli_open(struct cli *c)
+{
+	char path[64];
+	struct ipc_msg m, r;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(path, sizeof(path), "%s/roce.sock", sock_dir);
+	c->fd = ipc_connect(path);
+	cr_assert_geq(c->fd, 0);
+	cli_req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(cli_call(c, &m, -1, &r), 0);
+	cli_req(&m, IPC_OP_ALLOC_PD);
+	cr_assert_eq(cli_call(c, &m, -1, &r), 0);
+	c->pd = r.u.rsp_ALLOC_PD.handle;
+	cli_req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = 16;
+	cr_assert_eq(cli_call(c, &m, -1, &r), 0);
+	c->cq = r.u.rsp_CREATE_CQ.handle;
+}
+
+/* An RC QP; @p qpn gets its number. @return the handle */
+static uint32_t
+cli_qp(struct cli *c, uint32_t *qpn)
+{
+	struct ipc_msg m, r;
+
+	cli_req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = c->pd;
+	m.u.req_CREATE_QP.send_cq = c->cq;
+	m.u.req_CREATE_QP.recv_cq = c->cq;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_RC;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
+						     .max_send_sge = 1, .max_recv_sge = 1 };
+	cr_assert_eq(cli_call(c, &m, -1, &r), 0);
+	if (qpn != NULL)
+		*qpn = r.u.rsp_CREATE_QP.qpn;
+	return r.u.rsp_CREATE_QP.handle;
+}
+
+static void
+init_req(struct ipc_msg *m, uint32_t qp)
+{
+	cli_req(m, IPC_OP_MODIFY_QP);
+	m->u.req_MODIFY_QP.handle = qp;
+	m->u.req_MODIFY_QP.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	m->u.req_MODIFY_QP.attr.qp_state = IBV_QPS_INIT;
+	m->u.req_MODIFY_QP.attr.port_num = 1;
+}
+
+/* The GID index of our IPv4 address. */
+static uint8_t
+cli_gid4_index(struct cli *c)
+{
+	struct ipc_msg m, r;
+	uint8_t want[16];
+
+	t_gid4(T_IP_A, want);
+	for (uint32_t i = 0; i < 16; i++) {
+		cli_req(&m, IPC_OP_QUERY_GID);
+		m.u.req_QUERY_GID.port = 1;
+		m.u.req_QUERY_GID.index = i;
+		if (cli_call(c, &m, -1, &r) == 0 && memcmp(r.u.rsp_QUERY_GID.gid, want, 16) == 0)
+			return (uint8_t)i;
+	}
+	cr_assert_fail("no IPv4 GID");
+	return 0;
+}
+
+/* Modify INIT -> RTR toward @p peer (dotted IPv4 in our /24). */
+static void
+rtr_req(struct ipc_msg *m, uint32_t qp, const char *peer, uint8_t sgid_index)
+{
+	struct ipc_qp_attr *a = &m->u.req_MODIFY_QP.attr;
+
+	cli_req(m, IPC_OP_MODIFY_QP);
+	m->u.req_MODIFY_QP.handle = qp;
+	m->u.req_MODIFY_QP.mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = IBV_MTU_1024;
+	a->dest_qp_num = 0x20;
+	a->max_dest_rd_atomic = 1;
+	a->min_rnr_timer = 12;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.port_num = 1;
+	a->ah_attr.hop_limit = 64;
+	a->ah_attr.sgid_index = sgid_index;
+	t_gid4(peer, a->ah_attr.dgid);
+}
+
+/*
+ * A verb answered "at once": within FAST_MS. This machine is shared (2
+ * CPUs, often a load of 10): a thread of the test or of the daemon is now
+ * and then not scheduled for hundreds of milliseconds (doc/architecture.md
+ * section 15), and a sanitizer build is slower; so a slow answer is tried
+ * again, FAST_TRIES times in all.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define FAST_MS 200.0
+#else
+#define FAST_MS 50.0
+#endif
+#define FAST_TRIES 3
+
+/* b's reg_mr then create_qp. @return the slower of the two answers (ms) */
+static double
+reg_and_create(struct cli *b)
+{
+	struct ipc_msg m, r;
+	int mfd = ipc_shm_create("mr", 4096);
+	void *buf = ipc_shm_map(mfd, 4096, 0);
+	uint64_t t0;
+	double ms, worst;
+
+	cr_assert_not_null(buf);
+	cli_req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = b->pd;
+	m.u.req_REG_MR.addr = (uintptr_t)buf;
+	m.u.req_REG_MR.iova = (uintptr_t)buf;
+	m.u.req_REG_MR.length = 4096;
+	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+	t0 = rte_get_tsc_cycles();
+	cr_assert_eq(cli_call(b, &m, mfd, &r), 0);
+	worst = ms_since(t0);
+	t0 = rte_get_tsc_cycles();
+	cli_qp(b, NULL);
+	ms = ms_since(t0);
+	munmap(buf, 4096);
+	close(mfd);
+	return ms > worst ? ms : worst;
+}
+
+/* b's reg_mr and create_qp are answered at once (see FAST_MS). */
+static void
+fast_calls(struct cli *b)
+{
+	double ms = 0;
+
+	for (int i = 0; i < FAST_TRIES; i++) {
+		ms = reg_and_create(b);
+		if (ms < FAST_MS)
+			return;
+		cr_log_warn("reg_mr + create_qp took %.1f ms: a stall of this machine? again", ms);
+	}
+	cr_expect_lt(ms, FAST_MS, "reg_mr and create_qp answered in %.1f ms", ms);
+}
+
+TestSuite(app_iface, .init = app_setup, .fini = app_teardown, .timeout = 60);
+
+Test(app_iface, an_unresolved_neighbour_holds_only_its_own_client)
+{
+	struct cli a, b;
+	struct ipc_msg m, r;
+	uint32_t qa, qb;
+	uint8_t f[128];
+
+	cli_open(&a);
+	cli_open(&b);
+	uint8_t g4 = cli_gid4_index(&a);
+
+	qa = cli_qp(&a, NULL);
+	qb = cli_qp(&b, NULL);
+	init_req(&m, qa);
+	cr_assert_eq(cli_call(&a, &m, -1, &r), 0);
+	init_req(&m, qb);
+	cr_assert_eq(cli_call(&b, &m, -1, &r), 0);
+
+	/* a: RTR toward an address that never answers ARP */
+	uint64_t ta = rte_get_tsc_cycles();
+
+	rtr_req(&m, qa, "198.18.0.99", g4);
+	cli_send(&a, &m, -1);
+	rte_delay_us_sleep(50 * 1000);
+	cr_assert(cli_quiet(&a), "a's modify waits for its neighbour");
+	/* b is served meanwhile, at once */
+	fast_calls(&b);
+	cr_assert(cli_quiet(&a));
+
+	/* b: RTR toward another silent address, 200 ms after a's; then its peer answers */
+	rte_delay_us_sleep(150 * 1000);
+	uint64_t tb = rte_get_tsc_cycles();
+
+	rtr_req(&m, qb, "198.18.0.98", g4);
+	cli_send(&b, &m, -1);
+	rte_delay_us_sleep(100 * 1000);
+	cr_assert(cli_quiet(&b), "b's modify waits too");
+	inject(0, f, t_arp_request(f, peer_mac, "198.18.0.98", T_IP_A)); /* b's peer speaks */
+	cr_assert_eq(cli_recv(&b, &r, 2000), 0, "b's modify completes with its own neighbour");
+	cr_assert_eq(r.u.rsp_MODIFY_QP.state, IBV_QPS_RTR);
+	double msb = ms_since(tb);
+
+	cr_expect_lt(msb, 1000.0, "b answered when its neighbour did (%.1f ms)", msb);
+	cr_assert(cli_quiet(&a), "a still waits for its own");
+	/* a's ends when its neighbour is given up: 3 probes, 1.2 s after it started */
+	cr_assert_eq(cli_recv(&a, &r, 3000), ETIMEDOUT, "Linux's answer for an unresolvable peer");
+	double msa = ms_since(ta);
+
+	cr_expect_geq(msa, 1150.0, "a waited for its neighbour's probes (%.1f ms)", msa);
+	cr_expect_lt(msa, 3000.0, "and not much more (%.1f ms)", msa);
+	/* a may go on: its QP is still in INIT */
+	cli_req(&m, IPC_OP_QUERY_QP);
+	m.u.req_QUERY_QP.handle = qa;
+	m.u.req_QUERY_QP.mask = IBV_QP_STATE;
+	cr_assert_eq(cli_call(&a, &m, -1, &r), 0);
+	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_state, IBV_QPS_INIT);
+	close(a.fd);
+	close(b.fd);
+}
+
+Test(app_iface, a_stopped_lcore_holds_only_the_clients_it_serves)
+{
+	struct cli a, b;
+	struct ipc_msg m, r;
+	uint32_t qa, qpn_a, qpn_b;
+
+	cli_open(&a);
+	cli_open(&b);
+	qa = cli_qp(&a, &qpn_a);
+	unsigned int wa = worker_of_qpn(qpn_a, d.n_workers);
+
+	/* a's lcore stops for 2 s; a's modify goes to it and waits */
+	cr_assert_eq(app_iface_stall_worker(ai, wa, 2000), 0);
+	rte_delay_us_sleep(100 * 1000);
+	uint64_t ta = rte_get_tsc_cycles();
+
+	init_req(&m, qa);
+	cli_send(&a, &m, -1);
+	rte_delay_us_sleep(50 * 1000);
+	cr_assert(cli_quiet(&a), "a's modify waits for its lcore");
+
+	/* b (a QP on the other lcore) is served at once */
+	fast_calls(&b);
+	cli_qp(&b, &qpn_b);
+	cr_assert_neq(worker_of_qpn(qpn_b, d.n_workers), wa, "b's QPs run on the other lcore");
+	fast_calls(&b); /* its MRs now wait for that lcore: still at once */
+	cr_assert(cli_quiet(&a), "a still waits");
+	/* a's answer comes when its lcore is back */
+	cr_assert_eq(cli_recv(&a, &r, 4000), 0);
+	double ms = ms_since(ta);
+
+	cr_expect_geq(ms, 1700.0, "a's lcore answered after its stall (%.1f ms)", ms);
+	cr_assert_eq(r.u.rsp_MODIFY_QP.state, IBV_QPS_INIT);
+	close(a.fd);
+	close(b.fd);
 }
 
 /* ---- telemetry: every counter of the list, read from its owners ---- */
