@@ -166,6 +166,27 @@ static inline int create_qp(struct client *cl, uint32_t pd, uint32_t cq, uint32_
 	return rc;
 }
 
+/* An RC QP on send CQ @p scq, receive CQ @p rcq and @p srq (0: none), small caps. */
+static inline int create_rc_qp(struct client *cl, uint32_t pd, uint32_t scq, uint32_t rcq,
+			       uint32_t srq, struct ipc_create_qp_rsp *out)
+{
+	struct ipc_msg m, r;
+	int rc;
+
+	req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = pd;
+	m.u.req_CREATE_QP.send_cq = scq;
+	m.u.req_CREATE_QP.recv_cq = rcq;
+	m.u.req_CREATE_QP.srq = srq;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_RC;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = srq ? 0 : 4,
+						     .max_send_sge = 1, .max_recv_sge = srq ? 0 : 1 };
+	rc = call(cl, &m, NULL, 0, &r, NULL);
+	if (out)
+		*out = r.u.rsp_CREATE_QP;
+	return rc;
+}
+
 static inline int modify_qp(struct client *cl, uint32_t qp, uint32_t mask,
 			    const struct ipc_qp_attr *a)
 {

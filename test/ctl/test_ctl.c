@@ -742,26 +742,6 @@ Test(ctl, server_drops_a_client_that_breaks_framing)
 	rmdir(dir);
 }
 
-/* QPs sharing a CQ/SRQ land on one lcore: qpn % n_lcores is the CQ's lcore (ctl.h). */
-static int create_qp2(struct client *cl, uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t srq,
-		      struct ipc_create_qp_rsp *out)
-{
-	struct ipc_msg m, r;
-	int rc;
-
-	req(&m, IPC_OP_CREATE_QP);
-	m.u.req_CREATE_QP.pd = pd;
-	m.u.req_CREATE_QP.send_cq = scq;
-	m.u.req_CREATE_QP.recv_cq = rcq;
-	m.u.req_CREATE_QP.srq = srq;
-	m.u.req_CREATE_QP.qp_type = IBV_QPT_RC;
-	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = srq ? 0 : 4,
-						     .max_send_sge = 1, .max_recv_sge = srq ? 0 : 1 };
-	rc = call(cl, &m, NULL, 0, &r, NULL);
-	if (out)
-		*out = r.u.rsp_CREATE_QP;
-	return rc;
-}
 
 Test(ctl_placement, qps_sharing_a_cq_or_srq_share_an_lcore)
 {
@@ -778,23 +758,23 @@ Test(ctl_placement, qps_sharing_a_cq_or_srq_share_an_lcore)
 	uint32_t c1 = create_cq(&a, 8, 0), c2 = create_cq(&a, 8, 0), c3 = create_cq(&a, 8, 0);
 
 	/* unbound CQs: each new QP goes to the least loaded lcore */
-	cr_assert_eq(create_qp2(&a, pd, c1, c1, 0, &q[0]), 0);
-	cr_assert_eq(create_qp2(&a, pd, c2, c2, 0, &q[1]), 0);
-	cr_assert_eq(create_qp2(&a, pd, c3, c3, 0, &q[2]), 0);
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c1, 0, &q[0]), 0);
+	cr_assert_eq(create_rc_qp(&a, pd, c2, c2, 0, &q[1]), 0);
+	cr_assert_eq(create_rc_qp(&a, pd, c3, c3, 0, &q[2]), 0);
 	uint32_t l1 = q[0].qpn % 3, l2 = q[1].qpn % 3, l3 = q[2].qpn % 3;
 	cr_assert(l1 != l2 && l2 != l3 && l1 != l3, "spread over the lcores");
 	/* later QPs follow their CQs, several times over */
 	for (int i = 3; i < 7; i++) {
-		cr_assert_eq(create_qp2(&a, pd, c2, c2, 0, &q[i]), 0);
+		cr_assert_eq(create_rc_qp(&a, pd, c2, c2, 0, &q[i]), 0);
 		cr_assert_eq(q[i].qpn % 3, l2, "QPN %u on the lcore of its CQ", q[i].qpn);
 	}
 	/* send CQ bound, receive CQ unbound: the QP (and the receive CQ) follow the send CQ */
 	uint32_t c4 = create_cq(&a, 8, 0);
-	cr_assert_eq(create_qp2(&a, pd, c1, c4, 0, &q[7]), 0);
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c4, 0, &q[7]), 0);
 	cr_assert_eq(q[7].qpn % 3, l1);
 	/* CQs bound to different lcores cannot serve one QP */
-	cr_assert_eq(create_qp2(&a, pd, c1, c2, 0, NULL), EINVAL);
-	cr_assert_eq(create_qp2(&a, pd, c4, c3, 0, NULL), EINVAL);
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c2, 0, NULL), EINVAL);
+	cr_assert_eq(create_rc_qp(&a, pd, c4, c3, 0, NULL), EINVAL);
 	/* an SRQ binds too */
 	req(&m, IPC_OP_CREATE_SRQ);
 	m.u.req_CREATE_SRQ.pd = pd;
@@ -804,14 +784,14 @@ Test(ctl_placement, qps_sharing_a_cq_or_srq_share_an_lcore)
 	uint32_t srq = r.u.rsp_CREATE_SRQ.handle;
 	struct ipc_create_qp_rsp s1;
 
-	cr_assert_eq(create_qp2(&a, pd, c3, c3, srq, &s1), 0);
+	cr_assert_eq(create_rc_qp(&a, pd, c3, c3, srq, &s1), 0);
 	cr_assert_eq(s1.qpn % 3, l3);
-	cr_assert_eq(create_qp2(&a, pd, c2, c2, srq, NULL), EINVAL, "SRQ on another lcore");
+	cr_assert_eq(create_rc_qp(&a, pd, c2, c2, srq, NULL), EINVAL, "SRQ on another lcore");
 	/* once its last QP is gone a CQ may move */
 	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q[0].handle), 0);
-	cr_assert_eq(create_qp2(&a, pd, c1, c2, 0, NULL), EINVAL, "c1 still has q[7]");
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c2, 0, NULL), EINVAL, "c1 still has q[7]");
 	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q[7].handle), 0);
-	cr_assert_eq(create_qp2(&a, pd, c1, c2, 0, &q[0]), 0);
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c2, 0, &q[0]), 0);
 	cr_assert_eq(q[0].qpn % 3, l2);
 	struct ctl_stats st;
 

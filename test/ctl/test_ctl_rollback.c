@@ -513,26 +513,6 @@ static int create_ah(struct client *cl, uint32_t pd, uint32_t *out)
 	return rc;
 }
 
-/* An RC QP on send CQ @p scq, receive CQ @p rcq and @p srq (0: none). */
-static int create_qp3(struct client *cl, uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t srq,
-		      struct ipc_create_qp_rsp *out)
-{
-	struct ipc_msg m, r;
-	int rc;
-
-	req(&m, IPC_OP_CREATE_QP);
-	m.u.req_CREATE_QP.pd = pd;
-	m.u.req_CREATE_QP.send_cq = scq;
-	m.u.req_CREATE_QP.recv_cq = rcq;
-	m.u.req_CREATE_QP.srq = srq;
-	m.u.req_CREATE_QP.qp_type = IBV_QPT_RC;
-	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = srq ? 0 : 4,
-						     .max_send_sge = 1, .max_recv_sge = srq ? 0 : 1 };
-	rc = call(cl, &m, NULL, 0, &r, NULL);
-	if (out)
-		*out = r.u.rsp_CREATE_QP;
-	return rc;
-}
 
 static struct ipc_query_qp_rsp query_qp(struct client *cl, uint32_t qp)
 {
@@ -932,19 +912,19 @@ Test(ctl_rollback, create_qp)
 	c1 = create_cq(&a, 8, 0);
 	c2 = create_cq(&a, 8, 0);
 	cr_assert_eq(create_srq(&a, pd, 8, 0, &srq), 0);
-	cr_assert_eq(create_qp3(&a, pd, c2, c2, 0, &q0), 0); /* binds c2 */
+	cr_assert_eq(create_rc_qp(&a, pd, c2, c2, 0, &q0), 0); /* binds c2 */
 	struct trace before = trace_take(&a);
 
 	fdp_fail(FDP_QP_CREATE, ENOMEM, 1);
 	/* c1 and the SRQ are unbound: the QP would go to the other lcore */
-	cr_assert_eq(create_qp3(&a, pd, c1, c1, srq, NULL), ENOMEM);
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c1, srq, NULL), ENOMEM);
 	struct trace after = trace_take(&a);
 
 	trace_same(&before, &after);
-	cr_assert_eq(create_qp3(&a, pd, c1, c2, 0, &q1), 0, "c1 is still unbound");
-	cr_assert_eq(create_qp3(&a, pd, c2, c2, srq, &q2), 0, "the SRQ is still unbound");
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c2, 0, &q1), 0, "c1 is still unbound");
+	cr_assert_eq(create_rc_qp(&a, pd, c2, c2, srq, &q2), 0, "the SRQ is still unbound");
 	cr_assert_eq(q1.qpn % 2, q0.qpn % 2);
-	cr_assert_eq(create_qp3(&a, pd, c1, c1, srq, &q3), 0,
+	cr_assert_eq(create_rc_qp(&a, pd, c1, c1, srq, &q3), 0,
 		     "the same request, the dataplane willing");
 	cr_assert_eq(q3.qpn % 2, q0.qpn % 2);
 	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q0.handle), 0);
@@ -988,7 +968,7 @@ Test(ctl_rollback, modify_qp_keeps_the_old_attributes)
 	client_open(&a, true);
 	pd = alloc_pd(&a);
 	cq = create_cq(&a, 8, 0);
-	cr_assert_eq(create_qp3(&a, pd, cq, cq, 0, &q), 0);
+	cr_assert_eq(create_rc_qp(&a, pd, cq, cq, 0, &q), 0);
 	s = q.qpn - base_cfg().limits.qpn_base;
 	memset(&at, 0, sizeof(at));
 	at.port_num = 1;

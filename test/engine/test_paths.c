@@ -75,15 +75,6 @@ last(void)
 	return &C.pkt[C.n - 1];
 }
 
-static void
-assert_ack(const struct roce_pkt *p, uint8_t syndrome, uint32_t psn)
-{
-	cr_assert_eq(p->opcode, ROCE_OP_RC_ACKNOWLEDGE, "opcode 0x%02x", p->opcode);
-	cr_assert_eq(p->aeth.syndrome, syndrome, "syndrome 0x%02x != 0x%02x", p->aeth.syndrome,
-		     syndrome);
-	cr_assert_eq(p->psn, psn & ROCE_PSN_MASK, "psn 0x%06x != 0x%06x", p->psn, psn);
-}
-
 /* @return true if @p n bytes at @p p all equal @p v */
 static bool
 all_eq(const uint8_t *p, size_t n, uint8_t v)
@@ -519,20 +510,8 @@ Test(resp, uc_bad_rkey_over_the_link, .init = NULL, .fini = teardown)
 static struct roce_pkt
 resp_pkt(uint8_t opcode, uint32_t psn, uint8_t syndrome)
 {
-	struct roce_pkt p;
-	memset(&p, 0, sizeof(p));
-	const struct wr_av *av = &S.h[1].cfg.av;
-	memcpy(p.l3.dmac, av->dmac, 6);
-	memcpy(p.l3.smac, av->smac, 6);
-	p.l3.ipv6 = av->ipv6;
-	memcpy(p.l3.sgid, av->sgid, 16);
-	memcpy(p.l3.dgid, av->dgid, 16);
-	p.l3.hop_limit = 64;
-	p.opcode = opcode;
-	p.hdrs = roce_opcode_table[opcode].hdrs;
-	p.pkey = 0xffff;
-	p.dest_qpn = S.h[0].cfg.qpn;
-	p.psn = psn & ROCE_PSN_MASK;
+	struct roce_pkt p = sim_pkt(&S, 1, opcode, psn);
+
 	p.aeth.syndrome = syndrome;
 	return p;
 }

@@ -54,15 +54,6 @@ last(void)
 }
 
 static void
-assert_ack(const struct roce_pkt *p, uint8_t syndrome, uint32_t psn)
-{
-	cr_assert_eq(p->opcode, ROCE_OP_RC_ACKNOWLEDGE, "opcode 0x%02x", p->opcode);
-	cr_assert_eq(p->aeth.syndrome, syndrome, "syndrome 0x%02x != 0x%02x", p->aeth.syndrome,
-		     syndrome);
-	cr_assert_eq(p->psn, psn & ROCE_PSN_MASK, "psn 0x%06x != 0x%06x", p->psn, psn);
-}
-
-static void
 post_recv1(uint64_t wr_id, uint64_t off, uint32_t len)
 {
 	struct rq_wqe r = rwqe_new(wr_id, sim_va(&S, 1, off), len, S.h[1].arena_key);

@@ -3,6 +3,7 @@
 #ifndef TEST_ENGINE_UTIL_H
 #define TEST_ENGINE_UTIL_H
 
+#include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,16 @@ check_fill(const uint8_t *p, uint64_t len, uint64_t id)
 
 #define SIM_DEADLINE_NS (600ull * 1000 * 1000 * 1000) /* 600 simulated seconds */
 
+/* @p p is an ACK/NAK with @p syndrome for @p psn. */
+static inline void
+assert_ack(const struct roce_pkt *p, uint8_t syndrome, uint32_t psn)
+{
+	cr_assert_eq(p->opcode, ROCE_OP_RC_ACKNOWLEDGE, "opcode 0x%02x", p->opcode);
+	cr_assert_eq(p->aeth.syndrome, syndrome, "syndrome 0x%02x != 0x%02x", p->aeth.syndrome,
+		     syndrome);
+	cr_assert_eq(p->psn, psn & ROCE_PSN_MASK, "psn 0x%06x != 0x%06x", p->psn, psn);
+}
+
 #endif
 
 /* Frames seen on the link (recorded by the filter hook), optionally dropped. */
@@ -178,13 +189,13 @@ capture_count(const struct capture *c, int from, int opcode)
 	return n;
 }
 
-/* A request packet as host 0 would send it to host 1 (for injection). */
+/* A packet as host @p from would send it to the other host (for injection). */
 static inline struct roce_pkt
-req_pkt(const struct sim *s, uint8_t opcode, uint32_t psn)
+sim_pkt(const struct sim *s, int from, uint8_t opcode, uint32_t psn)
 {
 	struct roce_pkt p;
 	memset(&p, 0, sizeof(p));
-	const struct wr_av *av = &s->h[0].cfg.av;
+	const struct wr_av *av = &s->h[from].cfg.av;
 	memcpy(p.l3.dmac, av->dmac, 6);
 	memcpy(p.l3.smac, av->smac, 6);
 	p.l3.ipv6 = av->ipv6;
@@ -194,8 +205,17 @@ req_pkt(const struct sim *s, uint8_t opcode, uint32_t psn)
 	p.opcode = opcode;
 	p.hdrs = roce_opcode_table[opcode].hdrs;
 	p.pkey = 0xffff;
-	p.dest_qpn = s->h[1].cfg.qpn;
+	p.dest_qpn = s->h[!from].cfg.qpn;
 	p.psn = psn & ROCE_PSN_MASK;
+	return p;
+}
+
+/* A request packet as host 0 would send it to host 1, AckReq set. */
+static inline struct roce_pkt
+req_pkt(const struct sim *s, uint8_t opcode, uint32_t psn)
+{
+	struct roce_pkt p = sim_pkt(s, 0, opcode, psn);
+
 	p.ack_req = true;
 	return p;
 }
