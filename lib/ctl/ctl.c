@@ -664,20 +664,25 @@ static void ctl_device_info(const struct ctl_device_cfg *d, struct ipc_device_in
 	out->phys_port_cnt = d->attr.phys_port_cnt;
 }
 
-static int h_device_list(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DEVICE_LIST(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	struct ipc_msg *rsp = x->rsp;
 	struct ipc_device_list_rsp *r = &rsp->u.rsp_DEVICE_LIST;
 
-	(void)req;
 	r->count = c->ctl->cfg.ndevices;
 	for (uint32_t i = 0; i < r->count; i++)
 		ctl_device_info(&c->ctl->cfg.dev[i], &r->dev[i]);
 	return 0;
 }
 
-static int h_open_device(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp,
-			 int *rfds, unsigned int *rnfds)
+int ctl_h_OPEN_DEVICE(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
+	int *rfds = x->rfds;
+	unsigned int *rnfds = x->rnfds;
 	const struct ipc_open_device_req *q = &req->u.req_OPEN_DEVICE;
 	struct ipc_open_device_rsp *r = &rsp->u.rsp_OPEN_DEVICE;
 	struct ctl *ctl = c->ctl;
@@ -739,9 +744,11 @@ static const struct ctl_device_cfg *ctl_dev(const struct ctl_conn *c)
 	return &c->ctl->cfg.dev[c->dev];
 }
 
-static int h_query_device(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 {
-	(void)req;
+	struct ctl_conn *c = x->conn;
+	struct ipc_msg *rsp = x->rsp;
+
 	rsp->u.rsp_QUERY_DEVICE.attr = ctl_dev(c)->attr;
 	return 0;
 }
@@ -755,8 +762,11 @@ static const struct ctl_port_cfg *ctl_port(const struct ctl_conn *c, uint32_t po
 	return &d->port[port - 1];
 }
 
-static int h_query_port(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_QUERY_PORT(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	const struct ctl_port_cfg *p = ctl_port(c, req->u.req_QUERY_PORT.port);
 
 	if (p == NULL)
@@ -765,8 +775,11 @@ static int h_query_port(struct ctl_conn *c, const struct ipc_msg *req, struct ip
 	return 0;
 }
 
-static int h_query_gid(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_QUERY_GID(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	const struct ipc_port_req *q = &req->u.req_QUERY_GID;
 	const struct ctl_port_cfg *p = ctl_port(c, q->port);
 	struct ipc_query_gid_rsp *r = &rsp->u.rsp_QUERY_GID;
@@ -780,8 +793,11 @@ static int h_query_gid(struct ctl_conn *c, const struct ipc_msg *req, struct ipc
 	return 0;
 }
 
-static int h_query_pkey(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_QUERY_PKEY(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	const struct ipc_port_req *q = &req->u.req_QUERY_PKEY;
 	const struct ctl_port_cfg *p = ctl_port(c, q->port);
 
@@ -793,74 +809,70 @@ static int h_query_pkey(struct ctl_conn *c, const struct ipc_msg *req, struct ip
 
 /* ---- dispatch ---- */
 
-/* ctl_objs.c / ctl_qp.c handlers. */
-int ctl_h_alloc_pd(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_dealloc_pd(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_reg_mr(struct ctl_conn *, const struct ipc_msg *, int *, unsigned int, struct ipc_msg *);
-int ctl_h_rereg_mr(struct ctl_conn *, const struct ipc_msg *, int *, unsigned int, struct ipc_msg *);
-int ctl_h_dereg_mr(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_create_channel(struct ctl_conn *, const struct ipc_msg *, int *, unsigned int,
-			 struct ipc_msg *);
-int ctl_h_destroy_channel(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_create_cq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
-int ctl_h_resize_cq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
-int ctl_h_destroy_cq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_create_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
-int ctl_h_modify_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_query_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_destroy_srq(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_create_ah(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_destroy_ah(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_create_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *, int *, unsigned int *);
-int ctl_h_modify_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_query_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_destroy_qp(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_import_pd(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
-int ctl_h_import_mr(struct ctl_conn *, const struct ipc_msg *, struct ipc_msg *);
+/* IMPORT_DEVICE is answered on another socket: ctl_conn_import(). */
+int ctl_h_IMPORT_DEVICE(const struct ctl_req *x)
+{
+	(void)x;
+	return EINVAL;
+}
+
+/* The handler of every op, expanded from IPC_OPS; NULL for codes outside it. */
+static ctl_handler_fn *const ctl_handlers[IPC_OP_MAX] = {
+#define CTL_HANDLER_ROW(sym, val, rq, rs, rqfd, rsfd) [IPC_OP_##sym] = ctl_h_##sym,
+	IPC_OPS(CTL_HANDLER_ROW)
+#undef CTL_HANDLER_ROW
+};
+
+static ctl_handler_fn *ctl_handler(uint32_t op)
+{
+	return op < IPC_OP_MAX ? ctl_handlers[op] : NULL;
+}
+
+bool ctl_op_handled(uint32_t op)
+{
+	return ctl_handler(op) != NULL;
+}
+
+/* Ops a connection may send before OPEN_DEVICE; every other op is ENODEV until then. */
+static bool ctl_op_before_open(uint32_t op)
+{
+	return op == IPC_OP_DEVICE_LIST || op == IPC_OP_OPEN_DEVICE || op == IPC_OP_IMPORT_DEVICE;
+}
+
+/*
+ * What the handler of @p req sees: the descriptors within the bounds IPC_OPS
+ * gives its op (none when the request carries none: the caller closes any;
+ * no response slots when the response carries none).
+ */
+static struct ctl_req ctl_req_of(struct ctl_conn *c, const struct ipc_op_desc *d,
+				 const struct ipc_msg *req, int *fds, unsigned int nfds,
+				 struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
+{
+	return (struct ctl_req){
+		.conn = c,
+		.req = req,
+		.fds = d->req_fds ? fds : NULL,
+		.nfds = d->req_fds ? nfds : 0,
+		.rsp = rsp,
+		.rfds = d->rsp_fds ? rfds : NULL,
+		.rnfds = d->rsp_fds ? rnfds : NULL,
+	};
+}
 
 static int ctl_dispatch(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
 			struct ipc_msg *rsp, int *rfds, unsigned int *rnfds)
 {
 	uint32_t op = req->hdr.op;
+	const struct ipc_op_desc *d = ipc_op_desc(op);
+	ctl_handler_fn *h = ctl_handler(op);
+	struct ctl_req x;
 
-	if (op == IPC_OP_DEVICE_LIST)
-		return h_device_list(c, req, rsp);
-	if (op == IPC_OP_OPEN_DEVICE)
-		return h_open_device(c, req, rsp, rfds, rnfds);
-	if (op == IPC_OP_IMPORT_DEVICE)
-		return EINVAL; /* answered on another socket: ctl_conn_import() */
-	if (c->dev < 0)
-		return ENODEV; /* every other request needs OPEN_DEVICE first */
-
-	switch (op) {
-	case IPC_OP_QUERY_DEVICE: return h_query_device(c, req, rsp);
-	case IPC_OP_QUERY_PORT: return h_query_port(c, req, rsp);
-	case IPC_OP_QUERY_GID: return h_query_gid(c, req, rsp);
-	case IPC_OP_QUERY_PKEY: return h_query_pkey(c, req, rsp);
-	case IPC_OP_ALLOC_PD: return ctl_h_alloc_pd(c, req, rsp);
-	case IPC_OP_DEALLOC_PD: return ctl_h_dealloc_pd(c, req, rsp);
-	case IPC_OP_REG_MR: return ctl_h_reg_mr(c, req, fds, nfds, rsp);
-	case IPC_OP_REREG_MR: return ctl_h_rereg_mr(c, req, fds, nfds, rsp);
-	case IPC_OP_DEREG_MR: return ctl_h_dereg_mr(c, req, rsp);
-	case IPC_OP_CREATE_CHANNEL: return ctl_h_create_channel(c, req, fds, nfds, rsp);
-	case IPC_OP_DESTROY_CHANNEL: return ctl_h_destroy_channel(c, req, rsp);
-	case IPC_OP_CREATE_CQ: return ctl_h_create_cq(c, req, rsp, rfds, rnfds);
-	case IPC_OP_RESIZE_CQ: return ctl_h_resize_cq(c, req, rsp, rfds, rnfds);
-	case IPC_OP_DESTROY_CQ: return ctl_h_destroy_cq(c, req, rsp);
-	case IPC_OP_CREATE_QP: return ctl_h_create_qp(c, req, rsp, rfds, rnfds);
-	case IPC_OP_MODIFY_QP: return ctl_h_modify_qp(c, req, rsp);
-	case IPC_OP_QUERY_QP: return ctl_h_query_qp(c, req, rsp);
-	case IPC_OP_DESTROY_QP: return ctl_h_destroy_qp(c, req, rsp);
-	case IPC_OP_CREATE_SRQ: return ctl_h_create_srq(c, req, rsp, rfds, rnfds);
-	case IPC_OP_MODIFY_SRQ: return ctl_h_modify_srq(c, req, rsp);
-	case IPC_OP_QUERY_SRQ: return ctl_h_query_srq(c, req, rsp);
-	case IPC_OP_DESTROY_SRQ: return ctl_h_destroy_srq(c, req, rsp);
-	case IPC_OP_CREATE_AH: return ctl_h_create_ah(c, req, rsp);
-	case IPC_OP_DESTROY_AH: return ctl_h_destroy_ah(c, req, rsp);
-	case IPC_OP_IMPORT_PD: return ctl_h_import_pd(c, req, rsp);
-	case IPC_OP_IMPORT_MR: return ctl_h_import_mr(c, req, rsp);
-	default: return EOPNOTSUPP;
-	}
+	if (c->dev < 0 && !ctl_op_before_open(op))
+		return ENODEV;
+	if (h == NULL || d == NULL)
+		return EOPNOTSUPP;
+	x = ctl_req_of(c, d, req, fds, nfds, rsp, rfds, rnfds);
+	return h(&x);
 }
 
 int ctl_conn_handle(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,

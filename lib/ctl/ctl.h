@@ -373,6 +373,13 @@ int ctl_conn_handle(struct ctl_conn *conn, const struct ipc_msg *req, int *fds,
 #define CTL_PENDING 1 /**< ctl_conn_handle(): the answer comes later */
 
 /**
+ * Whether ctl_conn_handle() has a handler for @p op: every op of IPC_OPS
+ * (the dispatch table is expanded from it), no other code. A request with
+ * another code is answered ENODEV before OPEN_DEVICE, EOPNOTSUPP after.
+ */
+bool ctl_op_handled(uint32_t op);
+
+/**
  * Take the answer of @p conn's pending request once the dataplane gave it
  * (same outputs as ctl_conn_handle()). @return true if there was one; the
  * connection then takes requests again.

@@ -206,6 +206,31 @@ struct ctl_conn {
 	struct ctl_pend pend; /* its request; the head's also serves teardown steps */
 };
 
+/*
+ * One request as its handler sees it. Every op of IPC_OPS has a handler of
+ * this one signature, named after the op's symbol: ctl_h_ALLOC_PD; they are
+ * declared here and ctl_dispatch() calls them through a table, both expanded
+ * from IPC_OPS (so an op without a handler does not link). The descriptors
+ * are within the op's IPC_OPS bounds: @c fds only when its request may carry
+ * some (else NULL, 0), @c rfds only when its response may (else NULL).
+ * A handler returns a status (0 or a positive errno) or CTL_DEFERRED.
+ */
+struct ctl_req {
+	struct ctl_conn *conn;
+	const struct ipc_msg *req;
+	int *fds;             /* received; a handler keeping one sets its slot to -1 */
+	unsigned int nfds;
+	struct ipc_msg *rsp;  /* initialised for the op, status 0 */
+	int *rfds;            /* descriptors to send back (IPC_MAX_FDS slots, -1) */
+	unsigned int *rnfds;
+};
+
+typedef int ctl_handler_fn(const struct ctl_req *x);
+
+#define CTL_HANDLER_DECL(sym, val, rq, rs, rqfd, rsfd) ctl_handler_fn ctl_h_##sym;
+IPC_OPS(CTL_HANDLER_DECL)
+#undef CTL_HANDLER_DECL
+
 /* What lib/qp's QP semantics judge a modify against, per device. */
 struct ctl_devsem {
 	struct qp_sem_gid gid[CTL_MAX_PORTS][CTL_GID_TBL_LEN];

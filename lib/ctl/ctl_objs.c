@@ -67,8 +67,11 @@ static void ctl_ring_setup(struct ctl_shm *shm, size_t off, uint32_t entries, ui
 
 /* ---- PD ---- */
 
-int ctl_h_alloc_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_ALLOC_PD(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	struct ctl_pd *pd = ctl_table_alloc(&c->ctl->tab[CTL_KIND_PD], c, CTL_KIND_PD,
 					    req->u.req_ALLOC_PD.user_handle);
 
@@ -79,11 +82,12 @@ int ctl_h_alloc_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg
 	return 0;
 }
 
-int ctl_h_dealloc_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DEALLOC_PD(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
 	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, req->u.req_DEALLOC_PD.handle);
 
-	(void)rsp;
 	if (pd == NULL)
 		return EINVAL;
 	if (pd->o.refs != 0)
@@ -253,16 +257,18 @@ static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return 0;
 }
 
-int ctl_h_reg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
-		 struct ipc_msg *rsp)
+int ctl_h_REG_MR(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	int *fds = x->fds;
+	unsigned int nfds = x->nfds;
 	const struct ipc_reg_mr_req *q = &req->u.req_REG_MR;
 	struct ctl *ctl = c->ctl;
 	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
 	struct ctl_mr *mr;
 	int rc;
 
-	(void)rsp;
 	if (pd == NULL)
 		return EINVAL;
 	rc = ctl_mr_check_access(q->access);
@@ -357,9 +363,12 @@ static int ctl_rereg_fin_gone(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return ctl_then(ctl, p, rc, ctl_rereg_fin_made, &mr->o);
 }
 
-int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
-		   struct ipc_msg *rsp)
+int ctl_h_REREG_MR(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	int *fds = x->fds;
+	unsigned int nfds = x->nfds;
 	const struct ipc_rereg_mr_req *q = &req->u.req_REREG_MR;
 	struct ctl *ctl = c->ctl;
 	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, q->handle);
@@ -367,7 +376,6 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 	struct ctl_mr next;
 	int rc;
 
-	(void)rsp;
 	if (mr == NULL || mr->invalid || q->flags == 0 ||
 	    (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
 		return EINVAL;
@@ -410,11 +418,12 @@ int ctl_h_rereg_mr(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsi
 	return ctl_then(ctl, ctl->cur, 0, ctl_rereg_fin_gone, &mr->o);
 }
 
-int ctl_h_dereg_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DEREG_MR(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
 	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, req->u.req_DEREG_MR.handle);
 
-	(void)rsp;
 	if (mr == NULL)
 		return EINVAL;
 	return ctl_obj_destroy(c->ctl, &mr->o);
@@ -422,14 +431,19 @@ int ctl_h_dereg_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg
 
 /* ---- import (ibv_import_pd / ibv_import_mr): the object must be the group's ---- */
 
-int ctl_h_import_pd(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_IMPORT_PD(const struct ctl_req *x)
 {
-	(void)rsp;
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+
 	return ctl_lookup(c, CTL_KIND_PD, req->u.req_IMPORT_PD.handle) ? 0 : EINVAL;
 }
 
-int ctl_h_import_mr(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_IMPORT_MR(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	const struct ipc_import_mr_req *q = &req->u.req_IMPORT_MR;
 	struct ipc_import_mr_rsp *r = &rsp->u.rsp_IMPORT_MR;
 	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, q->handle);
@@ -458,9 +472,13 @@ static bool ctl_fd_is_eventfd(int fd)
 	return strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
-int ctl_h_create_channel(struct ctl_conn *c, const struct ipc_msg *req, int *fds, unsigned int nfds,
-			 struct ipc_msg *rsp)
+int ctl_h_CREATE_CHANNEL(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	int *fds = x->fds;
+	unsigned int nfds = x->nfds;
+	struct ipc_msg *rsp = x->rsp;
 	struct ctl_channel *ch;
 
 	if (nfds != 1 || !ctl_fd_is_eventfd(fds[0]))
@@ -475,11 +493,12 @@ int ctl_h_create_channel(struct ctl_conn *c, const struct ipc_msg *req, int *fds
 	return 0;
 }
 
-int ctl_h_destroy_channel(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DESTROY_CHANNEL(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
 	struct ctl_channel *ch = ctl_lookup(c, CTL_KIND_CHANNEL, req->u.req_DESTROY_CHANNEL.handle);
 
-	(void)rsp;
 	if (ch == NULL)
 		return EINVAL;
 	if (ch->o.refs != 0)
@@ -523,9 +542,13 @@ static int ctl_create_cq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return 0;
 }
 
-int ctl_h_create_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
-		    unsigned int *rnfds)
+int ctl_h_CREATE_CQ(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
+	int *rfds = x->rfds;
+	unsigned int *rnfds = x->rnfds;
 	const struct ipc_create_cq_req *q = &req->u.req_CREATE_CQ;
 	struct ipc_cq_rsp *r = &rsp->u.rsp_CREATE_CQ;
 	struct ctl *ctl = c->ctl;
@@ -594,9 +617,13 @@ static int ctl_resize_cq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return 0;
 }
 
-int ctl_h_resize_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
-		    unsigned int *rnfds)
+int ctl_h_RESIZE_CQ(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
+	int *rfds = x->rfds;
+	unsigned int *rnfds = x->rnfds;
 	const struct ipc_resize_cq_req *q = &req->u.req_RESIZE_CQ;
 	struct ipc_cq_rsp *r = &rsp->u.rsp_RESIZE_CQ;
 	struct ctl *ctl = c->ctl;
@@ -624,8 +651,11 @@ int ctl_h_resize_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	return ctl_then(ctl, ctl->cur, rc, ctl_resize_cq_fin, &cq->o);
 }
 
-int ctl_h_destroy_cq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DESTROY_CQ(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	struct ctl_cq *cq = ctl_lookup(c, CTL_KIND_CQ, req->u.req_DESTROY_CQ.handle);
 
 	if (cq == NULL)
@@ -652,9 +682,13 @@ static int ctl_create_srq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return 0;
 }
 
-int ctl_h_create_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
-		     unsigned int *rnfds)
+int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
+	int *rfds = x->rfds;
+	unsigned int *rnfds = x->rnfds;
 	const struct ipc_create_srq_req *q = &req->u.req_CREATE_SRQ;
 	struct ipc_create_srq_rsp *r = &rsp->u.rsp_CREATE_SRQ;
 	struct ctl *ctl = c->ctl;
@@ -710,15 +744,16 @@ static int ctl_modify_srq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return rc;
 }
 
-int ctl_h_modify_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_MODIFY_SRQ(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
 	const struct ipc_modify_srq_req *q = &req->u.req_MODIFY_SRQ;
 	struct ctl *ctl = c->ctl;
 	struct ctl_srq *srq = ctl_lookup(c, CTL_KIND_SRQ, q->handle);
 	struct ctl_srq_info next;
 	int rc;
 
-	(void)rsp;
 	if (srq == NULL || (q->mask & ~(uint32_t)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
 		return EINVAL;
 	if (q->mask & IBV_SRQ_MAX_WR)
@@ -734,8 +769,11 @@ int ctl_h_modify_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_m
 	return ctl_then(ctl, ctl->cur, rc, ctl_modify_srq_fin, &srq->o);
 }
 
-int ctl_h_query_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_QUERY_SRQ(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	struct ctl_srq *srq = ctl_lookup(c, CTL_KIND_SRQ, req->u.req_QUERY_SRQ.handle);
 	struct ipc_query_srq_rsp *r = &rsp->u.rsp_QUERY_SRQ;
 
@@ -747,8 +785,11 @@ int ctl_h_query_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	return 0;
 }
 
-int ctl_h_destroy_srq(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DESTROY_SRQ(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	struct ctl_srq *srq = ctl_lookup(c, CTL_KIND_SRQ, req->u.req_DESTROY_SRQ.handle);
 
 	if (srq == NULL)
@@ -795,8 +836,10 @@ static int ctl_create_ah_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return 0;
 }
 
-int ctl_h_create_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_CREATE_AH(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
 	const struct ipc_create_ah_req *q = &req->u.req_CREATE_AH;
 	struct ctl *ctl = c->ctl;
 	const struct ctl_device_cfg *d = &ctl->cfg.dev[c->dev];
@@ -805,7 +848,6 @@ int ctl_h_create_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	struct ctl_ah *ah;
 	int rc;
 
-	(void)rsp;
 	if (pd == NULL || q->attr.port_num == 0 || q->attr.port_num > d->attr.phys_port_cnt)
 		return EINVAL;
 	port = &d->port[q->attr.port_num - 1];
@@ -827,11 +869,12 @@ int ctl_h_create_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	return ctl_then(ctl, ctl->cur, rc, ctl_create_ah_fin, &ah->o);
 }
 
-int ctl_h_destroy_ah(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DESTROY_AH(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
 	struct ctl_ah *ah = ctl_lookup(c, CTL_KIND_AH, req->u.req_DESTROY_AH.handle);
 
-	(void)rsp;
 	if (ah == NULL)
 		return EINVAL;
 	return ctl_obj_destroy(c->ctl, &ah->o);

@@ -104,9 +104,13 @@ static int ctl_create_qp_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return 0;
 }
 
-int ctl_h_create_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp, int *rfds,
-		    unsigned int *rnfds)
+int ctl_h_CREATE_QP(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
+	int *rfds = x->rfds;
+	unsigned int *rnfds = x->rnfds;
 	const struct ipc_create_qp_req *q = &req->u.req_CREATE_QP;
 	struct ipc_create_qp_rsp *r = &rsp->u.rsp_CREATE_QP;
 	struct ctl *ctl = c->ctl;
@@ -224,8 +228,10 @@ static int ctl_modify_qp_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	return 0;
 }
 
-int ctl_h_modify_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_MODIFY_QP(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
 	const struct ipc_modify_qp_req *q = &req->u.req_MODIFY_QP;
 	struct ctl *ctl = c->ctl;
 	struct ctl_qp *qp = ctl_lookup(c, CTL_KIND_QP, q->handle);
@@ -235,7 +241,6 @@ int ctl_h_modify_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	struct ibv_qp_attr attr;
 	int rc;
 
-	(void)rsp;
 	if (qp == NULL)
 		return EINVAL;
 	ipc_qp_attr_to_ibv(&q->attr, &attr);
@@ -250,8 +255,11 @@ int ctl_h_modify_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_ms
 	return ctl_then(ctl, p, rc, ctl_modify_qp_fin, &qp->o);
 }
 
-int ctl_h_query_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_QUERY_QP(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	const struct ipc_query_qp_req *q = &req->u.req_QUERY_QP;
 	struct ipc_query_qp_rsp *r = &rsp->u.rsp_QUERY_QP;
 	struct ctl_qp *qp = ctl_lookup(c, CTL_KIND_QP, q->handle);
@@ -345,8 +353,11 @@ void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp)
 	ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
 }
 
-int ctl_h_destroy_qp(struct ctl_conn *c, const struct ipc_msg *req, struct ipc_msg *rsp)
+int ctl_h_DESTROY_QP(const struct ctl_req *x)
 {
+	struct ctl_conn *c = x->conn;
+	const struct ipc_msg *req = x->req;
+	struct ipc_msg *rsp = x->rsp;
 	struct ctl_qp *qp = ctl_lookup(c, CTL_KIND_QP, req->u.req_DESTROY_QP.handle);
 
 	if (qp == NULL)

@@ -356,6 +356,67 @@ Test(ctl, qp_state_machine_like_linux)
 	client_close(&a);
 }
 
+/* One request of code @p op (zeroed body, no descriptors) through ctl_conn_handle(); its status. */
+static int raw_status(struct client *cl, uint32_t op)
+{
+	const struct ipc_op_desc *d = ipc_op_desc(op);
+	struct ipc_msg m, r;
+	int rfds[IPC_MAX_FDS];
+	unsigned int rn = 1;
+
+	memset(&m, 0, sizeof(m));
+	ipc_req_init(&m, (enum ipc_op)op, 1);
+	cr_assert_eq(ctl_conn_handle(cl->c, &m, NULL, 0, &r, rfds, &rn), 0, "op %u", op);
+	cr_assert_eq(r.hdr.op, m.hdr.op);
+	cr_assert_eq(r.hdr.seq, 1u);
+	cr_assert_eq(r.hdr.len, sizeof(r.hdr) + (d ? d->rsp_size : 0), "op %u", op);
+	cr_assert_eq(rn, 0u, "op %u: no descriptors", op);
+	return r.hdr.status;
+}
+
+/*
+ * The dispatch table is IPC_OPS: every op listed there has a handler, no
+ * other code has one, and a code outside it is answered ENODEV before
+ * OPEN_DEVICE and EOPNOTSUPP after (as ipc_recv() answers it -EOPNOTSUPP).
+ */
+Test(ctl, every_ipc_op_has_a_handler_and_no_other)
+{
+	static const uint32_t listed[] = {
+#define LISTED(sym, val, rq, rs, rqfd, rsfd) IPC_OP_##sym,
+		IPC_OPS(LISTED)
+#undef LISTED
+	};
+	const size_t nlisted = sizeof(listed) / sizeof(listed[0]);
+	struct client closed, opened;
+	size_t handled = 0, outside = 0;
+
+	for (size_t i = 0; i < nlisted; i++)
+		cr_assert(ctl_op_handled(listed[i]), "%s has no handler", ipc_op_name(listed[i]));
+	for (uint32_t op = 0; op <= UINT16_MAX; op++) {
+		cr_assert_eq(ctl_op_handled(op), ipc_op_desc(op) != NULL, "op %u", op);
+		handled += ctl_op_handled(op);
+	}
+	cr_assert_eq(handled, nlisted);
+
+	client_open(&closed, false);
+	client_open(&opened, true);
+	for (uint32_t op = 0; op <= UINT16_MAX; op++) {
+		if (ipc_op_desc(op) != NULL || (op > IPC_OP_MAX && op != UINT16_MAX))
+			continue;
+		cr_assert_eq(raw_status(&closed, op), ENODEV, "op %u before OPEN_DEVICE", op);
+		cr_assert_eq(raw_status(&opened, op), EOPNOTSUPP, "op %u", op);
+		outside++;
+	}
+	/* 0, the gaps (8, 9) and IPC_OP_MAX at least, and the largest code. */
+	cr_assert_geq(outside, 5u);
+	cr_assert_not(ctl_op_handled(IPC_OP_INVALID));
+	cr_assert_not(ctl_op_handled(IPC_OP_MAX));
+	/* The connection still serves a listed op afterwards. */
+	cr_assert_eq(raw_status(&closed, IPC_OP_DEVICE_LIST), 0);
+	client_close(&closed);
+	client_close(&opened);
+}
+
 Test(ctl, bad_requests_get_clear_errors)
 {
 	struct client a;
