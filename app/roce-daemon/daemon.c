@@ -159,6 +159,12 @@ daemon_stop_workers(struct daemon *d)
 				d->worker_failures++;
 		d->workers_running = false;
 	}
+#ifndef NDEBUG
+	/* The join ordered the workers' last stores before ours: we own them now. */
+	for (unsigned int i = 0; i < d->n_workers; i++)
+		if (d->worker[i] != NULL)
+			WORKER_OWNER_SET(d->worker[i], rte_lcore_id());
+#endif
 }
 
 void

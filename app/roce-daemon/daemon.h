@@ -127,7 +127,8 @@ daemon_stopping(const struct daemon *d)
 /**
  * Request a stop and wait until every worker lcore returned (failures
  * counted in d->worker_failures). Afterwards the control thread is the only
- * thread touching worker state. Idempotent.
+ * thread touching worker state: the calling thread becomes every worker's
+ * owner (WORKER_OWNER_SET). Idempotent.
  */
 void daemon_stop_workers(struct daemon *d);
 

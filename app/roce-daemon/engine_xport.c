@@ -50,8 +50,10 @@ static int
 lcore_init(struct worker *w)
 {
 	struct timer_wheel_config tc = { .capacity = w->n_qp_slots * TIMER_WHEEL_TIMERS_PER_OWNER };
-	struct elcore *e = rte_zmalloc("roce_engine", sizeof(*e), RTE_CACHE_LINE_SIZE);
+	struct elcore *e;
 
+	WORKER_OWNER_ASSERT(w);
+	e = rte_zmalloc("roce_engine", sizeof(*e), RTE_CACHE_LINE_SIZE);
 	if (e == NULL)
 		return -ENOMEM;
 	e->ns_mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / rte_get_tsc_hz());
@@ -76,6 +78,7 @@ lcore_fini(struct worker *w)
 {
 	struct elcore *e = w->engine_ctx;
 
+	WORKER_OWNER_ASSERT(w);
 	if (e == NULL)
 		return;
 	for (uint32_t s = 0; s < w->n_qp_slots; s++) {
@@ -173,6 +176,7 @@ rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
 	const struct roce_pkt *group[WORKER_BURST_MAX];
 	uint64_t now = now_ns(e, rte_rdtsc());
 
+	WORKER_OWNER_ASSERT(w);
 	/* One engine call per run of packets for the same QP. */
 	for (uint16_t i = 0; i < n;) {
 		struct qp_slot *slot = pkts[i].qp;
@@ -195,6 +199,7 @@ poll_engine(struct worker *w, uint64_t tsc)
 	unsigned int work = 0;
 	uint32_t n;
 
+	WORKER_OWNER_ASSERT(w);
 	n = timer_wheel_poll(e->wheel, timer_wheel_clock_ticks(&e->clock, now), expired, EXPIRED_MAX);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = timer_wheel_handle_owner(expired[i]);
@@ -230,8 +235,10 @@ const struct engine_ops engine_xport = {
 struct xport_qp *
 engine_xport_qp(struct worker *w, uint32_t qpn)
 {
-	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct qp_slot *slot;
 
+	WORKER_OWNER_ASSERT(w);
+	slot = worker_qp_slot(w, qpn);
 	return slot != NULL ? ((struct eqp *)slot->engine_qp)->qp : NULL;
 }
 
@@ -280,6 +287,7 @@ engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t p
 	struct eqp *q;
 	int rc;
 
+	WORKER_OWNER_ASSERT(w);
 	if (e == NULL || port >= w->d->n_ports || worker_of_qpn(cfg->qpn, w->n_workers) != w->index ||
 	    cfg->qpn / w->n_workers >= w->n_qp_slots)
 		return -EINVAL;
@@ -311,9 +319,11 @@ int
 engine_xport_qp_set_state(struct worker *w, uint32_t qpn, enum xport_state state)
 {
 	struct elcore *e = w->engine_ctx;
-	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct qp_slot *slot;
 	struct eqp *q;
 
+	WORKER_OWNER_ASSERT(w);
+	slot = worker_qp_slot(w, qpn);
 	if (slot == NULL || e == NULL)
 		return -ENOENT;
 	q = slot->engine_qp;
@@ -328,10 +338,12 @@ engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cfg *c
 		       uint32_t cookie)
 {
 	struct elcore *e = w->engine_ctx;
-	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct qp_slot *slot;
 	struct xport_cfg c = *cfg;
 	struct eqp *q;
 
+	WORKER_OWNER_ASSERT(w);
+	slot = worker_qp_slot(w, qpn);
 	if (slot == NULL || e == NULL)
 		return -ENOENT;
 	q = slot->engine_qp;
@@ -351,9 +363,11 @@ int
 engine_xport_qp_destroy(struct worker *w, uint32_t qpn)
 {
 	struct elcore *e = w->engine_ctx;
-	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct qp_slot *slot;
 	struct eqp *q;
 
+	WORKER_OWNER_ASSERT(w);
+	slot = worker_qp_slot(w, qpn);
 	if (slot == NULL || e == NULL)
 		return -ENOENT;
 	q = slot->engine_qp;

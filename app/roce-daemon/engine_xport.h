@@ -18,7 +18,8 @@
  *
  * QP lifetime functions run on the owning lcore: for the control thread as
  * control messages (ctl_msg.h, app_iface.c), or directly in tests that
- * drive the workers themselves.
+ * drive the workers themselves. Debug builds assert it (WORKER_OWNER_ASSERT,
+ * worker.h) in them, in the rx and poll hooks and in lcore_init/lcore_fini.
  */
 #ifndef ROCE_DAEMON_ENGINE_XPORT_H
 #define ROCE_DAEMON_ENGINE_XPORT_H
@@ -32,7 +33,7 @@ struct daemon;
 
 extern const struct engine_ops engine_xport;
 
-/** @name Owner lcore only @{ */
+/** @name Owner lcore only (asserted in debug builds) @{ */
 /**
  * Create the engine QP of @p cfg (cfg->qpn must be owned by @p w) on daemon
  * port @p port, in state RESET. cfg->handle is set by this function.

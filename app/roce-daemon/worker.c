@@ -83,6 +83,19 @@ worker_count(struct worker *w, uint16_t port_idx, struct qp_slot *qp, enum ctr_i
 		ctr_add(&qp->ctr.v[id], n);
 }
 
+/* ---- ownership (debug builds) ---- */
+
+#ifndef NDEBUG
+void
+worker_owner_fail(const struct worker *w, const char *fn)
+{
+	fprintf(stderr, "roce-daemon: %s: worker %u touched on lcore %d; its owner is lcore %d\n",
+		fn, w->index, (int)rte_lcore_id(),
+		(int)__atomic_load_n(&w->owner_lcore, __ATOMIC_RELAXED));
+	abort();
+}
+#endif
+
 /* ---- QP table ---- */
 
 struct qp_slot *
@@ -104,6 +117,7 @@ worker_qp_attach(struct worker *w, uint32_t qpn, void *engine_qp)
 	uint32_t s = qpn / w->n_workers;
 	struct qp_slot *slot;
 
+	WORKER_OWNER_ASSERT(w);
 	if (engine_qp == NULL || qpn > ROCE_QPN_MASK || worker_of_qpn(qpn, w->n_workers) != w->index ||
 	    s >= w->n_qp_slots)
 		return -EINVAL;
@@ -122,9 +136,11 @@ worker_qp_attach(struct worker *w, uint32_t qpn, void *engine_qp)
 void *
 worker_qp_detach(struct worker *w, uint32_t qpn)
 {
-	struct qp_slot *slot = worker_qp_slot(w, qpn);
+	struct qp_slot *slot;
 	void *qp;
 
+	WORKER_OWNER_ASSERT(w);
+	slot = worker_qp_slot(w, qpn);
 	if (slot == NULL || slot->qpn != qpn)
 		return NULL;
 	qp = slot->engine_qp;
@@ -531,6 +547,7 @@ worker_ctl_run(struct worker *w, struct ctl_msg *m)
 	struct daemon *d = w->d;
 	struct timespec ts;
 
+	WORKER_OWNER_ASSERT(w);
 	switch (m->type) {
 	case CTL_MSG_PING:
 		m->rc = (int32_t)rte_lcore_id();
@@ -701,6 +718,7 @@ worker_poll(struct worker *w, uint64_t now)
 	struct rte_mbuf *pkts[WORKER_BURST_MAX];
 	unsigned int work = 0;
 
+	WORKER_OWNER_ASSERT(w);
 	ctr_add(&w->ctr.v[CTR_POLLS], 1);
 	count_stall(w, now);
 	for (uint16_t i = 0; i < w->n_rxq; i++) {
@@ -739,6 +757,8 @@ worker_main(void *arg)
 	struct daemon *d = w->d;
 	int rc = 0;
 
+	/* launched: this lcore owns the worker until it returns (worker.h) */
+	WORKER_OWNER_SET(w, rte_lcore_id());
 	/*
 	 * A sleeping lcore answers late by its sleep plus the timer slack, 50 us
 	 * by default for a normal thread: more than the 20 us sleep itself.
@@ -752,6 +772,7 @@ worker_main(void *arg)
 			fprintf(stderr, "roce-daemon: worker %u: engine %s: init failed: %s\n",
 				w->index, w->engine->name, strerror(rc < 0 ? -rc : rc));
 			daemon_request_stop(d);
+			WORKER_OWNER_SET(w, rte_get_main_lcore());
 			return rc;
 		}
 	}
@@ -762,6 +783,7 @@ worker_main(void *arg)
 	if (w->engine->lcore_fini != NULL)
 		w->engine->lcore_fini(w);
 	worker_tx_flush(w);
+	WORKER_OWNER_SET(w, rte_get_main_lcore());
 	return 0;
 }
 
@@ -797,6 +819,7 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	w->index = index;
 	w->n_workers = d->n_workers;
 	w->lcore_id = lcore_id;
+	WORKER_OWNER_SET(w, rte_lcore_id());
 	w->burst = (uint16_t)RTE_MIN(cd->burst, WORKER_BURST_MAX);
 	w->tsc_hz = rte_get_tsc_hz();
 	w->tx_drain_tsc = w->tsc_hz / 1000000 * cd->tx_flush_us;

@@ -40,7 +40,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_common.h>
+#include <rte_lcore.h>
 
 #include "config.h"
 #include "counters.h"
@@ -163,6 +165,17 @@ struct worker {
 	struct rte_ring *capture;       /**< NULL unless capturing */
 	struct rte_mempool *capture_pool;
 
+#ifndef NDEBUG
+	/**
+	 * Debug builds: the lcore that owns this worker's QP table and engine
+	 * QPs now (WORKER_OWNER_ASSERT). The creating thread, worker_main()'s
+	 * lcore while it runs, the thread that joined the workers once they
+	 * stopped (daemon_stop_workers()). Relaxed loads and stores: a hand-over
+	 * happens at a launch or a join, which order it already.
+	 */
+	unsigned int owner_lcore;
+#endif
+
 	/* owner-only state */
 	void *engine_ctx;               /**< the engine's per-lcore state */
 	struct rte_eth_dev_tx_buffer *txbuf[CONFIG_MAX_PORTS];
@@ -207,6 +220,34 @@ struct worker {
 	uint64_t no_qp_last[CONFIG_MAX_PORTS];
 } __rte_cache_aligned;
 
+/**
+ * @name Ownership checks (debug builds)
+ *
+ * WORKER_OWNER_ASSERT(w) in an entry point that touches w's QP table or an
+ * engine QP attached to it aborts unless rte_lcore_id() is w's owner lcore
+ * (worker.owner_lcore); every QP of a worker is owned by the worker's owner.
+ * WORKER_OWNER_SET(w, lcore) hands the worker over. With NDEBUG both compile
+ * to nothing. A thread that is not an EAL lcore has rte_lcore_id()
+ * LCORE_ID_ANY, so such threads are one identity to the check.
+ * @{
+ */
+#ifndef NDEBUG
+/** Report that @p fn touched @p w off its owner lcore, then abort(). */
+__rte_noreturn void worker_owner_fail(const struct worker *w, const char *fn);
+
+#define WORKER_OWNER_ASSERT(w)                                                              \
+	do {                                                                                \
+		if (unlikely(rte_lcore_id() !=                                              \
+			     __atomic_load_n(&(w)->owner_lcore, __ATOMIC_RELAXED)))         \
+			worker_owner_fail((w), __func__);                                   \
+	} while (0)
+#define WORKER_OWNER_SET(w, lcore) __atomic_store_n(&(w)->owner_lcore, (lcore), __ATOMIC_RELAXED)
+#else
+#define WORKER_OWNER_ASSERT(w) do { } while (0)
+#define WORKER_OWNER_SET(w, lcore) do { } while (0)
+#endif
+/** @} */
+
 /** An rx_no_qp record (worker.no_qp_last): @p tsc at 2^24-cycle resolution, then @p qpn. */
 static inline uint64_t
 worker_no_qp_stamp(uint64_t tsc, uint32_t qpn)
@@ -223,7 +264,8 @@ worker_of_qpn(uint32_t qpn, unsigned int n_workers)
 
 /**
  * Create worker @p index (rings, TX buffers, QP table) for lcore @p lcore_id.
- * Rings between workers are connected by worker_connect().
+ * Rings between workers are connected by worker_connect(). The calling
+ * thread owns the worker until worker_main() runs.
  * @return the worker, or NULL with a message in @p err
  */
 struct worker *worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
@@ -235,12 +277,18 @@ int worker_connect(struct daemon *d, char *err, size_t errlen);
 /** Free a worker (after it stopped). Frees queued mbufs. */
 void worker_free(struct worker *w);
 
-/** lcore entry point (rte_eal_remote_launch): engine init, loop until stop, flush. */
+/**
+ * lcore entry point (rte_eal_remote_launch): takes the worker over (its owner
+ * lcore is this one), engine init, loop until stop, flush; on return the
+ * owner is the main lcore, until the thread that joins the worker takes it
+ * (daemon_stop_workers()).
+ */
 int worker_main(void *arg);
 
 /**
  * One iteration of the loop, for worker_main() and for tests that drive a
- * worker from their own thread. @return units of work done (0: idle)
+ * worker from their own thread (its owner: asserted in debug builds).
+ * @return units of work done (0: idle)
  */
 unsigned int worker_poll(struct worker *w, uint64_t now_tsc);
 
@@ -265,10 +313,14 @@ unsigned int worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbu
 /** Owner only: the slot of @p qpn, or NULL if the QPN is outside the table or not ours. */
 struct qp_slot *worker_qp_slot(struct worker *w, uint32_t qpn);
 
-/** Owner only: attach the engine's object for @p qpn. @return 0, -EINVAL, -EEXIST */
+/**
+ * Owner only (asserted in debug builds): attach the engine's object for
+ * @p qpn; the QP is owned by w's owner lcore from now on.
+ * @return 0, -EINVAL, -EEXIST
+ */
 int worker_qp_attach(struct worker *w, uint32_t qpn, void *engine_qp);
 
-/** Owner only: detach @p qpn. @return the engine's object, or NULL */
+/** Owner only (asserted in debug builds): detach @p qpn. @return the engine's object, or NULL */
 void *worker_qp_detach(struct worker *w, uint32_t qpn);
 
 /**
@@ -290,7 +342,8 @@ unsigned int worker_ctl_answers(struct worker *w, struct ctl_msg *out, unsigned 
 
 /**
  * Run message @p m as w's lcore does and set its answer (m->rc, m->worker).
- * Owner lcore only, or the control thread once the workers stopped.
+ * Owner lcore only, or the control thread once the workers stopped (it
+ * owns them then); asserted in debug builds.
  */
 void worker_ctl_run(struct worker *w, struct ctl_msg *m);
 

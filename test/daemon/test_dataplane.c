@@ -6,12 +6,14 @@
  * control_poll(). A test engine records what reaches the engine hook.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <ctype.h>
 #include <infiniband/verbs.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -861,6 +863,121 @@ wqe(uint8_t opcode, uint64_t wr_id, uint64_t addr, uint32_t len)
 	w.sg_list[0] = (struct wr_sge){ .addr = addr, .length = len, .lkey = mr_key };
 	return w;
 }
+
+/*
+ * ---- ownership: in debug builds a worker touched off its owner lcore
+ * aborts (WORKER_OWNER_ASSERT, worker.h); NDEBUG builds have no check and
+ * do not build these tests ----
+ */
+#ifndef NDEBUG
+
+enum touch {
+	TOUCH_ATTACH,
+	TOUCH_DETACH,
+	TOUCH_POLL,
+	TOUCH_CTL_RUN,
+	TOUCH_XPORT_STATE,
+	TOUCH_XPORT_POLL,
+};
+
+static const char *const touch_name[] = {
+	[TOUCH_ATTACH] = "worker_qp_attach",
+	[TOUCH_DETACH] = "worker_qp_detach",
+	[TOUCH_POLL] = "worker_poll",
+	[TOUCH_CTL_RUN] = "worker_ctl_run",
+	[TOUCH_XPORT_STATE] = "engine_xport_qp_set_state",
+	[TOUCH_XPORT_POLL] = "engine_xport.poll",
+};
+
+/* lcore 1 (not the owner): touch worker 0's QP 0x12 through one entry point. */
+static int
+touch_off_owner(void *arg)
+{
+	struct worker *w = d.worker[0];
+	struct ctl_msg m = { .type = CTL_MSG_PING };
+
+	switch (*(const enum touch *)arg) {
+	case TOUCH_ATTACH:
+		worker_qp_attach(w, 0x13, &qp_object);
+		break;
+	case TOUCH_DETACH:
+		worker_qp_detach(w, 0x12);
+		break;
+	case TOUCH_POLL:
+		worker_poll(w, rte_rdtsc());
+		break;
+	case TOUCH_CTL_RUN:
+		worker_ctl_run(w, &m);
+		break;
+	case TOUCH_XPORT_STATE:
+		engine_xport_qp_set_state(w, 0x12, XPORT_STATE_ERR);
+		break;
+	case TOUCH_XPORT_POLL:
+		engine_xport.poll(w, rte_rdtsc());
+		break;
+	}
+	return 0;
+}
+
+ParameterizedTestParameters(dataplane, a_qp_touched_off_its_owner_lcore_aborts)
+{
+	static enum touch t[] = {
+		TOUCH_ATTACH, TOUCH_DETACH, TOUCH_POLL, TOUCH_CTL_RUN, TOUCH_XPORT_STATE,
+		TOUCH_XPORT_POLL,
+	};
+
+	return cr_make_param_array(enum touch, t, RTE_DIM(t));
+}
+
+ParameterizedTest(enum touch *t, dataplane, a_qp_touched_off_its_owner_lcore_aborts,
+		  .signal = SIGABRT)
+{
+	struct test_qp q;
+
+	if (*t >= TOUCH_XPORT_STATE) {
+		engine = &engine_xport;
+		setup(1, "0,1");
+		mrs = mr_table_create(16);
+		cr_assert_not_null(mrs);
+		make_qp(&q, 0x12, 0x13, 100, 200);
+	} else {
+		setup(1, "0,1");
+		cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	}
+	/* lcore 0 created the worker: it owns it, and its own touches pass */
+	worker_poll(d.worker[0], rte_rdtsc());
+	cr_assert_eq(rte_eal_remote_launch(touch_off_owner, t, 1), 0);
+	rte_eal_wait_lcore(1);
+	cr_assert_fail("%s on lcore 1 returned: lcore 0 owns the worker, it should have aborted",
+		touch_name[*t]);
+}
+
+Test(dataplane, a_worker_is_owned_by_its_creator_then_its_lcore_then_its_joiner)
+{
+	struct ctl_msg m = { .type = CTL_MSG_PING, .op = 3 }, a;
+	struct worker *w;
+
+	setup(1, "0,1");
+	w = d.worker[0];
+	cr_expect_eq(__atomic_load_n(&w->owner_lcore, __ATOMIC_RELAXED), rte_lcore_id(),
+		     "the thread that created the worker owns it");
+	cr_assert_eq(worker_qp_attach(w, 0x12, &qp_object), 0);
+	w->lcore_id = 1;
+	cr_assert_eq(rte_eal_remote_launch(worker_main, w, 1), 0);
+	d.workers_running = true;
+	cr_assert_eq(worker_ctl_send(w, &m), 0);
+	cr_assert(await_answer(w, 3, 5000, &a), "answered");
+	cr_expect_eq(a.rc, 1, "ran on lcore 1, its owner, without an abort");
+	cr_expect_eq(__atomic_load_n(&w->owner_lcore, __ATOMIC_RELAXED), 1,
+		     "worker_main's lcore owns the worker while it runs");
+	daemon_stop_workers(&d);
+	cr_expect_eq(d.worker_failures, 0, "the worker returned normally");
+	cr_expect_eq(__atomic_load_n(&w->owner_lcore, __ATOMIC_RELAXED), rte_lcore_id(),
+		     "the thread that joined the workers owns them");
+	cr_expect_eq(worker_qp_detach(w, 0x12), &qp_object, "and touches their QPs");
+}
+
+#endif /* !NDEBUG */
 
 TestSuite(engine_dp, .init = engine_setup, .fini = teardown, .timeout = 60);
 
