@@ -31,18 +31,6 @@
 #include "capture.h"
 #include "daemon.h"
 
-#define ETHERTYPE_ARP 0x0806
-#define ETHERTYPE_IPV4 0x0800
-#define ETHERTYPE_IPV6 0x86dd
-#define ETHERTYPE_VLAN 0x8100
-#define IPPROTO_ICMP_ 1
-#define IPPROTO_UDP_ 17
-#define IPPROTO_ICMPV6_ 58
-#define ICMP_ECHO_REQUEST 8
-#define ICMPV6_ECHO_REQUEST 128
-#define ICMPV6_ND_FIRST 133     /* router solicitation .. redirect */
-#define ICMPV6_ND_LAST 137
-
 const struct engine_ops engine_none = {
 	.name = "none",
 };
@@ -220,44 +208,11 @@ enum rx_next {
 	RX_NEXT_ROCE,    /* parsed into w->rx[...] */
 };
 
-static inline uint16_t
-be16_at(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-/* An IP frame that is not RoCE: is it for the slow path? */
-static enum rx_next
-classify_ip_other(struct worker *w, uint16_t port, const uint8_t *f, uint32_t len, uint32_t l3,
-		  bool ipv6)
-{
-	if (!ipv6) {
-		uint32_t ihl = (f[l3] & 0xfu) * 4u;
-
-		if (f[l3 + 9] == IPPROTO_ICMP_ && ihl >= 20 && len >= l3 + ihl + 8 &&
-		    f[l3 + ihl] == ICMP_ECHO_REQUEST) {
-			count_pl(w, port, CTR_RX_ICMP_ECHO);
-			return RX_NEXT_SLOW;
-		}
-	} else if (f[l3 + 6] == IPPROTO_ICMPV6_ && len >= l3 + 40 + 8) {
-		uint8_t type = f[l3 + 40];
-
-		if (type >= ICMPV6_ND_FIRST && type <= ICMPV6_ND_LAST) {
-			count_pl(w, port, CTR_RX_ND);
-			return RX_NEXT_SLOW;
-		}
-		if (type == ICMPV6_ECHO_REQUEST) {
-			count_pl(w, port, CTR_RX_ICMP_ECHO);
-			return RX_NEXT_SLOW;
-		}
-	}
-	count_pl(w, port, CTR_RX_OTHER);
-	return RX_NEXT_DROP;
-}
-
 /*
- * Classify one frame. RoCE frames are parsed into @p pkt (ICRC checked
- * unless it came through loopback, where we built it ourselves).
+ * Classify one frame: roce_classify() reads it once (RoCE frames are parsed
+ * into @p pkt, the ICRC checked unless it came through loopback, where we
+ * built it ourselves); what is left here is the daemon's: our own source
+ * MAC, capture, our GIDs and the counters.
  */
 static enum rx_next
 classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, struct roce_pkt *pkt)
@@ -265,15 +220,13 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	const struct port *p = &w->d->port[port];
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t len = m->data_len;
-	uint32_t l3 = 14;
-	uint16_t type;
 	enum roce_drop_reason why;
 
 	if (unlikely(m->nb_segs != 1)) {
 		count_pl(w, port, CTR_RX_MULTISEG);
 		return RX_NEXT_DROP;
 	}
-	if (unlikely(len < 14)) {
+	if (unlikely(len < sizeof(struct roce_eth_hdr))) {
 		count_drop(w, port, ROCE_DROP_ETH_TRUNCATED);
 		return RX_NEXT_DROP;
 	}
@@ -284,61 +237,36 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	}
 	if (unlikely(w->capture != NULL) && !loopback)
 		capture_frame(w, port, m, false);
-	type = be16_at(f + 12);
-	if (type == ETHERTYPE_VLAN) {
-		if (len < 18) {
-			count_drop(w, port, ROCE_DROP_ETH_TRUNCATED);
+	switch (roce_classify(f, len, loopback ? ROCE_CLASSIFY_NO_ICRC : 0, pkt, &why)) {
+	case ROCE_CLASS_ROCE:
+		if (why != ROCE_DROP_NONE)
+			break;
+		if (gid_table_find(&p->gids, pkt->l3.dgid) < 0) {
+			count_pl(w, port, CTR_RX_NOT_OUR_ADDR);
 			return RX_NEXT_DROP;
 		}
-		type = be16_at(f + 16);
-		l3 = 18;
-	}
-	if (type == ETHERTYPE_ARP) {
+		count_pl(w, port, CTR_RX_ROCE);
+		if (pkt->l3.ipv6)
+			count_pl(w, port, CTR_RX_ROCE_IPV6);
+		return RX_NEXT_ROCE;
+	case ROCE_CLASS_ARP:
 		count_pl(w, port, CTR_RX_ARP);
 		return RX_NEXT_SLOW;
-	}
-	if (type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) {
+	case ROCE_CLASS_ND:
+		count_pl(w, port, CTR_RX_ND);
+		return RX_NEXT_SLOW;
+	case ROCE_CLASS_ECHO:
+		count_pl(w, port, CTR_RX_ICMP_ECHO);
+		return RX_NEXT_SLOW;
+	case ROCE_CLASS_MALFORMED:
+		break;
+	case ROCE_CLASS_OTHER:
+	default:
 		count_pl(w, port, CTR_RX_OTHER);
 		return RX_NEXT_DROP;
 	}
-	bool ipv6 = type == ETHERTYPE_IPV6;
-	uint32_t l4;
-	uint8_t proto;
-
-	if (len < l3 + (ipv6 ? 40u : 20u)) {
-		count_drop(w, port, ROCE_DROP_IP_TRUNCATED);
-		return RX_NEXT_DROP;
-	}
-	if (ipv6) {
-		proto = f[l3 + 6];
-		l4 = l3 + 40;
-	} else {
-		proto = f[l3 + 9];
-		l4 = l3 + (f[l3] & 0xfu) * 4u;
-	}
-	if (proto != IPPROTO_UDP_)
-		return classify_ip_other(w, port, f, len, l3, ipv6);
-	if (len < l4 + 8) {
-		count_drop(w, port, ROCE_DROP_UDP_TRUNCATED);
-		return RX_NEXT_DROP;
-	}
-	if (be16_at(f + l4 + 2) != ROCE_UDP_PORT) {
-		count_pl(w, port, CTR_RX_OTHER);
-		return RX_NEXT_DROP;
-	}
-	why = loopback ? roce_parse_no_icrc(f, len, pkt) : roce_parse(f, len, pkt);
-	if (why != ROCE_DROP_NONE) {
-		count_drop(w, port, why);
-		return RX_NEXT_DROP;
-	}
-	if (gid_table_find(&p->gids, pkt->l3.dgid) < 0) {
-		count_pl(w, port, CTR_RX_NOT_OUR_ADDR);
-		return RX_NEXT_DROP;
-	}
-	count_pl(w, port, CTR_RX_ROCE);
-	if (ipv6)
-		count_pl(w, port, CTR_RX_ROCE_IPV6);
-	return RX_NEXT_ROCE;
+	count_drop(w, port, why);
+	return RX_NEXT_DROP;
 }
 
 /* Give @p n parsed frames in w->rx to the engine; frees them. */
