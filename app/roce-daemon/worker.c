@@ -304,6 +304,29 @@ deliver_local(struct worker *w, uint16_t n)
 	rte_pktmbuf_free_bulk(done, n_done);
 }
 
+/* Free the mbufs of @p n handoff records. */
+static void
+handoff_free(const struct engine_rx *h, unsigned int n)
+{
+	struct rte_mbuf *m[64];
+
+	while (n > 0) {
+		unsigned int k = RTE_MIN(n, (unsigned int)RTE_DIM(m));
+
+		for (unsigned int i = 0; i < k; i++)
+			m[i] = h[i].m;
+		rte_pktmbuf_free_bulk(m, k);
+		h += k;
+		n -= k;
+	}
+}
+
+/*
+ * Hand the parsed frames buffered for @p dst over in one bulk enqueue. The
+ * records travel by value: the ring's store-release of its producer tail
+ * (and the consumer's load-acquire of it) publishes them, and the frames
+ * their payload pointers point into, to the owner.
+ */
 static void
 handoff_flush(struct worker *w, unsigned int dst)
 {
@@ -313,11 +336,12 @@ handoff_flush(struct worker *w, unsigned int dst)
 
 	if (n == 0)
 		return;
-	sent = rte_ring_sp_enqueue_burst(r, (void **)w->handoff_buf[dst], n, NULL);
+	sent = rte_ring_sp_enqueue_burst_elem(r, w->handoff_buf[dst], sizeof(struct engine_rx), n,
+					      NULL);
 	ctr_add(&w->ctr.v[CTR_HANDOFF_TX], sent);
 	if (sent < n) {
 		ctr_add(&w->ctr.v[CTR_HANDOFF_DROPS], n - sent);
-		rte_pktmbuf_free_bulk(&w->handoff_buf[dst][sent], n - sent);
+		handoff_free(&w->handoff_buf[dst][sent], n - sent);
 	}
 	w->handoff_n[dst] = 0;
 }
@@ -358,7 +382,14 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 				r->qp = NULL;
 				n_local++;
 			} else {
-				w->handoff_buf[owner][w->handoff_n[owner]++] = m;
+				/* the record goes with the frame: the owner does not parse it */
+				struct engine_rx *h = &w->handoff_buf[owner][w->handoff_n[owner]++];
+
+				h->m = m;
+				h->port = port;
+				h->loopback = loopback;
+				h->qp = NULL;
+				h->pkt = r->pkt;
 				if (w->handoff_n[owner] == w->burst)
 					handoff_flush(w, owner);
 			}
@@ -383,40 +414,27 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 	rte_pktmbuf_free_bulk(drop, n_drop);
 }
 
-/* Frames another lcore parsed for QPs we own: parse again without the ICRC. */
+/*
+ * Frames another lcore classified for QPs we own: their records come by
+ * value, straight into w->rx; the frame is not parsed again (its ICRC was
+ * checked once, by the lcore that received it).
+ */
 static unsigned int
 handoff_receive(struct worker *w)
 {
-	struct rte_mbuf *pkts[WORKER_BURST_MAX], *bad[WORKER_BURST_MAX];
 	unsigned int total = 0;
 
 	for (unsigned int s = 0; s < w->n_workers; s++) {
 		struct rte_ring *r = w->handoff_in[s];
-		uint16_t n, n_local = 0, n_bad = 0;
+		uint16_t n;
 
 		if (r == NULL)
 			continue;
-		n = (uint16_t)rte_ring_sc_dequeue_burst(r, (void **)pkts, w->burst, NULL);
-		for (uint16_t i = 0; i < n; i++) {
-			struct engine_rx *e = &w->rx[n_local];
-			struct rte_mbuf *m = pkts[i];
-
-			/* Validated by the receiving lcore: this cannot fail. */
-			if (roce_parse_no_icrc(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
-					       &e->pkt) != ROCE_DROP_NONE) {
-				bad[n_bad++] = m;
-				continue;
-			}
-			e->m = m;
-			e->port = daemon_port_index(w->d, m->port);
-			e->loopback = false;
-			e->qp = NULL;
-			n_local++;
-		}
-		rte_pktmbuf_free_bulk(bad, n_bad);
+		n = (uint16_t)rte_ring_sc_dequeue_burst_elem(r, w->rx, sizeof(w->rx[0]), w->burst,
+							      NULL);
 		ctr_add(&w->ctr.v[CTR_HANDOFF_RX], n);
-		if (n_local > 0)
-			deliver_local(w, n_local);
+		if (n > 0)
+			deliver_local(w, n);
 		total += n;
 	}
 	return total;
@@ -751,6 +769,17 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 		w->txcb[p].port = (uint16_t)p;
 		rte_eth_tx_buffer_set_err_callback(w->txbuf[p], tx_drop_cb, &w->txcb[p]);
 	}
+	for (unsigned int o = 0; o < d->n_workers; o++) {
+		if (o == index)
+			continue;
+		w->handoff_buf[o] = rte_malloc_socket("roce_handoff_buf",
+						      (size_t)w->burst * sizeof(struct engine_rx),
+						      RTE_CACHE_LINE_SIZE, socket);
+		if (w->handoff_buf[o] == NULL) {
+			snprintf(err, errlen, "worker %u: out of memory", index);
+			goto fail;
+		}
+	}
 	w->n_qp_slots = (cd->max_qps + WORKER_QPN_SPARE) / d->n_workers + 1;
 	w->qp = rte_zmalloc_socket("roce_qp_slots", (size_t)w->n_qp_slots * sizeof(w->qp[0]),
 				   RTE_CACHE_LINE_SIZE, socket);
@@ -803,7 +832,8 @@ worker_connect(struct daemon *d, char *err, size_t errlen)
 			if (src == dst)
 				continue;
 			snprintf(name, sizeof(name), "roce_ho%u_%u", src, dst);
-			w->handoff_in[src] = ring_new(name, sizeof(void *), d->cfg.daemon.handoff_ring,
+			w->handoff_in[src] = ring_new(name, sizeof(struct engine_rx),
+						      d->cfg.daemon.handoff_ring,
 						      (int)rte_lcore_to_socket_id(w->lcore_id), err,
 						      errlen);
 			if (w->handoff_in[src] == NULL)
@@ -827,15 +857,32 @@ ring_drain_free(struct rte_ring *r)
 	rte_ring_free(r);
 }
 
+/* Free a handoff ring and the frames of the records still in it. */
+static void
+handoff_drain_free(struct rte_ring *r)
+{
+	struct engine_rx h[16];
+	unsigned int n;
+
+	if (r == NULL)
+		return;
+	while ((n = rte_ring_sc_dequeue_burst_elem(r, h, sizeof(h[0]), RTE_DIM(h), NULL)) > 0)
+		handoff_free(h, n);
+	rte_ring_free(r);
+}
+
 void
 worker_free(struct worker *w)
 {
 	if (w == NULL)
 		return;
 	for (unsigned int s = 0; s < WORKER_MAX; s++)
-		ring_drain_free(w->handoff_in[s]);
-	for (unsigned int o = 0; o < WORKER_MAX; o++)
-		rte_pktmbuf_free_bulk(w->handoff_buf[o], w->handoff_n[o]);
+		handoff_drain_free(w->handoff_in[s]);
+	for (unsigned int o = 0; o < WORKER_MAX; o++) {
+		if (w->handoff_buf[o] != NULL)
+			handoff_free(w->handoff_buf[o], w->handoff_n[o]);
+		rte_free(w->handoff_buf[o]);
+	}
 	rte_pktmbuf_free_bulk(w->loop, w->loop_n);
 	ring_drain_free(w->slow_out);
 	ring_drain_free(w->ctl_tx);
