@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libFuzzer target for roce_parse(). Besides "no crash, no out-of-bounds
+ * libFuzzer target for roce_parse() and roce_classify(). Besides "no crash, no out-of-bounds
  * read" (ASan), every accepted frame must satisfy the record's invariants
  * and rebuild (roce_build) into a frame that parses to the same record.
  */
@@ -28,6 +28,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum roce_drop_reason r2 = roce_parse_no_icrc(data, size, &pkt);
 	/* Without the ICRC check only the ICRC reason can go away. */
 	CHECK(r2 == r || (r == ROCE_DROP_ICRC && r2 == ROCE_DROP_NONE));
+	/* roce_classify(): a RoCE frame gets roce_parse()'s verdict and record. */
+	enum roce_drop_reason rc = ROCE_DROP_COUNT;
+	enum roce_class cls = roce_classify(data, size, 0, &again, &rc);
+	CHECK(rc < ROCE_DROP_COUNT);
+	CHECK(r != ROCE_DROP_NONE || (cls == ROCE_CLASS_ROCE && rc == ROCE_DROP_NONE));
+	CHECK(cls != ROCE_CLASS_ROCE || rc == r);
+	CHECK(cls == ROCE_CLASS_ROCE || cls == ROCE_CLASS_MALFORMED || rc == ROCE_DROP_NONE);
+	if (cls == ROCE_CLASS_ROCE && rc == ROCE_DROP_NONE)
+		CHECK(again.dest_qpn == pkt.dest_qpn && again.psn == pkt.psn &&
+		      again.payload == pkt.payload && again.frame_len == pkt.frame_len);
 	if (r2 != ROCE_DROP_NONE)
 		return 0;
 

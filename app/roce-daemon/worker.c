@@ -31,18 +31,6 @@
 #include "capture.h"
 #include "daemon.h"
 
-#define ETHERTYPE_ARP 0x0806
-#define ETHERTYPE_IPV4 0x0800
-#define ETHERTYPE_IPV6 0x86dd
-#define ETHERTYPE_VLAN 0x8100
-#define IPPROTO_ICMP_ 1
-#define IPPROTO_UDP_ 17
-#define IPPROTO_ICMPV6_ 58
-#define ICMP_ECHO_REQUEST 8
-#define ICMPV6_ECHO_REQUEST 128
-#define ICMPV6_ND_FIRST 133     /* router solicitation .. redirect */
-#define ICMPV6_ND_LAST 137
-
 const struct engine_ops engine_none = {
 	.name = "none",
 };
@@ -236,44 +224,11 @@ enum rx_next {
 	RX_NEXT_ROCE,    /* parsed into w->rx[...] */
 };
 
-static inline uint16_t
-be16_at(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-/* An IP frame that is not RoCE: is it for the slow path? */
-static enum rx_next
-classify_ip_other(struct worker *w, uint16_t port, const uint8_t *f, uint32_t len, uint32_t l3,
-		  bool ipv6)
-{
-	if (!ipv6) {
-		uint32_t ihl = (f[l3] & 0xfu) * 4u;
-
-		if (f[l3 + 9] == IPPROTO_ICMP_ && ihl >= 20 && len >= l3 + ihl + 8 &&
-		    f[l3 + ihl] == ICMP_ECHO_REQUEST) {
-			count_pl(w, port, CTR_RX_ICMP_ECHO);
-			return RX_NEXT_SLOW;
-		}
-	} else if (f[l3 + 6] == IPPROTO_ICMPV6_ && len >= l3 + 40 + 8) {
-		uint8_t type = f[l3 + 40];
-
-		if (type >= ICMPV6_ND_FIRST && type <= ICMPV6_ND_LAST) {
-			count_pl(w, port, CTR_RX_ND);
-			return RX_NEXT_SLOW;
-		}
-		if (type == ICMPV6_ECHO_REQUEST) {
-			count_pl(w, port, CTR_RX_ICMP_ECHO);
-			return RX_NEXT_SLOW;
-		}
-	}
-	count_pl(w, port, CTR_RX_OTHER);
-	return RX_NEXT_DROP;
-}
-
 /*
- * Classify one frame. RoCE frames are parsed into @p pkt (ICRC checked
- * unless it came through loopback, where we built it ourselves).
+ * Classify one frame: roce_classify() reads it once (RoCE frames are parsed
+ * into @p pkt, the ICRC checked unless it came through loopback, where we
+ * built it ourselves); what is left here is the daemon's: our own source
+ * MAC, capture, our GIDs and the counters.
  */
 static enum rx_next
 classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, struct roce_pkt *pkt)
@@ -281,15 +236,13 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	const struct port *p = &w->d->port[port];
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t len = m->data_len;
-	uint32_t l3 = 14;
-	uint16_t type;
 	enum roce_drop_reason why;
 
 	if (unlikely(m->nb_segs != 1)) {
 		count_pl(w, port, CTR_RX_MULTISEG);
 		return RX_NEXT_DROP;
 	}
-	if (unlikely(len < 14)) {
+	if (unlikely(len < sizeof(struct roce_eth_hdr))) {
 		count_drop(w, port, ROCE_DROP_ETH_TRUNCATED);
 		return RX_NEXT_DROP;
 	}
@@ -300,61 +253,36 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	}
 	if (unlikely(w->capture != NULL) && !loopback)
 		capture_frame(w, port, m, false);
-	type = be16_at(f + 12);
-	if (type == ETHERTYPE_VLAN) {
-		if (len < 18) {
-			count_drop(w, port, ROCE_DROP_ETH_TRUNCATED);
+	switch (roce_classify(f, len, loopback ? ROCE_CLASSIFY_NO_ICRC : 0, pkt, &why)) {
+	case ROCE_CLASS_ROCE:
+		if (why != ROCE_DROP_NONE)
+			break;
+		if (gid_table_find(&p->gids, pkt->l3.dgid) < 0) {
+			count_pl(w, port, CTR_RX_NOT_OUR_ADDR);
 			return RX_NEXT_DROP;
 		}
-		type = be16_at(f + 16);
-		l3 = 18;
-	}
-	if (type == ETHERTYPE_ARP) {
+		count_pl(w, port, CTR_RX_ROCE);
+		if (pkt->l3.ipv6)
+			count_pl(w, port, CTR_RX_ROCE_IPV6);
+		return RX_NEXT_ROCE;
+	case ROCE_CLASS_ARP:
 		count_pl(w, port, CTR_RX_ARP);
 		return RX_NEXT_SLOW;
-	}
-	if (type != ETHERTYPE_IPV4 && type != ETHERTYPE_IPV6) {
+	case ROCE_CLASS_ND:
+		count_pl(w, port, CTR_RX_ND);
+		return RX_NEXT_SLOW;
+	case ROCE_CLASS_ECHO:
+		count_pl(w, port, CTR_RX_ICMP_ECHO);
+		return RX_NEXT_SLOW;
+	case ROCE_CLASS_MALFORMED:
+		break;
+	case ROCE_CLASS_OTHER:
+	default:
 		count_pl(w, port, CTR_RX_OTHER);
 		return RX_NEXT_DROP;
 	}
-	bool ipv6 = type == ETHERTYPE_IPV6;
-	uint32_t l4;
-	uint8_t proto;
-
-	if (len < l3 + (ipv6 ? 40u : 20u)) {
-		count_drop(w, port, ROCE_DROP_IP_TRUNCATED);
-		return RX_NEXT_DROP;
-	}
-	if (ipv6) {
-		proto = f[l3 + 6];
-		l4 = l3 + 40;
-	} else {
-		proto = f[l3 + 9];
-		l4 = l3 + (f[l3] & 0xfu) * 4u;
-	}
-	if (proto != IPPROTO_UDP_)
-		return classify_ip_other(w, port, f, len, l3, ipv6);
-	if (len < l4 + 8) {
-		count_drop(w, port, ROCE_DROP_UDP_TRUNCATED);
-		return RX_NEXT_DROP;
-	}
-	if (be16_at(f + l4 + 2) != ROCE_UDP_PORT) {
-		count_pl(w, port, CTR_RX_OTHER);
-		return RX_NEXT_DROP;
-	}
-	why = loopback ? roce_parse_no_icrc(f, len, pkt) : roce_parse(f, len, pkt);
-	if (why != ROCE_DROP_NONE) {
-		count_drop(w, port, why);
-		return RX_NEXT_DROP;
-	}
-	if (gid_table_find(&p->gids, pkt->l3.dgid) < 0) {
-		count_pl(w, port, CTR_RX_NOT_OUR_ADDR);
-		return RX_NEXT_DROP;
-	}
-	count_pl(w, port, CTR_RX_ROCE);
-	if (ipv6)
-		count_pl(w, port, CTR_RX_ROCE_IPV6);
-	return RX_NEXT_ROCE;
+	count_drop(w, port, why);
+	return RX_NEXT_DROP;
 }
 
 /* Give @p n parsed frames in w->rx to the engine; frees them. */
@@ -392,6 +320,29 @@ deliver_local(struct worker *w, uint16_t n)
 	rte_pktmbuf_free_bulk(done, n_done);
 }
 
+/* Free the mbufs of @p n handoff records. */
+static void
+handoff_free(const struct engine_rx *h, unsigned int n)
+{
+	struct rte_mbuf *m[64];
+
+	while (n > 0) {
+		unsigned int k = RTE_MIN(n, (unsigned int)RTE_DIM(m));
+
+		for (unsigned int i = 0; i < k; i++)
+			m[i] = h[i].m;
+		rte_pktmbuf_free_bulk(m, k);
+		h += k;
+		n -= k;
+	}
+}
+
+/*
+ * Hand the parsed frames buffered for @p dst over in one bulk enqueue. The
+ * records travel by value: the ring's store-release of its producer tail
+ * (and the consumer's load-acquire of it) publishes them, and the frames
+ * their payload pointers point into, to the owner.
+ */
 static void
 handoff_flush(struct worker *w, unsigned int dst)
 {
@@ -401,11 +352,12 @@ handoff_flush(struct worker *w, unsigned int dst)
 
 	if (n == 0)
 		return;
-	sent = rte_ring_sp_enqueue_burst(r, (void **)w->handoff_buf[dst], n, NULL);
+	sent = rte_ring_sp_enqueue_burst_elem(r, w->handoff_buf[dst], sizeof(struct engine_rx), n,
+					      NULL);
 	ctr_add(&w->ctr.v[CTR_HANDOFF_TX], sent);
 	if (sent < n) {
 		ctr_add(&w->ctr.v[CTR_HANDOFF_DROPS], n - sent);
-		rte_pktmbuf_free_bulk(&w->handoff_buf[dst][sent], n - sent);
+		handoff_free(&w->handoff_buf[dst][sent], n - sent);
 	}
 	w->handoff_n[dst] = 0;
 }
@@ -446,7 +398,14 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 				r->qp = NULL;
 				n_local++;
 			} else {
-				w->handoff_buf[owner][w->handoff_n[owner]++] = m;
+				/* the record goes with the frame: the owner does not parse it */
+				struct engine_rx *h = &w->handoff_buf[owner][w->handoff_n[owner]++];
+
+				h->m = m;
+				h->port = port;
+				h->loopback = loopback;
+				h->qp = NULL;
+				h->pkt = r->pkt;
 				if (w->handoff_n[owner] == w->burst)
 					handoff_flush(w, owner);
 			}
@@ -471,40 +430,27 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 	rte_pktmbuf_free_bulk(drop, n_drop);
 }
 
-/* Frames another lcore parsed for QPs we own: parse again without the ICRC. */
+/*
+ * Frames another lcore classified for QPs we own: their records come by
+ * value, straight into w->rx; the frame is not parsed again (its ICRC was
+ * checked once, by the lcore that received it).
+ */
 static unsigned int
 handoff_receive(struct worker *w)
 {
-	struct rte_mbuf *pkts[WORKER_BURST_MAX], *bad[WORKER_BURST_MAX];
 	unsigned int total = 0;
 
 	for (unsigned int s = 0; s < w->n_workers; s++) {
 		struct rte_ring *r = w->handoff_in[s];
-		uint16_t n, n_local = 0, n_bad = 0;
+		uint16_t n;
 
 		if (r == NULL)
 			continue;
-		n = (uint16_t)rte_ring_sc_dequeue_burst(r, (void **)pkts, w->burst, NULL);
-		for (uint16_t i = 0; i < n; i++) {
-			struct engine_rx *e = &w->rx[n_local];
-			struct rte_mbuf *m = pkts[i];
-
-			/* Validated by the receiving lcore: this cannot fail. */
-			if (roce_parse_no_icrc(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
-					       &e->pkt) != ROCE_DROP_NONE) {
-				bad[n_bad++] = m;
-				continue;
-			}
-			e->m = m;
-			e->port = daemon_port_index(w->d, m->port);
-			e->loopback = false;
-			e->qp = NULL;
-			n_local++;
-		}
-		rte_pktmbuf_free_bulk(bad, n_bad);
+		n = (uint16_t)rte_ring_sc_dequeue_burst_elem(r, w->rx, sizeof(w->rx[0]), w->burst,
+							      NULL);
 		ctr_add(&w->ctr.v[CTR_HANDOFF_RX], n);
-		if (n_local > 0)
-			deliver_local(w, n_local);
+		if (n > 0)
+			deliver_local(w, n);
 		total += n;
 	}
 	return total;
@@ -846,6 +792,17 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 		w->txcb[p].port = (uint16_t)p;
 		rte_eth_tx_buffer_set_err_callback(w->txbuf[p], tx_drop_cb, &w->txcb[p]);
 	}
+	for (unsigned int o = 0; o < d->n_workers; o++) {
+		if (o == index)
+			continue;
+		w->handoff_buf[o] = rte_malloc_socket("roce_handoff_buf",
+						      (size_t)w->burst * sizeof(struct engine_rx),
+						      RTE_CACHE_LINE_SIZE, socket);
+		if (w->handoff_buf[o] == NULL) {
+			snprintf(err, errlen, "worker %u: out of memory", index);
+			goto fail;
+		}
+	}
 	w->n_qp_slots = (cd->max_qps + WORKER_QPN_SPARE) / d->n_workers + 1;
 	w->qp = rte_zmalloc_socket("roce_qp_slots", (size_t)w->n_qp_slots * sizeof(w->qp[0]),
 				   RTE_CACHE_LINE_SIZE, socket);
@@ -898,7 +855,8 @@ worker_connect(struct daemon *d, char *err, size_t errlen)
 			if (src == dst)
 				continue;
 			snprintf(name, sizeof(name), "roce_ho%u_%u", src, dst);
-			w->handoff_in[src] = ring_new(name, sizeof(void *), d->cfg.daemon.handoff_ring,
+			w->handoff_in[src] = ring_new(name, sizeof(struct engine_rx),
+						      d->cfg.daemon.handoff_ring,
 						      (int)rte_lcore_to_socket_id(w->lcore_id), err,
 						      errlen);
 			if (w->handoff_in[src] == NULL)
@@ -922,15 +880,32 @@ ring_drain_free(struct rte_ring *r)
 	rte_ring_free(r);
 }
 
+/* Free a handoff ring and the frames of the records still in it. */
+static void
+handoff_drain_free(struct rte_ring *r)
+{
+	struct engine_rx h[16];
+	unsigned int n;
+
+	if (r == NULL)
+		return;
+	while ((n = rte_ring_sc_dequeue_burst_elem(r, h, sizeof(h[0]), RTE_DIM(h), NULL)) > 0)
+		handoff_free(h, n);
+	rte_ring_free(r);
+}
+
 void
 worker_free(struct worker *w)
 {
 	if (w == NULL)
 		return;
 	for (unsigned int s = 0; s < WORKER_MAX; s++)
-		ring_drain_free(w->handoff_in[s]);
-	for (unsigned int o = 0; o < WORKER_MAX; o++)
-		rte_pktmbuf_free_bulk(w->handoff_buf[o], w->handoff_n[o]);
+		handoff_drain_free(w->handoff_in[s]);
+	for (unsigned int o = 0; o < WORKER_MAX; o++) {
+		if (w->handoff_buf[o] != NULL)
+			handoff_free(w->handoff_buf[o], w->handoff_n[o]);
+		rte_free(w->handoff_buf[o]);
+	}
 	rte_pktmbuf_free_bulk(w->loop, w->loop_n);
 	ring_drain_free(w->slow_out);
 	ring_drain_free(w->ctl_tx);

@@ -24,7 +24,8 @@
  *
  * Rings (all rte_ring, RING_F_SP_ENQ | RING_F_SC_DEQ; rte_ring's own
  * release/acquire on head/tail publishes the mbuf contents and messages):
- *   handoff_in[s]  worker s -> this worker: mbufs of parsed RoCE frames
+ *   handoff_in[s]  worker s -> this worker: struct engine_rx by value (the
+ *                  mbuf and its parsed record: the frame is not parsed again)
  *   slow_out       this worker -> control: ARP/ND/echo mbufs
  *   neigh_req      this worker -> control: struct worker_neigh_req
  *   ctl_in         control -> this worker: struct ctl_msg (by value)
@@ -88,6 +89,8 @@ struct engine_rx {
 	bool loopback;          /**< came through the loopback path (ICRC not checked) */
 	struct roce_pkt pkt;    /**< parsed record; payload points into m */
 };
+/* handoff rings carry struct engine_rx by value (rte_ring elements: 4-byte multiple) */
+_Static_assert(sizeof(struct engine_rx) % 4 == 0, "engine_rx is a ring element");
 
 /**
  * The transport engine's per-lcore hooks. Every hook runs on the worker's
@@ -193,7 +196,9 @@ struct worker {
 	uint64_t stall_tsc;             /**< a longer gap counts in CTR_STALLS (10 ms + idle sleep) */
 	uint64_t stall_long_tsc;        /**< ... and in CTR_STALLS_LONG (200 ms + idle sleep) */
 	uint64_t tsc_hz;
-	struct rte_mbuf *handoff_buf[WORKER_MAX][WORKER_BURST_MAX];
+	/** frames for worker o's QPs, with their records, until the burst's end:
+	 *  `burst` records each (NULL for o == index) */
+	struct engine_rx *handoff_buf[WORKER_MAX];
 	uint16_t handoff_n[WORKER_MAX];
 	struct rte_mbuf *loop[WORKER_LOOP_MAX];
 	uint16_t loop_port[WORKER_LOOP_MAX];

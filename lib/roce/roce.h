@@ -270,6 +270,62 @@ enum roce_drop_reason roce_parse(const uint8_t *frame, size_t len, struct roce_p
 /** As roce_parse() without the ICRC check (for loopback and offloaded ICRC). */
 enum roce_drop_reason roce_parse_no_icrc(const uint8_t *frame, size_t len, struct roce_pkt *pkt);
 
+/** What a received frame is (roce_classify()). */
+enum roce_class {
+	/** Cut short before its class is known: Ethernet/802.1Q, IPv4/IPv6 or
+	 *  UDP header truncated; the drop reason says which. */
+	ROCE_CLASS_MALFORMED,
+	/** IPv4/IPv6 UDP to port 4791: parsed into the record as roce_parse()
+	 *  does; the drop reason is ROCE_DROP_NONE or why it must be dropped. */
+	ROCE_CLASS_ROCE,
+	ROCE_CLASS_ARP,     /**< ethertype ARP (the body is the slow path's to check) */
+	ROCE_CLASS_ND,      /**< ICMPv6 types 133..137 (router/neighbour discovery, redirect) */
+	ROCE_CLASS_ECHO,    /**< ICMP echo request (IPv4) or ICMPv6 echo request */
+	ROCE_CLASS_OTHER,   /**< anything else (not IP, other protocols, other UDP ports) */
+};
+
+/** roce_classify() flag: do not check the ICRC (loopback, offloaded ICRC). */
+#define ROCE_CLASSIFY_NO_ICRC 1u
+
+/**
+ * Classify a received frame (Ethernet onward, no FCS) in one pass, and parse
+ * it when it is RoCEv2: the frame is read once, so a caller never parses it
+ * again (nor after handing the record to another thread: the record is the
+ * result).
+ *
+ * Steps, first match wins:
+ *  - shorter than Ethernet (or its 802.1Q tag) -> MALFORMED, ETH_TRUNCATED;
+ *  - ethertype ARP -> ARP; not IPv4/IPv6 -> OTHER;
+ *  - shorter than the fixed IPv4 (20) / IPv6 (40) header -> MALFORMED,
+ *    IP_TRUNCATED;
+ *  - IPv4 ICMP echo request (IHL >= 5 and the 8-byte ICMP header within
+ *    the frame) -> ECHO; IPv6 next header ICMPv6 with its 8-byte header
+ *    within the frame: types 133..137 -> ND, 128 -> ECHO; an ICMP/ICMPv6
+ *    message shorter than 8 bytes or of another type -> OTHER;
+ *  - protocol not UDP -> OTHER;
+ *  - UDP header (at the IPv4 IHL / after the IPv6 header) past the end of
+ *    the frame -> MALFORMED, UDP_TRUNCATED;
+ *  - UDP destination port not 4791 -> OTHER;
+ *  - otherwise ROCE: the checks of roce_parse() from the IP header on (the
+ *    ICRC unless @p flags has ROCE_CLASSIFY_NO_ICRC); @p pkt is filled as
+ *    roce_parse() fills it and @p drop is its result.
+ * Non-RoCE classes leave @p pkt untouched (not even zeroed). Never reads
+ * past frame[len - 1].
+ *
+ * @param frame  frame bytes
+ * @param len    frame length
+ * @param flags  0 or ROCE_CLASSIFY_NO_ICRC
+ * @param[out] pkt   the parsed record (ROCE only); payload points into @p frame
+ * @param[out] drop  ROCE_DROP_NONE, or why the frame must be dropped
+ *                   (MALFORMED, or a ROCE frame that failed validation)
+ * @return the class
+ */
+enum roce_class roce_classify(const uint8_t *frame, size_t len, unsigned int flags,
+			      struct roce_pkt *pkt, enum roce_drop_reason *drop);
+
+/** @return the name of @p cls ("roce", "arp", ...). */
+const char *roce_class_name(enum roce_class cls);
+
 /**
  * @return bytes of Ethernet + (VLAN) + IP + UDP + BTH + extension headers
  * that roce_build_headers() writes for @p pkt.

@@ -47,30 +47,40 @@ ipv4_mapped(uint8_t gid[16], const uint8_t addr[4])
 	memcpy(gid + 12, addr, 4);
 }
 
-/* Ethernet + optional 802.1Q; returns the ethertype of the IP header. */
-static enum roce_drop_reason
-parse_eth(const uint8_t *frame, size_t len, struct roce_pkt *pkt,
-	  struct cursor *c, uint16_t *ethertype)
+/* Ethernet + optional 802.1Q: where the IP header starts and its ethertype. */
+static inline enum roce_drop_reason
+eth_bounds(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype)
 {
 	const struct roce_eth_hdr *eth = (const void *)frame;
 	size_t off = sizeof(*eth);
 
 	if (len < off)
 		return ROCE_DROP_ETH_TRUNCATED;
-	memcpy(pkt->l3.dmac, eth->dst, 6);
-	memcpy(pkt->l3.smac, eth->src, 6);
 	*ethertype = be16toh(eth->ethertype);
 	if (*ethertype == ROCE_ETHERTYPE_VLAN) {
 		const struct roce_vlan_hdr *vlan = (const void *)(frame + off);
 		if (len < off + sizeof(*vlan))
 			return ROCE_DROP_ETH_TRUNCATED;
-		pkt->l3.vlan_present = true;
-		pkt->l3.vlan_tci = be16toh(vlan->tci);
 		*ethertype = be16toh(vlan->ethertype);
 		off += sizeof(*vlan);
 	}
-	c->l3_off = off;
+	*l3_off = off;
 	return ROCE_DROP_NONE;
+}
+
+/* The Ethernet fields of the record; eth_bounds() accepted the frame. */
+static inline void
+eth_fill(const uint8_t *frame, size_t l3_off, struct roce_pkt *pkt)
+{
+	const struct roce_eth_hdr *eth = (const void *)frame;
+
+	memcpy(pkt->l3.dmac, eth->dst, 6);
+	memcpy(pkt->l3.smac, eth->src, 6);
+	if (l3_off > sizeof(*eth)) {
+		const struct roce_vlan_hdr *vlan = (const void *)(frame + sizeof(*eth));
+		pkt->l3.vlan_present = true;
+		pkt->l3.vlan_tci = be16toh(vlan->tci);
+	}
 }
 
 static enum roce_drop_reason
@@ -242,31 +252,30 @@ check_payload(const struct roce_opcode_desc *desc, size_t with_pad, uint8_t pad)
 	return ROCE_DROP_NONE;
 }
 
+/*
+ * From the IP header on: @p pkt was zeroed and holds the Ethernet fields,
+ * c->l3_off is the IP header.
+ */
 static enum roce_drop_reason
-parse(const uint8_t *frame, size_t len, struct roce_pkt *pkt, bool check_icrc)
+parse_l3(const uint8_t *frame, size_t len, struct roce_pkt *pkt, struct cursor *c,
+	 uint16_t ethertype, bool check_icrc)
 {
-	struct cursor c = { .frame = frame };
 	enum roce_drop_reason r;
-	uint16_t ethertype;
 
-	memset(pkt, 0, sizeof(*pkt));
-	r = parse_eth(frame, len, pkt, &c, &ethertype);
-	if (r != ROCE_DROP_NONE)
-		return r;
 	if (ethertype == ROCE_ETHERTYPE_IPV4)
-		r = parse_ipv4(len, pkt, &c);
+		r = parse_ipv4(len, pkt, c);
 	else if (ethertype == ROCE_ETHERTYPE_IPV6)
-		r = parse_ipv6(len, pkt, &c);
+		r = parse_ipv6(len, pkt, c);
 	else
 		r = ROCE_DROP_NOT_IP;
 	if (r != ROCE_DROP_NONE)
 		return r;
-	r = parse_udp(pkt, &c);
+	r = parse_udp(pkt, c);
 	if (r != ROCE_DROP_NONE)
 		return r;
 
-	size_t bth_off = c.l4_off + sizeof(struct roce_udp_hdr);
-	size_t roce_len = c.end - bth_off;    /* BTH .. ICRC */
+	size_t bth_off = c->l4_off + sizeof(struct roce_udp_hdr);
+	size_t roce_len = c->end - bth_off;    /* BTH .. ICRC */
 	if (roce_len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
 		return ROCE_DROP_BTH_TRUNCATED;
 	const struct roce_bth *bth = (const void *)(frame + bth_off);
@@ -287,17 +296,32 @@ parse(const uint8_t *frame, size_t len, struct roce_pkt *pkt, bool check_icrc)
 	parse_ext(frame + bth_off, desc, pkt);
 	pkt->payload = frame + bth_off + desc->hdr_len;
 	pkt->payload_len = (uint32_t)(with_pad - pkt->pad);
-	const uint8_t *icrc = frame + c.end - ROCE_ICRC_LEN;
+	const uint8_t *icrc = frame + c->end - ROCE_ICRC_LEN;
 	pkt->icrc = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 |
 		    (uint32_t)icrc[2] << 16 | (uint32_t)icrc[3] << 24;
-	pkt->l3_offset = (uint16_t)c.l3_off;
+	pkt->l3_offset = (uint16_t)c->l3_off;
 	pkt->bth_offset = (uint16_t)bth_off;
-	pkt->frame_len = (uint32_t)c.end;
+	pkt->frame_len = (uint32_t)c->end;
 
 	if (check_icrc &&
-	    roce_icrc_compute(frame + c.l3_off, c.end - ROCE_ICRC_LEN - c.l3_off) != pkt->icrc)
+	    roce_icrc_compute(frame + c->l3_off, c->end - ROCE_ICRC_LEN - c->l3_off) != pkt->icrc)
 		return ROCE_DROP_ICRC;
 	return ROCE_DROP_NONE;
+}
+
+static enum roce_drop_reason
+parse(const uint8_t *frame, size_t len, struct roce_pkt *pkt, bool check_icrc)
+{
+	struct cursor c = { .frame = frame };
+	enum roce_drop_reason r;
+	uint16_t ethertype;
+
+	memset(pkt, 0, sizeof(*pkt));
+	r = eth_bounds(frame, len, &c.l3_off, &ethertype);
+	if (r != ROCE_DROP_NONE)
+		return r;
+	eth_fill(frame, c.l3_off, pkt);
+	return parse_l3(frame, len, pkt, &c, ethertype, check_icrc);
 }
 
 enum roce_drop_reason
@@ -310,4 +334,94 @@ enum roce_drop_reason
 roce_parse_no_icrc(const uint8_t *frame, size_t len, struct roce_pkt *pkt)
 {
 	return parse(frame, len, pkt, false);
+}
+
+#define IPPROTO_ICMP_ 1
+#define IPPROTO_UDP_ 17
+#define IPPROTO_ICMPV6_ 58
+#define ICMP_ECHO_REQUEST 8
+#define ICMPV6_ECHO_REQUEST 128
+#define ICMPV6_ND_FIRST 133     /* router solicitation .. redirect */
+#define ICMPV6_ND_LAST 137
+#define ICMP_HDR_LEN 8
+
+enum roce_class
+roce_classify(const uint8_t *frame, size_t len, unsigned int flags, struct roce_pkt *pkt,
+	      enum roce_drop_reason *drop)
+{
+	struct cursor c = { .frame = frame };
+	uint16_t ethertype;
+	size_t l4_off;
+	uint8_t proto;
+
+	*drop = eth_bounds(frame, len, &c.l3_off, &ethertype);
+	if (*drop != ROCE_DROP_NONE)
+		return ROCE_CLASS_MALFORMED;
+	if (ethertype == ROCE_ETHERTYPE_ARP)
+		return ROCE_CLASS_ARP;
+	if (ethertype == ROCE_ETHERTYPE_IPV4) {
+		const struct roce_ipv4_hdr *ip = (const void *)(frame + c.l3_off);
+
+		if (len - c.l3_off < sizeof(*ip)) {
+			*drop = ROCE_DROP_IP_TRUNCATED;
+			return ROCE_CLASS_MALFORMED;
+		}
+		proto = ip->protocol;
+		/* IHL as found: a bad one is roce_parse()'s to reject (IP_IHL) */
+		l4_off = c.l3_off + (ip->version_ihl & 0xfu) * 4u;
+		if (proto == IPPROTO_ICMP_) {
+			if (l4_off >= c.l3_off + sizeof(*ip) && len >= l4_off + ICMP_HDR_LEN &&
+			    frame[l4_off] == ICMP_ECHO_REQUEST)
+				return ROCE_CLASS_ECHO;
+			return ROCE_CLASS_OTHER;
+		}
+	} else if (ethertype == ROCE_ETHERTYPE_IPV6) {
+		const struct roce_ipv6_hdr *ip = (const void *)(frame + c.l3_off);
+
+		if (len - c.l3_off < sizeof(*ip)) {
+			*drop = ROCE_DROP_IP_TRUNCATED;
+			return ROCE_CLASS_MALFORMED;
+		}
+		proto = ip->next_header;
+		l4_off = c.l3_off + sizeof(*ip);
+		if (proto == IPPROTO_ICMPV6_) {
+			uint8_t type;
+
+			if (len < l4_off + ICMP_HDR_LEN)
+				return ROCE_CLASS_OTHER;
+			type = frame[l4_off];
+			if (type >= ICMPV6_ND_FIRST && type <= ICMPV6_ND_LAST)
+				return ROCE_CLASS_ND;
+			return type == ICMPV6_ECHO_REQUEST ? ROCE_CLASS_ECHO : ROCE_CLASS_OTHER;
+		}
+	} else {
+		return ROCE_CLASS_OTHER;
+	}
+	if (proto != IPPROTO_UDP_)
+		return ROCE_CLASS_OTHER;
+	if (len < l4_off + sizeof(struct roce_udp_hdr)) {
+		*drop = ROCE_DROP_UDP_TRUNCATED;
+		return ROCE_CLASS_MALFORMED;
+	}
+	if ((uint16_t)(frame[l4_off + 2] << 8 | frame[l4_off + 3]) != ROCE_UDP_PORT)
+		return ROCE_CLASS_OTHER;
+	memset(pkt, 0, sizeof(*pkt));
+	eth_fill(frame, c.l3_off, pkt);
+	*drop = parse_l3(frame, len, pkt, &c, ethertype, !(flags & ROCE_CLASSIFY_NO_ICRC));
+	return ROCE_CLASS_ROCE;
+}
+
+const char *
+roce_class_name(enum roce_class cls)
+{
+	static const char *const name[] = {
+		[ROCE_CLASS_MALFORMED] = "malformed",
+		[ROCE_CLASS_ROCE] = "roce",
+		[ROCE_CLASS_ARP] = "arp",
+		[ROCE_CLASS_ND] = "nd",
+		[ROCE_CLASS_ECHO] = "echo",
+		[ROCE_CLASS_OTHER] = "other",
+	};
+
+	return (unsigned int)cls < sizeof(name) / sizeof(name[0]) ? name[cls] : "?";
 }

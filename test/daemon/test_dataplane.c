@@ -417,6 +417,65 @@ Test(dataplane, frames_on_the_wrong_lcore_are_handed_over)
 	cr_expect_eq(worker_qp_slot(d.worker[0], 5), NULL);
 }
 
+/*
+ * A frame for the other lcore's QP is classified (ICRC checked) once, by the
+ * lcore that received it; its record travels on the handoff ring and the
+ * owner delivers it as received, without parsing the frame again: a frame
+ * rewritten while on the ring still reaches the QP its record names.
+ */
+Test(dataplane, a_handed_over_frame_is_parsed_delivered_and_counted_once)
+{
+	uint8_t f[512];
+	size_t n;
+	struct engine_rx h;
+	struct rte_ring *ring;
+
+	setup(2, "0");
+	cr_assert_eq(worker_qp_attach(d.worker[1], 5, &qp_object), 0);
+	inject(0, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 5, 64));
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 5, 64);
+	f[n - 1] ^= 0x5a; /* ICRC */
+	inject(0, f, n);
+	worker_poll(d.worker[0], rte_rdtsc());
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_HANDOFF_TX], 1, "the good frame only");
+	cr_expect_eq(d.worker[0]->ctr.drop[ROCE_DROP_ICRC], 1, "ICRC checked by the receiver");
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_RX_ROCE], 1);
+
+	/* On the ring: the record with its frame. */
+	ring = d.worker[1]->handoff_in[0];
+	cr_assert_eq(rte_ring_count(ring), 1);
+	cr_assert_eq(rte_ring_sc_dequeue_elem(ring, &h, sizeof(h)), 0);
+	cr_assert_not_null(h.m);
+	cr_expect_eq(h.port, 0);
+	cr_expect(!h.loopback);
+	cr_expect_eq(h.pkt.dest_qpn, 5);
+	cr_expect_eq(h.pkt.payload_len, 64);
+	uint8_t *frame = rte_pktmbuf_mtod(h.m, uint8_t *);
+	cr_assert_eq(h.pkt.payload, frame + h.pkt.bth_offset + ROCE_BTH_LEN,
+		     "the payload points into the frame handed over");
+	frame[h.pkt.bth_offset + 7] = 7; /* BTH DestQP 5 -> 7: unattached, also worker 1's */
+	cr_assert_eq(rte_ring_sp_enqueue_elem(ring, &h, sizeof(h)), 0);
+
+	worker_poll(d.worker[1], rte_rdtsc());
+	cr_assert_eq(rec.n, 1);
+	cr_expect_eq(rec.qpn[0], 5, "delivered by its record, not by parsing the frame again");
+	cr_expect_eq(rec.worker[0], 1);
+	cr_expect_eq(rec.paylen[0], 64);
+	cr_expect_eq(rec.first_byte[0], 1);
+	cr_expect_eq(d.worker[1]->ctr.v[CTR_HANDOFF_RX], 1);
+	run();
+	cr_expect_eq(rec.n, 1, "delivered once");
+	struct qp_slot *s = worker_qp_slot(d.worker[1], 5);
+	cr_assert_not_null(s);
+	cr_expect_eq(s->ctr.v[CTR_RX_PACKETS], 1, "counted once on its QP");
+	cr_expect_eq(port_ctr(CTR_RX_PACKETS), 2, "each frame counted once on arrival");
+	cr_expect_eq(port_ctr(CTR_RX_ROCE), 1);
+	cr_expect_eq(port_ctr(CTR_RX_NO_QP), 0);
+	cr_expect_eq(port_ctr(CTR_RX_DROPS), 1);
+	cr_expect_eq(d.worker[1]->ctr.v[CTR_RX_DROPS], 0, "the owner dropped nothing");
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_HANDOFF_RX] + d.worker[1]->ctr.v[CTR_HANDOFF_TX], 0);
+}
+
 /* ---- transmit and loopback ---- */
 
 static struct rte_mbuf *
