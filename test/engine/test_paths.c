@@ -132,11 +132,7 @@ read_req(uint32_t psn, uint64_t off, uint32_t len)
 static struct roce_pkt
 fetch_add(uint32_t psn, uint64_t off, uint64_t add)
 {
-	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_FETCH_ADD, psn);
-	p.atmeth.va = sim_va(&S, 1, off);
-	p.atmeth.rkey = S.h[1].arena_key;
-	p.atmeth.swap_add = add;
-	return p;
+	return fetch_add_pkt(&S, psn, off, add);
 }
 
 /* modify_qp(IBV_QP_ACCESS_FLAGS) on host 1's live QP (RTS -> RTS). */

@@ -74,11 +74,7 @@ send_only(uint32_t psn, const uint8_t *data, uint32_t len)
 static struct roce_pkt
 fetch_add(uint32_t psn, uint64_t off, uint64_t add)
 {
-	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_FETCH_ADD, psn);
-	p.atmeth.va = sim_va(&S, 1, off);
-	p.atmeth.rkey = S.h[1].arena_key;
-	p.atmeth.swap_add = add;
-	return p;
+	return fetch_add_pkt(&S, psn, off, add);
 }
 
 /* The next receive completion of host 1 (there must be one). */

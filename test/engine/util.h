@@ -133,7 +133,6 @@ assert_ack(const struct roce_pkt *p, uint8_t syndrome, uint32_t psn)
 	cr_assert_eq(p->psn, psn & ROCE_PSN_MASK, "psn 0x%06x != 0x%06x", p->psn, psn);
 }
 
-#endif
 
 /* Frames seen on the link (recorded by the filter hook), optionally dropped. */
 #define CAPTURE_MAX 4096
@@ -219,3 +218,17 @@ req_pkt(const struct sim *s, uint8_t opcode, uint32_t psn)
 	p.ack_req = true;
 	return p;
 }
+
+/* FETCH_ADD of @p add to the 8 bytes at host 1's arena offset @p off, from host 0. */
+static inline struct roce_pkt
+fetch_add_pkt(struct sim *s, uint32_t psn, uint64_t off, uint64_t add)
+{
+	struct roce_pkt p = req_pkt(s, ROCE_OP_RC_FETCH_ADD, psn);
+
+	p.atmeth.va = sim_va(s, 1, off);
+	p.atmeth.rkey = s->h[1].arena_key;
+	p.atmeth.swap_add = add;
+	return p;
+}
+
+#endif

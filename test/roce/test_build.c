@@ -12,6 +12,7 @@
 
 #include "pkt_equal.h"
 #include "roce.h"
+#include "test_gids.h"
 
 static uint8_t payload[4096];
 
@@ -39,17 +40,7 @@ record_for(uint8_t op, bool ipv6, bool vlan, bool udp_csum)
 		.ieth_rkey = 0x0badcafe,
 		.payload = payload,
 	};
-	if (ipv6) {
-		static const uint8_t s[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
-		static const uint8_t t[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
-		memcpy(p.l3.sgid, s, 16);
-		memcpy(p.l3.dgid, t, 16);
-	} else {
-		static const uint8_t s[16] = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 2 };
-		static const uint8_t t[16] = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 1 };
-		memcpy(p.l3.sgid, s, 16);
-		memcpy(p.l3.dgid, t, 16);
-	}
+	test_gids(&p, ipv6);
 	p.hdrs = d->hdrs;
 	if (!(d->kind & ROCE_KIND_PAYLOAD)) {
 		p.payload = NULL;

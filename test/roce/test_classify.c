@@ -12,6 +12,7 @@
 
 #include "pkt_equal.h"
 #include "roce.h"
+#include "test_gids.h"
 
 enum kind { K_ROCE, K_ARP, K_ND, K_ECHO, K_ICMP_OTHER, K_UDP_OTHER, K_TCP, K_LLDP };
 
@@ -80,17 +81,7 @@ roce_record(bool ipv6, bool vlan)
 		.payload = payload, .payload_len = 64,
 	};
 
-	if (ipv6) {
-		static const uint8_t s[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
-		static const uint8_t t[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
-		memcpy(p.l3.sgid, s, 16);
-		memcpy(p.l3.dgid, t, 16);
-	} else {
-		static const uint8_t s[16] = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 2 };
-		static const uint8_t t[16] = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 1 };
-		memcpy(p.l3.sgid, s, 16);
-		memcpy(p.l3.dgid, t, 16);
-	}
+	test_gids(&p, ipv6);
 	return p;
 }
 
