@@ -296,22 +296,35 @@ lab_telemetry(void)
  * ROCE_RETRY_LOG (meson-logs/retried.txt, "TEST<TAB>what") instead.
  */
 static void
-retry_record(const char *what, long long stalls)
+retry_record(const char *what, const char *why)
 {
 	const char *path = getenv("ROCE_RETRY_LOG");
 	FILE *f = path ? fopen(path, "a") : NULL;
 
 	if (f) {
-		fprintf(f, "integ\t%s: stalls_long +%lld (transport retries exhausted)\n", what,
-			stalls);
+		fprintf(f, "integ\t%s: %s\n", what, why);
 		fclose(f);
 	}
+}
+
+/*
+ * perftest calibrates its cycle counter against gettimeofday() before it
+ * reports (get_cpu_mhz(): a linear fit of samples); a process descheduled
+ * while it samples gets r^2 < 0.9, prints this and exits 1 with "Can't
+ * produce a report", whatever the transfer did, even with -F.
+ */
+static bool
+perftest_clock_failed(const char *o)
+{
+	return strstr(o, "Correlation coefficient r^2") != NULL;
 }
 
 /*
  * A program that exhausted its transport retries is a failure, unless a
  * daemon's lcore stalled past the retry budget meanwhile (@p stalls_before:
  * lab_stalls_long() when it started): then @return true to run it once more.
+ * Likewise once when perftest could not calibrate its own clock (it says
+ * nothing about the stack; perftest_clock_failed()).
  */
 static bool
 retries_excused(const char *what, const char *o1, const char *o2, long long stalls_before,
@@ -319,6 +332,12 @@ retries_excused(const char *what, const char *o1, const char *o2, long long stal
 {
 	long long grew;
 
+	if (perftest_clock_failed(o1) || perftest_clock_failed(o2)) {
+		cr_assert(may_rerun, "%s: perftest could not calibrate its clock twice\n%s\n%s",
+			  what, o1, o2);
+		retry_record(what, "perftest could not calibrate its clock (r^2 < 0.9)");
+		return true;
+	}
 	if (!retries_exhausted(o1) && !retries_exhausted(o2))
 		return false;
 	grew = lab_stalls_long() - stalls_before;
@@ -328,7 +347,10 @@ retries_excused(const char *what, const char *o1, const char *o2, long long stal
 		  o1, o2, lab_telemetry());
 	cr_log_warn("%s: transport retries exhausted while a daemon's lcore stalled over 200 ms "
 		    "(%lld times): the machine is overloaded, running it again", what, grew);
-	retry_record(what, grew);
+	char why[96];
+
+	snprintf(why, sizeof(why), "stalls_long +%lld (transport retries exhausted)", grew);
+	retry_record(what, why);
 	return true;
 }
 
