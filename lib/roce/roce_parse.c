@@ -6,6 +6,7 @@
  * ends where the IP length says (Ethernet padding after it is ignored). The
  * first failed check is the drop reason (order documented in roce.h).
  */
+#include <netinet/in.h>
 #include <string.h>
 
 #include "roce.h"
@@ -104,7 +105,7 @@ parse_ipv4(size_t len, struct roce_pkt *pkt, struct cursor *c)
 	uint16_t frag = be16toh(ip->frag_off);
 	if (frag & ~0x4000u)          /* reserved flag, MF, offset */
 		return ROCE_DROP_IP_FRAGMENT;
-	if (ip->protocol != 17)
+	if (ip->protocol != IPPROTO_UDP)
 		return ROCE_DROP_NOT_UDP;
 
 	pkt->l3.ipv6 = false;
@@ -134,7 +135,7 @@ parse_ipv6(size_t len, struct roce_pkt *pkt, struct cursor *c)
 	size_t payload = be16toh(ip->payload_len);
 	if (payload > avail - sizeof(*ip))
 		return ROCE_DROP_IP_LENGTH;
-	if (ip->next_header != 17)    /* extension headers unsupported */
+	if (ip->next_header != IPPROTO_UDP)    /* extension headers unsupported */
 		return ROCE_DROP_NOT_UDP;
 
 	pkt->l3.ipv6 = true;
@@ -336,9 +337,6 @@ roce_parse_no_icrc(const uint8_t *frame, size_t len, struct roce_pkt *pkt)
 	return parse(frame, len, pkt, false);
 }
 
-#define IPPROTO_ICMP_ 1
-#define IPPROTO_UDP_ 17
-#define IPPROTO_ICMPV6_ 58
 #define ICMP_ECHO_REQUEST 8
 #define ICMPV6_ECHO_REQUEST 128
 #define ICMPV6_ND_FIRST 133     /* router solicitation .. redirect */
@@ -369,7 +367,7 @@ roce_classify(const uint8_t *frame, size_t len, unsigned int flags, struct roce_
 		proto = ip->protocol;
 		/* IHL as found: a bad one is roce_parse()'s to reject (IP_IHL) */
 		l4_off = c.l3_off + (ip->version_ihl & 0xfu) * 4u;
-		if (proto == IPPROTO_ICMP_) {
+		if (proto == IPPROTO_ICMP) {
 			if (l4_off >= c.l3_off + sizeof(*ip) && len >= l4_off + ICMP_HDR_LEN &&
 			    frame[l4_off] == ICMP_ECHO_REQUEST)
 				return ROCE_CLASS_ECHO;
@@ -384,7 +382,7 @@ roce_classify(const uint8_t *frame, size_t len, unsigned int flags, struct roce_
 		}
 		proto = ip->next_header;
 		l4_off = c.l3_off + sizeof(*ip);
-		if (proto == IPPROTO_ICMPV6_) {
+		if (proto == IPPROTO_ICMPV6) {
 			uint8_t type;
 
 			if (len < l4_off + ICMP_HDR_LEN)
@@ -397,13 +395,13 @@ roce_classify(const uint8_t *frame, size_t len, unsigned int flags, struct roce_
 	} else {
 		return ROCE_CLASS_OTHER;
 	}
-	if (proto != IPPROTO_UDP_)
+	if (proto != IPPROTO_UDP)
 		return ROCE_CLASS_OTHER;
 	if (len < l4_off + sizeof(struct roce_udp_hdr)) {
 		*drop = ROCE_DROP_UDP_TRUNCATED;
 		return ROCE_CLASS_MALFORMED;
 	}
-	if ((uint16_t)(frame[l4_off + 2] << 8 | frame[l4_off + 3]) != ROCE_UDP_PORT)
+	if (be16toh(((const struct roce_udp_hdr *)(frame + l4_off))->dst_port) != ROCE_UDP_PORT)
 		return ROCE_CLASS_OTHER;
 	memset(pkt, 0, sizeof(*pkt));
 	eth_fill(frame, c.l3_off, pkt);
