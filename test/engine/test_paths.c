@@ -605,7 +605,7 @@ Test(comp, seq_nak_goes_back_to_its_psn, .init = setup_comp, .fini = teardown)
 
 /*
  * Error NAKs (IBTA 9.9.3 class C at the responder; 9.9.2 the requester
- * completes the WQE with the matching status, even unsignaled (10.7.3.1), and
+ * completes the WQE with the matching status, even unsignaled (IBA 10.7.3: errors always complete), and
  * the QP goes to error; rxe check_ack): what precedes the NAK's PSN
  * completes, the NAKed WQE carries the status, everything after it -
  * started, unsignaled or posted later - is flushed. Nothing is resent.
