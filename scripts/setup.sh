@@ -12,6 +12,7 @@ PACKAGES=(
   libpcap-dev libinih-dev libcriterion-dev
   # the unmodified RDMA programs we must run and the reference suite
   ibverbs-utils ibverbs-providers perftest python3-pyverbs rdma-core
+  rdmacm-utils librdmacm-dev
   # test and lab tools
   iproute2 ethtool iputils-ping tcpdump tshark python3-scapy python3 valgrind
   gnuplot-nox qemu-system-x86 busybox-static cpio kmod util-linux procps psmisc
