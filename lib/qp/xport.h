@@ -36,7 +36,7 @@
  *
  * Timers: three per QP (enum xport_timer). The engine emits ARM/CANCEL
  * actions for them with an absolute expiry; the caller runs them on its
- * timer wheel (handle = qp handle << 1 | timer id) and calls
+ * timer wheel (timer_wheel_handle(qp handle, timer id)) and calls
  * xport_qp_timer_expired() when one fires. Stale expiries are harmless.
  * The ACK timer is re-armed lazily: it keeps its first deadline and, when it
  * fires before the real one (last progress + timeout), asks to be re-armed.
