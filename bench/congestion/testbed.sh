@@ -13,7 +13,8 @@
 #     -r MBPS  bottleneck rate [100]
 #     -T SEC   traffic time per mode, 2..60 [10]
 #     -o DIR   results (CSV, logs, PNG) [/tmp/ecn-testbed]
-#     -k/-K/-b BYTES  switch K_min / K_max / buffer [5000 / 50000 / 250000]
+#     -k/-K/-B BYTES  switch K_min / K_max / buffer [5000 / 50000 / 250000]
+#     -p PCT   marking probability at K_max [100]
 #
 # Needs root. Namespaces ecntb-s1..N, ecntb-r, ecntb-sw; veths ecntbh-*/ecntbw-*;
 # addresses 198.18.20.0/24 only. Wrap it in the lab lock as the lab suites:
@@ -22,11 +23,11 @@
 # signalled, by their PIDs.
 set -uo pipefail
 
-BUILD=build N=2 MBPS=100 SECS=10 OUT=/tmp/ecn-testbed KMIN=5000 KMAX=50000 BUF=250000
-while getopts "b:n:r:T:o:k:K:B:h" opt; do
+BUILD=build N=2 MBPS=100 SECS=10 OUT=/tmp/ecn-testbed KMIN=5000 KMAX=50000 BUF=250000 PMAX=100
+while getopts "b:n:r:T:o:k:K:B:p:h" opt; do
 	case $opt in
 	b) BUILD=$OPTARG ;; n) N=$OPTARG ;; r) MBPS=$OPTARG ;; T) SECS=$OPTARG ;;
-	o) OUT=$OPTARG ;; k) KMIN=$OPTARG ;; K) KMAX=$OPTARG ;; B) BUF=$OPTARG ;;
+	o) OUT=$OPTARG ;; k) KMIN=$OPTARG ;; K) KMAX=$OPTARG ;; B) BUF=$OPTARG ;; p) PMAX=$OPTARG ;;
 	h) sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) exit 2 ;;
 	esac
@@ -39,6 +40,7 @@ MODES=("$@")
 [ "$(id -u)" = 0 ] || { echo "testbed: must run as root" >&2; exit 1; }
 
 BUILD=$(cd "$BUILD" && pwd) || exit 1
+PY=${PYTHON:-/usr/bin/python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 DAEMON=$BUILD/app/roce-daemon/roce-daemon
 PERF=$BUILD/app/perftest/roce-perftest
@@ -149,7 +151,7 @@ run_in() { # host CMD...
 run_mode() { # mode
 	local mode=$1 h i port swpid
 	local -a clients=() servers=()
-	echo "== $mode: $N senders, bottleneck $MBPS Mb/s, K_min $KMIN K_max $KMAX buffer $BUF, ${SECS}s"
+	echo "== $mode: $N senders, bottleneck $MBPS Mb/s, K_min $KMIN K_max $KMAX P_max $PMAX% buffer $BUF, ${SECS}s"
 	rm -rf "$STATE"
 	mkdir -p "$STATE"
 	net_up || { echo "testbed: network setup failed" >&2; cleanup; return 1; }
@@ -161,7 +163,7 @@ run_mode() { # mode
 	# the bottleneck (first interface) is the switch's port to the receiver
 	local ifs=("${P}w-r")
 	for ((i = 1; i <= N; i++)); do ifs+=("${P}w-s$i"); done
-	nice -n -5 ip netns exec "$P-sw" "$SWITCH" -r "$MBPS" -k "$KMIN" -K "$KMAX" -b "$BUF" \
+	nice -n -5 ip netns exec "$P-sw" "$SWITCH" -r "$MBPS" -k "$KMIN" -K "$KMAX" -p "$PMAX" -b "$BUF" \
 		-t $((SECS + 30)) -i 10 -o "$OUT/$mode.switch.csv" "${ifs[@]}" \
 		2> "$STATE/switch.log" &
 	swpid=$!
@@ -195,7 +197,7 @@ run_mode() { # mode
 	cp "$STATE/switch.log" "$OUT/$mode.switch.log" 2>/dev/null
 	for ((i = 1; i <= N; i++)); do cp "$STATE/client$i.log" "$OUT/$mode.client$i.log"; done
 	cleanup
-	python3 "$HERE/analyze.py" --mode "$mode" --rate "$MBPS" --kmax "$KMAX" --senders "$N" \
+	"$PY" "$HERE/analyze.py" --mode "$mode" --rate "$MBPS" --kmax "$KMAX" --senders "$N" \
 		--macs "$OUT/$mode.macs" "$OUT/$mode.switch.csv" "$OUT"/"$mode".client*.csv
 }
 
@@ -204,5 +206,5 @@ for m in "${MODES[@]}"; do
 	case $m in dcqcn|none) ;; *) echo "testbed: mode $m: dcqcn or none" >&2; exit 2 ;; esac
 	run_mode "$m" || rc=1
 done
-python3 "$HERE/analyze.py" --plot "$OUT" "${MODES[@]}" || true
+"$PY" "$HERE/analyze.py" --plot "$OUT" "${MODES[@]}" || true
 exit $rc
