@@ -15,6 +15,9 @@
 #     -o DIR   results (CSV, logs, PNG) [/tmp/ecn-testbed]
 #     -k/-K/-B BYTES  switch K_min / K_max / buffer [5000 / 50000 / 250000]
 #     -p PCT   marking probability at K_max [100]
+#     -N US    the receivers' CNP interval (cnp_interval_us) [50]
+#     -L MBPS  the hosts' line rate: they pace at it (dcqcn_pace_line) [= -r: an
+#              N:1 incast of links as fast as the bottleneck]
 #
 # Needs root. Namespaces ecntb-s1..N, ecntb-r, ecntb-sw; veths ecntbh-*/ecntbw-*;
 # addresses 198.18.20.0/24 only. Wrap it in the lab lock as the lab suites:
@@ -23,17 +26,18 @@
 # signalled, by their PIDs.
 set -uo pipefail
 
-BUILD=build N=2 MBPS=100 SECS=10 OUT=/tmp/ecn-testbed KMIN=5000 KMAX=50000 BUF=250000 PMAX=100
-while getopts "b:n:r:T:o:k:K:B:p:h" opt; do
+BUILD=build N=2 MBPS=100 SECS=10 OUT=/tmp/ecn-testbed KMIN=5000 KMAX=50000 BUF=250000 PMAX=100 CNP_US=50 LINE=
+while getopts "b:n:r:T:o:k:K:B:p:N:L:h" opt; do
 	case $opt in
 	b) BUILD=$OPTARG ;; n) N=$OPTARG ;; r) MBPS=$OPTARG ;; T) SECS=$OPTARG ;;
-	o) OUT=$OPTARG ;; k) KMIN=$OPTARG ;; K) KMAX=$OPTARG ;; B) BUF=$OPTARG ;; p) PMAX=$OPTARG ;;
+	o) OUT=$OPTARG ;; k) KMIN=$OPTARG ;; K) KMAX=$OPTARG ;; B) BUF=$OPTARG ;; p) PMAX=$OPTARG ;; N) CNP_US=$OPTARG ;; L) LINE=$OPTARG ;;
 	h) sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 MODES=("$@")
+LINE=${LINE:-$MBPS}
 [ ${#MODES[@]} -gt 0 ] || MODES=(dcqcn none)
 [[ $N =~ ^[2-4]$ ]] || { echo "testbed: -n 2..4" >&2; exit 2; }
 [[ $SECS =~ ^[0-9]+$ ]] && [ "$SECS" -ge 2 ] && [ "$SECS" -le 60 ] || { echo "testbed: -T 2..60" >&2; exit 2; }
@@ -115,8 +119,9 @@ resolve = $resolve
 ecn = ect0
 cc = $mode
 cnp = yes
+cnp_interval_us = $CNP_US
 ; DCQCN scaled to a ${MBPS} Mb/s bottleneck (the paper's values are for 40 GbE)
-dcqcn_line_mbps = 1000
+dcqcn_line_mbps = $LINE
 dcqcn_ai_mbps = 1
 dcqcn_hai_mbps = 5
 dcqcn_timer_us = 300
@@ -151,7 +156,7 @@ run_in() { # host CMD...
 run_mode() { # mode
 	local mode=$1 h i port swpid
 	local -a clients=() servers=()
-	echo "== $mode: $N senders, bottleneck $MBPS Mb/s, K_min $KMIN K_max $KMAX P_max $PMAX% buffer $BUF, ${SECS}s"
+	echo "== $mode: $N senders, bottleneck $MBPS Mb/s, K_min $KMIN K_max $KMAX P_max $PMAX% buffer $BUF, CNP interval ${CNP_US}us, hosts at $LINE Mb/s, ${SECS}s"
 	rm -rf "$STATE"
 	mkdir -p "$STATE"
 	net_up || { echo "testbed: network setup failed" >&2; cleanup; return 1; }
