@@ -96,14 +96,20 @@ dcqcn_rp_timer(struct dcqcn_rp *rp, const struct dcqcn_params *p, uint64_t now)
 {
 	uint32_t g_inv = g_inv_of(p);
 
-	/* bounded: the periods are >= 1 us and a lapse longer than the recovery
-	 * ends the limitation (at most a few hundred events) */
-	while (rp->limited) {
+	/* a recovery takes F + (line - Rt) / R_AI timer events at most, a few
+	 * hundred with sane parameters; a lapse of more events than
+	 * DCQCN_MAX_CATCH_UP (a wheel that stopped) ends the limitation */
+	for (uint32_t n = 0; rp->limited; n++) {
 		bool alpha_due = rp->alpha_at <= now;
 		bool timer_due = rp->timer_at <= now;
 
 		if (!alpha_due && !timer_due)
 			break;
+		if (n == DCQCN_MAX_CATCH_UP) {
+			rp->limited = false;
+			rp->rc_kbps = p->line_kbps;
+			break;
+		}
 		if (alpha_due && (!timer_due || rp->alpha_at <= rp->timer_at)) {
 			/* K without a CNP: alpha = (1 - g) alpha */
 			rp->alpha -= rp->alpha / g_inv;

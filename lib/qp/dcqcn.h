@@ -36,6 +36,7 @@ extern "C" {
 
 #define DCQCN_ALPHA_SHIFT 16u                     /**< alpha fixed point: 16 fractional bits */
 #define DCQCN_ALPHA_ONE (1u << DCQCN_ALPHA_SHIFT) /**< alpha = 1.0 */
+#define DCQCN_MAX_CATCH_UP 65536u                 /**< events one dcqcn_rp_timer() call applies at most */
 
 /** @name Defaults (the DCQCN paper's values unless noted) @{ */
 #define DCQCN_DEF_G_INV 256u            /**< g = 1/256 (paper, section 3.1 and 5) */
@@ -89,7 +90,8 @@ void dcqcn_rp_cnp(struct dcqcn_rp *rp, const struct dcqcn_params *p, uint64_t no
  * Run what is due at @p now: alpha decays (every K since the last CNP or
  * decay) and timer increases (every T). Each is applied as many times as
  * its period elapsed, in time order, so a late call gives the same rate as
- * punctual ones.
+ * punctual ones; a call more than DCQCN_MAX_CATCH_UP events late returns
+ * the QP to line rate.
  */
 void dcqcn_rp_timer(struct dcqcn_rp *rp, const struct dcqcn_params *p, uint64_t now);
 

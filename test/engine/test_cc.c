@@ -168,6 +168,27 @@ Test(dcqcn, late_call_equals_punctual_calls)
 	cr_expect_eq(a.t_stage, b.t_stage);
 }
 
+Test(dcqcn, a_stopped_wheel_is_bounded)
+{
+	struct dcqcn_params p = hand_params();
+	struct dcqcn_rp rp;
+
+	p.ai_kbps = 1;             /* Rt 500000 -> 1000000 kb/s: 500000 timer events */
+	p.hai_kbps = 1;
+	p.timer_ns = 1000;
+	p.alpha_ns = 1000;
+	dcqcn_rp_init(&rp);
+	dcqcn_rp_cnp(&rp, &p, 0);
+	dcqcn_rp_cnp(&rp, &p, 0);
+	dcqcn_rp_timer(&rp, &p, 10000000); /* 10 ms: 10000 timer events, still limited */
+	cr_assert(rp.limited);
+	cr_expect_lt(rp.rt_kbps, 600000);
+	dcqcn_rp_timer(&rp, &p, 3600ull * 1000000000u); /* an hour late: one bounded call */
+	cr_expect(!rp.limited);
+	cr_expect_eq(rp.rc_kbps, LINE_KBPS);
+	cr_expect_eq(dcqcn_rp_next_ns(&rp), 0);
+}
+
 Test(dcqcn, recovers_to_line_rate_then_stops)
 {
 	struct dcqcn_params p = hand_params();
