@@ -3,7 +3,8 @@
 """Summarise one testbed run (bench/congestion/testbed.sh), or plot them.
 
   analyze.py --mode M --rate MBPS --kmax BYTES --senders N --macs FILE SWITCH.csv CLIENT.csv...
-      per-flow rate over the last half of the traffic, Jain's fairness index,
+      per-flow rate over the last half of the traffic, Jain's fairness index
+      (of those averages, and the mean and minimum over 100 ms windows),
       goodput (perftest's, and bytes through the bottleneck), queue depth
       (mean, max, share of samples below K_max), marks and drops; written to
       stdout and to M.summary.json beside SWITCH.csv
@@ -70,9 +71,15 @@ def summarise(a):
         half = range((first + last) // 2, last + 1)
         per_flow = [sum(series[m][i] for i in half) / len(half) for m in macs]
         q = [rows[i + 1]['queue_bytes'] for i in range(first, last + 1)]
+        # fairness over 100 ms windows (10 samples): the long average hides
+        # flows that take turns
+        win = [list(half)[k:k + 10] for k in range(0, len(half) - 9, 10)]
+        jw = [jain([sum(series[m][i] for i in w) for m in macs]) for w in win]
         out.update({
             'flow_mbps_last_half': [round(x, 1) for x in per_flow],
             'jain_last_half': round(jain(per_flow), 3),
+            'jain_100ms_mean': round(sum(jw) / len(jw), 3) if jw else None,
+            'jain_100ms_min': round(min(jw), 3) if jw else None,
             'bottleneck_mbps_last_half': round(sum(per_flow), 1),
             'queue_mean_bytes': round(sum(q) / len(q)),
             'queue_max_bytes': max(q),
