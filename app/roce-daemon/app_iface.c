@@ -165,13 +165,15 @@ struct app_iface {
 	uint64_t ctl_told_errors;       /* refusals of messages nobody waited for */
 	_Atomic uint32_t stall_req[WORKER_MAX]; /* app_iface_stall_worker(): ms, any thread */
 	uint64_t events_dropped;
+	uint64_t cq_signals_dropped;    /* channel bytes lost: the application's channel was full */
 };
 
 /* ---- telemetry: a snapshot the control thread publishes ---- */
 
 #define AI_STAT_LIST(X) \
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
-	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors)
+	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
+	X(cq_signals_dropped)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -215,6 +217,7 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(ctl_backlogged, ai->ctl_backlogged)
 	AI_STAT_STORE(ctl_refused, ai->ctl_refused)
 	AI_STAT_STORE(ctl_told_errors, ai->ctl_told_errors)
+	AI_STAT_STORE(cq_signals_dropped, ai->cq_signals_dropped)
 #undef AI_STAT_STORE
 }
 
@@ -1377,8 +1380,9 @@ ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
 	}
 	if (ev->type == XPORT_EV_CQ_NOTIFY) {
 		c = cq_of_handle(ai, ev->handle);
-		if (c != NULL)
-			ipc_cq_signal(c->info->ctrl, c->info->event_fd);
+		/* A channel the application does not read loses the byte, never blocks us. */
+		if (c != NULL && ipc_cq_signal(c->info->ctrl, c->info->event_fd) != 0)
+			ai->cq_signals_dropped++;
 		return;
 	}
 	if (ev->type != XPORT_EV_ASYNC)

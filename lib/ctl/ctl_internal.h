@@ -88,7 +88,7 @@ struct ctl_mr {
 
 struct ctl_channel {
 	struct ctl_obj o;
-	int efd;
+	int efd; /* the daemon's end of the channel's socket pair (ipc_channel_pair()) */
 };
 
 /* Not bound to an lcore (no QP uses the CQ/SRQ). */

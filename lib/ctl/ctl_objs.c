@@ -459,36 +459,32 @@ int ctl_h_IMPORT_MR(const struct ctl_req *x)
 
 /* ---- completion channel ---- */
 
-static bool ctl_fd_is_eventfd(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return strcmp(link, "anon_inode:[eventfd]") == 0;
-}
-
 int ctl_h_CREATE_CHANNEL(const struct ctl_req *x)
 {
 	struct ctl_conn *c = x->conn;
 	const struct ipc_msg *req = x->req;
-	int *fds = x->fds;
-	unsigned int nfds = x->nfds;
 	struct ipc_msg *rsp = x->rsp;
 	struct ctl_channel *ch;
+	int rfd, wfd, rc;
 
-	if (nfds != 1 || !ctl_fd_is_eventfd(fds[0]))
-		return EBADF;
+	/*
+	 * The daemon makes the channel (a socket pair) and keeps one end: an
+	 * fd the application made (an eventfd) shares its open file, whose
+	 * O_NONBLOCK and counter the application controls, so a write to it
+	 * could block the control thread.
+	 */
 	ch = ctl_table_alloc(&c->ctl->tab[CTL_KIND_CHANNEL], c, CTL_KIND_CHANNEL,
 			     req->u.req_CREATE_CHANNEL.user_handle);
 	if (ch == NULL)
 		return ENOMEM;
-	ch->efd = fds[0];
-	fds[0] = -1; /* kept */
+	rc = ipc_channel_pair(&rfd, &wfd);
+	if (rc) {
+		ctl_table_free(&c->ctl->tab[CTL_KIND_CHANNEL], ch);
+		return -rc;
+	}
+	ch->efd = wfd;
+	x->rfds[0] = rfd;
+	*x->rnfds = 1;
 	rsp->u.rsp_CREATE_CHANNEL.handle = ctl_obj_handle(&ch->o);
 	return 0;
 }

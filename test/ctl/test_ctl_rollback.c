@@ -446,10 +446,10 @@ static int import_mr(struct client *cl, uint32_t mr, uint32_t pd, struct ipc_imp
 static int create_channel(struct client *cl, uint32_t *out)
 {
 	struct ipc_msg m, r;
-	int efd = eventfd(0, EFD_CLOEXEC), rc;
+	int rc;
 
 	req(&m, IPC_OP_CREATE_CHANNEL);
-	rc = call(cl, &m, &efd, 1, &r, NULL);
+	rc = call(cl, &m, NULL, 0, &r, NULL);
 	*out = r.u.rsp_CREATE_CHANNEL.handle;
 	return rc;
 }
