@@ -173,7 +173,7 @@ struct app_iface {
 #define AI_STAT_LIST(X) \
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
 	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
-	X(cq_signals_dropped)
+	X(cq_signals_dropped) X(events_coalesced)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -191,6 +191,17 @@ ai_events_lost(const struct app_iface *ai)
 
 	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++)
 		n += __atomic_load_n(&ai->d->worker[wi]->events_lost, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* Engine events dropped as repeats of one still waiting in a worker's spill. */
+static uint64_t
+ai_events_coalesced(const struct app_iface *ai)
+{
+	uint64_t n = 0;
+
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++)
+		n += __atomic_load_n(&ai->d->worker[wi]->events_coalesced, __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -218,6 +229,7 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(ctl_refused, ai->ctl_refused)
 	AI_STAT_STORE(ctl_told_errors, ai->ctl_told_errors)
 	AI_STAT_STORE(cq_signals_dropped, ai->cq_signals_dropped)
+	AI_STAT_STORE(events_coalesced, ai_events_coalesced(ai))
 #undef AI_STAT_STORE
 }
 
