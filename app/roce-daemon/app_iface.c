@@ -61,6 +61,13 @@
  * flushes, MRs told to lcores without the PD's QPs). 216 B each.
  */
 #define AI_BACKLOG 2048u
+/*
+ * Backlog slots only releases (QP_DESTROY, MR_DEREG) may take: an lcore that
+ * is not told to let go of a QP or an MR would keep using memory lib/ctl
+ * frees. A release that still finds no room fails closed: lib/ctl
+ * quarantines the object (ctl_dp_destroy_failed(), destroys_held).
+ */
+#define AI_RELEASE_RESERVE 1024u
 #define AI_ANSWER_BURST 32u
 #define AI_BRISK_US 2000u          /* after a send, the loop looks for answers this often... */
 #define AI_BRISK_SLEEP_US 20u      /* ...pausing this long between looks */
@@ -118,6 +125,7 @@ struct ai_op {
 	uint64_t token;           /* ctl_dp_defer(); CTL_DP_TOKEN_NONE: nobody waits */
 	uint32_t waiting;         /* answers still expected */
 	uint32_t ok_mask;         /* MR_REG: the lcores that registered it */
+	bool held;                /* a release message could not be sent: an lcore may hold the object */
 	int rc;                   /* first error among the answers (-errno) */
 	uint32_t qpn;             /* QP operations */
 	const struct ctl_mr_info *mr;
@@ -166,6 +174,7 @@ struct app_iface {
 	_Atomic uint32_t stall_req[WORKER_MAX]; /* app_iface_stall_worker(): ms, any thread */
 	uint64_t events_dropped;
 	uint64_t cq_signals_dropped;    /* channel bytes lost: the application's channel was full */
+	uint64_t destroys_held;         /* destroys an lcore might not have done: quarantined */
 };
 
 /* ---- telemetry: a snapshot the control thread publishes ---- */
@@ -173,7 +182,8 @@ struct app_iface {
 #define AI_STAT_LIST(X) \
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
 	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
-	X(cq_signals_dropped) X(events_coalesced)
+	X(cq_signals_dropped) X(events_coalesced) X(destroys_held) X(quarantined) \
+	X(quarantined_bytes)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -230,6 +240,9 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(ctl_told_errors, ai->ctl_told_errors)
 	AI_STAT_STORE(cq_signals_dropped, ai->cq_signals_dropped)
 	AI_STAT_STORE(events_coalesced, ai_events_coalesced(ai))
+	AI_STAT_STORE(destroys_held, ai->destroys_held)
+	AI_STAT_STORE(quarantined, st.quarantined)
+	AI_STAT_STORE(quarantined_bytes, st.quarantined_bytes)
 #undef AI_STAT_STORE
 }
 
@@ -360,6 +373,13 @@ ai_backlog_flush(struct app_iface *ai, unsigned int wi)
  * in order behind what waits there.
  * @return 0, or -ENOBUFS when even the backlog is full (nothing sent)
  */
+/* A message that makes an lcore let go of memory lib/ctl will free. */
+static bool
+ai_release(const struct ctl_msg *m)
+{
+	return m->type == CTL_MSG_QP_DESTROY || m->type == CTL_MSG_MR_DEREG;
+}
+
 static int
 ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg *m)
 {
@@ -382,7 +402,7 @@ ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg 
 		b->outstanding++;
 		return 0;
 	}
-	if (b->n == AI_BACKLOG) {
+	if (b->n >= (ai_release(m) ? AI_BACKLOG : AI_BACKLOG - AI_RELEASE_RESERVE)) {
 		if (op != NULL)
 			op->waiting--;
 		ai->ctl_refused++;
@@ -504,7 +524,14 @@ mr_fan_out(struct app_iface *ai, struct ai_op *op, enum ctl_msg_type type, uint3
 		if (!((wait | tell) & 1u << wi))
 			continue;
 		mr_msg(&m, type, op->mr);
-		if (ai_send(ai, wi, wait & 1u << wi ? op : NULL, &m) != 0 && (wait & 1u << wi)) {
+		if (ai_send(ai, wi, wait & 1u << wi ? op : NULL, &m) == 0)
+			continue;
+		if (type == CTL_MSG_MR_DEREG) {
+			/* every other lcore is still told; this one may keep the MR */
+			op->held = true;
+			continue;
+		}
+		if (wait & 1u << wi) {
 			if (op->rc == 0)
 				op->rc = -ENOBUFS;
 			break;
@@ -608,7 +635,10 @@ dp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 	op->mr = mr;
 	wait = mr_lcores(ai, mr->pd);
 	mr_fan_out(ai, op, CTL_MSG_MR_DEREG, wait, all_workers(ai) & ~wait);
-	op_return(ai, op);
+	if (op->held)
+		ai->destroys_held++;
+	if (op_return(ai, op) != 0)
+		ctl_dp_destroy_failed(ai->ctl); /* lib/ctl keeps the memory for good */
 }
 
 /* ---- CQs and SRQs ---- */
@@ -1155,11 +1185,20 @@ dp_qp_destroy(void *dp, const struct ctl_qp_info *info)
 	op->qpn = info->qpn;
 	qp_msg(&m, CTL_MSG_QP_DESTROY, q, &q->cfg, -1, 0);
 	if (ai_send(ai, qp_lcore(ai, info->qpn), op, &m) != 0) {
-		/* no room even in the backlog: the QP stays on its lcore, counted */
+		/*
+		 * No room even in the release reserve: the QP stays on its lcore,
+		 * so lib/ctl must never free its rings (nor its CQs' and SRQ's).
+		 * Its PD stays counted on that lcore (MRs of the PD still wait
+		 * for it); a new QP under its QPN is refused there (EEXIST).
+		 */
+		q->info = NULL;
+		ai->destroys_held++;
 		op_free(ai, op);
+		ctl_dp_destroy_failed(ai->ctl);
 		return;
 	}
-	op_return(ai, op);
+	if (op_return(ai, op) != 0)
+		ctl_dp_destroy_failed(ai->ctl);
 }
 
 static const struct ctl_dataplane_ops ai_ops = {
@@ -1241,7 +1280,7 @@ op_answered(struct app_iface *ai, struct ai_op *op)
 		break;
 	case AI_OP_MR_DEREG:
 		ai->dp_mrs--;
-		op_finish(ai, op, 0);
+		op_finish(ai, op, op->held || (op->rc != 0 && op->rc != -ENOENT) ? EIO : 0);
 		break;
 	case AI_OP_CQ_RESIZE:
 		op_finish(ai, op, op->rc == 0 ? 0 : op->rc == -EINVAL ? EINVAL : EAGAIN);
@@ -1274,7 +1313,8 @@ op_answered(struct app_iface *ai, struct ai_op *op)
 		q = ai_qp_of(ai, op->qpn);
 		qp_unbind(ai, q->info);
 		q->info = NULL;
-		op_finish(ai, op, 0);
+		/* -ENOENT: the lcore had no such QP, so it holds nothing */
+		op_finish(ai, op, op->rc != 0 && op->rc != -ENOENT ? EIO : 0);
 		break;
 	default:
 		break;
@@ -1408,6 +1448,14 @@ ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
 		if (s != NULL)
 			ctl_raise_event(ai->ctl, IPC_OBJ_SRQ, s->info->srqn, ev->code);
 	}
+}
+
+uint32_t
+app_iface_lcore_mrs(const struct app_iface *ai, unsigned int worker)
+{
+	if (worker >= ai->d->n_workers || ai->mrs[worker] == NULL)
+		return 0;
+	return __atomic_load_n(&ai->mrs[worker]->count, __ATOMIC_RELAXED);
 }
 
 int

@@ -269,6 +269,8 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 		}
 	}
 	st->events_dropped += ctl->events_dropped;
+	st->quarantined = ctl->quarantined;
+	st->quarantined_bytes = ctl->quarantined_bytes;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
 	st->mr = ctl->tab[CTL_KIND_MR].nused;
 	st->channel = ctl->tab[CTL_KIND_CHANNEL].nused;
@@ -438,6 +440,11 @@ int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct
 	if (o != NULL)
 		o->busy = true;
 	return CTL_DEFERRED;
+}
+
+void ctl_dp_destroy_failed(struct ctl *ctl)
+{
+	ctl->cur->dp_held = true;
 }
 
 uint64_t ctl_dp_defer(struct ctl *ctl)

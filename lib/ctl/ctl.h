@@ -226,9 +226,15 @@ enum ctl_qp_event {
  * dataplane (the daemon's lcores). Every callback runs on the control thread
  * and never waits for an lcore. Create/modify callbacks return 0 or a
  * positive errno, which fails the request (the control plane then undoes its
- * own part: a refused operation leaves nothing behind). Destroy callbacks
- * cannot fail: once they are complete the dataplane no longer touches the
- * object, its rings or its memory. Any pointer may be NULL ("nothing to do").
+ * own part: a refused operation leaves nothing behind). A destroy callback
+ * that completed (at once or with ctl_dp_done(token, 0)) means the dataplane
+ * no longer touches the object, its rings or its memory. If it could not
+ * let go (a message to an lcore refused, an lcore's refusal), it says so
+ * (ctl_dp_destroy_failed() at once, or a nonzero ctl_dp_done() result): the
+ * object fails closed into quarantine. Its handle goes, its memory (rings,
+ * MR mapping, pidfd) and that of the CQs/SRQ a QP used are never unmapped
+ * or closed (ctl_stats quarantined, quarantined_bytes), and the request
+ * fails with EIO. Any pointer may be NULL ("nothing to do").
  *
  * Asynchronous answers: any callback may answer later. It then calls
  * ctl_dp_defer(), keeps the token and returns 0 (its result is ignored); the
@@ -405,6 +411,12 @@ uint64_t ctl_dp_defer(struct ctl *ctl);
  * @return 0; -ENOENT for an unknown or already answered token
  */
 int ctl_dp_done(struct ctl *ctl, uint64_t token, int rc);
+/**
+ * In a destroy callback that answers at once: the dataplane could not let
+ * go of the object (it may still hold it). The control plane quarantines it
+ * (see struct ctl_dataplane_ops).
+ */
+void ctl_dp_destroy_failed(struct ctl *ctl);
 /** Dataplane operations in flight (deferred, not yet answered). */
 uint32_t ctl_dp_inflight(const struct ctl *ctl);
 /** @} */
@@ -415,6 +427,8 @@ struct ctl_stats {
 	uint32_t contexts;       /**< open connections with a device (ibv_open_device/import_device) */
 	uint32_t pd, mr, channel, cq, qp, srq, ah;
 	uint64_t events_dropped; /**< async events clients did not read in time */
+	uint64_t quarantined;    /**< objects the dataplane could not let go of (kept mapped) */
+	uint64_t quarantined_bytes; /**< their shared memory and MR mappings */
 };
 
 /** Fill @p st. */

@@ -67,6 +67,8 @@ struct ctl_table {
 struct ctl_shm {
 	void *map;
 	size_t size;
+	/* The dataplane may still write it (a destroy it could not finish): never unmapped. */
+	bool held;
 };
 
 struct ctl_pd {
@@ -83,6 +85,8 @@ struct ctl_mr {
 	 * memory, no dataplane object; only DEREG_MR may name it.
 	 */
 	bool invalid;
+	/* The dataplane may still reach it (a destroy it could not finish): never unmapped or closed. */
+	bool held;
 	struct ctl_mr_info info;
 };
 
@@ -154,6 +158,7 @@ struct ctl_pend {
 	uint8_t state;           /* enum ctl_pend_state */
 	bool deferred;           /* ctl_dp_defer() was called during the current callback */
 	bool teardown;           /* a teardown step of the group, not a request */
+	bool dp_held;            /* ctl_dp_destroy_failed() during the current destroy callback */
 	struct ctl_conn *conn;   /* NULL: the detached context (events), never deferred */
 	ctl_fin_fn fin;
 	struct ctl_obj *obj;     /* the object the continuation works on (busy meanwhile) */
@@ -245,6 +250,8 @@ struct ctl {
 	struct ctl_conn *conns;
 	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
 	uint64_t events_dropped; /* of closed connections */
+	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
+	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
 };

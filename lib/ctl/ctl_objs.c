@@ -46,7 +46,7 @@ int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_ou
 
 void ctl_shm_free(struct ctl_shm *shm)
 {
-	if (shm->map != NULL)
+	if (shm->map != NULL && !shm->held) /* held: quarantined, kept for good */
 		munmap(shm->map, shm->size);
 	shm->map = NULL;
 	shm->size = 0;
@@ -203,9 +203,10 @@ static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint6
 
 static void ctl_mr_unmap(struct ctl_mr *mr)
 {
-	if (mr->map != NULL)
+	/* held (quarantined): an lcore may still copy through the mapping or the pidfd */
+	if (mr->map != NULL && !mr->held)
 		munmap(mr->map, mr->map_len);
-	if (mr->info.pidfd >= 0)
+	if (mr->info.pidfd >= 0 && !mr->held)
 		close(mr->info.pidfd);
 	mr->map = NULL;
 	mr->map_len = 0;
@@ -229,6 +230,61 @@ static void ctl_mr_invalidate(struct ctl_mr *mr)
 static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
 {
 	return a->map == b->map && a->info.pidfd == b->info.pidfd;
+}
+
+/* ---- quarantine: what the dataplane may still hold is never released ---- */
+
+static void ctl_quarantine_shm(struct ctl *ctl, struct ctl_shm *shm)
+{
+	if (shm->map == NULL || shm->held)
+		return;
+	shm->held = true;
+	ctl->quarantined_bytes += shm->size;
+}
+
+static void ctl_quarantine_mr(struct ctl *ctl, struct ctl_mr *mr)
+{
+	if (mr->held)
+		return;
+	mr->held = true;
+	mr->pd->o.refs++; /* for good: the lcore's copy names the PD's index */
+	ctl->quarantined++;
+	ctl->quarantined_bytes += mr->map_len;
+}
+
+/*
+ * The dataplane could not let go of @p o: keep its memory, and the rings of
+ * what a QP writes into (its CQs, its SRQ), mapped for good.
+ */
+static void ctl_quarantine(struct ctl *ctl, struct ctl_obj *o)
+{
+	switch ((enum ctl_kind)o->kind) {
+	case CTL_KIND_QP: {
+		struct ctl_qp *qp = (struct ctl_qp *)o;
+
+		qp->pd->o.refs++; /* for good: its index is never given to another PD */
+		ctl_quarantine_shm(ctl, &qp->shm);
+		if (qp->scq != NULL)
+			ctl_quarantine_shm(ctl, &qp->scq->shm);
+		if (qp->rcq != NULL)
+			ctl_quarantine_shm(ctl, &qp->rcq->shm);
+		if (qp->srq != NULL)
+			ctl_quarantine_shm(ctl, &qp->srq->shm);
+		break;
+	}
+	case CTL_KIND_MR:
+		ctl_quarantine_mr(ctl, (struct ctl_mr *)o);
+		return; /* counted there */
+	case CTL_KIND_CQ:
+		ctl_quarantine_shm(ctl, &((struct ctl_cq *)o)->shm);
+		break;
+	case CTL_KIND_SRQ:
+		ctl_quarantine_shm(ctl, &((struct ctl_srq *)o)->shm);
+		break;
+	default:
+		break;
+	}
+	ctl->quarantined++;
 }
 
 static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t length)
@@ -357,7 +413,17 @@ static int ctl_rereg_fin_gone(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
 
-	(void)rc;
+	if (rc) {
+		/* Not let go: the old memory stays for good, the MR fails closed. */
+		struct ctl_mr *next = &p->u.rereg.next;
+
+		ctl_quarantine_mr(ctl, mr);
+		if (!ctl_mr_same_memory(next, mr))
+			ctl_mr_unmap(next);
+		next->pd->o.refs--;
+		ctl_mr_invalidate(mr);
+		return EIO;
+	}
 	*mr = p->u.rereg.next;
 	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
 	return ctl_then(ctl, p, rc, ctl_rereg_fin_made, &mr->o);
@@ -413,9 +479,10 @@ int ctl_h_REREG_MR(const struct ctl_req *x)
 	pd->o.refs++;
 	ctl->cur->u.rereg.old = *mr;
 	ctl->cur->u.rereg.next = next;
+	ctl->cur->dp_held = false;
 	if (DP_HAS(ctl, mr_destroy))
 		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
-	return ctl_then(ctl, ctl->cur, 0, ctl_rereg_fin_gone, &mr->o);
+	return ctl_then(ctl, ctl->cur, ctl->cur->dp_held ? EIO : 0, ctl_rereg_fin_gone, &mr->o);
 }
 
 int ctl_h_DEREG_MR(const struct ctl_req *x)
@@ -883,12 +950,14 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_obj *o = p->obj;
 	struct ctl_table *t = &ctl->tab[o->kind];
+	int status = rc ? EIO : 0;
 
-	(void)rc;
+	if (rc)
+		ctl_quarantine(ctl, o); /* then released as usual: held memory stays */
 	switch ((enum ctl_kind)o->kind) {
 	case CTL_KIND_QP:
 		ctl_qp_destroyed(ctl, (struct ctl_qp *)o);
-		return 0; /* frees its slot itself */
+		return status; /* frees its slot itself */
 	case CTL_KIND_SRQ: {
 		struct ctl_srq *srq = (struct ctl_srq *)o;
 
@@ -922,12 +991,14 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 		break;
 	}
 	ctl_table_free(t, o);
-	return 0;
+	return status;
 }
 
 int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 {
 	void *dp = ctl->cfg.dp;
+
+	ctl->cur->dp_held = false;
 
 	switch ((enum ctl_kind)o->kind) {
 	case CTL_KIND_QP:
@@ -956,5 +1027,5 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_COUNT:
 		break;
 	}
-	return ctl_then(ctl, ctl->cur, 0, ctl_obj_destroy_fin, o);
+	return ctl_then(ctl, ctl->cur, ctl->cur->dp_held ? EIO : 0, ctl_obj_destroy_fin, o);
 }

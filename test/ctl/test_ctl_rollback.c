@@ -34,6 +34,8 @@ enum fdp_op {
 	FDP_AH_CREATE,
 	FDP_QP_CREATE,
 	FDP_QP_MODIFY,
+	FDP_QP_DESTROY, /* "refused": the dataplane could not let go (ctl_dp_destroy_failed()) */
+	FDP_MR_DESTROY,
 	FDP_NOPS,
 };
 
@@ -112,6 +114,10 @@ static void fdp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 	(void)dp;
 	if (!fdp.mr_live[s] || fdp.mr[s].lkey != mr->lkey) {
 		fdp.bad_destroys++;
+		return;
+	}
+	if (fdp_refuses(FDP_MR_DESTROY)) {
+		ctl_dp_destroy_failed(ctl); /* still ours: lib/ctl must keep the memory */
 		return;
 	}
 	fdp.mr_live[s] = false;
@@ -270,6 +276,10 @@ static void fdp_qp_destroy(void *dp, const struct ctl_qp_info *qp)
 	(void)dp;
 	if (!fdp.qp_live[s]) {
 		fdp.bad_destroys++;
+		return;
+	}
+	if (fdp_refuses(FDP_QP_DESTROY)) {
+		ctl_dp_destroy_failed(ctl);
 		return;
 	}
 	fdp.qp_live[s] = false;
@@ -1016,4 +1026,58 @@ Test(ctl_rollback, modify_qp_keeps_the_old_attributes)
 	}
 	cr_assert_eq(query_qp(&a, q.handle).attr.dest_qp_num, 0x123, "RESET keeps the attributes");
 	client_close(&a);
+}
+
+/*
+ * Issue 16: a destroy the dataplane could not finish (an lcore that was
+ * never told, or refused) used to free the rings and the MR's mapping
+ * anyway, while the lcore could still write into them. Now the object fails
+ * closed into quarantine: the request fails with EIO, the handle is gone,
+ * the memory (the QP's rings and its CQs', the MR's mapping) stays mapped
+ * for good and is counted, and the PD stays held (its index names the
+ * lcore's copy). Every other object and client carries on.
+ */
+Test(ctl_rollback, a_destroy_the_dataplane_could_not_finish_keeps_the_memory)
+{
+	struct client a, b;
+	struct ipc_create_qp_rsp q0;
+	struct ipc_reg_mr_rsp mr;
+	struct ctl_stats st;
+	struct memfd mem = memfd_new(8192, "kept");
+	uint32_t pd, cq, bpd;
+
+	client_open(&a, true);
+	client_open(&b, true);
+	pd = alloc_pd(&a);
+	cq = create_cq(&a, 8, 0);
+	cr_assert_eq(create_rc_qp(&a, pd, cq, cq, 0, &q0), 0);
+	cr_assert_eq(reg_mr(&a, pd, &mem, 8192, IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	int maps_qp = count_maps("roce-qp"), maps_cq = count_maps("roce-cq");
+	int maps_mr = count_maps(TEST_MR_MEMFD);
+
+	fdp_fail(FDP_QP_DESTROY, EIO, 1);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q0.handle), EIO, "told, not hidden");
+	cr_assert_eq(count_maps("roce-qp"), maps_qp, "the QP's rings stay mapped");
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q0.handle), EINVAL, "the handle is gone");
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_CQ, cq), 0, "its CQ can go...");
+	cr_assert_eq(count_maps("roce-cq"), maps_cq, "...but its ring, which the QP writes, stays");
+	fdp_fail(FDP_MR_DESTROY, EIO, 1);
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), EIO);
+	cr_assert_eq(count_maps(TEST_MR_MEMFD), maps_mr, "the MR's mapping stays");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), EBUSY, "the PD's index stays taken");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.quarantined, 2);
+	cr_assert_geq(st.quarantined_bytes, 8192u, "counted with their memory");
+	/* every other client is served as before */
+	bpd = alloc_pd(&b);
+	cr_assert_eq(destroy(&b, IPC_OP_DEALLOC_PD, bpd), 0);
+	/* the fake's lcore lets go in the end, as a stalled lcore would: its books balance */
+	for (uint32_t i = 0; i < FDP_SLOTS; i++) {
+		if (fdp.qp_live[i] || fdp.mr_live[i])
+			fdp.live--;
+		fdp.qp_live[i] = fdp.mr_live[i] = false;
+	}
+	memfd_free(&mem);
+	client_close(&a);
+	client_close(&b);
 }

@@ -1495,6 +1495,75 @@ Test(app_iface, a_stopped_lcore_holds_only_the_clients_it_serves)
 	close(b.fd);
 }
 
+/*
+ * Issue 16: with an lcore stalled, messages it is told without being waited
+ * for (an MR of a PD without QPs there) fill its backlog; a release refused
+ * then (an MR_DEREG after its MR_REG got in, a QP_DESTROY) left the lcore
+ * holding an MR or a QP whose memory lib/ctl had already unmapped. Releases
+ * now have room of their own: the lcore lets go of everything, later.
+ */
+Test(app_iface, a_release_finds_room_behind_a_full_backlog, .timeout = 90)
+{
+	struct cli a, b;
+	struct ipc_msg m, r;
+	uint32_t qa, qpn_a, kept;
+	int mfd = ipc_shm_create("mr", 4096);
+	void *buf = ipc_shm_map(mfd, 4096, 0);
+
+	cr_assert_not_null(buf);
+	cli_open(&a);
+	cli_open(&b);
+	qa = cli_qp(&a, &qpn_a);
+	unsigned int wa = worker_of_qpn(qpn_a, d.n_workers);
+
+	cr_assert_eq(app_iface_stall_worker(ai, wa, 6000), 0);
+	rte_delay_us_sleep(100 * 1000);
+	cli_req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = b.pd;
+	m.u.req_REG_MR.addr = (uintptr_t)buf;
+	m.u.req_REG_MR.iova = (uintptr_t)buf;
+	m.u.req_REG_MR.length = 4096;
+	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+	cr_assert_eq(cli_call(&b, &m, mfd, &r), 0);
+	kept = r.u.rsp_REG_MR.handle; /* one message: the pairs below end half in */
+	/* b has no QP: each registration and deregistration is told to wa, nobody waits */
+	for (int i = 0; i < 1300; i++) {
+		cli_req(&m, IPC_OP_REG_MR);
+		m.u.req_REG_MR.pd = b.pd;
+		m.u.req_REG_MR.addr = (uintptr_t)buf;
+		m.u.req_REG_MR.iova = (uintptr_t)buf;
+		m.u.req_REG_MR.length = 4096;
+		m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+		cr_assert_eq(cli_call(&b, &m, mfd, &r), 0);
+		cli_req(&m, IPC_OP_DEREG_MR);
+		m.u.req_DEREG_MR.handle = r.u.rsp_REG_MR.handle;
+		cr_assert_eq(cli_call(&b, &m, -1, &r), 0);
+	}
+	/* a's QP (on wa) goes: its lcore must be told before its rings are */
+	cli_req(&m, IPC_OP_DESTROY_QP);
+	m.u.req_DESTROY_QP.handle = qa;
+	cli_send(&a, &m, -1);
+	cr_assert_eq(cli_recv(&a, &r, 15000), 0, "destroyed once its lcore let go");
+	cr_assert_null(worker_qp_slot(d.worker[wa], qpn_a) != NULL
+			       ? worker_qp_slot(d.worker[wa], qpn_a)->engine_qp
+			       : NULL,
+		       "the lcore dropped the QP");
+	/* every deregistration reached wa: only b's kept MR is left there */
+	for (int i = 0; i < 100 && app_iface_lcore_mrs(ai, wa) != 1; i++)
+		rte_delay_us_sleep(20 * 1000);
+	cr_assert_eq(app_iface_lcore_mrs(ai, wa), 1, "no MR outlived its deregistration");
+	cli_req(&m, IPC_OP_DEREG_MR);
+	m.u.req_DEREG_MR.handle = kept;
+	cr_assert_eq(cli_call(&b, &m, -1, &r), 0);
+	for (int i = 0; i < 100 && app_iface_lcore_mrs(ai, wa) != 0; i++)
+		rte_delay_us_sleep(20 * 1000);
+	cr_assert_eq(app_iface_lcore_mrs(ai, wa), 0);
+	munmap(buf, 4096);
+	close(mfd);
+	close(a.fd);
+	close(b.fd);
+}
+
 /* ---- telemetry: every counter of the list, read from its owners ---- */
 
 static void
