@@ -206,10 +206,14 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 		if (rc < 0)
 			goto fail;
 	}
+	ctl->mr_key_byte = calloc(ctl->tab[CTL_KIND_MR].cap + 1, 1);
+	if (ctl->mr_key_byte == NULL)
+		goto fail;
 	return ctl;
 fail:
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
+	free(ctl->mr_key_byte);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);
@@ -231,6 +235,7 @@ void ctl_destroy(struct ctl *ctl)
 	}
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
+	free(ctl->mr_key_byte);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);

@@ -250,6 +250,7 @@ struct ctl {
 	struct ctl_conn *conns;
 	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
 	uint64_t events_dropped; /* of closed connections */
+	uint8_t *mr_key_byte;    /* per MR slot: the random low byte of its last key */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */

@@ -7,8 +7,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -296,6 +298,27 @@ static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t 
 	return 0;
 }
 
+/*
+ * A new key for MR slot @p index: (index + 1) << 8 | a random byte unlike
+ * the slot's last one (IBA 10.6.3.3 lets keys vary per registration; rxe
+ * draws its 8 key bits at random the same way). A counter in that byte let
+ * a peer that saw one key name the next registration of any slot; random,
+ * a guess is right once in 256 and each wrong one breaks the guesser's
+ * connection (an R_Key violation NAK moves its QP to the error state).
+ */
+static uint32_t ctl_mr_key(struct ctl *ctl, uint32_t index)
+{
+	uint8_t b = ctl->mr_key_byte[index];
+
+	for (int i = 0; i < 8 && b == ctl->mr_key_byte[index]; i++)
+		if (getrandom(&b, 1, 0) != 1)
+			b = (uint8_t)(ctl->mr_key_byte[index] + 1 + (rand() % 255)); /* no entropy: still another */
+	if (b == ctl->mr_key_byte[index])
+		b++;
+	ctl->mr_key_byte[index] = b;
+	return ((index + 1) << 8) | b;
+}
+
 static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
@@ -340,9 +363,8 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
 		return rc;
 	}
-	/* Key: (index + 1) << 8 | 8-bit generation, as IBA 10.6.3.3 lets keys vary per registration. */
 	mr->pd = pd;
-	mr->info.lkey = ((mr->o.index + 1) << 8) | (mr->o.gen & 0xff);
+	mr->info.lkey = ctl_mr_key(ctl, mr->o.index);
 	mr->info.rkey = mr->info.lkey;
 	mr->info.pd = pd->o.index;
 	mr->info.access = q->access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE;

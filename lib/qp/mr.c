@@ -170,6 +170,18 @@ mr_invalidate(struct mr_table *t, uint32_t key, uint32_t pd)
 	return 0;
 }
 
+int
+mr_invalidate_remote(struct mr_table *t, uint32_t key, uint32_t pd)
+{
+	const struct mr_entry *e = mr_lookup(t, key);
+
+	if (!e || !e->valid)
+		return -ENOENT;
+	if (e->pd != pd || !(e->access & MR_ACCESS_REMOTE_INVALIDATE))
+		return -EACCES;
+	return mr_invalidate(t, key, pd);
+}
+
 const char *
 mr_status_name(enum mr_status s)
 {

@@ -45,6 +45,14 @@ enum mr_access {
 	MR_ACCESS_REMOTE_ATOMIC = 1u << 3,
 	MR_ACCESS_MW_BIND = 1u << 4,
 	MR_ACCESS_ZERO_BASED = 1u << 5,
+	/**
+	 * Not a verbs flag: the region may be invalidated by a remote SEND with
+	 * Invalidate (mr_invalidate_remote()). Linux rxe allows that only for
+	 * fast-registration MRs (IB_MR_TYPE_MEM_REG) and type 2 memory
+	 * windows, never for a region of ibv_reg_mr(), so the daemon never sets
+	 * it (app_iface passes only the six bits above).
+	 */
+	MR_ACCESS_REMOTE_INVALIDATE = 1u << 31,
 };
 
 /** Result of a key check. */
@@ -137,6 +145,15 @@ int mr_dereg(struct mr_table *t, uint32_t key);
  * @return 0, -ENOENT (unknown or already invalid key), -EACCES (other PD)
  */
 int mr_invalidate(struct mr_table *t, uint32_t key, uint32_t pd);
+
+/**
+ * Invalidate @p key for a remote SEND with Invalidate (IBA 9.4.1 step 4
+ * of the responder: the R_Key of the IETH): as mr_invalidate(), and only a
+ * region registered with MR_ACCESS_REMOTE_INVALIDATE (as rxe's
+ * rxe_invalidate_mr() accepts only fast-registration MRs).
+ * @return 0, -ENOENT, -EACCES (other PD, or not remotely invalidatable)
+ */
+int mr_invalidate_remote(struct mr_table *t, uint32_t key, uint32_t pd);
 
 /** @return the entry of @p key if the key is current (valid or not), else NULL. */
 static inline const struct mr_entry *

@@ -250,7 +250,9 @@ struct xport_cfg {
 	X(DROP_UD_LEN, "dropped: UD SEND larger than the receive WQE") \
 	X(CQ_OVERFLOW, "CQEs that did not fit their CQ") \
 	X(MR_FALLBACK_COPIES, "copies to/from memory the daemon cannot map (process_vm_readv/writev)") \
-	X(MR_FALLBACK_ERRORS, "fallback copies that failed (owner gone, pages unmapped or read-only)")
+	X(MR_FALLBACK_ERRORS, "fallback copies that failed (owner gone, pages unmapped or read-only)") \
+	X(INV_REFUSED, "SEND with Invalidate of a key that may not be invalidated remotely") \
+	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned")
 
 /** Counter indices. */
 enum xport_counter {

@@ -1081,3 +1081,52 @@ Test(ctl_rollback, a_destroy_the_dataplane_could_not_finish_keeps_the_memory)
 	client_close(&a);
 	client_close(&b);
 }
+
+/*
+ * Issue 16: an MR key was (slot + 1) << 8 | the slot's generation, so a
+ * peer that saw one key could name the next registration of any slot. The
+ * low byte is now random (as rxe's), and never the slot's previous one.
+ */
+Test(ctl_rollback, mr_keys_are_not_guessable_from_the_slot)
+{
+	struct client a;
+	struct memfd mem = memfd_new(4096, "k");
+	struct ipc_reg_mr_rsp mr;
+	uint8_t last[4096] = { 0 };
+	bool seen_slot[4096] = { false }, seen_byte[256] = { false };
+	unsigned int repeats = 0, successor = 0, distinct = 0;
+	struct ctl_config cfg = base_cfg();
+	struct ctl *saved = ctl;
+	uint32_t pd;
+
+	ctl = ctl_create(&cfg); /* no dataplane: any number of slots */
+	cr_assert_not_null(ctl);
+	client_open(&a, true);
+	pd = alloc_pd(&a);
+	for (int i = 0; i < 2000; i++) {
+		cr_assert_eq(reg_mr(&a, pd, &mem, 4096, IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+		uint32_t slot = (mr.lkey >> 8) & 4095;
+		uint8_t b = (uint8_t)mr.lkey;
+
+		cr_assert_eq(mr.rkey, mr.lkey);
+		if (seen_slot[slot]) {
+			repeats++;
+			cr_assert_neq(b, last[slot], "a slot's next key differs from its last");
+			successor += b == (uint8_t)(last[slot] + 1);
+		}
+		seen_slot[slot] = true;
+		last[slot] = b;
+		distinct += !seen_byte[b];
+		seen_byte[b] = true;
+		cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
+	}
+	cr_assert_gt(repeats, 100, "slots were reused (%u)", repeats);
+	cr_assert_lt(successor, repeats / 10, "%u of %u keys were the last one + 1", successor,
+		     repeats);
+	cr_assert_gt(distinct, 200, "the low byte takes most values (%u)", distinct);
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0);
+	memfd_free(&mem);
+	client_close(&a);
+	ctl_destroy(ctl);
+	ctl = saved;
+}
