@@ -475,7 +475,7 @@ lcore_mr_reg(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 	if (m->u.mr.local == 0) /* fallback: copies into the client (mr.h) */
 		return mr_reg_key_indirect(t, m->u.mr.key, m->u.mr.pd, m->u.mr.app_addr,
 					   m->u.mr.iova, m->u.mr.length, m->u.mr.access,
-					   m->u.mr.pid, m->u.mr.pidfd);
+					   m->u.mr.pid, m->u.mr.mem_fd);
 	return mr_reg_key(t, m->u.mr.key, m->u.mr.pd, m->u.mr.local, m->u.mr.iova, m->u.mr.length,
 			  m->u.mr.access);
 }
@@ -497,7 +497,7 @@ mr_msg(struct ctl_msg *m, enum ctl_msg_type type, const struct ctl_mr_info *mr)
 	m->u.mr.pd = mr->pd;
 	m->u.mr.access = mr->access & 0x3fu;
 	m->u.mr.pid = mr->pid;
-	m->u.mr.pidfd = mr->pidfd;
+	m->u.mr.mem_fd = mr->mem_fd;
 	m->u.mr.local = (uint64_t)(uintptr_t)mr->local;
 	m->u.mr.app_addr = mr->app_addr;
 	m->u.mr.iova = mr->iova;
@@ -602,7 +602,7 @@ dp_mr_create(void *dp, struct ctl_mr_info *mr)
 	if (mr->local == NULL) {
 		/* Not shared with us (doc/verbs-shim.md): the lcores copy from/to
 		 * the client's pages (process_vm_readv/writev), if we may. */
-		rc = mr_indirect_probe(mr->pid, mr->pidfd, mr->app_addr);
+		rc = mr_indirect_probe(mr->pid, mr->mem_fd, mr->app_addr);
 		if (!ai->warned_unmapped)
 			fprintf(stderr, "roce-daemon: pid %d registered memory the daemon cannot "
 				"map (stack, file or read-only pages): %s\n", (int)mr->pid,

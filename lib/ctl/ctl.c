@@ -5,11 +5,13 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -296,6 +298,66 @@ uint32_t ctl_nobjects(const struct ctl *ctl)
 
 /* ---- connections ---- */
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/* Start time of process @p pid in clock ticks after boot (/proc/PID/stat field 22); 0: unknown. */
+static unsigned long long ctl_proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	/* after ") ": state is field 3; start time is field 22, 19 fields further */
+	for (int f = 3; p != NULL && f < 22; f++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+/*
+ * A pidfd of the process at the other end of @p sock, as it was when it
+ * connected: SO_PEERPIDFD (Linux 6.5) gives exactly that. Without it:
+ * pidfd_open(@p pid) now, trusted only if that process started before
+ * this moment (a PID reused since the peer died names a younger process).
+ * @return the pidfd or -1
+ */
+static int ctl_peer_pidfd(int sock, pid_t pid)
+{
+	socklen_t len = sizeof(int);
+	struct timespec now;
+	unsigned long long start, now_ticks;
+	int fd = -1;
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
+		return fd;
+	if (pid <= 0 || clock_gettime(CLOCK_BOOTTIME, &now) != 0)
+		return -1;
+	now_ticks = (unsigned long long)now.tv_sec * (unsigned long long)sysconf(_SC_CLK_TCK);
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -1;
+	start = ctl_proc_start(pid);
+	if (start == 0 || start > now_ticks + 1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 {
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
@@ -318,14 +380,7 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 			c->uid = (uid_t)-1;
 			c->gid = (gid_t)-1;
 		}
-		/*
-		 * Pin the peer now, while it is most likely still the process that
-		 * connected: a PID looked up later (a fallback MR's registration)
-		 * could name a process that reused it.
-		 */
-		c->pidfd = c->pid > 0 ? (int)syscall(SYS_pidfd_open, c->pid, 0) : -1;
-		if (c->pidfd < 0)
-			c->pidfd = -1;
+		c->pidfd = ctl_peer_pidfd(sock, c->pid);
 		return c;
 	}
 	errno = EMFILE;

@@ -185,11 +185,12 @@ struct ctl_mr_info {
 	uint64_t length;
 	uint64_t app_addr;       /**< the application's virtual address of iova */
 	void *local;             /**< the same bytes mapped in this process; NULL: not shared,
-				      reach them in process @p pid (fallback: process_vm_readv/
-				      writev, lib/qp mr.h indirect regions) */
+				      reach them in process @p pid (fallback: lib/qp mr.h
+				      indirect regions, through @p mem_fd) */
 	pid_t pid;               /**< owner process (the registering connection's peer) */
-	int pidfd;               /**< while local is NULL: a pidfd of @p pid, held by lib/ctl
-				      until mr_destroy returned; else -1 */
+	int mem_fd;              /**< while local is NULL: /proc/@p pid/mem opened at
+				      registration (bound to that image: an exec ends it),
+				      held by lib/ctl until mr_destroy returned; else -1 */
 };
 
 /** What the dataplane gets for an AH. */
@@ -232,7 +233,7 @@ enum ctl_qp_event {
  * let go (a message to an lcore refused, an lcore's refusal), it says so
  * (ctl_dp_destroy_failed() at once, or a nonzero ctl_dp_done() result): the
  * object fails closed into quarantine. Its handle goes, its memory (rings,
- * MR mapping, pidfd) and that of the CQs/SRQ a QP used are never unmapped
+ * MR mapping, mem fd) and that of the CQs/SRQ a QP used are never unmapped
  * or closed (ctl_stats quarantined, quarantined_bytes), and the request
  * fails with EIO. Any pointer may be NULL ("nothing to do").
  *

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -141,37 +142,48 @@ static bool ctl_proc_creds_are(pid_t pid, uid_t uid, gid_t gid)
 }
 
 /*
- * A pidfd of the client @p c for the fallback path: a duplicate of the one
- * lib/ctl opened when the client connected (ctl_conn_open), so it names the
- * connecting process even if the PID was reused since. That process must
- * have the peer's user and group (not a setuid program): its credentials
- * are read while the pidfd pins it and trusted only if the pidfd still
- * names a live process then (a dead one's PID may already be another's).
- * @return the pidfd, or -errno
+ * The fallback path's access to the client @p c: an open /proc/PID/mem of
+ * the process that connected. It is opened first (it pins the address
+ * space the process has now: an exec later, a setuid one included, leaves
+ * it pointing at the old, dead image, lib/qp mr.h), then trusted only if,
+ * after the open, the process (1) is still the one that connected (the
+ * pidfd taken at connect time names a live process, so its PID was not
+ * reused), (2) has the peer's user and group as real, effective and saved
+ * IDs (not a setuid program), and (3) is dumpable: /proc/PID/status
+ * belongs to the peer (the kernel hands a non-dumpable process's files
+ * there to root),
+ * i.e. the peer could ptrace it itself. An image exec'd between the open
+ * and the checks is either the pinned one (checked) or a later one (not
+ * reachable through the fd).
+ * @return the fd, or -errno
  */
-static int ctl_client_pidfd(const struct ctl_conn *c)
+static int ctl_client_memfd(const struct ctl_conn *c)
 {
-	int pidfd;
+	char path[64];
+	struct stat st;
+	int fd;
 
 	if (c->pid <= 0 || c->pidfd < 0)
 		return -ESRCH;
-	pidfd = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
-	if (pidfd < 0)
-		return -errno;
-	if (!ctl_proc_creds_are(c->pid, c->uid, c->gid) ||
-	    syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0) {
-		close(pidfd);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)c->pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EACCES ? -EPERM : -errno;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)c->pid);
+	if (stat(path, &st) != 0 || st.st_uid != c->uid || st.st_gid != c->gid ||
+	    !ctl_proc_creds_are(c->pid, c->uid, c->gid) ||
+	    syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0) != 0) {
+		close(fd);
 		return -EPERM;
 	}
-	return pidfd;
+	return fd;
 }
 
 /*
  * Map the client's memfd so the dataplane reaches [addr, addr+length)
  * directly. Without one (memory the shim could not share: file-backed,
  * stack, read-only...) the dataplane copies from/to the client's process
- * (fallback path): hold a pidfd of it, so a PID reused after the client
- * died is never mistaken for it.
+ * (fallback path) through its /proc/PID/mem (ctl_client_memfd()).
  */
 static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint64_t addr,
 		      uint64_t length, uint64_t fd_offset)
@@ -184,10 +196,10 @@ static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint6
 	mr->map = NULL;
 	mr->map_len = 0;
 	mr->info.local = NULL;
-	mr->info.pidfd = -1;
+	mr->info.mem_fd = -1;
 	if (fd < 0) {
-		rc = ctl_client_pidfd(c);
-		mr->info.pidfd = rc >= 0 ? rc : -1;
+		rc = ctl_client_memfd(c);
+		mr->info.mem_fd = rc >= 0 ? rc : -1;
 		return rc >= 0 ? 0 : -rc;
 	}
 	if (fd_offset % (uint64_t)pg != 0 || end - start > SIZE_MAX)
@@ -205,15 +217,15 @@ static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint6
 
 static void ctl_mr_unmap(struct ctl_mr *mr)
 {
-	/* held (quarantined): an lcore may still copy through the mapping or the pidfd */
+	/* held (quarantined): an lcore may still copy through the mapping or the mem fd */
 	if (mr->map != NULL && !mr->held)
 		munmap(mr->map, mr->map_len);
-	if (mr->info.pidfd >= 0 && !mr->held)
-		close(mr->info.pidfd);
+	if (mr->info.mem_fd >= 0 && !mr->held)
+		close(mr->info.mem_fd);
 	mr->map = NULL;
 	mr->map_len = 0;
 	mr->info.local = NULL;
-	mr->info.pidfd = -1;
+	mr->info.mem_fd = -1;
 }
 
 /*
@@ -228,10 +240,10 @@ static void ctl_mr_invalidate(struct ctl_mr *mr)
 	mr->invalid = true;
 }
 
-/* Same memory behind both (mapping or fallback pidfd): unmapping one would unmap the other. */
+/* Same memory behind both (mapping or fallback mem fd): unmapping one would unmap the other. */
 static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
 {
-	return a->map == b->map && a->info.pidfd == b->info.pidfd;
+	return a->map == b->map && a->info.mem_fd == b->info.mem_fd;
 }
 
 /* ---- quarantine: what the dataplane may still hold is never released ---- */

@@ -6,6 +6,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "ipc_shm.h"
@@ -68,12 +70,26 @@ int ipc_shm_create(const char *name, size_t size)
 
 int ipc_shm_check(int fd, uint64_t need)
 {
+	struct statfs sfs;
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
 
 	if (seals < 0)
 		return errno == EINVAL ? -EPERM : -errno;
 	if (!(seals & F_SEAL_SHRINK))
+		return -EPERM;
+	/*
+	 * hugetlbfs: a page punched out (fallocate PUNCH_HOLE) after we mapped
+	 * it is refilled on our next touch only if the huge page pool has one,
+	 * else that touch is a SIGBUS in the daemon. The seals that forbid
+	 * punching (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE) also forbid the writable
+	 * mapping an MR needs, so such memory is refused here; the verbs shim
+	 * never sends it (it registers hugetlb memory without a memfd, served
+	 * by copies, where a missing page is an error, not a signal).
+	 */
+	if (fstatfs(fd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type == HUGETLBFS_MAGIC)
 		return -EPERM;
 	if (fstat(fd, &st) < 0)
 		return -errno;

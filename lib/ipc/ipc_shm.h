@@ -104,8 +104,9 @@ int ipc_shm_create(const char *name, size_t size);
 
 /**
  * Check a memfd received from a peer before mapping it: it must be sealed
- * against shrinking (F_SEAL_SHRINK) and hold at least @p need bytes.
- * @return 0, -EPERM (not sealed), -EINVAL (too small) or -errno.
+ * against shrinking (F_SEAL_SHRINK), not be hugetlbfs (a hole punched in it
+ * can SIGBUS the mapper) and hold at least @p need bytes.
+ * @return 0, -EPERM (not sealed, or hugetlbfs), -EINVAL (too small) or -errno.
  */
 int ipc_shm_check(int fd, uint64_t need);
 

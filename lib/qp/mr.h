@@ -19,9 +19,11 @@
  * MR_OK, so a caller that only knows MR_OK fails closed and never touches
  * a foreign address; callers that support the fallback move the bytes with
  * mr_indirect_read() / mr_indirect_write() / mr_indirect_atomic()
- * (process_vm_readv/writev: a system call per copy, and the daemon needs
- * CAP_SYS_PTRACE or the owner's uid under Yama scope 0). A failed copy
- * (owner gone, pages unmapped or read-only) is MR_ERR_COPY.
+ * (pread/pwrite of the owner's /proc/PID/mem, opened at registration: a
+ * system call per copy, and the daemon needs CAP_SYS_PTRACE). A failed
+ * copy (owner gone or exec'd, pages unmapped) is MR_ERR_COPY. Like a
+ * debugger's, a write reaches a private page the owner made read-only
+ * after registering (copy-on-write: the owner's own memory only).
  *
  * Ownership: one writer (the lcore owning the QPs of these MRs, or the
  * control path while no lcore uses the table); no locks.
@@ -84,7 +86,7 @@ struct mr_entry {
 	uint16_t reserved;
 	uint32_t next_free;  /**< free list (doubly linked, so any slot can leave it) */
 	uint32_t prev_free;
-	int32_t owner_pidfd; /**< pidfd of owner_pid (the caller's; guards against PID reuse) */
+	int32_t owner_memfd; /**< the caller's open /proc/owner_pid/mem: bound to the registering image */
 };
 
 /** The table. */
@@ -128,13 +130,15 @@ int mr_reg_key(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t host, uin
 /**
  * Register an indirect region (see the file comment) under a key chosen by
  * the caller, as mr_reg_key(): [@p addr, @p addr + @p length) of process
- * @p pid. @p pidfd (pidfd_open() of @p pid) stays the caller's and must stay
- * open until mr_dereg(); each copy first checks through it that @p pid
- * still names the same process.
- * @return as mr_reg_key(); -EINVAL also for pid <= 0 or pidfd < 0
+ * @p pid. @p mem_fd (an open /proc/PID/mem of @p pid, read/write) stays
+ * the caller's and must stay open until mr_dereg(). It is bound to the
+ * address space @p pid had when it was opened: after an exec or exit of
+ * the process every copy fails (MR_ERR_COPY), so an exec'd (setuid)
+ * program is never reached through the registration.
+ * @return as mr_reg_key(); -EINVAL also for pid <= 0 or mem_fd < 0
  */
 int mr_reg_key_indirect(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t addr,
-			uint64_t iova, uint64_t length, uint32_t access, int32_t pid, int pidfd);
+			uint64_t iova, uint64_t length, uint32_t access, int32_t pid, int mem_fd);
 
 /** Deregister. @return 0 or -ENOENT */
 int mr_dereg(struct mr_table *t, uint32_t key);
@@ -217,12 +221,11 @@ enum mr_status mr_indirect_atomic(const struct mr_table *t, uint32_t key, uint8_
 /** @} */
 
 /**
- * Registration-time probe: can this process read byte @p addr of process
- * @p pid (the one @p pidfd refers to)?
- * @return 0, or -errno (-EPERM: no ptrace right over it, -EFAULT: not
- *   mapped, -ESRCH: gone)
+ * Registration-time probe: can byte @p addr of process @p pid be read
+ * through @p mem_fd (its /proc/PID/mem)?
+ * @return 0, or -errno (-EIO/-EFAULT: not mapped, -ESRCH: the image is gone)
  */
-int mr_indirect_probe(int32_t pid, int pidfd, uint64_t addr);
+int mr_indirect_probe(int32_t pid, int mem_fd, uint64_t addr);
 
 /** @return the name of @p s ("OK", "KEY", ...). */
 const char *mr_status_name(enum mr_status s);

@@ -19,6 +19,11 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <grp.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ctl_test.h"
@@ -565,7 +570,7 @@ static void reg_mr_refused(bool shared)
 	if (shared)
 		cr_assert_str_eq(fdp.mr[s].local, "bytes of the client");
 	else
-		cr_assert_geq(fdp.mr[s].pidfd, 0);
+		cr_assert_geq(fdp.mr[s].mem_fd, 0);
 	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), EBUSY, "the MR holds its PD");
 	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
 	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0, "the refused MR left no reference");
@@ -1129,4 +1134,90 @@ Test(ctl_rollback, mr_keys_are_not_guessable_from_the_slot)
 	client_close(&a);
 	ctl_destroy(ctl);
 	ctl = saved;
+}
+
+/*
+ * Issue 16: a registration without a memfd is served by copies into the
+ * client's process with the daemon's privileges. It was granted to any
+ * process whose IDs were the peer's, a non-dumpable one too (a setuid
+ * program that dropped its IDs, holding what it read as root): now only
+ * to a process the peer itself could trace (dumpable: its /proc files are
+ * the peer's). Runs a real peer: a child with another user's IDs that
+ * connects to a listening socket (SO_PEERCRED, SO_PEERPIDFD are its).
+ */
+Test(ctl_rollback, a_fallback_registration_needs_a_process_its_user_could_trace, .timeout = 20)
+{
+	char dir[] = "/tmp/roce-sec-XXXXXX", path[64];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ipc_msg m, r;
+	struct ipc_reg_mr_rsp mr;
+	struct client a = { .sp = { -1, -1 }, .async_fd = -1 };
+	int lfd, cmd[2], done[2], rfds[IPC_MAX_FDS];
+	char c;
+	pid_t child;
+	uint32_t pd;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: a peer with other IDs");
+		return;
+	}
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	strcpy(sa.sun_path, path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(chmod(dir, 0755), 0);
+	cr_assert_eq(chmod(path, 0777), 0);
+	cr_assert_eq(listen(lfd, 1), 0);
+	cr_assert_eq(pipe(cmd), 0);
+	cr_assert_eq(pipe(done), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+		alarm(20);
+		close(cmd[1]);
+		close(done[0]);
+		/* a user's ordinary process: changing IDs cleared "dumpable", set it back */
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 ||
+		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 ||
+		    connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+			_exit(1);
+		while (read(cmd[0], &c, 1) == 1) {
+			if (c == 'n') /* what a setuid program is left with */
+				prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+			if (write(done[1], &c, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(cmd[0]);
+	close(done[1]);
+	a.sp[0] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(a.sp[0], 0);
+	a.c = ctl_conn_open(ctl, a.sp[0]);
+	cr_assert_not_null(a.c);
+	req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, rfds), 0);
+	a.async_fd = rfds[0];
+	pd = alloc_pd(&a);
+
+	cr_assert_eq(reg_mr(&a, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, &mr), 0,
+		     "a process its user could trace");
+	cr_assert_geq(fdp.mr[fdp_mr_slot(mr.lkey)].mem_fd, 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
+	cr_assert_eq(write(cmd[1], "n", 1), 1);
+	cr_assert_eq(read(done[0], &c, 1), 1);
+	cr_assert_eq(reg_mr(&a, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, NULL), EPERM,
+		     "not dumpable: not for its user to reach, so not through us");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0);
+	client_close(&a);
+	close(cmd[1]);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	close(done[0]);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
 }

@@ -355,3 +355,22 @@ Test(ipc, cq_signal_never_blocks_whatever_the_reader_does, .timeout = 20)
 	cr_assert_eq(ipc_cq_signal(&ctrl, wfd), -EPIPE, "a reader that went away: no SIGPIPE");
 	close(wfd);
 }
+
+/*
+ * Issue 16: a hugetlb memfd sealed only against shrinking passed, and a
+ * page the client punched out after the daemon mapped it was a SIGBUS in
+ * the daemon once the huge page pool was empty. Refused now.
+ */
+Test(ipc, a_hugetlb_memfd_is_refused)
+{
+	int fd = memfd_create("huge", MFD_CLOEXEC | MFD_HUGETLB | MFD_ALLOW_SEALING);
+
+	cr_assert_geq(fd, 0, "memfd_create(MFD_HUGETLB): %m");
+	cr_assert_eq(ftruncate(fd, 2 << 20), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	cr_assert_eq(ipc_shm_check(fd, 4096), -EPERM);
+	close(fd);
+	fd = ipc_shm_create("plain", 8192);
+	cr_assert_eq(ipc_shm_check(fd, 8192), 0, "an ordinary sealed memfd still passes");
+	close(fd);
+}
