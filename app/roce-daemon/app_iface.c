@@ -129,6 +129,7 @@ struct ai_op {
 	int rc;                   /* first error among the answers (-errno) */
 	uint32_t qpn;             /* QP operations */
 	const struct ctl_mr_info *mr;
+	struct ctl_ah_info *ah;   /* AH_RESOLVE: lib/ctl's record (held busy until the answer) */
 	struct xport_cfg cfg;     /* QP_MODIFY: the engine's configuration once taken */
 	int state;                /* QP_MODIFY: engine state, or -1 */
 	uint32_t epoch;           /* QP_MODIFY: the QP's event epoch once taken */
@@ -153,6 +154,7 @@ struct app_iface {
 	struct ctl_server *srv;
 	struct ctl_config cfg;
 	struct mr_table *mrs[WORKER_MAX];
+	struct ah_table *ahs;           /* UD address vectors: written here, read by every lcore */
 	struct ai_cq *cq;
 	struct ai_srq *srq;
 	struct ai_qp *qp;
@@ -183,7 +185,7 @@ struct app_iface {
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
 	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
 	X(cq_signals_dropped) X(events_coalesced) X(destroys_held) X(quarantined) \
-	X(quarantined_bytes)
+	X(quarantined_bytes) X(qkey_refused)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -243,6 +245,7 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(destroys_held, ai->destroys_held)
 	AI_STAT_STORE(quarantined, st.quarantined)
 	AI_STAT_STORE(quarantined_bytes, st.quarantined_bytes)
+	AI_STAT_STORE(qkey_refused, st.qkey_refused)
 #undef AI_STAT_STORE
 }
 
@@ -885,6 +888,17 @@ ai_resolve_start(struct app_iface *ai, struct ai_op *op, uint16_t port, const ui
 	return -EAGAIN;
 }
 
+/*
+ * The resolved vector of @p ah goes into the table the lcores send UD WQEs
+ * from (by handle, for QPs of its PD only): the application's ring names
+ * the handle, never the addresses. @return 0 or EINVAL (beyond the table)
+ */
+static int
+ah_publish(struct app_iface *ai, const struct ctl_ah_info *ah)
+{
+	return ah_table_set(ai->ahs, ah->ahn, ah->pd, &ah->av) == 0 ? 0 : EINVAL;
+}
+
 static int
 dp_ah_create(void *dp, struct ctl_ah_info *ah)
 {
@@ -892,18 +906,28 @@ dp_ah_create(void *dp, struct ctl_ah_info *ah)
 	struct ai_op *op;
 	int rc;
 
-	if (ah->dev >= ai->d->n_ports)
+	if (ah->dev >= ai->d->n_ports || ah->ahn >= ai->ahs->capacity)
 		return EINVAL;
 	op = op_new(ai, AI_OP_AH_RESOLVE);
 	if (op == NULL)
 		return EAGAIN;
 	/* ah->av is lib/ctl's storage, kept (busy) until the answer */
+	op->ah = ah;
 	rc = ai_resolve_start(ai, op, (uint16_t)ah->dev, ah->av.dgid, ah->av.dmac);
 	if (rc != -EAGAIN) {
 		op_free(ai, op);
-		return rc;
+		return rc == 0 ? ah_publish(ai, ah) : rc;
 	}
 	return op_return(ai, op);
+}
+
+/* The handle answers no more; a WQE already fetched keeps its own copy. */
+static void
+dp_ah_destroy(void *dp, const struct ctl_ah_info *ah)
+{
+	struct app_iface *ai = dp;
+
+	ah_table_clear(ai->ahs, ah->ahn);
 }
 
 /* ---- QPs ---- */
@@ -1096,6 +1120,7 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		.srq = srq ? &srq->x : NULL,
 		.send_cq = &scq->x, .recv_cq = &rcq->x,
 		.mrs = ai->mrs[lcore],
+		.ahs = ai->ahs,
 	};
 	qp_cfg(ai, q, info->sem, &q->cfg); /* RESET: no path to resolve */
 	op->qpn = info->qpn;
@@ -1211,6 +1236,7 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.srq_modify = dp_srq_modify,
 	.srq_destroy = dp_srq_destroy,
 	.ah_create = dp_ah_create,
+	.ah_destroy = dp_ah_destroy,
 	.qp_create = dp_qp_create,
 	.qp_modify = dp_qp_modify,
 	.qp_destroy = dp_qp_destroy,
@@ -1348,7 +1374,7 @@ ai_resolve_tick(struct app_iface *ai)
 			if (rc != 0)
 				op_finish(ai, op, rc);
 		} else {
-			op_finish(ai, op, 0);
+			op_finish(ai, op, ah_publish(ai, op->ah));
 		}
 	}
 	return n;
@@ -1575,6 +1601,7 @@ ai_free(struct app_iface *ai)
 		mr_table_destroy(ai->mrs[i]);
 		free(ai->bl[i]);
 	}
+	ah_table_destroy(ai->ahs);
 	free(ai->ops);
 	free(ai->pd_qps);
 	free(ai->cq);
@@ -1628,8 +1655,9 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	ai->ops = calloc(AI_MAX_OPS, sizeof(*ai->ops));
 	ai->max_pd = cfg->limits.max_pd;
 	ai->pd_qps = calloc((size_t)ai->max_pd * d->n_workers + 1, sizeof(*ai->pd_qps));
+	ai->ahs = ah_table_create(AI_MAX_AH); /* lib/ctl's AH numbers are its table indexes */
 	if (ai->cq == NULL || ai->srq == NULL || ai->qp == NULL || ai->ops == NULL ||
-	    ai->pd_qps == NULL) {
+	    ai->pd_qps == NULL || ai->ahs == NULL) {
 		snprintf(err, errlen, "application interface: out of memory");
 		goto fail;
 	}

@@ -278,6 +278,7 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 	st->events_dropped += ctl->events_dropped;
 	st->quarantined = ctl->quarantined;
 	st->quarantined_bytes = ctl->quarantined_bytes;
+	st->qkey_refused = ctl->qkey_refused;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
 	st->mr = ctl->tab[CTL_KIND_MR].nused;
 	st->channel = ctl->tab[CTL_KIND_CHANNEL].nused;
@@ -358,6 +359,26 @@ static int ctl_peer_pidfd(int sock, pid_t pid)
 	return fd;
 }
 
+#define CTL_CAP_NET_RAW 13 /* linux/capability.h */
+
+/* Has process @p pid capability @p cap in its effective set (/proc/PID/status CapEff)? */
+static bool ctl_proc_has_cap(pid_t pid, unsigned int cap)
+{
+	char path[64], line[256];
+	unsigned long long eff = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && (eff >> cap & 1);
+}
+
 struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 {
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
@@ -381,6 +402,7 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 			c->gid = (gid_t)-1;
 		}
 		c->pidfd = ctl_peer_pidfd(sock, c->pid);
+		c->cap_net_raw = c->pidfd >= 0 && ctl_proc_has_cap(c->pid, CTL_CAP_NET_RAW);
 		return c;
 	}
 	errno = EMFILE;

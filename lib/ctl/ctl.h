@@ -430,6 +430,7 @@ struct ctl_stats {
 	uint64_t events_dropped; /**< async events clients did not read in time */
 	uint64_t quarantined;    /**< objects the dataplane could not let go of (kept mapped) */
 	uint64_t quarantined_bytes; /**< their shared memory and MR mappings */
+	uint64_t qkey_refused;   /**< controlled Q_Keys asked for without CAP_NET_RAW (EPERM) */
 };
 
 /** Fill @p st. */

@@ -202,6 +202,7 @@ struct ctl_conn {
 	int dev;          /* -1 until OPEN_DEVICE */
 	int async_fd;     /* our end of the async-event socketpair, -1 before open */
 	pid_t pid;        /* the peer (SO_PEERCRED at connect) */
+	bool cap_net_raw; /* the peer had CAP_NET_RAW in its effective set at connect */
 	uid_t uid;
 	gid_t gid;
 	int pidfd;        /* a pidfd of pid opened at connect, -1: none (fallback MRs dup it) */
@@ -252,6 +253,7 @@ struct ctl {
 	uint64_t events_dropped; /* of closed connections */
 	uint8_t *mr_key_byte;    /* per MR slot: the random low byte of its last key */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
+	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */

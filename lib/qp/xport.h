@@ -65,6 +65,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ah_table.h"
 #include "mr.h"
 #include "queue.h"
 #include "roce.h"
@@ -200,6 +201,10 @@ struct xport_cfg {
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;
 	struct mr_table *mrs;
+	/** UD: the daemon's address handles; a send WQE's AV comes from here
+	 *  (by av.ah_handle, checked against pd), never from the ring. NULL: a
+	 *  UD send fails (XPORT_ERR_LOC_AH). */
+	const struct ah_table *ahs;
 };
 
 /*
@@ -252,7 +257,8 @@ struct xport_cfg {
 	X(MR_FALLBACK_COPIES, "copies to/from memory the daemon cannot map (process_vm_readv/writev)") \
 	X(MR_FALLBACK_ERRORS, "fallback copies that failed (owner gone, pages unmapped or read-only)") \
 	X(INV_REFUSED, "SEND with Invalidate of a key that may not be invalidated remotely") \
-	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned")
+	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned") \
+	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
 
 /** Counter indices. */
 enum xport_counter {
@@ -276,7 +282,8 @@ enum xport_counter {
 	X(RESP_OP, "responder could not place data (local protection)") \
 	X(CQ_OVERFLOW, "completion queue overflow") \
 	X(FLUSHED, "flushed in the error state") \
-	X(MODIFY, "moved to error by modify_qp")
+	X(MODIFY, "moved to error by modify_qp") \
+	X(LOC_AH, "UD address handle unknown, destroyed or of another PD")
 
 enum xport_err {
 #define XPORT_ERR_ENUM(sym, desc) XPORT_ERR_##sym,

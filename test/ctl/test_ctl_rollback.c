@@ -1137,55 +1137,52 @@ Test(ctl_rollback, mr_keys_are_not_guessable_from_the_slot)
 }
 
 /*
- * Issue 16: a registration without a memfd is served by copies into the
- * client's process with the daemon's privileges. It was granted to any
- * process whose IDs were the peer's, a non-dumpable one too (a setuid
- * program that dropped its IDs, holding what it read as root): now only
- * to a process the peer itself could trace (dumpable: its /proc files are
- * the peer's). Runs a real peer: a child with another user's IDs that
- * connects to a listening socket (SO_PEERCRED, SO_PEERPIDFD are its).
+ * A peer with another user's IDs (@p uid, @p gid: no capabilities): a child
+ * that connects to a listening socket, so SO_PEERCRED and SO_PEERPIDFD are
+ * its. It then obeys one-letter commands: 'n' makes it non-dumpable (what a
+ * set-user-ID program is left with); every command is acknowledged.
  */
-Test(ctl_rollback, a_fallback_registration_needs_a_process_its_user_could_trace, .timeout = 20)
+struct peer {
+	char dir[32], path[64];
+	int lfd, cmd, done;
+	pid_t pid;
+	struct client cl;
+};
+
+static void peer_open(struct peer *p, uid_t uid, gid_t gid)
 {
-	char dir[] = "/tmp/roce-sec-XXXXXX", path[64];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ipc_msg m, r;
-	struct ipc_reg_mr_rsp mr;
-	struct client a = { .sp = { -1, -1 }, .async_fd = -1 };
-	int lfd, cmd[2], done[2], rfds[IPC_MAX_FDS];
+	int cmd[2], done[2], rfds[IPC_MAX_FDS];
 	char c;
-	pid_t child;
-	uint32_t pd;
 
-	if (geteuid() != 0) {
-		cr_skip_test("needs root: a peer with other IDs");
-		return;
-	}
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/s", dir);
-	strcpy(sa.sun_path, path);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	cr_assert_eq(chmod(dir, 0755), 0);
-	cr_assert_eq(chmod(path, 0777), 0);
-	cr_assert_eq(listen(lfd, 1), 0);
+	memset(p, 0, sizeof(*p));
+	strcpy(p->dir, "/tmp/roce-sec-XXXXXX");
+	cr_assert_not_null(mkdtemp(p->dir));
+	snprintf(p->path, sizeof(p->path), "%s/s", p->dir);
+	strcpy(sa.sun_path, p->path);
+	p->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(chmod(p->dir, 0755), 0);
+	cr_assert_eq(chmod(p->path, 0777), 0);
+	cr_assert_eq(listen(p->lfd, 1), 0);
 	cr_assert_eq(pipe(cmd), 0);
 	cr_assert_eq(pipe(done), 0);
-	child = fork();
-	cr_assert_geq(child, 0);
-	if (child == 0) {
+	p->pid = fork();
+	cr_assert_geq(p->pid, 0);
+	if (p->pid == 0) {
 		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 		alarm(20);
 		close(cmd[1]);
 		close(done[0]);
 		/* a user's ordinary process: changing IDs cleared "dumpable", set it back */
-		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 ||
+		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
 		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 ||
 		    connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 			_exit(1);
 		while (read(cmd[0], &c, 1) == 1) {
-			if (c == 'n') /* what a setuid program is left with */
+			if (c == 'n')
 				prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 			if (write(done[1], &c, 1) != 1)
 				_exit(1);
@@ -1194,30 +1191,107 @@ Test(ctl_rollback, a_fallback_registration_needs_a_process_its_user_could_trace,
 	}
 	close(cmd[0]);
 	close(done[1]);
-	a.sp[0] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	cr_assert_geq(a.sp[0], 0);
-	a.c = ctl_conn_open(ctl, a.sp[0]);
-	cr_assert_not_null(a.c);
+	p->cmd = cmd[1];
+	p->done = done[0];
+	p->cl.sp[1] = -1;
+	p->cl.sp[0] = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(p->cl.sp[0], 0);
+	p->cl.c = ctl_conn_open(ctl, p->cl.sp[0]);
+	cr_assert_not_null(p->cl.c);
 	req(&m, IPC_OP_OPEN_DEVICE);
 	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
-	cr_assert_eq(call(&a, &m, NULL, 0, &r, rfds), 0);
-	a.async_fd = rfds[0];
-	pd = alloc_pd(&a);
+	cr_assert_eq(call(&p->cl, &m, NULL, 0, &r, rfds), 0);
+	p->cl.async_fd = rfds[0];
+}
 
-	cr_assert_eq(reg_mr(&a, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, &mr), 0,
+static void peer_do(struct peer *p, char c)
+{
+	cr_assert_eq(write(p->cmd, &c, 1), 1);
+	cr_assert_eq(read(p->done, &c, 1), 1);
+}
+
+static void peer_close(struct peer *p)
+{
+	client_close(&p->cl);
+	close(p->cmd);
+	cr_assert_eq(waitpid(p->pid, NULL, 0), p->pid);
+	close(p->done);
+	close(p->lfd);
+	unlink(p->path);
+	rmdir(p->dir);
+}
+
+/*
+ * Issue 16: a registration without a memfd is served by copies into the
+ * client's process with the daemon's privileges. It was granted to any
+ * process whose IDs were the peer's, a non-dumpable one too (a setuid
+ * program that dropped its IDs, holding what it read as root): now only
+ * to a process the peer itself could trace (dumpable: its /proc files are
+ * the peer's).
+ */
+Test(ctl_rollback, a_fallback_registration_needs_a_process_its_user_could_trace, .timeout = 20)
+{
+	struct ipc_reg_mr_rsp mr;
+	struct peer p;
+	uint32_t pd;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: a peer with other IDs");
+		return;
+	}
+	peer_open(&p, 65534, 65534);
+	pd = alloc_pd(&p.cl);
+	cr_assert_eq(reg_mr(&p.cl, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, &mr), 0,
 		     "a process its user could trace");
 	cr_assert_geq(fdp.mr[fdp_mr_slot(mr.lkey)].mem_fd, 0);
-	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
-	cr_assert_eq(write(cmd[1], "n", 1), 1);
-	cr_assert_eq(read(done[0], &c, 1), 1);
-	cr_assert_eq(reg_mr(&a, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, NULL), EPERM,
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DEREG_MR, mr.handle), 0);
+	peer_do(&p, 'n');
+	cr_assert_eq(reg_mr(&p.cl, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, NULL), EPERM,
 		     "not dumpable: not for its user to reach, so not through us");
-	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0);
-	client_close(&a);
-	close(cmd[1]);
-	cr_assert_eq(waitpid(child, NULL, 0), child);
-	close(done[0]);
-	close(lfd);
-	unlink(path);
-	rmdir(dir);
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DEALLOC_PD, pd), 0);
+	peer_close(&p);
+}
+
+/*
+ * Issue 16: a UD QP's Q_Key with the high bit set (a controlled Q_Key,
+ * IBA 10.2.4) was anyone's; Linux gives it only to CAP_NET_RAW
+ * (uverbs modify_qp). The WR's own Q_Key with that bit means "the QP's",
+ * so refusing it here is enough.
+ */
+Test(ctl_rollback, a_controlled_qkey_needs_cap_net_raw, .timeout = 20)
+{
+	struct ipc_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000u };
+	const uint32_t mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	struct ipc_create_qp_rsp q;
+	struct ctl_stats st;
+	struct client root;
+	struct peer p;
+	uint32_t pd, cq;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: a peer with other IDs");
+		return;
+	}
+	peer_open(&p, 65534, 65534);
+	pd = alloc_pd(&p.cl);
+	cq = create_cq(&p.cl, 8, 0);
+	cr_assert_eq(create_qp(&p.cl, pd, cq, IBV_QPT_UD, &q), 0);
+	cr_assert_eq(modify_qp(&p.cl, q.handle, mask, &a), EPERM, "no CAP_NET_RAW");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.qkey_refused, 1);
+	a.qkey = 0x1234;
+	cr_assert_eq(modify_qp(&p.cl, q.handle, mask, &a), 0, "an ordinary Q_Key");
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DESTROY_QP, q.handle), 0);
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DESTROY_CQ, cq), 0);
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DEALLOC_PD, pd), 0);
+	peer_close(&p);
+	/* root (this process) may */
+	client_open(&root, true);
+	pd = alloc_pd(&root);
+	cq = create_cq(&root, 8, 0);
+	cr_assert_eq(create_qp(&root, pd, cq, IBV_QPT_UD, &q), 0);
+	a.qkey = 0x80010000u;
+	cr_assert_eq(modify_qp(&root, q.handle, mask, &a), 0, "CAP_NET_RAW");
+	cr_assert_eq(destroy(&root, IPC_OP_DESTROY_QP, q.handle), 0);
+	client_close(&root);
 }
