@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_ring.h>
@@ -37,6 +38,7 @@
 #include <rte_telemetry.h>
 
 #include "ctl.h"
+#include "config.h"
 #include "ctl_msg.h"
 #include "daemon.h"
 #include "engine_xport.h"
@@ -185,7 +187,7 @@ struct app_iface {
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
 	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
 	X(cq_signals_dropped) X(events_coalesced) X(destroys_held) X(quarantined) \
-	X(quarantined_bytes) X(qkey_refused)
+	X(quarantined_bytes) X(qkey_refused) X(quota_refused) X(conns_refused)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -246,6 +248,8 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(quarantined, st.quarantined)
 	AI_STAT_STORE(quarantined_bytes, st.quarantined_bytes)
 	AI_STAT_STORE(qkey_refused, st.qkey_refused)
+	AI_STAT_STORE(quota_refused, st.quota_refused)
+	AI_STAT_STORE(conns_refused, st.conns_refused)
 #undef AI_STAT_STORE
 }
 
@@ -1594,6 +1598,52 @@ make_parent_dir(const char *path)
 		fprintf(stderr, "roce-daemon: mkdir %s: %s\n", dir, strerror(errno));
 }
 
+/* [daemon] allowed_users / allowed_groups into lib/ctl's access lists (config.c checked them). */
+static int
+ai_access(const struct config_daemon *cd, struct ctl_access *a, char *err, size_t errlen)
+{
+	uint32_t ids[CONFIG_MAX_ALLOWED];
+	int nu = config_id_list(cd->allowed_users, false, ids, CONFIG_MAX_ALLOWED), ng;
+
+	_Static_assert(CONFIG_MAX_ALLOWED == CTL_MAX_ALLOWED, "one bound for both");
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < nu; i++)
+		a->uids[i] = ids[i];
+	ng = config_id_list(cd->allowed_groups, true, ids, CONFIG_MAX_ALLOWED);
+	for (int i = 0; i < ng; i++)
+		a->gids[i] = ids[i];
+	if (nu < 0 || ng < 0) {
+		snprintf(err, errlen, "[daemon] allowed_users/allowed_groups: unknown name");
+		return -1;
+	}
+	a->n_uids = (uint32_t)nu;
+	a->n_gids = (uint32_t)ng;
+	return 0;
+}
+
+/*
+ * The socket's owner, group and mode from [daemon] (socket_owner,
+ * socket_group, socket_mode), not the umask: who may connect at all.
+ */
+static int
+ai_socket_perms(const struct config_daemon *cd, char *err, size_t errlen)
+{
+	uint32_t uid = (uint32_t)-1, gid = (uint32_t)-1;
+	unsigned long mode = strtoul(cd->socket_mode, NULL, 8);
+
+	if ((cd->socket_owner[0] != '\0' && config_user_id(cd->socket_owner, &uid) != 0) ||
+	    (cd->socket_group[0] != '\0' && config_group_id(cd->socket_group, &gid) != 0)) {
+		snprintf(err, errlen, "[daemon] socket_owner/socket_group: unknown name");
+		return -1;
+	}
+	if (chown(cd->socket_path, (uid_t)uid, (gid_t)gid) != 0 ||
+	    chmod(cd->socket_path, (mode_t)(mode & 07777)) != 0) {
+		snprintf(err, errlen, "[daemon] socket = %s: %s", cd->socket_path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void
 ai_free(struct app_iface *ai)
 {
@@ -1638,6 +1688,20 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};
+	cfg->quota = (struct ctl_quota){
+		.max_pd = cd->client_max_pds,
+		.max_mr = cd->client_max_mrs,
+		.max_cq = cd->client_max_cqs,
+		.max_channels = cd->client_max_cqs,
+		.max_qp = cd->client_max_qps,
+		.max_srq = cd->client_max_srqs,
+		.max_ah = cd->client_max_ahs,
+		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
+	};
+	if (ai_access(cd, &cfg->access, err, errlen) != 0) {
+		free(ai);
+		return NULL;
+	}
 	cfg->dp_ops = &ai_ops;
 	cfg->dp = ai;
 	cfg->resolve = ai_resolve;
@@ -1686,6 +1750,11 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	ai->srv = ctl_server_create(ai->ctl, cd->socket_path);
 	if (ai->srv == NULL) {
 		snprintf(err, errlen, "[daemon] socket = %s: %s", cd->socket_path, strerror(errno));
+		ctl_destroy(ai->ctl);
+		goto fail;
+	}
+	if (ai_socket_perms(cd, err, errlen) != 0) {
+		ctl_server_destroy(ai->srv);
 		ctl_destroy(ai->ctl);
 		goto fail;
 	}

@@ -279,6 +279,8 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 	st->quarantined = ctl->quarantined;
 	st->quarantined_bytes = ctl->quarantined_bytes;
 	st->qkey_refused = ctl->qkey_refused;
+	st->quota_refused = ctl->quota_refused;
+	st->conns_refused = ctl->conns_refused;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
 	st->mr = ctl->tab[CTL_KIND_MR].nused;
 	st->channel = ctl->tab[CTL_KIND_CHANNEL].nused;
@@ -379,8 +381,64 @@ static bool ctl_proc_has_cap(pid_t pid, unsigned int cap)
 	return found && (eff >> cap & 1);
 }
 
+/* Is group @p gid among the groups of process @p pid (/proc/PID/status Groups)? */
+static bool ctl_proc_in_group(pid_t pid, gid_t gid)
+{
+	char path[64], line[4096], *p, *end;
+	bool in = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (!in && fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "Groups:", 7) != 0)
+			continue;
+		for (p = line + 7;; p = end) {
+			unsigned long g = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			in = in || g == gid;
+		}
+		break;
+	}
+	fclose(f);
+	return in;
+}
+
+/* ctl_access: may the peer (@p pid, @p uid, @p gid) connect? */
+static bool ctl_peer_allowed(const struct ctl_access *a, pid_t pid, uid_t uid, gid_t gid)
+{
+	if (a->n_uids == 0 && a->n_gids == 0)
+		return true;
+	if (uid == 0)
+		return true;
+	for (uint32_t i = 0; i < a->n_uids && i < CTL_MAX_ALLOWED; i++)
+		if (a->uids[i] == uid)
+			return true;
+	for (uint32_t i = 0; i < a->n_gids && i < CTL_MAX_ALLOWED; i++)
+		if (a->gids[i] == gid || (pid > 0 && ctl_proc_in_group(pid, a->gids[i])))
+			return true;
+	return false;
+}
+
 struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 {
+	pid_t pid = 0;
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+
+	if (ipc_peer_cred(sock, &pid, &uid, &gid) < 0 ||
+	    !ctl_peer_allowed(&ctl->cfg.access, pid, uid, gid)) {
+		/* no credentials, or not on the lists: refused before any state */
+		if (ctl->cfg.access.n_uids > 0 || ctl->cfg.access.n_gids > 0) {
+			ctl->conns_refused++;
+			errno = EACCES;
+			return NULL;
+		}
+	}
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
 		struct ctl_conn *c = &ctl->conns[i];
 
@@ -396,11 +454,9 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 		c->async_fd = -1;
 		c->pend.conn = c;
 		c->pend.gen = 1;
-		if (ipc_peer_cred(sock, &c->pid, &c->uid, &c->gid) < 0) {
-			c->pid = 0;
-			c->uid = (uid_t)-1;
-			c->gid = (gid_t)-1;
-		}
+		c->pid = pid;
+		c->uid = uid;
+		c->gid = gid;
 		c->pidfd = ctl_peer_pidfd(sock, c->pid);
 		c->cap_net_raw = c->pidfd >= 0 && ctl_proc_has_cap(c->pid, CTL_CAP_NET_RAW);
 		return c;
@@ -838,7 +894,22 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	struct ctl_conn *c = x->conn;
 	struct ipc_msg *rsp = x->rsp;
 
-	rsp->u.rsp_QUERY_DEVICE.attr = ctl_dev(c)->attr;
+	struct ipc_device_attr *a = &rsp->u.rsp_QUERY_DEVICE.attr;
+	const struct ctl_quota *q = &c->ctl->cfg.quota;
+
+	*a = ctl_dev(c)->attr;
+	/* this client's limits: the device's, or its quota where smaller */
+#define CTL_QUOTA_MIN(field, quota) \
+	if ((quota) != 0 && (quota) < a->field) \
+		a->field = (quota);
+	CTL_QUOTA_MIN(max_qp, q->max_qp)
+	CTL_QUOTA_MIN(max_cq, q->max_cq)
+	CTL_QUOTA_MIN(max_mr, q->max_mr)
+	CTL_QUOTA_MIN(max_pd, q->max_pd)
+	CTL_QUOTA_MIN(max_srq, q->max_srq)
+	CTL_QUOTA_MIN(max_ah, q->max_ah)
+	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
+#undef CTL_QUOTA_MIN
 	return 0;
 }
 

@@ -299,8 +299,40 @@ struct ctl_dataplane_ops {
 	void (*qp_destroy)(void *dp, const struct ctl_qp_info *qp);
 };
 
+/**
+ * Per-client quotas: what one connection group (a client and the contexts
+ * imported from it) may hold. 0: no quota beyond the device's limits.
+ * QUERY_DEVICE reports the smaller of the two where verbs has a field.
+ * A refusal is ENOMEM, as the kernel's for exhausted resources.
+ */
+struct ctl_quota {
+	uint32_t max_pd;
+	uint32_t max_mr;
+	uint32_t max_cq;
+	uint32_t max_qp;
+	uint32_t max_srq;
+	uint32_t max_ah;
+	uint32_t max_channels;
+	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+};
+
+#define CTL_MAX_ALLOWED 16u
+
+/**
+ * Who may connect, by SO_PEERCRED: a peer whose user is in @p uids, or
+ * whose primary or supplementary group is in @p gids. Both lists empty:
+ * anyone who can open the socket. Root always.
+ */
+struct ctl_access {
+	uint32_t n_uids, n_gids;
+	uid_t uids[CTL_MAX_ALLOWED];
+	gid_t gids[CTL_MAX_ALLOWED];
+};
+
 /** Everything ctl_create() needs. */
 struct ctl_config {
+	struct ctl_quota quota;
+	struct ctl_access access;
 	uint32_t ndevices;
 	struct ctl_device_cfg dev[CTL_MAX_DEVICES];
 	struct ctl_limits limits;
@@ -431,6 +463,8 @@ struct ctl_stats {
 	uint64_t quarantined;    /**< objects the dataplane could not let go of (kept mapped) */
 	uint64_t quarantined_bytes; /**< their shared memory and MR mappings */
 	uint64_t qkey_refused;   /**< controlled Q_Keys asked for without CAP_NET_RAW (EPERM) */
+	uint64_t quota_refused;  /**< requests refused by a client's quota (ENOMEM) */
+	uint64_t conns_refused;  /**< connections of peers not allowed (ctl_access) */
 };
 
 /** Fill @p st. */

@@ -207,6 +207,8 @@ struct ctl_conn {
 	gid_t gid;
 	int pidfd;        /* a pidfd of pid opened at connect, -1: none (fallback MRs dup it) */
 	uint32_t nobjs;   /* head only: objects of the group */
+	uint32_t nkind[CTL_KIND_COUNT]; /* head only: ... per kind (quotas) */
+	uint64_t mr_bytes; /* head only: bytes registered (quota) */
 	uint32_t npend;   /* head only: dataplane operations of the group in flight */
 	uint64_t events_dropped;
 	struct ctl_pend pend; /* its request; the head's also serves teardown steps */
@@ -254,6 +256,8 @@ struct ctl {
 	uint8_t *mr_key_byte;    /* per MR slot: the random low byte of its last key */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
 	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
+	uint64_t quota_refused;  /* requests over a client's quota */
+	uint64_t conns_refused;  /* peers not allowed to connect */
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */

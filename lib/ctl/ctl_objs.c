@@ -331,12 +331,24 @@ static uint32_t ctl_mr_key(struct ctl *ctl, uint32_t index)
 	return ((index + 1) << 8) | b;
 }
 
+/* Would @p c's group hold more than its quota of registered bytes with @p add more (@p sub less)? */
+static bool ctl_mr_bytes_over(struct ctl_conn *c, uint64_t add, uint64_t sub)
+{
+	uint64_t q = c->ctl->cfg.quota.max_mr_bytes, have = c->group->mr_bytes - sub;
+
+	if (q == 0 || (add <= q && have <= q - add))
+		return false;
+	c->ctl->quota_refused++;
+	return true;
+}
+
 static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
 	struct ipc_reg_mr_rsp *r = &p->rsp.u.rsp_REG_MR;
 
 	if (rc) {
+		mr->o.owner->mr_bytes -= mr->info.length;
 		mr->pd->o.refs--;
 		ctl_mr_unmap(mr);
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
@@ -367,6 +379,8 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 		rc = ctl_mr_check_range(c, q->addr, q->length);
 	if (rc)
 		return rc;
+	if (ctl_mr_bytes_over(c, q->length, 0))
+		return ENOMEM; /* the client's quota of registered bytes */
 	mr = ctl_table_alloc(&ctl->tab[CTL_KIND_MR], c, CTL_KIND_MR, q->user_handle);
 	if (mr == NULL)
 		return ENOMEM;
@@ -384,6 +398,7 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 	mr->info.length = q->length;
 	mr->info.app_addr = q->addr;
 	mr->info.pid = c->pid;
+	c->group->mr_bytes += q->length; /* given back by a refusal or the destroy */
 	pd->o.refs++; /* held while the dataplane decides, so the PD cannot go meanwhile */
 	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
 	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
@@ -436,6 +451,7 @@ static int ctl_rereg_fin_made(struct ctl *ctl, struct ctl_pend *p, int rc)
 	if (!ctl_mr_same_memory(mr, old))
 		ctl_mr_unmap(old);
 	old->pd->o.refs--;
+	mr->o.owner->mr_bytes += mr->info.length - old->info.length; /* unsigned: wraps right */
 	r->handle = p->req.u.req_REREG_MR.handle;
 	r->lkey = mr->info.lkey;
 	r->rkey = mr->info.rkey;
@@ -494,6 +510,8 @@ int ctl_h_REREG_MR(const struct ctl_req *x)
 	}
 	if (q->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		rc = ctl_mr_check_range(c, q->addr, q->length);
+		if (rc == 0 && ctl_mr_bytes_over(c, q->length, mr->info.length))
+			rc = ENOMEM;
 		if (rc == 0)
 			rc = ctl_mr_map(&next, c, nfds > 0 ? fds[0] : -1, q->addr, q->length,
 					q->fd_offset);
@@ -1007,6 +1025,7 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 
 		ctl_mr_unmap(mr);
 		mr->pd->o.refs--;
+		o->owner->mr_bytes -= mr->info.length;
 		break;
 	}
 	case CTL_KIND_CQ: {

@@ -1194,10 +1194,12 @@ static void peer_open(struct peer *p, uid_t uid, gid_t gid)
 	p->cmd = cmd[1];
 	p->done = done[0];
 	p->cl.sp[1] = -1;
+	p->cl.async_fd = -1;
 	p->cl.sp[0] = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
 	cr_assert_geq(p->cl.sp[0], 0);
 	p->cl.c = ctl_conn_open(ctl, p->cl.sp[0]);
-	cr_assert_not_null(p->cl.c);
+	if (p->cl.c == NULL)
+		return; /* refused (ctl_access): the caller checks */
 	req(&m, IPC_OP_OPEN_DEVICE);
 	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
 	cr_assert_eq(call(&p->cl, &m, NULL, 0, &r, rfds), 0);
@@ -1240,6 +1242,7 @@ Test(ctl_rollback, a_fallback_registration_needs_a_process_its_user_could_trace,
 		return;
 	}
 	peer_open(&p, 65534, 65534);
+	cr_assert_not_null(p.cl.c);
 	pd = alloc_pd(&p.cl);
 	cr_assert_eq(reg_mr(&p.cl, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, &mr), 0,
 		     "a process its user could trace");
@@ -1273,6 +1276,7 @@ Test(ctl_rollback, a_controlled_qkey_needs_cap_net_raw, .timeout = 20)
 		return;
 	}
 	peer_open(&p, 65534, 65534);
+	cr_assert_not_null(p.cl.c);
 	pd = alloc_pd(&p.cl);
 	cq = create_cq(&p.cl, 8, 0);
 	cr_assert_eq(create_qp(&p.cl, pd, cq, IBV_QPT_UD, &q), 0);
@@ -1294,4 +1298,101 @@ Test(ctl_rollback, a_controlled_qkey_needs_cap_net_raw, .timeout = 20)
 	cr_assert_eq(modify_qp(&root, q.handle, mask, &a), 0, "CAP_NET_RAW");
 	cr_assert_eq(destroy(&root, IPC_OP_DESTROY_QP, q.handle), 0);
 	client_close(&root);
+}
+
+/*
+ * Issue 16, authorization and quotas: two unprivileged users share the
+ * control plane. Only the users on the allowed list get in; each has its
+ * own quota, reported by QUERY_DEVICE as its limits; neither can name the
+ * other's objects. (Neither can send as another host: the UD address
+ * vector is the daemon's, test/engine ud tests; neither stalls the other's
+ * verbs: test/daemon app_iface a_stopped_lcore_holds_only_the_clients_it_serves.)
+ */
+Test(ctl_rollback, two_users_neither_reaches_the_other_nor_beyond_its_quota, .timeout = 30)
+{
+	struct ctl_config cfg = base_cfg();
+	struct ctl *saved = ctl;
+	struct memfd mem = memfd_new(3 * 4096, "q");
+	struct ipc_create_qp_rsp qa[2], qb[2];
+	struct ipc_reg_mr_rsp mra;
+	struct ipc_msg m, r;
+	struct ctl_stats st;
+	struct peer a, b, c;
+	uint32_t pda, pdb, cqa, cqb;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: peers with other IDs");
+		return;
+	}
+	cfg.limits.n_lcores = 2;
+	cfg.dp_ops = &fdp_ops;
+	cfg.dp = &fdp;
+	cfg.quota = (struct ctl_quota){ .max_qp = 2, .max_cq = 1, .max_mr = 2,
+					.max_mr_bytes = 2 * 4096 };
+	cfg.access.n_uids = 2;
+	cfg.access.uids[0] = 65534;
+	cfg.access.uids[1] = 65533;
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+
+	peer_open(&c, 65532, 65532);
+	cr_assert_null(c.cl.c, "a user not on the list is refused");
+	peer_open(&a, 65534, 65534);
+	peer_open(&b, 65533, 65533);
+	cr_assert_not_null(a.cl.c);
+	cr_assert_not_null(b.cl.c);
+
+	/* the quota is each client's limit, and what QUERY_DEVICE says */
+	req(&m, IPC_OP_QUERY_DEVICE);
+	cr_assert_eq(call(&a.cl, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_qp, 2);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_cq, 1);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_mr, 2);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_mr_size, 2 * 4096);
+	pda = alloc_pd(&a.cl);
+	pdb = alloc_pd(&b.cl);
+	cqa = create_cq(&a.cl, 8, 0);
+	cqb = create_cq(&b.cl, 8, 0);
+	req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = 8;
+	cr_assert_eq(call(&a.cl, &m, NULL, 0, &r, NULL), ENOMEM, "a's one CQ");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(create_qp(&a.cl, pda, cqa, IBV_QPT_RC, &qa[i]), 0);
+		cr_assert_eq(create_qp(&b.cl, pdb, cqb, IBV_QPT_RC, &qb[i]), 0, "b's own quota");
+	}
+	cr_assert_eq(create_qp(&a.cl, pda, cqa, IBV_QPT_RC, NULL), ENOMEM, "a's third QP");
+	cr_assert_eq(reg_mr(&a.cl, pda, &mem, 2 * 4096, IBV_ACCESS_LOCAL_WRITE, &mra), 0);
+	cr_assert_eq(reg_mr(&a.cl, pda, &mem, 1, IBV_ACCESS_LOCAL_WRITE, NULL), ENOMEM,
+		     "a's registered bytes");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.quota_refused, 3);
+	cr_assert_eq(st.conns_refused, 1);
+
+	/* b names a's objects: as if they did not exist */
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DESTROY_QP, qa[0].handle), EINVAL);
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DEREG_MR, mra.handle), EINVAL);
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DESTROY_CQ, cqa), EINVAL);
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DEALLOC_PD, pda), EINVAL);
+	req(&m, IPC_OP_IMPORT_PD);
+	m.u.req_IMPORT_PD.handle = pda;
+	cr_assert_eq(call(&b.cl, &m, NULL, 0, &r, NULL), EINVAL, "no importing a's PD");
+	cr_assert_eq(create_qp(&b.cl, pda, cqb, IBV_QPT_RC, NULL), EINVAL, "nor using it");
+	cr_assert_eq(import_mr(&b.cl, mra.handle, pdb, NULL), EINVAL);
+
+	/* freed quota is quota again */
+	cr_assert_eq(destroy(&a.cl, IPC_OP_DESTROY_QP, qa[1].handle), 0);
+	cr_assert_eq(create_qp(&a.cl, pda, cqa, IBV_QPT_RC, &qa[1]), 0);
+	cr_assert_eq(destroy(&a.cl, IPC_OP_DEREG_MR, mra.handle), 0);
+	cr_assert_eq(reg_mr(&a.cl, pda, &mem, 4096, IBV_ACCESS_LOCAL_WRITE, &mra), 0);
+	cr_assert_eq(destroy(&a.cl, IPC_OP_DEREG_MR, mra.handle), 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(destroy(&a.cl, IPC_OP_DESTROY_QP, qa[i].handle), 0);
+		cr_assert_eq(destroy(&b.cl, IPC_OP_DESTROY_QP, qb[i].handle), 0);
+	}
+	peer_close(&a);
+	peer_close(&b);
+	peer_close(&c);
+	ctl_destroy(ctl);
+	ctl = saved;
+	memfd_free(&mem);
 }
