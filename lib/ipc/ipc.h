@@ -50,7 +50,8 @@ extern "C" {
 #endif
 
 #define IPC_MAGIC 0x52434531u       /**< "RCE1" */
-#define IPC_VERSION 1u
+/* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none */
+#define IPC_VERSION 2u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
