@@ -29,13 +29,14 @@ SHIM_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context 
 {
 	struct shim_channel *ch = calloc(1, sizeof(*ch));
 	struct ipc_msg req, rsp;
-	int efd = -1, rc;
+	int rfds[IPC_MAX_FDS] = { -1, -1 }, efd, rc;
 
 	if (ch == NULL)
 		return shim_null(ENOMEM);
 	shim_req(&req, IPC_OP_CREATE_CHANNEL);
 	req.u.req_CREATE_CHANNEL.user_handle = (uintptr_t)ch;
-	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, &efd);
+	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, rfds);
+	efd = rfds[0];
 	if (rc == 0 && efd < 0)
 		rc = EPROTO;
 	if (rc) {

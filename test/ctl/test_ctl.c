@@ -159,7 +159,7 @@ Test(ctl, closing_a_connection_tears_down_everything)
 	struct client a, b;
 	struct ipc_create_qp_rsp qa;
 	struct ipc_msg m, r;
-	int fds_before = count_fds(), efd, mfd;
+	int fds_before = count_fds(), rfds[IPC_MAX_FDS], mfd;
 	uint32_t pd, cq, ch, srq, bpd;
 	char *buf;
 
@@ -168,8 +168,8 @@ Test(ctl, closing_a_connection_tears_down_everything)
 	client_open(&a, true);
 	pd = alloc_pd(&a);
 	req(&m, IPC_OP_CREATE_CHANNEL);
-	cr_assert_eq(call(&a, &m, NULL, 0, &r, &efd), 0);
-	close(efd); /* the daemon's end stays valid without a reader */
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, rfds), 0);
+	close(rfds[0]); /* the daemon's end stays valid without a reader */
 	ch = r.u.rsp_CREATE_CHANNEL.handle;
 	cq = create_cq(&a, 32, ch);
 	req(&m, IPC_OP_CREATE_SRQ);

@@ -1502,7 +1502,7 @@ Test(app_iface, a_stopped_lcore_holds_only_the_clients_it_serves)
  * holding an MR or a QP whose memory lib/ctl had already unmapped. Releases
  * now have room of their own: the lcore lets go of everything, later.
  */
-Test(app_iface, a_release_finds_room_behind_a_full_backlog, .timeout = 90)
+Test(app_iface, a_release_finds_room_behind_a_full_backlog)
 {
 	struct cli a, b;
 	struct ipc_msg m, r;
