@@ -1697,6 +1697,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_srq = cd->client_max_srqs,
 		.max_ah = cd->client_max_ahs,
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
+		.max_conns_per_user = cd->user_max_conns,
 	};
 	if (ai_access(cd, &cfg->access, err, errlen) != 0) {
 		free(ai);

@@ -84,6 +84,7 @@ struct config_daemon {
 	uint32_t client_max_srqs;
 	uint32_t client_max_ahs;
 	uint32_t client_max_mr_mb;        /**< registered MiB per client */
+	uint32_t user_max_conns;          /**< open connections per user (root exempt); 0: no quota */
 	char lcores[128];                 /**< EAL --lcores value, unless given on the command line */
 	char eal_args[512];               /**< extra EAL arguments, whitespace separated */
 	uint32_t idle;                    /**< enum config_idle */

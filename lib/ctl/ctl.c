@@ -424,14 +424,31 @@ static bool ctl_peer_allowed(const struct ctl_access *a, pid_t pid, uid_t uid, g
 	return false;
 }
 
+/* User @p uid holds its quota of open connections already (root: never). */
+static bool ctl_user_conns_full(const struct ctl *ctl, uid_t uid)
+{
+	uint32_t q = ctl->cfg.quota.max_conns_per_user, n = 0;
+
+	if (q == 0 || uid == 0)
+		return false;
+	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++)
+		n += ctl->conns[i].used && ctl->conns[i].open && ctl->conns[i].uid == uid;
+	return n >= q;
+}
+
 struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 {
 	pid_t pid = 0;
 	uid_t uid = (uid_t)-1;
 	gid_t gid = (gid_t)-1;
+	bool cred = ipc_peer_cred(sock, &pid, &uid, &gid) == 0;
 
-	if (ipc_peer_cred(sock, &pid, &uid, &gid) < 0 ||
-	    !ctl_peer_allowed(&ctl->cfg.access, pid, uid, gid)) {
+	if (cred && ctl_user_conns_full(ctl, uid)) {
+		ctl->quota_refused++;
+		errno = EMFILE;
+		return NULL;
+	}
+	if (!cred || !ctl_peer_allowed(&ctl->cfg.access, pid, uid, gid)) {
 		/* no credentials, or not on the lists: refused before any state */
 		if (ctl->cfg.access.n_uids > 0 || ctl->cfg.access.n_gids > 0) {
 			ctl->conns_refused++;

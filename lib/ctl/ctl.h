@@ -314,6 +314,12 @@ struct ctl_quota {
 	uint32_t max_ah;
 	uint32_t max_channels;
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	/**
+	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
+	 * connection has at most one request pending (the next is read after
+	 * the answer), so this also bounds a user's pending requests.
+	 */
+	uint32_t max_conns_per_user;
 };
 
 #define CTL_MAX_ALLOWED 16u

@@ -1317,7 +1317,7 @@ Test(ctl_rollback, two_users_neither_reaches_the_other_nor_beyond_its_quota, .ti
 	struct ipc_reg_mr_rsp mra;
 	struct ipc_msg m, r;
 	struct ctl_stats st;
-	struct peer a, b, c;
+	struct peer a, a2, b, c;
 	uint32_t pda, pdb, cqa, cqb;
 
 	if (geteuid() != 0) {
@@ -1328,7 +1328,7 @@ Test(ctl_rollback, two_users_neither_reaches_the_other_nor_beyond_its_quota, .ti
 	cfg.dp_ops = &fdp_ops;
 	cfg.dp = &fdp;
 	cfg.quota = (struct ctl_quota){ .max_qp = 2, .max_cq = 1, .max_mr = 2,
-					.max_mr_bytes = 2 * 4096 };
+					.max_mr_bytes = 2 * 4096, .max_conns_per_user = 1 };
 	cfg.access.n_uids = 2;
 	cfg.access.uids[0] = 65534;
 	cfg.access.uids[1] = 65533;
@@ -1341,6 +1341,9 @@ Test(ctl_rollback, two_users_neither_reaches_the_other_nor_beyond_its_quota, .ti
 	peer_open(&b, 65533, 65533);
 	cr_assert_not_null(a.cl.c);
 	cr_assert_not_null(b.cl.c);
+	peer_open(&a2, 65534, 65534);
+	cr_assert_null(a2.cl.c, "a's second connection: over its user's quota");
+	peer_close(&a2);
 
 	/* the quota is each client's limit, and what QUERY_DEVICE says */
 	req(&m, IPC_OP_QUERY_DEVICE);
@@ -1365,7 +1368,7 @@ Test(ctl_rollback, two_users_neither_reaches_the_other_nor_beyond_its_quota, .ti
 	cr_assert_eq(reg_mr(&a.cl, pda, &mem, 1, IBV_ACCESS_LOCAL_WRITE, NULL), ENOMEM,
 		     "a's registered bytes");
 	ctl_get_stats(ctl, &st);
-	cr_assert_eq(st.quota_refused, 3);
+	cr_assert_eq(st.quota_refused, 4);
 	cr_assert_eq(st.conns_refused, 1);
 
 	/* b names a's objects: as if they did not exist */
