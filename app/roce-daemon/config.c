@@ -13,7 +13,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,32 @@ static const char *const cc_names[] = { "none", "dcqcn", NULL };
 static const struct config_key daemon_keys[] = {
 	STR("socket", D_FIELD(socket_path), "/run/roce-dpdk/roce.sock",
 	    "UNIX socket the verbs shim connects to"),
+	STR("socket_owner", D_FIELD(socket_owner), "",
+	    "user owning the socket (name or number); empty: the daemon's"),
+	STR("socket_group", D_FIELD(socket_group), "",
+	    "group owning the socket (name or number); empty: the daemon's"),
+	STR("socket_mode", D_FIELD(socket_mode), "0660",
+	    "socket permissions (octal); connecting needs write permission"),
+	STR("allowed_users", D_FIELD(allowed_users), "",
+	    "users allowed to connect, comma separated (SO_PEERCRED); empty: any who may open the socket"),
+	STR("allowed_groups", D_FIELD(allowed_groups), "",
+	    "groups allowed to connect (primary or supplementary), comma separated; empty: any"),
+	U32("client_max_pds", D_FIELD(client_max_pds), 0, 1u << 20, "256",
+	    "PDs one client may hold (0: up to max_pds)"),
+	U32("client_max_mrs", D_FIELD(client_max_mrs), 0, 1u << 22, "2048",
+	    "MRs one client may hold (0: up to max_mrs)"),
+	U32("client_max_cqs", D_FIELD(client_max_cqs), 0, 1u << 20, "512",
+	    "CQs (and completion channels) one client may hold (0: up to max_cqs)"),
+	U32("client_max_qps", D_FIELD(client_max_qps), 0, 1u << 20, "512",
+	    "QPs one client may hold (0: up to max_qps)"),
+	U32("client_max_srqs", D_FIELD(client_max_srqs), 0, 1u << 20, "128",
+	    "SRQs one client may hold (0: up to max_srqs)"),
+	U32("client_max_ahs", D_FIELD(client_max_ahs), 0, 1u << 20, "2048",
+	    "address handles one client may hold (0: up to the device's)"),
+	U32("client_max_mr_mb", D_FIELD(client_max_mr_mb), 0, 1u << 22, "65536",
+	    "MiB one client may register in all (0: no quota)"),
+	U32("user_max_conns", D_FIELD(user_max_conns), 0, 1024, "16",
+	    "connections (= pending requests) one user may have open; root exempt (0: no quota)"),
 	STR("lcores", D_FIELD(lcores), "",
 	    "EAL --lcores (first = control thread, rest = workers); empty: EAL default"),
 	STR("eal_args", D_FIELD(eal_args), "",
@@ -765,6 +793,89 @@ port_is_af_xdp(const struct config_port *p)
 	return strncmp(p->devargs, "net_af_xdp", 10) == 0;
 }
 
+int
+config_user_id(const char *s, uint32_t *out)
+{
+	struct passwd *pw;
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s != '\0' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
+		*out = (uint32_t)v;
+		return 0;
+	}
+	pw = getpwnam(s);
+	if (pw == NULL)
+		return -1;
+	*out = pw->pw_uid;
+	return 0;
+}
+
+int
+config_group_id(const char *s, uint32_t *out)
+{
+	struct group *gr;
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s != '\0' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
+		*out = (uint32_t)v;
+		return 0;
+	}
+	gr = getgrnam(s);
+	if (gr == NULL)
+		return -1;
+	*out = gr->gr_gid;
+	return 0;
+}
+
+int
+config_id_list(const char *list, bool groups, uint32_t *out, uint32_t max)
+{
+	char buf[512], *save = NULL, *tok;
+	uint32_t n = 0;
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ", \t", &save); tok != NULL; tok = strtok_r(NULL, ", \t", &save)) {
+		if (n == max ||
+		    (groups ? config_group_id(tok, &out[n]) : config_user_id(tok, &out[n])) != 0)
+			return -1;
+		n++;
+	}
+	return (int)n;
+}
+
+/* socket_owner/group/mode and the allowed lists name what exists. */
+static void
+check_access(struct parse_ctx *ctx, const struct config_daemon *d)
+{
+	uint32_t id, ids[CONFIG_MAX_ALLOWED];
+	char *end;
+	unsigned long mode = strtoul(d->socket_mode, &end, 8);
+
+	if (d->socket_mode[0] == '\0' || *end != '\0' || mode > 07777)
+		report(ctx, ctx->daemon_line, "[daemon] socket_mode = %s: octal permissions, e.g. 0660",
+		       d->socket_mode);
+	if (d->socket_owner[0] != '\0' && config_user_id(d->socket_owner, &id) != 0)
+		report(ctx, ctx->daemon_line, "[daemon] socket_owner = %s: no such user",
+		       d->socket_owner);
+	if (d->socket_group[0] != '\0' && config_group_id(d->socket_group, &id) != 0)
+		report(ctx, ctx->daemon_line, "[daemon] socket_group = %s: no such group",
+		       d->socket_group);
+	if (config_id_list(d->allowed_users, false, ids, CONFIG_MAX_ALLOWED) < 0)
+		report(ctx, ctx->daemon_line, "[daemon] allowed_users = %s: an unknown user, or "
+		       "more than %u", d->allowed_users, CONFIG_MAX_ALLOWED);
+	if (config_id_list(d->allowed_groups, true, ids, CONFIG_MAX_ALLOWED) < 0)
+		report(ctx, ctx->daemon_line, "[daemon] allowed_groups = %s: an unknown group, or "
+		       "more than %u", d->allowed_groups, CONFIG_MAX_ALLOWED);
+}
+
 /* Checks that need the whole file. */
 static void
 cross_check(struct parse_ctx *ctx)
@@ -778,6 +889,7 @@ cross_check(struct parse_ctx *ctx)
 	if (d->socket_path[0] != '/')
 		report(ctx, ctx->daemon_line, "[daemon] socket = %s: must be an absolute path",
 		       d->socket_path);
+	check_access(ctx, d);
 	if (cfg->n_ports == 0 && ctx->n_err == 0)
 		report(ctx, 0, "no [port NAME] section: at least one port is needed");
 	for (unsigned int i = 0; i < cfg->n_ports; i++) {

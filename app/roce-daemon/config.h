@@ -22,6 +22,7 @@
 #define CONFIG_NAME_LEN 32      /**< port name, with NUL */
 #define CONFIG_DEVARGS_LEN 256
 #define CONFIG_PATH_LEN 108     /**< sizeof(sockaddr_un.sun_path) */
+#define CONFIG_MAX_ALLOWED 16   /**< entries of allowed_users, allowed_groups (= CTL_MAX_ALLOWED) */
 #define CONFIG_ERR_LEN 4096     /**< room for all error lines */
 
 /** What a worker does when a poll found no work (see doc/architecture.md). */
@@ -90,6 +91,19 @@ struct config_port {
 /** The [daemon] section. */
 struct config_daemon {
 	char socket_path[CONFIG_PATH_LEN];
+	char socket_owner[64];            /**< user owning the socket; empty: the daemon's */
+	char socket_group[64];            /**< group owning the socket; empty: the daemon's */
+	char socket_mode[8];              /**< octal permissions of the socket */
+	char allowed_users[512];          /**< users allowed to connect (SO_PEERCRED); empty: any */
+	char allowed_groups[512];         /**< groups allowed to connect; empty: any */
+	uint32_t client_max_pds;          /**< per-client quotas; 0: none beyond the device's */
+	uint32_t client_max_mrs;
+	uint32_t client_max_cqs;
+	uint32_t client_max_qps;
+	uint32_t client_max_srqs;
+	uint32_t client_max_ahs;
+	uint32_t client_max_mr_mb;        /**< registered MiB per client */
+	uint32_t user_max_conns;          /**< open connections per user (root exempt); 0: no quota */
 	char lcores[128];                 /**< EAL --lcores value, unless given on the command line */
 	char eal_args[512];               /**< extra EAL arguments, whitespace separated */
 	uint32_t idle;                    /**< enum config_idle */
@@ -120,6 +134,19 @@ struct config_daemon {
 	uint32_t neigh_retries;           /**< probes before an entry fails */
 	bool telemetry;
 };
+
+/**
+ * A user given by name or number (socket_owner, allowed_users).
+ * @return 0, or -1 (no such user)
+ */
+int config_user_id(const char *s, uint32_t *out);
+/** A group given by name or number. @return 0 or -1 */
+int config_group_id(const char *s, uint32_t *out);
+/**
+ * A comma separated list of users (@p groups false) or groups into @p out.
+ * @return how many (0 for an empty list), or -1 (an unknown name, more than @p max)
+ */
+int config_id_list(const char *list, bool groups, uint32_t *out, uint32_t max);
 
 /** A whole configuration. */
 struct config {

@@ -773,6 +773,16 @@ gid_eq(const uint8_t *a, const uint8_t *b)
 	return ((a0 ^ b0) | (a1 ^ b1)) == 0;
 }
 
+/*
+ * IBA 10.9.3 (P_Key matching): the low 15 bits equal and not 0, and at least
+ * one of the two a full member (bit 15): two limited members may not talk.
+ */
+static bool
+pkey_match(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) != 0 && ((a ^ b) & 0x7fff) == 0 && ((a | b) & 0x8000) != 0;
+}
+
 /* Checks common to both directions; @return the counter to drop with, or
  * XPORT_CNT_COUNT to accept. */
 static enum xport_counter
@@ -782,7 +792,7 @@ rx_filter(const struct xport_qp *qp, const struct roce_pkt *pkt)
 		return XPORT_CNT_DROP_DEST_QP;
 	if (roce_opcode_transport(pkt->opcode) != transport_of(qp))
 		return XPORT_CNT_DROP_TRANSPORT;
-	if (((pkt->pkey ^ qp->cfg.pkey) & 0x7fff) != 0)
+	if (!pkey_match(pkt->pkey, qp->cfg.pkey))
 		return XPORT_CNT_DROP_PKEY;
 	if (qp->cfg.type != XPORT_UD && !gid_eq(pkt->l3.sgid, qp->cfg.av.dgid))
 		return XPORT_CNT_DROP_SOURCE;

@@ -65,6 +65,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ah_table.h"
 #include "dcqcn.h"
 #include "mr.h"
 #include "queue.h"
@@ -241,6 +242,10 @@ struct xport_cfg {
 	/** Congestion control and QoS of the QP's port; NULL: none (no ECN
 	 *  marking, no CNPs sent, CNPs ignored, the AV's traffic class as is). */
 	const struct xport_cc *cc;
+	/** UD: the daemon's address handles; a send WQE's AV comes from here
+	 *  (by av.ah_handle, checked against pd), never from the ring. NULL: a
+	 *  UD send fails (XPORT_ERR_LOC_AH). */
+	const struct ah_table *ahs;
 };
 
 /*
@@ -298,7 +303,10 @@ struct xport_cfg {
 	X(CNP_MALFORMED, "CNPs dropped as malformed (BECN clear)") \
 	X(CNP_IGNORED, "CNPs ignored: cc = none, QP not sending (state), or from another peer/P_Key") \
 	X(CC_RATE_CUTS, "DCQCN rate cuts") \
-	X(CC_RATE_KBPS, "DCQCN current rate in kb/s (a gauge: 0 = not limited, line rate)")
+	X(CC_RATE_KBPS, "DCQCN current rate in kb/s (a gauge: 0 = not limited, line rate)") \
+	X(INV_REFUSED, "SEND with Invalidate of a key that may not be invalidated remotely") \
+	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned") \
+	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
 
 /** Counter indices. */
 enum xport_counter {
@@ -322,7 +330,8 @@ enum xport_counter {
 	X(RESP_OP, "responder could not place data (local protection)") \
 	X(CQ_OVERFLOW, "completion queue overflow") \
 	X(FLUSHED, "flushed in the error state") \
-	X(MODIFY, "moved to error by modify_qp")
+	X(MODIFY, "moved to error by modify_qp") \
+	X(LOC_AH, "UD address handle unknown, destroyed or of another PD")
 
 enum xport_err {
 #define XPORT_ERR_ENUM(sym, desc) XPORT_ERR_##sym,

@@ -141,10 +141,8 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 	struct xport_swqe *w = swqe_at(qp, idx);
 	uint8_t type = qp->cfg.type;
 
-	/* the fields up to the address vector; the AV only for UD */
+	/* the fields up to the address vector; a UD AV from the daemon's table */
 	memcpy(&w->wqe, src, offsetof(struct sq_wqe, av));
-	if (type == XPORT_UD)
-		w->wqe.av = src->av;
 	w->status = WC_SUCCESS;
 	w->err = XPORT_ERR_NONE;
 	w->started = false;
@@ -152,6 +150,20 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 	w->length = 0;
 	w->npkts = 1;
 
+	if (type == XPORT_UD &&
+	    !ah_table_get(qp->cfg.ahs, __atomic_load_n(&src->av.ah_handle, __ATOMIC_RELAXED),
+			  qp->cfg.pd, &w->wqe.av)) {
+		/*
+		 * Only the handle is the application's: source MAC/GID, VLAN,
+		 * destination and UDP port are what the daemon resolved for it
+		 * (an AH of another PD, or none, would let it send as anyone).
+		 */
+		cnt_inc(qp, XPORT_CNT_UD_AH_INVALID);
+		w->kind = SWQE_SEND;
+		w->status = WC_LOC_QP_OP_ERR;
+		w->err = XPORT_ERR_LOC_AH;
+		return;
+	}
 	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
 	bool ok_op = wr_opcode_valid(w->wqe.opcode, type);
 

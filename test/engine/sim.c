@@ -480,6 +480,11 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->pkey = 0xffff;
 		c->qkey = 0x11111111;
 		host_av(&c->av, i, p->ipv6);
+		c->av.ah_handle = SIM_AH;
+		h->ahs = ah_table_create(8);
+		if (h->ahs == NULL || ah_table_set(h->ahs, SIM_AH, SIM_PD, &c->av) != 0)
+			return -1;
+		c->ahs = h->ahs;
 		c->path_mtu = p->mtu;
 		c->sq_psn = p->psn[i];
 		c->rq_psn = p->psn[1 - i];
@@ -537,6 +542,7 @@ sim_fini(struct sim *s)
 		struct sim_host *h = &s->h[i];
 		xport_qp_destroy(h->qp);
 		mr_table_destroy(h->mrs);
+		ah_table_destroy(h->ahs);
 		free(h->arena);
 		free(h->sq);
 		free(h->rq);

@@ -24,6 +24,8 @@
 #include "xport.h"
 
 #define SIM_PD 1
+/* Each host's address handle towards the other (its cfg.av), in its ahs table. */
+#define SIM_AH 1
 
 struct sim_faults {
 	uint32_t loss_ppm;
@@ -71,6 +73,7 @@ struct sim_bottleneck {
 
 struct sim_host {
 	struct mr_table *mrs;
+	struct ah_table *ahs;     /* SIM_AH: cfg.av, PD SIM_PD */
 	uint8_t *arena;
 	uint64_t arena_len;
 	uint32_t arena_key;       /* all access rights, PD SIM_PD */
