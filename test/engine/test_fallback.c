@@ -120,12 +120,23 @@ Test(mr_indirect, a_dead_owner_fails_every_copy)
 {
 	struct mr_table *t = mr_table_create(16);
 	uint8_t buf[64] = { 1 }, out[64];
+	int hold[2];
+
+	cr_assert_eq(pipe(hold), 0);
 	pid_t child = fork();
 
 	cr_assert_geq(child, 0);
-	if (child == 0)
+	if (child == 0) {
+		char c;
+
+		/* alive until the parent has opened its mem (a zombie's cannot be opened) */
+		close(hold[1]);
+		(void)!read(hold[0], &c, 1);
 		_exit(0);
+	}
+	close(hold[0]);
 	int pidfd = memfd_of(child);
+	close(hold[1]);
 	cr_assert_eq(waitpid(child, NULL, 0), child); /* reaped: its PID is free for reuse */
 	/* pretend the PID was reused by us: the fd still names the dead image */
 	cr_assert_eq(mr_reg_key_indirect(t, 0x201, 1, (uintptr_t)buf, 0, sizeof(buf), ALL_ACCESS,
