@@ -84,7 +84,7 @@ static const struct config_key daemon_keys[] = {
 	    "address handles one client may hold (0: up to the device's)"),
 	U32("client_max_mr_mb", D_FIELD(client_max_mr_mb), 0, 1u << 22, "65536",
 	    "MiB one client may register in all (0: no quota)"),
-	U32("user_max_conns", D_FIELD(user_max_conns), 0, 1024, "16",
+	U32("user_max_conns", D_FIELD(user_max_conns), 0, 1024, "64",
 	    "connections (= pending requests) one user may have open; root exempt (0: no quota)"),
 	STR("lcores", D_FIELD(lcores), "",
 	    "EAL --lcores (first = control thread, rest = workers); empty: EAL default"),
