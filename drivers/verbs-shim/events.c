@@ -64,13 +64,13 @@ SHIM_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	rc = channel->refcnt ? EBUSY : 0;
 	pthread_mutex_unlock(&ch->lock);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	shim_req(&req, IPC_OP_DESTROY_CHANNEL);
 	req.u.req_DESTROY_CHANNEL.handle = ch->handle;
 	rc = shim_destroy_rc(channel->context,
 			     shim_rpc(shim_ctx(channel->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	close(channel->fd);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);

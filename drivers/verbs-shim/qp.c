@@ -198,7 +198,7 @@ SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	ipc_qp_attr_from_ibv(attr, &req.u.req_MODIFY_QP.attr);
 	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	pthread_spin_lock(&qp->sq_lock);
 	pthread_spin_lock(&qp->rq_lock);
 	ibqp->state = (enum ibv_qp_state)rsp.u.rsp_MODIFY_QP.state;
@@ -222,7 +222,7 @@ SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	req.u.req_QUERY_QP.mask = (uint32_t)attr_mask;
 	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	ipc_qp_attr_to_ibv(&rsp.u.rsp_QUERY_QP.attr, attr);
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
@@ -249,7 +249,7 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	req.u.req_DESTROY_QP.handle = qp->handle;
 	rc = shim_destroy_rc(ibqp->context, shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	events = shim_live_del(ibqp->context, ibqp, &qp->async_events);
 	if (!shim_ctx(ibqp->context)->dead)
 		shim_wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, events);
@@ -273,14 +273,14 @@ SHIM_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp;
 	(void)ece;
-	return EOPNOTSUPP;
+	return shim_ret(EOPNOTSUPP);
 }
 
 SHIM_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp;
 	(void)ece;
-	return EOPNOTSUPP;
+	return shim_ret(EOPNOTSUPP);
 }
 
 /* ---- posting (application side, no system call) ---- */
@@ -393,7 +393,7 @@ out:
 	pthread_spin_unlock(&qp->sq_lock);
 	if (rc)
 		*bad = wr;
-	return rc;
+	return shim_ret(rc);
 }
 
 /* Fill one receive WQE (num_sge checked). */
@@ -444,5 +444,5 @@ int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		rc = shim_post_recv_ring(qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr, bad);
 	}
 	pthread_spin_unlock(&qp->rq_lock);
-	return rc;
+	return shim_ret(rc);
 }

@@ -1338,3 +1338,162 @@ Test(shim_verbs_nodaemon, empty_list_without_daemon)
 	cr_assert_eq(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125);
 	cr_assert_eq(mult_to_ibv_rate(4), IBV_RATE_10_GBPS);
 }
+
+/* ---- the errno rule (doc/verbs-shim.md "errno"): every failing verb sets errno ---- */
+
+/* Exported by the shim as by rdma-core (IBVERBS_PRIVATE_34), not in the installed headers. */
+int ibv_cmd_destroy_ah(struct ibv_ah *ah);
+
+#define ERRNO_POISON 0x7ead /* no errno has this value: a verb that leaves errno alone shows it */
+
+/* @p call (an int expression) must return @p ret and leave errno at @p err. */
+#define EXPECT_FAIL(call, ret, err)                                                              \
+	do {                                                                                     \
+		errno = ERRNO_POISON;                                                            \
+		int r_ = (call);                                                                 \
+		int e_ = errno;                                                                  \
+		cr_expect_eq(r_, (ret), "%s: returned %d, expected %d", #call, r_, (int)(ret));  \
+		cr_expect_eq(e_, (err), "%s: errno %d (%s), expected %d (%s)", #call, e_,        \
+			     e_ == ERRNO_POISON ? "untouched" : strerror(e_), (int)(err),        \
+			     strerror(err));                                                     \
+		checked++;                                                                       \
+	} while (0)
+
+/* @p call (a pointer expression) must return NULL and leave errno at @p err. */
+#define EXPECT_NULL(call, err) EXPECT_FAIL((call) == NULL ? 0 : -12345, 0, err)
+
+/* A successful verb leaves errno as it was. */
+#define EXPECT_OK_KEEPS_ERRNO(call)                                                              \
+	do {                                                                                     \
+		errno = ERRNO_POISON;                                                            \
+		cr_expect_eq((call), 0, "%s", #call);                                            \
+		cr_expect_eq(errno, ERRNO_POISON, "%s succeeded but changed errno", #call);      \
+	} while (0)
+
+Test(shim_verbs, every_failing_verb_sets_errno)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *ccq = ibv_create_cq(ctx, 8, NULL, ch, 0);
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &si);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp_init_attr_ex qx = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+					  .cap = { 4, 4, 1, 1, 0 },
+					  .comp_mask = IBV_QP_INIT_ATTR_PD |
+						       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					  .pd = pd, .send_ops_flags = IBV_QP_EX_WITH_SEND };
+	struct ibv_qp *qpx = ibv_create_qp_ex(ctx, &qx);
+	static uint8_t buf[4096];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_cq_init_attr_ex cx = { .cqe = 4, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &cx);
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp_init_attr qi;
+	struct ibv_port_attr pa;
+	struct ibv_device_attr_ex dx;
+	struct ibv_gid_entry ge;
+	struct ibv_srq_attr sa = { .max_wr = 4, .srq_limit = 1000 };
+	struct ibv_sge sge = { (uintptr_t)buf, 8, 0 };
+	struct ibv_send_wr swr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1 }, *bs;
+	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *br;
+	struct ibv_poll_cq_attr pca = { .comp_mask = 1 };
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .sgid_index = 5 } };
+	struct ibv_ece ece = { 0 };
+	union ibv_gid gid;
+	__be16 pkey;
+	uint8_t mac6[6];
+	uint16_t vid;
+	unsigned int checked = 0;
+
+	cr_assert(cq && ch && ccq && srq && qpx && mr && cqx, "%s", strerror(errno));
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	aa.grh.dgid.raw[12] = 198;
+	aa.grh.dgid.raw[13] = 18;
+	aa.grh.dgid.raw[15] = 2;
+
+	/* Queries. */
+	EXPECT_FAIL(ibv_query_port(ctx, 2, &pa), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_query_gid(ctx, 1, 99, &gid), -1, EINVAL);
+	EXPECT_FAIL(ibv_query_gid_ex(ctx, 1, 5, &ge, 0), ENODATA, ENODATA);
+	EXPECT_FAIL(ibv_query_gid_ex(ctx, 3, 0, &ge, 0), EINVAL, EINVAL);
+	EXPECT_FAIL((int)ibv_query_gid_table(ctx, &ge, 1, 0), -EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_query_pkey(ctx, 1, 1, &pkey), -1, EINVAL);
+	EXPECT_FAIL(ibv_get_pkey_index(ctx, 1, htons(0x1234)), -1, EINVAL);
+
+	/* QPs: a transition the table refuses, a query mask beyond the known bits. */
+	a.qp_state = IBV_QPS_RTS;
+	EXPECT_FAIL(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL, EINVAL);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 9;
+	EXPECT_FAIL(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					      IBV_QP_ACCESS_FLAGS), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_query_ece(qp, &ece), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_set_ece(qp, &ece), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_attach_mcast(qp, &gid, 0), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_detach_mcast(qp, &gid, 0), EOPNOTSUPP, EOPNOTSUPP);
+
+	/* Posting (rxe returns the value without a system call; we set errno too). */
+	EXPECT_FAIL(ibv_post_send(qp, &swr, &bs), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_post_recv(qp, &rwr, &br), EINVAL, EINVAL);
+	rwr.num_sge = 2;
+	EXPECT_FAIL(ibv_post_srq_recv(srq, &rwr, &br), EINVAL, EINVAL);
+	rwr.num_sge = 1;
+	ibv_wr_start(ibv_qp_to_qp_ex(qpx));
+	ibv_wr_send(ibv_qp_to_qp_ex(qpx));
+	ibv_wr_set_sge(ibv_qp_to_qp_ex(qpx), mr->lkey, (uintptr_t)buf, 8);
+	EXPECT_FAIL(ibv_wr_complete(ibv_qp_to_qp_ex(qpx)), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_start_poll(cqx, &pca), EINVAL, EINVAL);
+
+	/* SRQs, CQs, channels, PDs, MRs, AHs. */
+	EXPECT_FAIL(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_resize_cq(cq, 0), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_destroy_cq(cq), EBUSY, EBUSY);
+	EXPECT_OK_KEEPS_ERRNO(ibv_destroy_srq(srq));
+	EXPECT_FAIL(ibv_destroy_comp_channel(ch), EBUSY, EBUSY);
+	EXPECT_FAIL(ibv_dealloc_pd(pd), EBUSY, EBUSY);
+	EXPECT_FAIL(ibv_rereg_mr(mr, 0, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT, EINVAL);
+	EXPECT_FAIL(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 1 << 30),
+		    IBV_REREG_MR_ERR_CMD, EINVAL);
+	EXPECT_FAIL(ibv_resolve_eth_l2_from_gid(ctx, &aa, mac6, &vid), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_cmd_destroy_ah(NULL), EOPNOTSUPP, EOPNOTSUPP);
+
+	/* Pointer verbs: NULL and errno. */
+	EXPECT_NULL(ibv_create_ah(pd, &aa), ENODATA); /* an empty GID slot, as Linux */
+	aa.grh.sgid_index = 200;
+	EXPECT_NULL(ibv_create_ah(pd, &aa), EINVAL); /* beyond the table */
+	EXPECT_NULL(ibv_create_cq(ctx, -1, NULL, NULL, 0), EINVAL);
+	EXPECT_NULL(ibv_reg_mr(pd, buf, sizeof(buf), 1 << 30), EINVAL);
+	EXPECT_NULL(ibv_alloc_mw(pd, IBV_MW_TYPE_1), EOPNOTSUPP);
+
+	/* Success leaves errno alone. */
+	EXPECT_OK_KEEPS_ERRNO(ibv_query_port(ctx, 1, &pa));
+	EXPECT_OK_KEEPS_ERRNO(ibv_query_qp(qp, &a, IBV_QP_STATE, &qi));
+
+	/* The daemon gone: every request fails with EIO, and says so in errno. */
+	cr_assert_eq(ibv_destroy_cq((struct ibv_cq *)cqx), 0);
+	daemon_stop();
+	EXPECT_FAIL(ibv_query_port(ctx, 1, &pa), EIO, EIO);
+	EXPECT_FAIL(ibv_query_device_ex(ctx, NULL, &dx), EIO, EIO);
+	EXPECT_FAIL(ibv_query_gid_ex(ctx, 1, 0, &ge, 0), EIO, EIO);
+	EXPECT_FAIL(ibv_query_gid(ctx, 1, 0, &gid), -1, EIO);
+	EXPECT_FAIL(ibv_modify_qp(qp, &a, IBV_QP_STATE), EIO, EIO);
+	EXPECT_FAIL(ibv_query_qp(qp, &a, IBV_QP_STATE, &qi), EIO, EIO);
+	EXPECT_NULL(ibv_create_srq(pd, &si), EIO);
+	EXPECT_FAIL(ibv_resize_cq(cq, 16), EIO, EIO);
+	EXPECT_FAIL(ibv_poll_cq(cq, 1, &(struct ibv_wc){ 0 }), -1, EIO);
+	EXPECT_NULL(ibv_alloc_pd(ctx), EIO);
+	EXPECT_NULL(ibv_create_cq(ctx, 4, NULL, NULL, 0), EIO);
+	EXPECT_NULL(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE), EIO);
+	cr_expect_geq(checked, 40u);
+	/* Destroys succeed on a disassociated device and free the local part. */
+	cr_assert_eq(ibv_destroy_qp(qpx), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_destroy_cq(ccq), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd), 0);
+	pd = NULL;
+}
