@@ -215,6 +215,8 @@ SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 {
 	struct shim_qp *qp = shim_qp(ibqp);
 	struct ipc_msg req, rsp;
+	uint8_t notify;
+	uint32_t rate_limit;
 	int rc;
 
 	shim_req(&req, IPC_OP_QUERY_QP);
@@ -223,7 +225,13 @@ SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
 	if (rc)
 		return shim_ret(rc);
+	/* The kernel (ib_uverbs_query_qp) never writes these two: leave the
+	 * caller's values as they were, as Linux does. */
+	notify = attr->en_sqd_async_notify;
+	rate_limit = attr->rate_limit;
 	ipc_qp_attr_to_ibv(&rsp.u.rsp_QUERY_QP.attr, attr);
+	attr->en_sqd_async_notify = notify;
+	attr->rate_limit = rate_limit;
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
 		init_attr->qp_context = ibqp->qp_context;
@@ -234,7 +242,8 @@ SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		init_attr->qp_type = ibqp->qp_type;
 		init_attr->sq_sig_all = (int)rsp.u.rsp_QUERY_QP.sq_sig_all;
 	}
-	ibqp->state = attr->qp_state;
+	if (attr_mask & IBV_QP_STATE) /* libibverbs caches it only then */
+		ibqp->state = attr->qp_state;
 	return 0;
 }
 

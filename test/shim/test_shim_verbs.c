@@ -29,6 +29,7 @@
 
 #include "ctl.h"
 #include "ipc.h"
+#include "qp_fixture.h"
 
 /* Private export (rdma-core driver.h): not in the installed headers. */
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
@@ -554,6 +555,9 @@ Test(shim_verbs, send_wqe_fields_follow_the_opcode)
 	cr_expect_eq(seen[2].wr.atomic.remote_addr, 0x2000);
 	cr_expect_eq(seen[2].wr.atomic.rkey, 0x88);
 	cr_expect_eq(seen[2].wr.atomic.compare_add, 5);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
 }
 
 Test(shim_verbs, completions_flow_through_the_rings)
@@ -1496,4 +1500,217 @@ Test(shim_verbs, every_failing_verb_sets_errno)
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 	cr_assert_eq(ibv_dealloc_pd(pd), 0);
 	pd = NULL;
+}
+
+/* Read the next async event within a second (the daemon thread raises it). */
+static bool next_async_event(struct ibv_async_event *ev)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&p, 1, 1000) != 1)
+		return false;
+	return ibv_get_async_event(ctx, ev) == 0;
+}
+
+/* What the rxe-peer oracle (Linux rxe) showed and the shim used to answer otherwise. */
+Test(shim_verbs, answers_as_the_linux_oracle)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp *qp2 = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp_attr a, q;
+	struct ibv_qp_init_attr qi;
+	struct ibv_async_event ev;
+
+	/* SQ_DRAINED after every RTS -> SQD, asked for or not (rxe: 10 of 10). */
+	to_rts(qp);
+	for (int notify = 0; notify < 2; notify++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_SQD;
+		a.en_sqd_async_notify = 1;
+		cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE |
+					   (notify ? IBV_QP_EN_SQD_ASYNC_NOTIFY : 0)), 0);
+		cr_assert(next_async_event(&ev), "no SQ_DRAINED (notify %d)", notify);
+		cr_expect_eq(ev.event_type, IBV_EVENT_SQ_DRAINED);
+		cr_expect_eq(ev.element.qp, qp);
+		ibv_ack_async_event(&ev);
+		cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+		cr_expect_eq(q.sq_draining, 0);
+		a.qp_state = IBV_QPS_RTS;
+		cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	}
+
+	/* ibv_query_qp leaves en_sqd_async_notify and rate_limit as they were. */
+	memset(&q, 0xff, sizeof(q));
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+	cr_expect_eq(q.en_sqd_async_notify, 0xff);
+	cr_expect_eq(q.rate_limit, 0xffffffffu);
+	cr_expect_eq(q.qp_state, IBV_QPS_RTS);
+	cr_expect_eq(q.sq_psn, 1, "the other fields are written");
+	/* cur_qp_state: RESET until a CUR_STATE call, then that call's state. */
+	cr_expect_eq(q.cur_qp_state, IBV_QPS_RESET);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.cur_qp_state = IBV_QPS_RTS;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), 0);
+	cr_assert_eq(ibv_query_qp(qp, &q, 0, &qi), 0);
+	cr_expect_eq(q.cur_qp_state, IBV_QPS_RTS);
+	/* Only a query with IBV_QP_STATE refreshes libibverbs's cached state. */
+	qp->state = IBV_QPS_SQD;
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_TIMEOUT, &qi), 0);
+	cr_expect_eq(qp->state, IBV_QPS_SQD);
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+	cr_expect_eq(qp->state, IBV_QPS_RTS);
+
+	/* An sgid_index naming an empty GID slot: ENODATA, as Linux. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	cr_assert_eq(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					    IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 5;
+	a.ah_attr.grh.hop_limit = 64;
+	cr_assert_eq(ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid), 0);
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), ENODATA);
+	cr_expect_eq(errno, ENODATA);
+	cr_expect_eq(qp2->state, IBV_QPS_INIT);
+
+	cr_assert_eq(ibv_destroy_qp(qp2), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* ---- the rxe-peer oracle's modify probes through the shim: errno on each ---- */
+
+/* Read and acknowledge every async event already queued; @return SQ_DRAINED events of @p qp. */
+static unsigned int drain_async_events(struct ibv_qp *qp)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	unsigned int drained = 0;
+
+	while (poll(&p, 1, 0) == 1 && ibv_get_async_event(ctx, &ev) == 0) {
+		drained += ev.event_type == IBV_EVENT_SQ_DRAINED && ev.element.qp == qp;
+		ibv_ack_async_event(&ev);
+	}
+	return drained;
+}
+
+/* fx_bring_to() through the shim: the oracle's minimal path to @p state. */
+static int shim_bring_to(struct ibv_qp *qp, int state)
+{
+	static const enum ibv_qp_state up[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
+						IBV_QPS_SQD };
+	const enum ibv_qp_state *path = up;
+	static const enum ibv_qp_state to_err[] = { IBV_QPS_INIT, IBV_QPS_ERR };
+	unsigned int n = 0;
+
+	if (state == IBV_QPS_ERR) {
+		path = to_err;
+		n = 2;
+	} else {
+		while (n < 4 && (int)up[n] != state)
+			n++;
+		n = state == IBV_QPS_RESET ? 0 : n + 1;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct ibv_qp_attr a;
+		int from = qp->state, rc;
+
+		fx_setup_attr(&a, from);
+		a.qp_state = path[i];
+		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | fx_required(qp->qp_type, from, path[i]));
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+struct shim_tally {
+	unsigned int probes, failed, same_rc, linux_errno0, sq_drained;
+};
+
+static void shim_probe(struct ibv_cq *cq, const struct fx_probe *p, struct shim_tally *t)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = p->type,
+				       .cap = { 16, 16, 1, 1, 0 } };
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	struct ibv_qp_attr a, q;
+	struct ibv_qp_init_attr qi;
+	int mask, rc, err;
+
+	cr_assert_not_null(qp, "probe %d: create: %s", p->id, strerror(errno));
+	cr_assert_eq(shim_bring_to(qp, p->from), 0, "probe %d: bring-up", p->id);
+	drain_async_events(qp);
+	fx_probe_request(p, &a, &mask);
+	errno = ERRNO_POISON;
+	rc = ibv_modify_qp(qp, &a, mask);
+	err = errno;
+	t->probes++;
+	if (rc != 0) {
+		t->failed++;
+		/* The rule: the error returned is the error in errno. */
+		cr_expect_eq(err, rc, "probe %d (%s %s): rc %d, errno %d", p->id, p->section,
+			     p->variant, rc, err);
+		cr_expect_eq(qp->state, (enum ibv_qp_state)p->from, "probe %d: all or nothing",
+			     p->id);
+	} else {
+		cr_expect_eq(err, ERRNO_POISON, "probe %d: success changed errno", p->id);
+	}
+	if (rc == p->rc) {
+		t->same_rc++;
+		/* Where the kernel refused, errno is what Linux left; where
+		 * libibverbs refused without a system call (errno 0 there), ours
+		 * is set all the same (doc/verbs-shim.md "errno"). */
+		if (rc != 0 && p->errno_after != 0)
+			cr_expect_eq(err, p->errno_after, "probe %d: errno", p->id);
+		t->linux_errno0 += rc != 0 && p->errno_after == 0;
+		if (rc == 0)
+			cr_expect_eq((int)qp->state, p->ibqp_state, "probe %d: cached state",
+				     p->id);
+	}
+	/* Every drain reported, as the oracle's events column shows. */
+	if (rc == 0 && p->rc == 0) {
+		unsigned int n = drain_async_events(qp);
+
+		cr_expect_eq(n, strcmp(p->events, "SQ_DRAINED(this_qp)") == 0 ? 1u : 0u,
+			     "probe %d: %u SQ_DRAINED, Linux %s", p->id, n, p->events);
+		t->sq_drained += n;
+	}
+	memset(&q, 0xff, sizeof(q));
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+	cr_expect(q.en_sqd_async_notify == 0xff && q.rate_limit == 0xffffffffu,
+		  "probe %d: query wrote what the kernel leaves", p->id);
+	drain_async_events(qp);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+}
+
+Test(shim_verbs, oracle_modify_probes_set_errno, .timeout = 300)
+{
+	unsigned int n, summary;
+	struct fx_probe *probes = fx_load_probes(&n, &summary);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct shim_tally t = { 0 };
+
+	cr_assert_eq(n, summary);
+	for (unsigned int i = 0; i < n; i++)
+		shim_probe(cq, &probes[i], &t);
+	cr_log_info("%u probes through the shim: %u failed (errno = rc on each), %u with "
+		    "Linux's rc, %u of those refused by libibverbs without errno there; "
+		    "%u SQ_DRAINED", t.probes, t.failed, t.same_rc, t.linux_errno0,
+		    t.sq_drained);
+	cr_expect_eq(t.probes, n);
+	cr_expect_gt(t.failed, 3000u, "the oracle's failing probes fail here too");
+	cr_expect_eq(t.sq_drained, 10u, "Linux raised 10");
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	free(probes);
 }
