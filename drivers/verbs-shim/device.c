@@ -208,6 +208,9 @@ int shim_query_device_ex(struct ibv_context *context, const struct ibv_query_dev
 	ex.hca_core_clock = a.hca_core_clock;
 	ex.device_cap_flags_ex = a.device_cap_flags_ex | a.device_cap_flags;
 	ex.phys_port_cnt_ex = a.phys_port_cnt;
+	ex.packet_pacing_caps.qp_rate_limit_min = a.qp_rate_limit_min;
+	ex.packet_pacing_caps.qp_rate_limit_max = a.qp_rate_limit_max;
+	ex.packet_pacing_caps.supported_qpts = a.pacing_supported_qpts;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }

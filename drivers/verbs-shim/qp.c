@@ -210,6 +210,24 @@ SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	return 0;
 }
 
+/*
+ * verbs_context.modify_qp_rate_limit (ibv_modify_qp_rate_limit): an RTS -> RTS
+ * modify with IBV_QP_RATE_LIMIT, as rdma-core's mlx5 provider does it.
+ * rate_limit is in kbps, 0 lifts the limit; the engine paces packets, so
+ * max_burst_sz and typical_pkt_sz are accepted and not used (bursts are one
+ * packet). EINVAL: comp_mask set, QP not in RTS, rate outside
+ * packet_pacing_caps, QP type not in its supported_qpts.
+ */
+int shim_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+
+	if (attr == NULL || attr->comp_mask != 0)
+		return shim_ret(EINVAL);
+	a.rate_limit = attr->rate_limit;
+	return ibv_modify_qp(ibqp, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT);
+}
+
 SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 			     struct ibv_qp_init_attr *init_attr)
 {

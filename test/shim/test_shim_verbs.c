@@ -1714,3 +1714,57 @@ Test(shim_verbs, oracle_modify_probes_set_errno, .timeout = 300)
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 	free(probes);
 }
+
+/* Rate limiting: the pacing caps are reported and a rate reaches the dataplane's QP. */
+Test(shim_verbs, rate_limit_reaches_the_dataplane)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp *ud = make_qp(cq, IBV_QPT_UD, 4, 1);
+	const struct ctl_qp_info *qi = fake.qp[(qp->qp_num - 0x11) % FAKE_MAX];
+	struct ibv_device_attr_ex dx;
+	struct ibv_qp_rate_limit_attr rl = { .rate_limit = 10000, .max_burst_sz = 4096,
+					     .typical_pkt_sz = 1024 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+
+	cr_assert_eq(ibv_query_device_ex(ctx, NULL, &dx), 0);
+	cr_expect_eq(dx.packet_pacing_caps.qp_rate_limit_min, 1000, "1 Mb/s");
+	cr_expect_eq(dx.packet_pacing_caps.qp_rate_limit_max, 100000000, "100 Gb/s");
+	cr_expect_eq(dx.packet_pacing_caps.supported_qpts, 1u << IBV_QPT_RC);
+	cr_assert_not_null(qi);
+
+	/* Not in RTS yet: the RTS -> RTS move does not exist. */
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	cr_expect_eq(errno, EINVAL);
+	to_rts(qp);
+	cr_assert_eq(ibv_modify_qp_rate_limit(qp, &rl), 0);
+	cr_expect_eq(qi->sem->attr.rate_limit, 10000, "the engine's QP gets 10 Mb/s");
+	/* IBV_QP_RATE_LIMIT through ibv_modify_qp, as perftest's HW limit does. */
+	a.rate_limit = 10000000;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT), 0);
+	cr_expect_eq(qi->sem->attr.rate_limit, 10000000, "10 Gb/s");
+	rl.rate_limit = 0;
+	cr_assert_eq(ibv_modify_qp_rate_limit(qp, &rl), 0);
+	cr_expect_eq(qi->sem->attr.rate_limit, 0, "0 lifts the limit");
+
+	/* Out of the caps, a comp_mask, a QP type without pacing: refused, errno set. */
+	rl.rate_limit = 999;
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	cr_expect_eq(errno, EINVAL);
+	rl.rate_limit = 100000001;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	rl.rate_limit = 5000;
+	rl.comp_mask = 1;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	rl.comp_mask = 0;
+	cr_expect_eq(qi->sem->attr.rate_limit, 0, "nothing changed");
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp_rate_limit(ud, &rl), EOPNOTSUPP);
+	cr_expect_eq(errno, EOPNOTSUPP);
+
+	cr_assert_eq(ibv_destroy_qp(ud), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
