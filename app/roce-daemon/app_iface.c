@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_ring.h>
@@ -37,6 +38,7 @@
 #include <rte_telemetry.h>
 
 #include "ctl.h"
+#include "config.h"
 #include "ctl_msg.h"
 #include "daemon.h"
 #include "engine_xport.h"
@@ -61,6 +63,13 @@
  * flushes, MRs told to lcores without the PD's QPs). 216 B each.
  */
 #define AI_BACKLOG 2048u
+/*
+ * Backlog slots only releases (QP_DESTROY, MR_DEREG) may take: an lcore that
+ * is not told to let go of a QP or an MR would keep using memory lib/ctl
+ * frees. A release that still finds no room fails closed: lib/ctl
+ * quarantines the object (ctl_dp_destroy_failed(), destroys_held).
+ */
+#define AI_RELEASE_RESERVE 1024u
 #define AI_ANSWER_BURST 32u
 #define AI_BRISK_US 2000u          /* after a send, the loop looks for answers this often... */
 #define AI_BRISK_SLEEP_US 20u      /* ...pausing this long between looks */
@@ -118,9 +127,11 @@ struct ai_op {
 	uint64_t token;           /* ctl_dp_defer(); CTL_DP_TOKEN_NONE: nobody waits */
 	uint32_t waiting;         /* answers still expected */
 	uint32_t ok_mask;         /* MR_REG: the lcores that registered it */
+	bool held;                /* a release message could not be sent: an lcore may hold the object */
 	int rc;                   /* first error among the answers (-errno) */
 	uint32_t qpn;             /* QP operations */
 	const struct ctl_mr_info *mr;
+	struct ctl_ah_info *ah;   /* AH_RESOLVE: lib/ctl's record (held busy until the answer) */
 	struct xport_cfg cfg;     /* QP_MODIFY: the engine's configuration once taken */
 	int state;                /* QP_MODIFY: engine state, or -1 */
 	uint32_t epoch;           /* QP_MODIFY: the QP's event epoch once taken */
@@ -145,6 +156,7 @@ struct app_iface {
 	struct ctl_server *srv;
 	struct ctl_config cfg;
 	struct mr_table *mrs[WORKER_MAX];
+	struct ah_table *ahs;           /* UD address vectors: written here, read by every lcore */
 	struct ai_cq *cq;
 	struct ai_srq *srq;
 	struct ai_qp *qp;
@@ -165,13 +177,17 @@ struct app_iface {
 	uint64_t ctl_told_errors;       /* refusals of messages nobody waited for */
 	_Atomic uint32_t stall_req[WORKER_MAX]; /* app_iface_stall_worker(): ms, any thread */
 	uint64_t events_dropped;
+	uint64_t cq_signals_dropped;    /* channel bytes lost: the application's channel was full */
+	uint64_t destroys_held;         /* destroys an lcore might not have done: quarantined */
 };
 
 /* ---- telemetry: a snapshot the control thread publishes ---- */
 
 #define AI_STAT_LIST(X) \
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
-	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors)
+	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
+	X(cq_signals_dropped) X(events_coalesced) X(destroys_held) X(quarantined) \
+	X(quarantined_bytes) X(qkey_refused) X(quota_refused) X(conns_refused)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -189,6 +205,17 @@ ai_events_lost(const struct app_iface *ai)
 
 	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++)
 		n += __atomic_load_n(&ai->d->worker[wi]->events_lost, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* Engine events dropped as repeats of one still waiting in a worker's spill. */
+static uint64_t
+ai_events_coalesced(const struct app_iface *ai)
+{
+	uint64_t n = 0;
+
+	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++)
+		n += __atomic_load_n(&ai->d->worker[wi]->events_coalesced, __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -215,6 +242,14 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(ctl_backlogged, ai->ctl_backlogged)
 	AI_STAT_STORE(ctl_refused, ai->ctl_refused)
 	AI_STAT_STORE(ctl_told_errors, ai->ctl_told_errors)
+	AI_STAT_STORE(cq_signals_dropped, ai->cq_signals_dropped)
+	AI_STAT_STORE(events_coalesced, ai_events_coalesced(ai))
+	AI_STAT_STORE(destroys_held, ai->destroys_held)
+	AI_STAT_STORE(quarantined, st.quarantined)
+	AI_STAT_STORE(quarantined_bytes, st.quarantined_bytes)
+	AI_STAT_STORE(qkey_refused, st.qkey_refused)
+	AI_STAT_STORE(quota_refused, st.quota_refused)
+	AI_STAT_STORE(conns_refused, st.conns_refused)
 #undef AI_STAT_STORE
 }
 
@@ -345,6 +380,13 @@ ai_backlog_flush(struct app_iface *ai, unsigned int wi)
  * in order behind what waits there.
  * @return 0, or -ENOBUFS when even the backlog is full (nothing sent)
  */
+/* A message that makes an lcore let go of memory lib/ctl will free. */
+static bool
+ai_release(const struct ctl_msg *m)
+{
+	return m->type == CTL_MSG_QP_DESTROY || m->type == CTL_MSG_MR_DEREG;
+}
+
 static int
 ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg *m)
 {
@@ -367,7 +409,7 @@ ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg 
 		b->outstanding++;
 		return 0;
 	}
-	if (b->n == AI_BACKLOG) {
+	if (b->n >= (ai_release(m) ? AI_BACKLOG : AI_BACKLOG - AI_RELEASE_RESERVE)) {
 		if (op != NULL)
 			op->waiting--;
 		ai->ctl_refused++;
@@ -440,7 +482,7 @@ lcore_mr_reg(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 	if (m->u.mr.local == 0) /* fallback: copies into the client (mr.h) */
 		return mr_reg_key_indirect(t, m->u.mr.key, m->u.mr.pd, m->u.mr.app_addr,
 					   m->u.mr.iova, m->u.mr.length, m->u.mr.access,
-					   m->u.mr.pid, m->u.mr.pidfd);
+					   m->u.mr.pid, m->u.mr.mem_fd);
 	return mr_reg_key(t, m->u.mr.key, m->u.mr.pd, m->u.mr.local, m->u.mr.iova, m->u.mr.length,
 			  m->u.mr.access);
 }
@@ -462,7 +504,7 @@ mr_msg(struct ctl_msg *m, enum ctl_msg_type type, const struct ctl_mr_info *mr)
 	m->u.mr.pd = mr->pd;
 	m->u.mr.access = mr->access & 0x3fu;
 	m->u.mr.pid = mr->pid;
-	m->u.mr.pidfd = mr->pidfd;
+	m->u.mr.mem_fd = mr->mem_fd;
 	m->u.mr.local = (uint64_t)(uintptr_t)mr->local;
 	m->u.mr.app_addr = mr->app_addr;
 	m->u.mr.iova = mr->iova;
@@ -489,7 +531,14 @@ mr_fan_out(struct app_iface *ai, struct ai_op *op, enum ctl_msg_type type, uint3
 		if (!((wait | tell) & 1u << wi))
 			continue;
 		mr_msg(&m, type, op->mr);
-		if (ai_send(ai, wi, wait & 1u << wi ? op : NULL, &m) != 0 && (wait & 1u << wi)) {
+		if (ai_send(ai, wi, wait & 1u << wi ? op : NULL, &m) == 0)
+			continue;
+		if (type == CTL_MSG_MR_DEREG) {
+			/* every other lcore is still told; this one may keep the MR */
+			op->held = true;
+			continue;
+		}
+		if (wait & 1u << wi) {
 			if (op->rc == 0)
 				op->rc = -ENOBUFS;
 			break;
@@ -560,7 +609,7 @@ dp_mr_create(void *dp, struct ctl_mr_info *mr)
 	if (mr->local == NULL) {
 		/* Not shared with us (doc/verbs-shim.md): the lcores copy from/to
 		 * the client's pages (process_vm_readv/writev), if we may. */
-		rc = mr_indirect_probe(mr->pid, mr->pidfd, mr->app_addr);
+		rc = mr_indirect_probe(mr->pid, mr->mem_fd, mr->app_addr);
 		if (!ai->warned_unmapped)
 			fprintf(stderr, "roce-daemon: pid %d registered memory the daemon cannot "
 				"map (stack, file or read-only pages): %s\n", (int)mr->pid,
@@ -593,7 +642,10 @@ dp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 	op->mr = mr;
 	wait = mr_lcores(ai, mr->pd);
 	mr_fan_out(ai, op, CTL_MSG_MR_DEREG, wait, all_workers(ai) & ~wait);
-	op_return(ai, op);
+	if (op->held)
+		ai->destroys_held++;
+	if (op_return(ai, op) != 0)
+		ctl_dp_destroy_failed(ai->ctl); /* lib/ctl keeps the memory for good */
 }
 
 /* ---- CQs and SRQs ---- */
@@ -840,6 +892,17 @@ ai_resolve_start(struct app_iface *ai, struct ai_op *op, uint16_t port, const ui
 	return -EAGAIN;
 }
 
+/*
+ * The resolved vector of @p ah goes into the table the lcores send UD WQEs
+ * from (by handle, for QPs of its PD only): the application's ring names
+ * the handle, never the addresses. @return 0 or EINVAL (beyond the table)
+ */
+static int
+ah_publish(struct app_iface *ai, const struct ctl_ah_info *ah)
+{
+	return ah_table_set(ai->ahs, ah->ahn, ah->pd, &ah->av) == 0 ? 0 : EINVAL;
+}
+
 static int
 dp_ah_create(void *dp, struct ctl_ah_info *ah)
 {
@@ -847,18 +910,28 @@ dp_ah_create(void *dp, struct ctl_ah_info *ah)
 	struct ai_op *op;
 	int rc;
 
-	if (ah->dev >= ai->d->n_ports)
+	if (ah->dev >= ai->d->n_ports || ah->ahn >= ai->ahs->capacity)
 		return EINVAL;
 	op = op_new(ai, AI_OP_AH_RESOLVE);
 	if (op == NULL)
 		return EAGAIN;
 	/* ah->av is lib/ctl's storage, kept (busy) until the answer */
+	op->ah = ah;
 	rc = ai_resolve_start(ai, op, (uint16_t)ah->dev, ah->av.dgid, ah->av.dmac);
 	if (rc != -EAGAIN) {
 		op_free(ai, op);
-		return rc;
+		return rc == 0 ? ah_publish(ai, ah) : rc;
 	}
 	return op_return(ai, op);
+}
+
+/* The handle answers no more; a WQE already fetched keeps its own copy. */
+static void
+dp_ah_destroy(void *dp, const struct ctl_ah_info *ah)
+{
+	struct app_iface *ai = dp;
+
+	ah_table_clear(ai->ahs, ah->ahn);
 }
 
 /* ---- QPs ---- */
@@ -926,6 +999,7 @@ qp_cfg(struct app_iface *ai, struct ai_qp *q, const struct qp_sem *sem, struct x
 	c->rate_limit_kbps = a->rate_limit;
 	c->max_unacked = ai->d->cfg.daemon.max_inflight_packets;
 	c->min_window = ai->d->cfg.daemon.min_inflight_packets;
+	c->cc = info->dev < ai->d->n_ports ? &ai->d->port[info->dev].cc : NULL;
 	memset(&c->av, 0, sizeof(c->av));
 	if (info->qp_type != IBV_QPT_UD && (st == IBV_QPS_RTR || st == IBV_QPS_RTS ||
 					    st == IBV_QPS_SQD || st == IBV_QPS_SQE)) {
@@ -1051,6 +1125,7 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		.srq = srq ? &srq->x : NULL,
 		.send_cq = &scq->x, .recv_cq = &rcq->x,
 		.mrs = ai->mrs[lcore],
+		.ahs = ai->ahs,
 	};
 	qp_cfg(ai, q, info->sem, &q->cfg); /* RESET: no path to resolve */
 	op->qpn = info->qpn;
@@ -1140,11 +1215,20 @@ dp_qp_destroy(void *dp, const struct ctl_qp_info *info)
 	op->qpn = info->qpn;
 	qp_msg(&m, CTL_MSG_QP_DESTROY, q, &q->cfg, -1, 0);
 	if (ai_send(ai, qp_lcore(ai, info->qpn), op, &m) != 0) {
-		/* no room even in the backlog: the QP stays on its lcore, counted */
+		/*
+		 * No room even in the release reserve: the QP stays on its lcore,
+		 * so lib/ctl must never free its rings (nor its CQs' and SRQ's).
+		 * Its PD stays counted on that lcore (MRs of the PD still wait
+		 * for it); a new QP under its QPN is refused there (EEXIST).
+		 */
+		q->info = NULL;
+		ai->destroys_held++;
 		op_free(ai, op);
+		ctl_dp_destroy_failed(ai->ctl);
 		return;
 	}
-	op_return(ai, op);
+	if (op_return(ai, op) != 0)
+		ctl_dp_destroy_failed(ai->ctl);
 }
 
 static const struct ctl_dataplane_ops ai_ops = {
@@ -1157,6 +1241,7 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.srq_modify = dp_srq_modify,
 	.srq_destroy = dp_srq_destroy,
 	.ah_create = dp_ah_create,
+	.ah_destroy = dp_ah_destroy,
 	.qp_create = dp_qp_create,
 	.qp_modify = dp_qp_modify,
 	.qp_destroy = dp_qp_destroy,
@@ -1226,7 +1311,7 @@ op_answered(struct app_iface *ai, struct ai_op *op)
 		break;
 	case AI_OP_MR_DEREG:
 		ai->dp_mrs--;
-		op_finish(ai, op, 0);
+		op_finish(ai, op, op->held || (op->rc != 0 && op->rc != -ENOENT) ? EIO : 0);
 		break;
 	case AI_OP_CQ_RESIZE:
 		op_finish(ai, op, op->rc == 0 ? 0 : op->rc == -EINVAL ? EINVAL : EAGAIN);
@@ -1259,7 +1344,8 @@ op_answered(struct app_iface *ai, struct ai_op *op)
 		q = ai_qp_of(ai, op->qpn);
 		qp_unbind(ai, q->info);
 		q->info = NULL;
-		op_finish(ai, op, 0);
+		/* -ENOENT: the lcore had no such QP, so it holds nothing */
+		op_finish(ai, op, op->rc != 0 && op->rc != -ENOENT ? EIO : 0);
 		break;
 	default:
 		break;
@@ -1293,7 +1379,7 @@ ai_resolve_tick(struct app_iface *ai)
 			if (rc != 0)
 				op_finish(ai, op, rc);
 		} else {
-			op_finish(ai, op, 0);
+			op_finish(ai, op, ah_publish(ai, op->ah));
 		}
 	}
 	return n;
@@ -1377,8 +1463,9 @@ ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
 	}
 	if (ev->type == XPORT_EV_CQ_NOTIFY) {
 		c = cq_of_handle(ai, ev->handle);
-		if (c != NULL)
-			ipc_cq_signal(c->info->ctrl, c->info->event_fd);
+		/* A channel the application does not read loses the byte, never blocks us. */
+		if (c != NULL && ipc_cq_signal(c->info->ctrl, c->info->event_fd) != 0)
+			ai->cq_signals_dropped++;
 		return;
 	}
 	if (ev->type != XPORT_EV_ASYNC)
@@ -1392,6 +1479,14 @@ ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
 		if (s != NULL)
 			ctl_raise_event(ai->ctl, IPC_OBJ_SRQ, s->info->srqn, ev->code);
 	}
+}
+
+uint32_t
+app_iface_lcore_mrs(const struct app_iface *ai, unsigned int worker)
+{
+	if (worker >= ai->d->n_workers || ai->mrs[worker] == NULL)
+		return 0;
+	return __atomic_load_n(&ai->mrs[worker]->count, __ATOMIC_RELAXED);
 }
 
 int
@@ -1504,6 +1599,52 @@ make_parent_dir(const char *path)
 		fprintf(stderr, "roce-daemon: mkdir %s: %s\n", dir, strerror(errno));
 }
 
+/* [daemon] allowed_users / allowed_groups into lib/ctl's access lists (config.c checked them). */
+static int
+ai_access(const struct config_daemon *cd, struct ctl_access *a, char *err, size_t errlen)
+{
+	uint32_t ids[CONFIG_MAX_ALLOWED];
+	int nu = config_id_list(cd->allowed_users, false, ids, CONFIG_MAX_ALLOWED), ng;
+
+	_Static_assert(CONFIG_MAX_ALLOWED == CTL_MAX_ALLOWED, "one bound for both");
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < nu; i++)
+		a->uids[i] = ids[i];
+	ng = config_id_list(cd->allowed_groups, true, ids, CONFIG_MAX_ALLOWED);
+	for (int i = 0; i < ng; i++)
+		a->gids[i] = ids[i];
+	if (nu < 0 || ng < 0) {
+		snprintf(err, errlen, "[daemon] allowed_users/allowed_groups: unknown name");
+		return -1;
+	}
+	a->n_uids = (uint32_t)nu;
+	a->n_gids = (uint32_t)ng;
+	return 0;
+}
+
+/*
+ * The socket's owner, group and mode from [daemon] (socket_owner,
+ * socket_group, socket_mode), not the umask: who may connect at all.
+ */
+static int
+ai_socket_perms(const struct config_daemon *cd, char *err, size_t errlen)
+{
+	uint32_t uid = (uint32_t)-1, gid = (uint32_t)-1;
+	unsigned long mode = strtoul(cd->socket_mode, NULL, 8);
+
+	if ((cd->socket_owner[0] != '\0' && config_user_id(cd->socket_owner, &uid) != 0) ||
+	    (cd->socket_group[0] != '\0' && config_group_id(cd->socket_group, &gid) != 0)) {
+		snprintf(err, errlen, "[daemon] socket_owner/socket_group: unknown name");
+		return -1;
+	}
+	if (chown(cd->socket_path, (uid_t)uid, (gid_t)gid) != 0 ||
+	    chmod(cd->socket_path, (mode_t)(mode & 07777)) != 0) {
+		snprintf(err, errlen, "[daemon] socket = %s: %s", cd->socket_path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void
 ai_free(struct app_iface *ai)
 {
@@ -1511,6 +1652,7 @@ ai_free(struct app_iface *ai)
 		mr_table_destroy(ai->mrs[i]);
 		free(ai->bl[i]);
 	}
+	ah_table_destroy(ai->ahs);
 	free(ai->ops);
 	free(ai->pd_qps);
 	free(ai->cq);
@@ -1547,6 +1689,21 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};
+	cfg->quota = (struct ctl_quota){
+		.max_pd = cd->client_max_pds,
+		.max_mr = cd->client_max_mrs,
+		.max_cq = cd->client_max_cqs,
+		.max_channels = cd->client_max_cqs,
+		.max_qp = cd->client_max_qps,
+		.max_srq = cd->client_max_srqs,
+		.max_ah = cd->client_max_ahs,
+		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
+		.max_conns_per_user = cd->user_max_conns,
+	};
+	if (ai_access(cd, &cfg->access, err, errlen) != 0) {
+		free(ai);
+		return NULL;
+	}
 	cfg->dp_ops = &ai_ops;
 	cfg->dp = ai;
 	cfg->resolve = ai_resolve;
@@ -1564,8 +1721,9 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	ai->ops = calloc(AI_MAX_OPS, sizeof(*ai->ops));
 	ai->max_pd = cfg->limits.max_pd;
 	ai->pd_qps = calloc((size_t)ai->max_pd * d->n_workers + 1, sizeof(*ai->pd_qps));
+	ai->ahs = ah_table_create(AI_MAX_AH); /* lib/ctl's AH numbers are its table indexes */
 	if (ai->cq == NULL || ai->srq == NULL || ai->qp == NULL || ai->ops == NULL ||
-	    ai->pd_qps == NULL) {
+	    ai->pd_qps == NULL || ai->ahs == NULL) {
 		snprintf(err, errlen, "application interface: out of memory");
 		goto fail;
 	}
@@ -1594,6 +1752,11 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	ai->srv = ctl_server_create(ai->ctl, cd->socket_path);
 	if (ai->srv == NULL) {
 		snprintf(err, errlen, "[daemon] socket = %s: %s", cd->socket_path, strerror(errno));
+		ctl_destroy(ai->ctl);
+		goto fail;
+	}
+	if (ai_socket_perms(cd, err, errlen) != 0) {
+		ctl_server_destroy(ai->srv);
 		ctl_destroy(ai->ctl);
 		goto fail;
 	}

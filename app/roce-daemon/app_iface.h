@@ -34,6 +34,7 @@
 #define ROCE_DAEMON_APP_IFACE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct daemon;
 struct app_iface;
@@ -52,6 +53,12 @@ struct app_iface *app_iface_create(struct daemon *d, char *err, size_t errlen);
  * starved or wedged lcore would. @return 0 or -EINVAL
  */
 int app_iface_stall_worker(struct app_iface *ai, unsigned int worker, unsigned int ms);
+
+/**
+ * Diagnostics and tests, any thread: MRs in worker @p worker's table now
+ * (a relaxed read of a count only that lcore writes). 0 for a bad index.
+ */
+uint32_t app_iface_lcore_mrs(const struct app_iface *ai, unsigned int worker);
 
 /**
  * Stop serving: every client gets IBV_EVENT_DEVICE_FATAL, then all objects

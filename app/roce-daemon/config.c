@@ -13,7 +13,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,9 @@ struct config_key {
 
 static const char *const idle_names[] = { "none", "pause", "yield", "sleep", NULL };
 static const char *const mode_names[] = { "dedicated", "shared", NULL };
+/* index = the ECN codepoint (RFC 3168 section 5) */
+static const char *const ecn_names[] = { "none", "ect1", "ect0", NULL };
+static const char *const cc_names[] = { "none", "dcqcn", NULL };
 
 #define D_FIELD(f) offsetof(struct config_daemon, f), sizeof(((struct config_daemon *)0)->f)
 #define P_FIELD(f) offsetof(struct config_port, f), sizeof(((struct config_port *)0)->f)
@@ -55,6 +60,32 @@ static const char *const mode_names[] = { "dedicated", "shared", NULL };
 static const struct config_key daemon_keys[] = {
 	STR("socket", D_FIELD(socket_path), "/run/roce-dpdk/roce.sock",
 	    "UNIX socket the verbs shim connects to"),
+	STR("socket_owner", D_FIELD(socket_owner), "",
+	    "user owning the socket (name or number); empty: the daemon's"),
+	STR("socket_group", D_FIELD(socket_group), "",
+	    "group owning the socket (name or number); empty: the daemon's"),
+	STR("socket_mode", D_FIELD(socket_mode), "0660",
+	    "socket permissions (octal); connecting needs write permission"),
+	STR("allowed_users", D_FIELD(allowed_users), "",
+	    "users allowed to connect, comma separated (SO_PEERCRED); empty: any who may open the socket"),
+	STR("allowed_groups", D_FIELD(allowed_groups), "",
+	    "groups allowed to connect (primary or supplementary), comma separated; empty: any"),
+	U32("client_max_pds", D_FIELD(client_max_pds), 0, 1u << 20, "256",
+	    "PDs one client may hold (0: up to max_pds)"),
+	U32("client_max_mrs", D_FIELD(client_max_mrs), 0, 1u << 22, "2048",
+	    "MRs one client may hold (0: up to max_mrs)"),
+	U32("client_max_cqs", D_FIELD(client_max_cqs), 0, 1u << 20, "512",
+	    "CQs (and completion channels) one client may hold (0: up to max_cqs)"),
+	U32("client_max_qps", D_FIELD(client_max_qps), 0, 1u << 20, "512",
+	    "QPs one client may hold (0: up to max_qps)"),
+	U32("client_max_srqs", D_FIELD(client_max_srqs), 0, 1u << 20, "128",
+	    "SRQs one client may hold (0: up to max_srqs)"),
+	U32("client_max_ahs", D_FIELD(client_max_ahs), 0, 1u << 20, "2048",
+	    "address handles one client may hold (0: up to the device's)"),
+	U32("client_max_mr_mb", D_FIELD(client_max_mr_mb), 0, 1u << 22, "65536",
+	    "MiB one client may register in all (0: no quota)"),
+	U32("user_max_conns", D_FIELD(user_max_conns), 0, 1024, "16",
+	    "connections (= pending requests) one user may have open; root exempt (0: no quota)"),
 	STR("lcores", D_FIELD(lcores), "",
 	    "EAL --lcores (first = control thread, rest = workers); empty: EAL default"),
 	STR("eal_args", D_FIELD(eal_args), "",
@@ -127,6 +158,40 @@ static const struct config_key port_keys[] = {
 	ENUM("mode", P_FIELD(mode), mode_names, "dedicated",
 	     "dedicated (own every frame) | shared (net_af_xdp with bpf/roce_xdp.o)"),
 	BOOL("promisc", P_FIELD(promisc), "no", "enable promiscuous mode"),
+	/* congestion control and QoS: defaults as RoCE NICs and the DCQCN
+	 * paper (lib/qp/dcqcn.h, doc/congestion.md) */
+	ENUM("ecn", P_FIELD(ecn), ecn_names, "ect0",
+	     "ECN codepoint of RoCE frames (not CNPs): none|ect1|ect0; replaces the AV's ECN bits"),
+	ENUM("cc", P_FIELD(cc), cc_names, "dcqcn",
+	     "reaction point: dcqcn (CNPs cut the QP's rate) | none (CNPs ignored)"),
+	BOOL("cnp", P_FIELD(cnp), "yes",
+	     "notification point: answer CE-marked packets with CNPs to the sender's QP"),
+	U32("cnp_interval_us", P_FIELD(cnp_interval_us), 0, 1000000, "50",
+	    "at most one CNP per QP per this interval (DCQCN N)"),
+	U32("dscp", P_FIELD(dscp), 0, 63, "0",
+	    "DSCP of RoCE frames whose AV traffic class carries none (0)"),
+	U32("pcp", P_FIELD(pcp), 0, 7, "0", "802.1p priority of VLAN-tagged RoCE frames"),
+	U32("cnp_dscp", P_FIELD(cnp_dscp), 0, 63, "48", "DSCP of CNPs"),
+	U32("cnp_pcp", P_FIELD(cnp_pcp), 0, 7, "6", "802.1p priority of VLAN-tagged CNPs"),
+	U32("dcqcn_g_inv", P_FIELD(dcqcn_g_inv), 1, 65536, "256",
+	    "DCQCN alpha gain g = 1/N"),
+	U32("dcqcn_alpha_us", P_FIELD(dcqcn_alpha_us), 1, 10000000, "55",
+	    "DCQCN K: alpha decays after this long without a CNP"),
+	U32("dcqcn_timer_us", P_FIELD(dcqcn_timer_us), 1, 10000000, "55",
+	    "DCQCN T: rate increase timer"),
+	U32("dcqcn_bytes", P_FIELD(dcqcn_bytes), 0, 1u << 31, "10485760",
+	    "DCQCN B: rate increase byte counter (0: timer only)"),
+	U32("dcqcn_f", P_FIELD(dcqcn_f), 1, 1000, "5", "DCQCN F: fast recovery stages"),
+	U32("dcqcn_ai_mbps", P_FIELD(dcqcn_ai_mbps), 1, 1000000, "40",
+	    "DCQCN R_AI: additive increase (Mb/s)"),
+	U32("dcqcn_hai_mbps", P_FIELD(dcqcn_hai_mbps), 1, 1000000, "400",
+	    "DCQCN R_HAI: hyper increase (Mb/s)"),
+	U32("dcqcn_min_mbps", P_FIELD(dcqcn_min_mbps), 1, 1000000, "1",
+	    "DCQCN floor of the rate (Mb/s)"),
+	U32("dcqcn_line_mbps", P_FIELD(dcqcn_line_mbps), 0, 4000000, "0",
+	    "DCQCN line rate (Mb/s): the rate before the first CNP; 0: the link speed"),
+	BOOL("dcqcn_pace_line", P_FIELD(dcqcn_pace_line), "no",
+	     "pace QPs at the line rate before the first CNP (no window-sized bursts)"),
 };
 
 #define N_DAEMON_KEYS (sizeof(daemon_keys) / sizeof(daemon_keys[0]))
@@ -301,6 +366,38 @@ config_addr_format(const struct config_addr *a, char *buf, size_t len)
 		inet_ntop(AF_INET6, a->addr, tmp, sizeof(tmp));
 		snprintf(buf, len, "%s/%u", tmp, a->prefix_len);
 	}
+}
+
+void
+config_port_cc(const struct config_port *cp, uint32_t link_mbps, struct xport_cc *cc)
+{
+	uint64_t line = cp->dcqcn_line_mbps ? cp->dcqcn_line_mbps
+			: link_mbps ? link_mbps : CONFIG_CC_LINE_MBPS_DEFAULT;
+	struct dcqcn_params *d = &cc->dcqcn;
+
+	memset(cc, 0, sizeof(*cc));
+	cc->ecn = (uint8_t)cp->ecn;
+	cc->algo = cp->cc == 1 ? XPORT_CC_DCQCN : XPORT_CC_NONE;
+	cc->np = cp->cnp;
+	cc->cnp_interval_ns = (uint64_t)cp->cnp_interval_us * 1000u;
+	cc->dscp = (uint8_t)cp->dscp;
+	cc->pcp = (uint8_t)cp->pcp;
+	cc->cnp_dscp = (uint8_t)cp->cnp_dscp;
+	cc->cnp_pcp = (uint8_t)cp->cnp_pcp;
+	cc->pace_line = cp->dcqcn_pace_line;
+	if (line * 1000u > UINT32_MAX)
+		line = UINT32_MAX / 1000u;
+	dcqcn_params_default(d, (uint32_t)line * 1000u);
+	d->g_inv = cp->dcqcn_g_inv;
+	d->alpha_ns = (uint64_t)cp->dcqcn_alpha_us * 1000u;
+	d->timer_ns = (uint64_t)cp->dcqcn_timer_us * 1000u;
+	d->bytes = cp->dcqcn_bytes;
+	d->f = cp->dcqcn_f;
+	d->ai_kbps = cp->dcqcn_ai_mbps * 1000u;
+	d->hai_kbps = cp->dcqcn_hai_mbps * 1000u;
+	d->min_kbps = cp->dcqcn_min_mbps * 1000u;
+	if (d->min_kbps > d->line_kbps)
+		d->min_kbps = d->line_kbps;
 }
 
 const char *
@@ -696,6 +793,89 @@ port_is_af_xdp(const struct config_port *p)
 	return strncmp(p->devargs, "net_af_xdp", 10) == 0;
 }
 
+int
+config_user_id(const char *s, uint32_t *out)
+{
+	struct passwd *pw;
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s != '\0' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
+		*out = (uint32_t)v;
+		return 0;
+	}
+	pw = getpwnam(s);
+	if (pw == NULL)
+		return -1;
+	*out = pw->pw_uid;
+	return 0;
+}
+
+int
+config_group_id(const char *s, uint32_t *out)
+{
+	struct group *gr;
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s != '\0' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
+		*out = (uint32_t)v;
+		return 0;
+	}
+	gr = getgrnam(s);
+	if (gr == NULL)
+		return -1;
+	*out = gr->gr_gid;
+	return 0;
+}
+
+int
+config_id_list(const char *list, bool groups, uint32_t *out, uint32_t max)
+{
+	char buf[512], *save = NULL, *tok;
+	uint32_t n = 0;
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ", \t", &save); tok != NULL; tok = strtok_r(NULL, ", \t", &save)) {
+		if (n == max ||
+		    (groups ? config_group_id(tok, &out[n]) : config_user_id(tok, &out[n])) != 0)
+			return -1;
+		n++;
+	}
+	return (int)n;
+}
+
+/* socket_owner/group/mode and the allowed lists name what exists. */
+static void
+check_access(struct parse_ctx *ctx, const struct config_daemon *d)
+{
+	uint32_t id, ids[CONFIG_MAX_ALLOWED];
+	char *end;
+	unsigned long mode = strtoul(d->socket_mode, &end, 8);
+
+	if (d->socket_mode[0] == '\0' || *end != '\0' || mode > 07777)
+		report(ctx, ctx->daemon_line, "[daemon] socket_mode = %s: octal permissions, e.g. 0660",
+		       d->socket_mode);
+	if (d->socket_owner[0] != '\0' && config_user_id(d->socket_owner, &id) != 0)
+		report(ctx, ctx->daemon_line, "[daemon] socket_owner = %s: no such user",
+		       d->socket_owner);
+	if (d->socket_group[0] != '\0' && config_group_id(d->socket_group, &id) != 0)
+		report(ctx, ctx->daemon_line, "[daemon] socket_group = %s: no such group",
+		       d->socket_group);
+	if (config_id_list(d->allowed_users, false, ids, CONFIG_MAX_ALLOWED) < 0)
+		report(ctx, ctx->daemon_line, "[daemon] allowed_users = %s: an unknown user, or "
+		       "more than %u", d->allowed_users, CONFIG_MAX_ALLOWED);
+	if (config_id_list(d->allowed_groups, true, ids, CONFIG_MAX_ALLOWED) < 0)
+		report(ctx, ctx->daemon_line, "[daemon] allowed_groups = %s: an unknown group, or "
+		       "more than %u", d->allowed_groups, CONFIG_MAX_ALLOWED);
+}
+
 /* Checks that need the whole file. */
 static void
 cross_check(struct parse_ctx *ctx)
@@ -709,6 +889,7 @@ cross_check(struct parse_ctx *ctx)
 	if (d->socket_path[0] != '/')
 		report(ctx, ctx->daemon_line, "[daemon] socket = %s: must be an absolute path",
 		       d->socket_path);
+	check_access(ctx, d);
 	if (cfg->n_ports == 0 && ctx->n_err == 0)
 		report(ctx, 0, "no [port NAME] section: at least one port is needed");
 	for (unsigned int i = 0; i < cfg->n_ports; i++) {

@@ -22,6 +22,7 @@
 #define CONFIG_NAME_LEN 32      /**< port name, with NUL */
 #define CONFIG_DEVARGS_LEN 256
 #define CONFIG_PATH_LEN 108     /**< sizeof(sockaddr_un.sun_path) */
+#define CONFIG_MAX_ALLOWED 16   /**< entries of allowed_users, allowed_groups (= CTL_MAX_ALLOWED) */
 #define CONFIG_ERR_LEN 4096     /**< room for all error lines */
 
 /** What a worker does when a poll found no work (see doc/architecture.md). */
@@ -65,12 +66,44 @@ struct config_port {
 	uint32_t mbufs;                   /**< 0: computed from queues and rings */
 	uint32_t mode;                    /**< enum config_port_mode */
 	bool promisc;
+	/* congestion control and QoS (lib/qp struct xport_cc, doc/congestion.md) */
+	uint32_t ecn;                     /**< ECN codepoint on data: 0 none, 1 ECT(1), 2 ECT(0) */
+	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn */
+	bool cnp;                         /**< notification point: CNPs on CE marks */
+	uint32_t cnp_interval_us;
+	uint32_t dscp;                    /**< DSCP when the AV's traffic class has none */
+	uint32_t pcp;                     /**< 802.1p priority of tagged frames */
+	uint32_t cnp_dscp;
+	uint32_t cnp_pcp;
+	uint32_t dcqcn_g_inv;             /**< g = 1 / dcqcn_g_inv */
+	uint32_t dcqcn_alpha_us;          /**< K */
+	uint32_t dcqcn_timer_us;          /**< T */
+	uint32_t dcqcn_bytes;             /**< B, 0: no byte counter */
+	uint32_t dcqcn_f;                 /**< F */
+	uint32_t dcqcn_ai_mbps;           /**< R_AI */
+	uint32_t dcqcn_hai_mbps;          /**< R_HAI */
+	uint32_t dcqcn_min_mbps;          /**< floor of the rate */
+	uint32_t dcqcn_line_mbps;         /**< line rate, 0: the link speed */
+	bool dcqcn_pace_line;             /**< pace at line rate while not limited */
 	unsigned int line;                /**< line of the [port] header, for errors */
 };
 
 /** The [daemon] section. */
 struct config_daemon {
 	char socket_path[CONFIG_PATH_LEN];
+	char socket_owner[64];            /**< user owning the socket; empty: the daemon's */
+	char socket_group[64];            /**< group owning the socket; empty: the daemon's */
+	char socket_mode[8];              /**< octal permissions of the socket */
+	char allowed_users[512];          /**< users allowed to connect (SO_PEERCRED); empty: any */
+	char allowed_groups[512];         /**< groups allowed to connect; empty: any */
+	uint32_t client_max_pds;          /**< per-client quotas; 0: none beyond the device's */
+	uint32_t client_max_mrs;
+	uint32_t client_max_cqs;
+	uint32_t client_max_qps;
+	uint32_t client_max_srqs;
+	uint32_t client_max_ahs;
+	uint32_t client_max_mr_mb;        /**< registered MiB per client */
+	uint32_t user_max_conns;          /**< open connections per user (root exempt); 0: no quota */
 	char lcores[128];                 /**< EAL --lcores value, unless given on the command line */
 	char eal_args[512];               /**< extra EAL arguments, whitespace separated */
 	uint32_t idle;                    /**< enum config_idle */
@@ -102,6 +135,19 @@ struct config_daemon {
 	bool telemetry;
 };
 
+/**
+ * A user given by name or number (socket_owner, allowed_users).
+ * @return 0, or -1 (no such user)
+ */
+int config_user_id(const char *s, uint32_t *out);
+/** A group given by name or number. @return 0 or -1 */
+int config_group_id(const char *s, uint32_t *out);
+/**
+ * A comma separated list of users (@p groups false) or groups into @p out.
+ * @return how many (0 for an empty list), or -1 (an unknown name, more than @p max)
+ */
+int config_id_list(const char *list, bool groups, uint32_t *out, uint32_t max);
+
 /** A whole configuration. */
 struct config {
 	char path[256];                   /**< file it came from, for messages */
@@ -128,6 +174,19 @@ void config_defaults(struct config *cfg);
 
 /** Print every section and key with its default and meaning (for --help). */
 void config_print_keys(FILE *out);
+
+struct xport_cc;
+
+/** Line rate DCQCN assumes when neither dcqcn_line_mbps nor the link says one. */
+#define CONFIG_CC_LINE_MBPS_DEFAULT 10000u
+
+/**
+ * The transport engine's congestion control and QoS of port @p cp
+ * (lib/qp struct xport_cc): its ECN, CNP, DSCP/priority and DCQCN keys;
+ * the line rate is dcqcn_line_mbps, else @p link_mbps, else
+ * CONFIG_CC_LINE_MBPS_DEFAULT.
+ */
+void config_port_cc(const struct config_port *cp, uint32_t link_mbps, struct xport_cc *cc);
 
 /** @return the name of an idle mode ("sleep"). */
 const char *config_idle_name(enum config_idle idle);

@@ -73,7 +73,7 @@ struct ctl_msg {
 			uint32_t pd;
 			uint32_t access;       /**< enum mr_access */
 			int32_t pid;           /**< indirect (local == 0): the owner process */
-			int32_t pidfd;
+			int32_t mem_fd;        /**< indirect: the owner's /proc/PID/mem (lib/ctl's) */
 			uint64_t local;        /**< address in the daemon; 0: indirect */
 			uint64_t app_addr;
 			uint64_t iova;

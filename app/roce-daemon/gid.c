@@ -91,7 +91,8 @@ gid_device_attr(const struct config *cfg, const uint8_t mac[6], uint8_t phys_por
 	gid_link_local_from_mac(mac, ll);
 	memcpy(&attr->node_guid, &ll[8], 8);
 	attr->sys_image_guid = attr->node_guid;
-	attr->max_mr_size = UINT64_MAX;
+	/* 1 TiB: far above any buffer, far below "all of the address space" (2^64 - 1 was) */
+	attr->max_mr_size = UINT64_C(1) << 40;
 	attr->page_size_cap = 0xfffff000u;
 	attr->vendor_id = 0xffffff;
 	attr->max_qp = d->max_qps;

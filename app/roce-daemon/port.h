@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "gid.h"
+#include "xport.h"
 
 struct rte_mempool;
 
@@ -42,6 +43,7 @@ struct port {
 	struct gid_table gids;
 	bool started;
 	bool xdp_prog_custom;           /**< shared mode: our program is attached */
+	struct xport_cc cc;             /**< congestion control and QoS of its QPs (config_port_cc()) */
 };
 
 /** What port_open() needs besides the port's own section. */

@@ -298,6 +298,8 @@ deliver_local(struct worker *w, uint16_t n)
 
 		if (qp == NULL) {
 			count_pl(w, r->port, CTR_RX_NO_QP);
+			if (r->pkt.opcode == ROCE_OP_CNP)
+				count_pl(w, r->port, CTR_RX_CNP_NO_QP);
 			__atomic_store_n(&w->no_qp_last[r->port],
 					 worker_no_qp_stamp(rte_rdtsc(), r->pkt.dest_qpn),
 					 __ATOMIC_RELAXED);
@@ -513,13 +515,53 @@ worker_ctl_run(struct worker *w, struct ctl_msg *m)
 	m->worker = (uint16_t)w->index;
 }
 
+/*
+ * An event identical to one already waiting adds nothing (a second CQ
+ * notification before the first was signalled, the same async event of the
+ * same QP incarnation): drop it. Distinct events are bounded by the objects
+ * (a CQ notification is the only one an application raises at will, by
+ * re-arming; coalesced, there is at most one per CQ), so the spill stays
+ * bounded without losing any.
+ */
+static bool
+event_spill_has(const struct worker *w, const struct worker_event *ev)
+{
+	for (uint32_t i = w->ev_spill_n; i-- > 0;)
+		if (memcmp(&w->ev_spill[i], ev, sizeof(*ev)) == 0)
+			return true;
+	return false;
+}
+
+/* Room for one more spilled event: double the spill (cold path: the control thread is behind). */
+static bool
+event_spill_grow(struct worker *w)
+{
+	uint32_t cap = w->ev_spill_cap ? 2 * w->ev_spill_cap : WORKER_EVENT_SPILL;
+	struct worker_event *v;
+
+	if (w->ev_spill_n < w->ev_spill_cap)
+		return true;
+	if (cap > WORKER_EVENT_SPILL_MAX)
+		return false;
+	v = realloc(w->ev_spill, cap * sizeof(*v));
+	if (v == NULL)
+		return false;
+	w->ev_spill = v;
+	w->ev_spill_cap = cap;
+	return true;
+}
+
 void
 worker_event_post(struct worker *w, const struct worker_event *ev)
 {
 	if (w->ev_spill_n == 0 &&
 	    rte_ring_sp_enqueue_elem(w->events, (void *)(uintptr_t)ev, sizeof(*ev)) == 0)
 		return;
-	if (w->ev_spill_n < WORKER_EVENT_SPILL) {
+	if (event_spill_has(w, ev)) {
+		__atomic_store_n(&w->events_coalesced, w->events_coalesced + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (event_spill_grow(w)) {
 		w->ev_spill[w->ev_spill_n++] = *ev; /* behind the others: order kept */
 		return;
 	}
@@ -913,6 +955,7 @@ worker_free(struct worker *w)
 	rte_ring_free(w->ctl_out);
 	rte_ring_free(w->neigh_req);
 	rte_ring_free(w->events);
+	free(w->ev_spill);
 	for (unsigned int p = 0; p < CONFIG_MAX_PORTS; p++) {
 		if (w->txbuf[p] != NULL) {
 			rte_pktmbuf_free_bulk(w->txbuf[p]->pkts, w->txbuf[p]->length);

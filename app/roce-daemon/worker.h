@@ -138,7 +138,9 @@ struct worker_event {
 };
 
 #define WORKER_EVENT_RING 1024u
-#define WORKER_EVENT_SPILL 1024u  /**< events kept while the event ring is full */
+#define WORKER_EVENT_SPILL 1024u  /**< first size of the spill (events kept while the ring is full) */
+/** Most events the spill grows to (16 MiB); distinct events are bounded far below by the tables. */
+#define WORKER_EVENT_SPILL_MAX (1u << 20)
 
 /** One worker. Cache-aligned; allocated on the lcore's socket. */
 struct worker {
@@ -206,10 +208,13 @@ struct worker {
 	struct engine_rx rx[WORKER_BURST_MAX];
 	struct ctl_msg ctl_ans[WORKER_CTL_BURST]; /**< answers ctl_out had no room for */
 	uint32_t ctl_ans_n;
-	struct worker_event ev_spill[WORKER_EVENT_SPILL]; /**< events the ring had no room for */
+	struct worker_event *ev_spill; /**< events the ring had no room for (malloc, grows) */
 	uint32_t ev_spill_n;
-	/** events lost: ring and spill full (relaxed store by this lcore, any thread reads) */
+	uint32_t ev_spill_cap;
+	/** events lost: spill at WORKER_EVENT_SPILL_MAX or out of memory (relaxed store by this lcore, any thread reads) */
 	uint64_t events_lost;
+	/** events dropped as identical to one already waiting in the spill (same reader rules) */
+	uint64_t events_coalesced;
 	/** QPs this lcore owns, indexed by qpn / n_workers; fixed at start-up. */
 	struct qp_slot *qp;
 	uint32_t n_qp_slots;
@@ -354,8 +359,10 @@ void worker_ctl_run(struct worker *w, struct ctl_msg *m);
 
 /**
  * Owner only: pass engine event @p ev to the control thread (events ring).
- * A full ring does not lose it: it waits, in order, until the next poll
- * finds room; only a full spill too loses it, counted in events_lost.
+ * A full ring does not lose it: it waits, in order, in the spill (which
+ * grows) until the next poll finds room. An event identical to one already
+ * waiting is coalesced (events_coalesced): that bounds the spill by the
+ * objects, so nothing is lost unless memory runs out (events_lost).
  */
 void worker_event_post(struct worker *w, const struct worker_event *ev);
 

@@ -2,11 +2,13 @@
 /*
  * verbs shim: completion channels and async events.
  *
- * A completion channel is an eventfd (semaphore mode) shared with the daemon.
- * When a CQE lands in an armed CQ, the engine disarms the CQ and the daemon
- * bumps the CQ's notify_count and adds 1 to the eventfd (ipc_cq_signal()).
- * ibv_get_cq_event takes 1 from the eventfd and finds the CQ whose
- * notify_count moved, so poll(2) on channel->fd and get_cq_event agree.
+ * A completion channel is the reading end of a socket pair the daemon made
+ * (it keeps the other end and sends with MSG_DONTWAIT, so no application can
+ * make it block). When a CQE
+ * lands in an armed CQ, the engine disarms the CQ and the daemon bumps the
+ * CQ's notify_count and sends one byte (ipc_cq_signal()).
+ * ibv_get_cq_event takes one byte and finds the CQ whose notify_count
+ * moved, so poll(2) on channel->fd and get_cq_event agree.
  *
  * Async events arrive as ipc_async_event datagrams on context->async_fd.
  * When the daemon goes away the socket reads EOF, which is reported once as
@@ -18,7 +20,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,21 +29,19 @@ SHIM_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context 
 {
 	struct shim_channel *ch = calloc(1, sizeof(*ch));
 	struct ipc_msg req, rsp;
-	int efd, rc;
+	int rfds[IPC_MAX_FDS] = { -1, -1 }, efd, rc;
 
 	if (ch == NULL)
 		return shim_null(ENOMEM);
-	efd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-	if (efd < 0) {
-		rc = errno;
-		free(ch);
-		return shim_null(rc);
-	}
 	shim_req(&req, IPC_OP_CREATE_CHANNEL);
 	req.u.req_CREATE_CHANNEL.user_handle = (uintptr_t)ch;
-	rc = shim_rpc(shim_ctx(context), &req, &efd, 1, &rsp, NULL);
+	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, rfds);
+	efd = rfds[0];
+	if (rc == 0 && efd < 0)
+		rc = EPROTO;
 	if (rc) {
-		close(efd);
+		if (efd >= 0)
+			close(efd);
 		free(ch);
 		return shim_null(rc);
 	}
@@ -115,7 +114,7 @@ static struct shim_cq *shim_channel_take(struct shim_channel *ch)
 }
 
 /*
- * Before a blocking read of the eventfd: sleep until it is readable or the
+ * Before a blocking read of the channel: sleep until it is readable or the
  * daemon hangs up (it would never be written again). @return false if the
  * daemon is gone and no event is pending (errno EIO, as the requests of the
  * disassociated device); true to read (a non-blocking fd: at once).
@@ -147,8 +146,8 @@ static bool shim_channel_wait(struct ibv_comp_channel *channel)
 }
 
 /*
- * The channel's eventfd is a semaphore (EFD_SEMAPHORE): the daemon adds 1 per
- * notification, each delivered event takes 1, so poll(2) on channel->fd says
+ * The channel carries one byte per notification, each delivered
+ * event takes one, so poll(2) on channel->fd says
  * readable exactly while an event is pending. The read blocks unless the
  * application made the fd non-blocking (then -1/EAGAIN, as rdma-core); a
  * blocking call ends with -1/EIO when the daemon goes away.
@@ -158,7 +157,7 @@ SHIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 {
 	struct shim_channel *ch = (struct shim_channel *)channel;
 	struct shim_cq *found;
-	uint64_t v;
+	uint8_t v;
 
 	for (;;) {
 		if (!shim_channel_wait(channel))
@@ -170,7 +169,13 @@ SHIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 				continue;
 			return -1;
 		}
-		/* notify_count was bumped (release) before the eventfd write we consumed. */
+		if (n == 0) {
+			/* The daemon closed its end: it is gone, nothing will come. */
+			shim_ctx(channel->context)->dead = true;
+			errno = EIO;
+			return -1;
+		}
+		/* notify_count was bumped (release) before the byte we consumed. */
 		pthread_mutex_lock(&ch->lock);
 		found = shim_channel_take(ch);
 		if (found) {

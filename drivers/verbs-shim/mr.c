@@ -14,9 +14,9 @@
  *  - only private, writable, anonymous memory (heap, malloc/memalign/mmap
  *    anonymous) is remapped; file-backed, hugetlb, read-only memory, the
  *    stack and ranges partly overlapping an existing backing are registered
- *    without a memfd: the daemon then copies from/to this process with
- *    process_vm_readv/writev (a system call per packet: slower; ATOMICs on
- *    such memory are not atomic against this process's own CPU accesses),
+ *    without a memfd: the daemon then copies from/to this process through
+ *    our /proc/PID/mem (a system call per packet: slower; ATOMICs on such
+ *    memory are not atomic against this process's own CPU accesses),
  *    and refuses the registration if it may not (no CAP_SYS_PTRACE over us,
  *    or the address is not mapped);
  *  - a thread writing the range during the copy-and-remap can lose data;

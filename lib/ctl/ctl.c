@@ -5,11 +5,13 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -213,10 +215,14 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 		if (rc < 0)
 			goto fail;
 	}
+	ctl->mr_key_byte = calloc(ctl->tab[CTL_KIND_MR].cap + 1, 1);
+	if (ctl->mr_key_byte == NULL)
+		goto fail;
 	return ctl;
 fail:
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
+	free(ctl->mr_key_byte);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);
@@ -238,6 +244,7 @@ void ctl_destroy(struct ctl *ctl)
 	}
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
+	free(ctl->mr_key_byte);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);
@@ -276,6 +283,11 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 		}
 	}
 	st->events_dropped += ctl->events_dropped;
+	st->quarantined = ctl->quarantined;
+	st->quarantined_bytes = ctl->quarantined_bytes;
+	st->qkey_refused = ctl->qkey_refused;
+	st->quota_refused = ctl->quota_refused;
+	st->conns_refused = ctl->conns_refused;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
 	st->mr = ctl->tab[CTL_KIND_MR].nused;
 	st->channel = ctl->tab[CTL_KIND_CHANNEL].nused;
@@ -296,8 +308,161 @@ uint32_t ctl_nobjects(const struct ctl *ctl)
 
 /* ---- connections ---- */
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/* Start time of process @p pid in clock ticks after boot (/proc/PID/stat field 22); 0: unknown. */
+static unsigned long long ctl_proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	/* after ") ": state is field 3; start time is field 22, 19 fields further */
+	for (int f = 3; p != NULL && f < 22; f++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+/*
+ * A pidfd of the process at the other end of @p sock, as it was when it
+ * connected: SO_PEERPIDFD (Linux 6.5) gives exactly that. Without it:
+ * pidfd_open(@p pid) now, trusted only if that process started before
+ * this moment (a PID reused since the peer died names a younger process).
+ * @return the pidfd or -1
+ */
+static int ctl_peer_pidfd(int sock, pid_t pid)
+{
+	socklen_t len = sizeof(int);
+	struct timespec now;
+	unsigned long long start, now_ticks;
+	int fd = -1;
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
+		return fd;
+	if (pid <= 0 || clock_gettime(CLOCK_BOOTTIME, &now) != 0)
+		return -1;
+	now_ticks = (unsigned long long)now.tv_sec * (unsigned long long)sysconf(_SC_CLK_TCK);
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -1;
+	start = ctl_proc_start(pid);
+	if (start == 0 || start > now_ticks + 1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+#define CTL_CAP_NET_RAW 13 /* linux/capability.h */
+
+/* Has process @p pid capability @p cap in its effective set (/proc/PID/status CapEff)? */
+static bool ctl_proc_has_cap(pid_t pid, unsigned int cap)
+{
+	char path[64], line[256];
+	unsigned long long eff = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && (eff >> cap & 1);
+}
+
+/* Is group @p gid among the groups of process @p pid (/proc/PID/status Groups)? */
+static bool ctl_proc_in_group(pid_t pid, gid_t gid)
+{
+	char path[64], line[4096], *p, *end;
+	bool in = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (!in && fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "Groups:", 7) != 0)
+			continue;
+		for (p = line + 7;; p = end) {
+			unsigned long g = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			in = in || g == gid;
+		}
+		break;
+	}
+	fclose(f);
+	return in;
+}
+
+/* ctl_access: may the peer (@p pid, @p uid, @p gid) connect? */
+static bool ctl_peer_allowed(const struct ctl_access *a, pid_t pid, uid_t uid, gid_t gid)
+{
+	if (a->n_uids == 0 && a->n_gids == 0)
+		return true;
+	if (uid == 0)
+		return true;
+	for (uint32_t i = 0; i < a->n_uids && i < CTL_MAX_ALLOWED; i++)
+		if (a->uids[i] == uid)
+			return true;
+	for (uint32_t i = 0; i < a->n_gids && i < CTL_MAX_ALLOWED; i++)
+		if (a->gids[i] == gid || (pid > 0 && ctl_proc_in_group(pid, a->gids[i])))
+			return true;
+	return false;
+}
+
+/* User @p uid holds its quota of open connections already (root: never). */
+static bool ctl_user_conns_full(const struct ctl *ctl, uid_t uid)
+{
+	uint32_t q = ctl->cfg.quota.max_conns_per_user, n = 0;
+
+	if (q == 0 || uid == 0)
+		return false;
+	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++)
+		n += ctl->conns[i].used && ctl->conns[i].open && ctl->conns[i].uid == uid;
+	return n >= q;
+}
+
 struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 {
+	pid_t pid = 0;
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+	bool cred = ipc_peer_cred(sock, &pid, &uid, &gid) == 0;
+
+	if (cred && ctl_user_conns_full(ctl, uid)) {
+		ctl->quota_refused++;
+		errno = EMFILE;
+		return NULL;
+	}
+	if (!cred || !ctl_peer_allowed(&ctl->cfg.access, pid, uid, gid)) {
+		/* no credentials, or not on the lists: refused before any state */
+		if (ctl->cfg.access.n_uids > 0 || ctl->cfg.access.n_gids > 0) {
+			ctl->conns_refused++;
+			errno = EACCES;
+			return NULL;
+		}
+	}
 	for (uint32_t i = 0; i < ctl->cfg.limits.max_conns; i++) {
 		struct ctl_conn *c = &ctl->conns[i];
 
@@ -313,19 +478,11 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 		c->async_fd = -1;
 		c->pend.conn = c;
 		c->pend.gen = 1;
-		if (ipc_peer_cred(sock, &c->pid, &c->uid, &c->gid) < 0) {
-			c->pid = 0;
-			c->uid = (uid_t)-1;
-			c->gid = (gid_t)-1;
-		}
-		/*
-		 * Pin the peer now, while it is most likely still the process that
-		 * connected: a PID looked up later (a fallback MR's registration)
-		 * could name a process that reused it.
-		 */
-		c->pidfd = c->pid > 0 ? (int)syscall(SYS_pidfd_open, c->pid, 0) : -1;
-		if (c->pidfd < 0)
-			c->pidfd = -1;
+		c->pid = pid;
+		c->uid = uid;
+		c->gid = gid;
+		c->pidfd = ctl_peer_pidfd(sock, c->pid);
+		c->cap_net_raw = c->pidfd >= 0 && ctl_proc_has_cap(c->pid, CTL_CAP_NET_RAW);
 		return c;
 	}
 	errno = EMFILE;
@@ -445,6 +602,11 @@ int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct
 	if (o != NULL)
 		o->busy = true;
 	return CTL_DEFERRED;
+}
+
+void ctl_dp_destroy_failed(struct ctl *ctl)
+{
+	ctl->cur->dp_held = true;
 }
 
 uint64_t ctl_dp_defer(struct ctl *ctl)
@@ -756,7 +918,22 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	struct ctl_conn *c = x->conn;
 	struct ipc_msg *rsp = x->rsp;
 
-	rsp->u.rsp_QUERY_DEVICE.attr = ctl_dev(c)->attr;
+	struct ipc_device_attr *a = &rsp->u.rsp_QUERY_DEVICE.attr;
+	const struct ctl_quota *q = &c->ctl->cfg.quota;
+
+	*a = ctl_dev(c)->attr;
+	/* this client's limits: the device's, or its quota where smaller */
+#define CTL_QUOTA_MIN(field, quota) \
+	if ((quota) != 0 && (quota) < a->field) \
+		a->field = (quota);
+	CTL_QUOTA_MIN(max_qp, q->max_qp)
+	CTL_QUOTA_MIN(max_cq, q->max_cq)
+	CTL_QUOTA_MIN(max_mr, q->max_mr)
+	CTL_QUOTA_MIN(max_pd, q->max_pd)
+	CTL_QUOTA_MIN(max_srq, q->max_srq)
+	CTL_QUOTA_MIN(max_ah, q->max_ah)
+	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
+#undef CTL_QUOTA_MIN
 	return 0;
 }
 

@@ -185,11 +185,12 @@ struct ctl_mr_info {
 	uint64_t length;
 	uint64_t app_addr;       /**< the application's virtual address of iova */
 	void *local;             /**< the same bytes mapped in this process; NULL: not shared,
-				      reach them in process @p pid (fallback: process_vm_readv/
-				      writev, lib/qp mr.h indirect regions) */
+				      reach them in process @p pid (fallback: lib/qp mr.h
+				      indirect regions, through @p mem_fd) */
 	pid_t pid;               /**< owner process (the registering connection's peer) */
-	int pidfd;               /**< while local is NULL: a pidfd of @p pid, held by lib/ctl
-				      until mr_destroy returned; else -1 */
+	int mem_fd;              /**< while local is NULL: /proc/@p pid/mem opened at
+				      registration (bound to that image: an exec ends it),
+				      held by lib/ctl until mr_destroy returned; else -1 */
 };
 
 /** What the dataplane gets for an AH. */
@@ -226,9 +227,15 @@ enum ctl_qp_event {
  * dataplane (the daemon's lcores). Every callback runs on the control thread
  * and never waits for an lcore. Create/modify callbacks return 0 or a
  * positive errno, which fails the request (the control plane then undoes its
- * own part: a refused operation leaves nothing behind). Destroy callbacks
- * cannot fail: once they are complete the dataplane no longer touches the
- * object, its rings or its memory. Any pointer may be NULL ("nothing to do").
+ * own part: a refused operation leaves nothing behind). A destroy callback
+ * that completed (at once or with ctl_dp_done(token, 0)) means the dataplane
+ * no longer touches the object, its rings or its memory. If it could not
+ * let go (a message to an lcore refused, an lcore's refusal), it says so
+ * (ctl_dp_destroy_failed() at once, or a nonzero ctl_dp_done() result): the
+ * object fails closed into quarantine. Its handle goes, its memory (rings,
+ * MR mapping, mem fd) and that of the CQs/SRQ a QP used are never unmapped
+ * or closed (ctl_stats quarantined, quarantined_bytes), and the request
+ * fails with EIO. Any pointer may be NULL ("nothing to do").
  *
  * Asynchronous answers: any callback may answer later. It then calls
  * ctl_dp_defer(), keeps the token and returns 0 (its result is ignored); the
@@ -292,8 +299,46 @@ struct ctl_dataplane_ops {
 	void (*qp_destroy)(void *dp, const struct ctl_qp_info *qp);
 };
 
+/**
+ * Per-client quotas: what one connection group (a client and the contexts
+ * imported from it) may hold. 0: no quota beyond the device's limits.
+ * QUERY_DEVICE reports the smaller of the two where verbs has a field.
+ * A refusal is ENOMEM, as the kernel's for exhausted resources.
+ */
+struct ctl_quota {
+	uint32_t max_pd;
+	uint32_t max_mr;
+	uint32_t max_cq;
+	uint32_t max_qp;
+	uint32_t max_srq;
+	uint32_t max_ah;
+	uint32_t max_channels;
+	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	/**
+	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
+	 * connection has at most one request pending (the next is read after
+	 * the answer), so this also bounds a user's pending requests.
+	 */
+	uint32_t max_conns_per_user;
+};
+
+#define CTL_MAX_ALLOWED 16u
+
+/**
+ * Who may connect, by SO_PEERCRED: a peer whose user is in @p uids, or
+ * whose primary or supplementary group is in @p gids. Both lists empty:
+ * anyone who can open the socket. Root always.
+ */
+struct ctl_access {
+	uint32_t n_uids, n_gids;
+	uid_t uids[CTL_MAX_ALLOWED];
+	gid_t gids[CTL_MAX_ALLOWED];
+};
+
 /** Everything ctl_create() needs. */
 struct ctl_config {
+	struct ctl_quota quota;
+	struct ctl_access access;
 	uint32_t ndevices;
 	struct ctl_device_cfg dev[CTL_MAX_DEVICES];
 	struct ctl_limits limits;
@@ -405,6 +450,12 @@ uint64_t ctl_dp_defer(struct ctl *ctl);
  * @return 0; -ENOENT for an unknown or already answered token
  */
 int ctl_dp_done(struct ctl *ctl, uint64_t token, int rc);
+/**
+ * In a destroy callback that answers at once: the dataplane could not let
+ * go of the object (it may still hold it). The control plane quarantines it
+ * (see struct ctl_dataplane_ops).
+ */
+void ctl_dp_destroy_failed(struct ctl *ctl);
 /** Dataplane operations in flight (deferred, not yet answered). */
 uint32_t ctl_dp_inflight(const struct ctl *ctl);
 /** @} */
@@ -415,6 +466,11 @@ struct ctl_stats {
 	uint32_t contexts;       /**< open connections with a device (ibv_open_device/import_device) */
 	uint32_t pd, mr, channel, cq, qp, srq, ah;
 	uint64_t events_dropped; /**< async events clients did not read in time */
+	uint64_t quarantined;    /**< objects the dataplane could not let go of (kept mapped) */
+	uint64_t quarantined_bytes; /**< their shared memory and MR mappings */
+	uint64_t qkey_refused;   /**< controlled Q_Keys asked for without CAP_NET_RAW (EPERM) */
+	uint64_t quota_refused;  /**< requests refused by a client's quota (ENOMEM) */
+	uint64_t conns_refused;  /**< connections of peers not allowed (ctl_access) */
 };
 
 /** Fill @p st. */

@@ -67,6 +67,8 @@ struct ctl_table {
 struct ctl_shm {
 	void *map;
 	size_t size;
+	/* The dataplane may still write it (a destroy it could not finish): never unmapped. */
+	bool held;
 };
 
 struct ctl_pd {
@@ -83,12 +85,14 @@ struct ctl_mr {
 	 * memory, no dataplane object; only DEREG_MR may name it.
 	 */
 	bool invalid;
+	/* The dataplane may still reach it (a destroy it could not finish): never unmapped or closed. */
+	bool held;
 	struct ctl_mr_info info;
 };
 
 struct ctl_channel {
 	struct ctl_obj o;
-	int efd;
+	int efd; /* the daemon's end of the channel's socket pair (ipc_channel_pair()) */
 };
 
 /* Not bound to an lcore (no QP uses the CQ/SRQ). */
@@ -154,6 +158,7 @@ struct ctl_pend {
 	uint8_t state;           /* enum ctl_pend_state */
 	bool deferred;           /* ctl_dp_defer() was called during the current callback */
 	bool teardown;           /* a teardown step of the group, not a request */
+	bool dp_held;            /* ctl_dp_destroy_failed() during the current destroy callback */
 	struct ctl_conn *conn;   /* NULL: the detached context (events), never deferred */
 	ctl_fin_fn fin;
 	struct ctl_obj *obj;     /* the object the continuation works on (busy meanwhile) */
@@ -197,10 +202,13 @@ struct ctl_conn {
 	int dev;          /* -1 until OPEN_DEVICE */
 	int async_fd;     /* our end of the async-event socketpair, -1 before open */
 	pid_t pid;        /* the peer (SO_PEERCRED at connect) */
+	bool cap_net_raw; /* the peer had CAP_NET_RAW in its effective set at connect */
 	uid_t uid;
 	gid_t gid;
 	int pidfd;        /* a pidfd of pid opened at connect, -1: none (fallback MRs dup it) */
 	uint32_t nobjs;   /* head only: objects of the group */
+	uint32_t nkind[CTL_KIND_COUNT]; /* head only: ... per kind (quotas) */
+	uint64_t mr_bytes; /* head only: bytes registered (quota) */
 	uint32_t npend;   /* head only: dataplane operations of the group in flight */
 	uint64_t events_dropped;
 	struct ctl_pend pend; /* its request; the head's also serves teardown steps */
@@ -245,6 +253,12 @@ struct ctl {
 	struct ctl_conn *conns;
 	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
 	uint64_t events_dropped; /* of closed connections */
+	uint8_t *mr_key_byte;    /* per MR slot: the random low byte of its last key */
+	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
+	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
+	uint64_t quota_refused;  /* requests over a client's quota */
+	uint64_t conns_refused;  /* peers not allowed to connect */
+	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
 };

@@ -7,8 +7,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -46,7 +49,7 @@ int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_ou
 
 void ctl_shm_free(struct ctl_shm *shm)
 {
-	if (shm->map != NULL)
+	if (shm->map != NULL && !shm->held) /* held: quarantined, kept for good */
 		munmap(shm->map, shm->size);
 	shm->map = NULL;
 	shm->size = 0;
@@ -139,37 +142,48 @@ static bool ctl_proc_creds_are(pid_t pid, uid_t uid, gid_t gid)
 }
 
 /*
- * A pidfd of the client @p c for the fallback path: a duplicate of the one
- * lib/ctl opened when the client connected (ctl_conn_open), so it names the
- * connecting process even if the PID was reused since. That process must
- * have the peer's user and group (not a setuid program): its credentials
- * are read while the pidfd pins it and trusted only if the pidfd still
- * names a live process then (a dead one's PID may already be another's).
- * @return the pidfd, or -errno
+ * The fallback path's access to the client @p c: an open /proc/PID/mem of
+ * the process that connected. It is opened first (it pins the address
+ * space the process has now: an exec later, a setuid one included, leaves
+ * it pointing at the old, dead image, lib/qp mr.h), then trusted only if,
+ * after the open, the process (1) is still the one that connected (the
+ * pidfd taken at connect time names a live process, so its PID was not
+ * reused), (2) has the peer's user and group as real, effective and saved
+ * IDs (not a setuid program), and (3) is dumpable: /proc/PID/status
+ * belongs to the peer (the kernel hands a non-dumpable process's files
+ * there to root),
+ * i.e. the peer could ptrace it itself. An image exec'd between the open
+ * and the checks is either the pinned one (checked) or a later one (not
+ * reachable through the fd).
+ * @return the fd, or -errno
  */
-static int ctl_client_pidfd(const struct ctl_conn *c)
+static int ctl_client_memfd(const struct ctl_conn *c)
 {
-	int pidfd;
+	char path[64];
+	struct stat st;
+	int fd;
 
 	if (c->pid <= 0 || c->pidfd < 0)
 		return -ESRCH;
-	pidfd = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
-	if (pidfd < 0)
-		return -errno;
-	if (!ctl_proc_creds_are(c->pid, c->uid, c->gid) ||
-	    syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0) {
-		close(pidfd);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)c->pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EACCES ? -EPERM : -errno;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)c->pid);
+	if (stat(path, &st) != 0 || st.st_uid != c->uid || st.st_gid != c->gid ||
+	    !ctl_proc_creds_are(c->pid, c->uid, c->gid) ||
+	    syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0) != 0) {
+		close(fd);
 		return -EPERM;
 	}
-	return pidfd;
+	return fd;
 }
 
 /*
  * Map the client's memfd so the dataplane reaches [addr, addr+length)
  * directly. Without one (memory the shim could not share: file-backed,
  * stack, read-only...) the dataplane copies from/to the client's process
- * (fallback path): hold a pidfd of it, so a PID reused after the client
- * died is never mistaken for it.
+ * (fallback path) through its /proc/PID/mem (ctl_client_memfd()).
  */
 static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint64_t addr,
 		      uint64_t length, uint64_t fd_offset)
@@ -182,10 +196,10 @@ static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint6
 	mr->map = NULL;
 	mr->map_len = 0;
 	mr->info.local = NULL;
-	mr->info.pidfd = -1;
+	mr->info.mem_fd = -1;
 	if (fd < 0) {
-		rc = ctl_client_pidfd(c);
-		mr->info.pidfd = rc >= 0 ? rc : -1;
+		rc = ctl_client_memfd(c);
+		mr->info.mem_fd = rc >= 0 ? rc : -1;
 		return rc >= 0 ? 0 : -rc;
 	}
 	if (fd_offset % (uint64_t)pg != 0 || end - start > SIZE_MAX)
@@ -203,14 +217,15 @@ static int ctl_mr_map(struct ctl_mr *mr, const struct ctl_conn *c, int fd, uint6
 
 static void ctl_mr_unmap(struct ctl_mr *mr)
 {
-	if (mr->map != NULL)
+	/* held (quarantined): an lcore may still copy through the mapping or the mem fd */
+	if (mr->map != NULL && !mr->held)
 		munmap(mr->map, mr->map_len);
-	if (mr->info.pidfd >= 0)
-		close(mr->info.pidfd);
+	if (mr->info.mem_fd >= 0 && !mr->held)
+		close(mr->info.mem_fd);
 	mr->map = NULL;
 	mr->map_len = 0;
 	mr->info.local = NULL;
-	mr->info.pidfd = -1;
+	mr->info.mem_fd = -1;
 }
 
 /*
@@ -225,10 +240,65 @@ static void ctl_mr_invalidate(struct ctl_mr *mr)
 	mr->invalid = true;
 }
 
-/* Same memory behind both (mapping or fallback pidfd): unmapping one would unmap the other. */
+/* Same memory behind both (mapping or fallback mem fd): unmapping one would unmap the other. */
 static bool ctl_mr_same_memory(const struct ctl_mr *a, const struct ctl_mr *b)
 {
-	return a->map == b->map && a->info.pidfd == b->info.pidfd;
+	return a->map == b->map && a->info.mem_fd == b->info.mem_fd;
+}
+
+/* ---- quarantine: what the dataplane may still hold is never released ---- */
+
+static void ctl_quarantine_shm(struct ctl *ctl, struct ctl_shm *shm)
+{
+	if (shm->map == NULL || shm->held)
+		return;
+	shm->held = true;
+	ctl->quarantined_bytes += shm->size;
+}
+
+static void ctl_quarantine_mr(struct ctl *ctl, struct ctl_mr *mr)
+{
+	if (mr->held)
+		return;
+	mr->held = true;
+	mr->pd->o.refs++; /* for good: the lcore's copy names the PD's index */
+	ctl->quarantined++;
+	ctl->quarantined_bytes += mr->map_len;
+}
+
+/*
+ * The dataplane could not let go of @p o: keep its memory, and the rings of
+ * what a QP writes into (its CQs, its SRQ), mapped for good.
+ */
+static void ctl_quarantine(struct ctl *ctl, struct ctl_obj *o)
+{
+	switch ((enum ctl_kind)o->kind) {
+	case CTL_KIND_QP: {
+		struct ctl_qp *qp = (struct ctl_qp *)o;
+
+		qp->pd->o.refs++; /* for good: its index is never given to another PD */
+		ctl_quarantine_shm(ctl, &qp->shm);
+		if (qp->scq != NULL)
+			ctl_quarantine_shm(ctl, &qp->scq->shm);
+		if (qp->rcq != NULL)
+			ctl_quarantine_shm(ctl, &qp->rcq->shm);
+		if (qp->srq != NULL)
+			ctl_quarantine_shm(ctl, &qp->srq->shm);
+		break;
+	}
+	case CTL_KIND_MR:
+		ctl_quarantine_mr(ctl, (struct ctl_mr *)o);
+		return; /* counted there */
+	case CTL_KIND_CQ:
+		ctl_quarantine_shm(ctl, &((struct ctl_cq *)o)->shm);
+		break;
+	case CTL_KIND_SRQ:
+		ctl_quarantine_shm(ctl, &((struct ctl_srq *)o)->shm);
+		break;
+	default:
+		break;
+	}
+	ctl->quarantined++;
 }
 
 static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t length)
@@ -240,12 +310,45 @@ static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t 
 	return 0;
 }
 
+/*
+ * A new key for MR slot @p index: (index + 1) << 8 | a random byte unlike
+ * the slot's last one (IBA 10.6.3.3 lets keys vary per registration; rxe
+ * draws its 8 key bits at random the same way). A counter in that byte let
+ * a peer that saw one key name the next registration of any slot; random,
+ * a guess is right once in 256 and each wrong one breaks the guesser's
+ * connection (an R_Key violation NAK moves its QP to the error state).
+ */
+static uint32_t ctl_mr_key(struct ctl *ctl, uint32_t index)
+{
+	uint8_t b = ctl->mr_key_byte[index];
+
+	for (int i = 0; i < 8 && b == ctl->mr_key_byte[index]; i++)
+		if (getrandom(&b, 1, 0) != 1)
+			b = (uint8_t)(ctl->mr_key_byte[index] + 1 + (rand() % 255)); /* no entropy: still another */
+	if (b == ctl->mr_key_byte[index])
+		b++;
+	ctl->mr_key_byte[index] = b;
+	return ((index + 1) << 8) | b;
+}
+
+/* Would @p c's group hold more than its quota of registered bytes with @p add more (@p sub less)? */
+static bool ctl_mr_bytes_over(struct ctl_conn *c, uint64_t add, uint64_t sub)
+{
+	uint64_t q = c->ctl->cfg.quota.max_mr_bytes, have = c->group->mr_bytes - sub;
+
+	if (q == 0 || (add <= q && have <= q - add))
+		return false;
+	c->ctl->quota_refused++;
+	return true;
+}
+
 static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
 	struct ipc_reg_mr_rsp *r = &p->rsp.u.rsp_REG_MR;
 
 	if (rc) {
+		mr->o.owner->mr_bytes -= mr->info.length;
 		mr->pd->o.refs--;
 		ctl_mr_unmap(mr);
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
@@ -276,6 +379,8 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 		rc = ctl_mr_check_range(c, q->addr, q->length);
 	if (rc)
 		return rc;
+	if (ctl_mr_bytes_over(c, q->length, 0))
+		return ENOMEM; /* the client's quota of registered bytes */
 	mr = ctl_table_alloc(&ctl->tab[CTL_KIND_MR], c, CTL_KIND_MR, q->user_handle);
 	if (mr == NULL)
 		return ENOMEM;
@@ -284,9 +389,8 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
 		return rc;
 	}
-	/* Key: (index + 1) << 8 | 8-bit generation, as IBA 10.6.3.3 lets keys vary per registration. */
 	mr->pd = pd;
-	mr->info.lkey = ((mr->o.index + 1) << 8) | (mr->o.gen & 0xff);
+	mr->info.lkey = ctl_mr_key(ctl, mr->o.index);
 	mr->info.rkey = mr->info.lkey;
 	mr->info.pd = pd->o.index;
 	mr->info.access = q->access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE;
@@ -294,6 +398,7 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 	mr->info.length = q->length;
 	mr->info.app_addr = q->addr;
 	mr->info.pid = c->pid;
+	c->group->mr_bytes += q->length; /* given back by a refusal or the destroy */
 	pd->o.refs++; /* held while the dataplane decides, so the PD cannot go meanwhile */
 	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
 	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
@@ -346,6 +451,7 @@ static int ctl_rereg_fin_made(struct ctl *ctl, struct ctl_pend *p, int rc)
 	if (!ctl_mr_same_memory(mr, old))
 		ctl_mr_unmap(old);
 	old->pd->o.refs--;
+	mr->o.owner->mr_bytes += mr->info.length - old->info.length; /* unsigned: wraps right */
 	r->handle = p->req.u.req_REREG_MR.handle;
 	r->lkey = mr->info.lkey;
 	r->rkey = mr->info.rkey;
@@ -357,7 +463,17 @@ static int ctl_rereg_fin_gone(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_mr *mr = (struct ctl_mr *)p->obj;
 
-	(void)rc;
+	if (rc) {
+		/* Not let go: the old memory stays for good, the MR fails closed. */
+		struct ctl_mr *next = &p->u.rereg.next;
+
+		ctl_quarantine_mr(ctl, mr);
+		if (!ctl_mr_same_memory(next, mr))
+			ctl_mr_unmap(next);
+		next->pd->o.refs--;
+		ctl_mr_invalidate(mr);
+		return EIO;
+	}
 	*mr = p->u.rereg.next;
 	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
 	return ctl_then(ctl, p, rc, ctl_rereg_fin_made, &mr->o);
@@ -394,6 +510,8 @@ int ctl_h_REREG_MR(const struct ctl_req *x)
 	}
 	if (q->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		rc = ctl_mr_check_range(c, q->addr, q->length);
+		if (rc == 0 && ctl_mr_bytes_over(c, q->length, mr->info.length))
+			rc = ENOMEM;
 		if (rc == 0)
 			rc = ctl_mr_map(&next, c, nfds > 0 ? fds[0] : -1, q->addr, q->length,
 					q->fd_offset);
@@ -413,9 +531,10 @@ int ctl_h_REREG_MR(const struct ctl_req *x)
 	pd->o.refs++;
 	ctl->cur->u.rereg.old = *mr;
 	ctl->cur->u.rereg.next = next;
+	ctl->cur->dp_held = false;
 	if (DP_HAS(ctl, mr_destroy))
 		DP(ctl)->mr_destroy(ctl->cfg.dp, &mr->info);
-	return ctl_then(ctl, ctl->cur, 0, ctl_rereg_fin_gone, &mr->o);
+	return ctl_then(ctl, ctl->cur, ctl->cur->dp_held ? EIO : 0, ctl_rereg_fin_gone, &mr->o);
 }
 
 int ctl_h_DEREG_MR(const struct ctl_req *x)
@@ -459,36 +578,32 @@ int ctl_h_IMPORT_MR(const struct ctl_req *x)
 
 /* ---- completion channel ---- */
 
-static bool ctl_fd_is_eventfd(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return strcmp(link, "anon_inode:[eventfd]") == 0;
-}
-
 int ctl_h_CREATE_CHANNEL(const struct ctl_req *x)
 {
 	struct ctl_conn *c = x->conn;
 	const struct ipc_msg *req = x->req;
-	int *fds = x->fds;
-	unsigned int nfds = x->nfds;
 	struct ipc_msg *rsp = x->rsp;
 	struct ctl_channel *ch;
+	int rfd, wfd, rc;
 
-	if (nfds != 1 || !ctl_fd_is_eventfd(fds[0]))
-		return EBADF;
+	/*
+	 * The daemon makes the channel (a socket pair) and keeps one end: an
+	 * fd the application made (an eventfd) shares its open file, whose
+	 * O_NONBLOCK and counter the application controls, so a write to it
+	 * could block the control thread.
+	 */
 	ch = ctl_table_alloc(&c->ctl->tab[CTL_KIND_CHANNEL], c, CTL_KIND_CHANNEL,
 			     req->u.req_CREATE_CHANNEL.user_handle);
 	if (ch == NULL)
 		return ENOMEM;
-	ch->efd = fds[0];
-	fds[0] = -1; /* kept */
+	rc = ipc_channel_pair(&rfd, &wfd);
+	if (rc) {
+		ctl_table_free(&c->ctl->tab[CTL_KIND_CHANNEL], ch);
+		return -rc;
+	}
+	ch->efd = wfd;
+	x->rfds[0] = rfd;
+	*x->rnfds = 1;
 	rsp->u.rsp_CREATE_CHANNEL.handle = ctl_obj_handle(&ch->o);
 	return 0;
 }
@@ -889,12 +1004,14 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_obj *o = p->obj;
 	struct ctl_table *t = &ctl->tab[o->kind];
+	int status = rc ? EIO : 0;
 
-	(void)rc;
+	if (rc)
+		ctl_quarantine(ctl, o); /* then released as usual: held memory stays */
 	switch ((enum ctl_kind)o->kind) {
 	case CTL_KIND_QP:
 		ctl_qp_destroyed(ctl, (struct ctl_qp *)o);
-		return 0; /* frees its slot itself */
+		return status; /* frees its slot itself */
 	case CTL_KIND_SRQ: {
 		struct ctl_srq *srq = (struct ctl_srq *)o;
 
@@ -910,6 +1027,7 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 
 		ctl_mr_unmap(mr);
 		mr->pd->o.refs--;
+		o->owner->mr_bytes -= mr->info.length;
 		break;
 	}
 	case CTL_KIND_CQ: {
@@ -928,12 +1046,14 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 		break;
 	}
 	ctl_table_free(t, o);
-	return 0;
+	return status;
 }
 
 int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 {
 	void *dp = ctl->cfg.dp;
+
+	ctl->cur->dp_held = false;
 
 	switch ((enum ctl_kind)o->kind) {
 	case CTL_KIND_QP:
@@ -962,5 +1082,5 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_COUNT:
 		break;
 	}
-	return ctl_then(ctl, ctl->cur, 0, ctl_obj_destroy_fin, o);
+	return ctl_then(ctl, ctl->cur, ctl->cur->dp_held ? EIO : 0, ctl_obj_destroy_fin, o);
 }

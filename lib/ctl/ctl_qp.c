@@ -251,6 +251,16 @@ int ctl_h_MODIFY_QP(const struct ctl_req *x)
 	if (qp == NULL)
 		return EINVAL;
 	ipc_qp_attr_to_ibv(&q->attr, &attr);
+	/*
+	 * A controlled Q_Key (MSB set, IBA 10.2.4) only for a client with
+	 * CAP_NET_RAW, as Linux (uverbs modify_qp: rdma_nl_get_privileged_qkey()).
+	 * A WR's Q_Key with the MSB set means "the QP's own", so this is the
+	 * one place an application could pick one.
+	 */
+	if ((q->mask & IBV_QP_QKEY) && (attr.qkey & 0x80000000u) && !c->cap_net_raw) {
+		ctl->qkey_refused++;
+		return EPERM;
+	}
 	*next = qp->sem;
 	rc = qp_sem_modify(next, &attr, (int)q->mask, &ctl->sem[c->dev].dev, fx);
 	if (rc)

@@ -135,6 +135,33 @@ void *ctl_table_alloc(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind
 	return ctl_table_alloc_class(t, owner, kind, user_handle, 0, 1, 0);
 }
 
+/* The client's quota (ctl_quota) for @p kind; 0: none. */
+static uint32_t ctl_quota_of(const struct ctl_quota *q, enum ctl_kind kind)
+{
+	switch (kind) {
+	case CTL_KIND_QP: return q->max_qp;
+	case CTL_KIND_SRQ: return q->max_srq;
+	case CTL_KIND_AH: return q->max_ah;
+	case CTL_KIND_MR: return q->max_mr;
+	case CTL_KIND_CQ: return q->max_cq;
+	case CTL_KIND_CHANNEL: return q->max_channels;
+	case CTL_KIND_PD: return q->max_pd;
+	default: return 0;
+	}
+}
+
+/* @p owner's group holds its quota of @p kind already: counted, refused. */
+static bool ctl_over_quota(struct ctl_conn *owner, enum ctl_kind kind)
+{
+	struct ctl *ctl = owner->ctl;
+	uint32_t q = ctl != NULL ? ctl_quota_of(&ctl->cfg.quota, kind) : 0;
+
+	if (q == 0 || owner->group->nkind[kind] < q)
+		return false;
+	ctl->quota_refused++;
+	return true;
+}
+
 void *ctl_table_alloc_class(struct ctl_table *t, struct ctl_conn *owner, enum ctl_kind kind,
 			    uint64_t user_handle, uint32_t base, uint32_t modulus, uint32_t rem)
 {
@@ -144,6 +171,8 @@ void *ctl_table_alloc_class(struct ctl_table *t, struct ctl_conn *owner, enum ct
 
 	if (t->nused == t->cap || modulus == 0 || rem >= modulus ||
 	    ctl_table_partition(t, base, modulus) != 0)
+		return NULL;
+	if (ctl_over_quota(owner, kind))
 		return NULL;
 	/* partitioned by (index + base) % modulus: class rem is the list asked for */
 	i = ctl_table_pop(t, rem);
@@ -160,6 +189,7 @@ void *ctl_table_alloc_class(struct ctl_table *t, struct ctl_conn *owner, enum ct
 	o->user_handle = user_handle;
 	t->nused++;
 	owner->group->nobjs++;
+	owner->group->nkind[kind]++;
 	return o;
 }
 
@@ -168,6 +198,7 @@ void ctl_table_free(struct ctl_table *t, void *obj)
 	struct ctl_obj *o = obj;
 
 	o->owner->nobjs--;
+	o->owner->nkind[o->kind]--;
 	o->owner = NULL;
 	o->notify = NULL;
 	o->refs = 0;

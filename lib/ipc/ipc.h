@@ -50,7 +50,8 @@ extern "C" {
 #endif
 
 #define IPC_MAGIC 0x52434531u       /**< "RCE1" */
-#define IPC_VERSION 1u
+/* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none */
+#define IPC_VERSION 2u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -293,7 +294,13 @@ struct ipc_rereg_mr_req {
 	uint64_t fd_offset;
 };
 
-/** CREATE_COMP_CHANNEL: fd 0 is an eventfd the daemon writes when an armed CQ gets a CQE. */
+/**
+ * CREATE_COMP_CHANNEL: the response's fd 0 is the reading end of a socket
+ * pair whose other end only the daemon holds (ipc_channel_pair()): one byte
+ * per notification of an armed CQ. The daemon sends with MSG_DONTWAIT, so
+ * the application cannot make it block; a channel it never reads fills up
+ * and loses notifications (cq_signals_dropped; notify_count still moves).
+ */
 struct ipc_create_channel_req { uint64_t user_handle; };
 
 struct ipc_create_cq_req {
@@ -414,7 +421,7 @@ enum ipc_obj_kind {
 	IPC_OP(REG_MR,         12, ipc_reg_mr_req,          ipc_reg_mr_rsp,       1, 0)  \
 	IPC_OP(REREG_MR,       13, ipc_rereg_mr_req,        ipc_reg_mr_rsp,       1, 0)  \
 	IPC_OP(DEREG_MR,       14, ipc_handle_req,          ipc_empty,            0, 0)  \
-	IPC_OP(CREATE_CHANNEL, 15, ipc_create_channel_req,  ipc_create_rsp,       1, 0)  \
+	IPC_OP(CREATE_CHANNEL, 15, ipc_create_channel_req,  ipc_create_rsp,       0, 1)  \
 	IPC_OP(DESTROY_CHANNEL,16, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(CREATE_CQ,      17, ipc_create_cq_req,       ipc_cq_rsp,           0, 1)  \
 	IPC_OP(RESIZE_CQ,      18, ipc_resize_cq_req,       ipc_cq_rsp,           0, 1)  \

@@ -2,31 +2,53 @@
 /* lib/ipc: memfd regions and ring headers shared with the daemon. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "ipc_shm.h"
 
-int ipc_cq_signal(struct ipc_cq_ctrl *ctrl, int efd)
+int ipc_cq_signal(struct ipc_cq_ctrl *ctrl, int wfd)
 {
-	struct pollfd p = { .fd = efd, .events = POLLOUT };
-	uint64_t one = 1;
+	const uint8_t one = 1;
+	ssize_t n;
 
 	__atomic_fetch_add(&ctrl->notify_count, 1, __ATOMIC_RELEASE);
-	if (efd < 0)
+	if (wfd < 0)
 		return 0;
 	/*
-	 * The eventfd is shared with the application, which could push its
-	 * counter to the maximum so a blocking write would stall the caller (an
-	 * lcore). Write only when it is writable now.
+	 * wfd is the daemon's own socket (ipc_channel_pair()); the application
+	 * holds the other end, shut for writing. MSG_DONTWAIT makes this call
+	 * non-blocking whatever any file flag says; MSG_NOSIGNAL: a reader gone
+	 * is -EPIPE, not a signal.
 	 */
-	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
-		return -EAGAIN;
-	if (write(efd, &one, sizeof(one)) != sizeof(one))
+	do
+		n = send(wfd, &one, sizeof(one), MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(one))
+		return 0;
+	return n < 0 && errno != EWOULDBLOCK && errno != EAGAIN ? -errno : -EAGAIN;
+}
+
+int ipc_channel_pair(int *app_fd, int *daemon_fd)
+{
+	int sv[2], rc;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
+	/* The application only reads, the daemon only writes (shutdown cannot be undone). */
+	if (shutdown(sv[0], SHUT_WR) < 0 || shutdown(sv[1], SHUT_RD) < 0) {
+		rc = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return rc;
+	}
+	*app_fd = sv[0];
+	*daemon_fd = sv[1];
 	return 0;
 }
 
@@ -48,12 +70,26 @@ int ipc_shm_create(const char *name, size_t size)
 
 int ipc_shm_check(int fd, uint64_t need)
 {
+	struct statfs sfs;
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
 
 	if (seals < 0)
 		return errno == EINVAL ? -EPERM : -errno;
 	if (!(seals & F_SEAL_SHRINK))
+		return -EPERM;
+	/*
+	 * hugetlbfs: a page punched out (fallocate PUNCH_HOLE) after we mapped
+	 * it is refilled on our next touch only if the huge page pool has one,
+	 * else that touch is a SIGBUS in the daemon. The seals that forbid
+	 * punching (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE) also forbid the writable
+	 * mapping an MR needs, so such memory is refused here; the verbs shim
+	 * never sends it (it registers hugetlb memory without a memfd, served
+	 * by copies, where a missing page is an error, not a signal).
+	 */
+	if (fstatfs(fd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type == HUGETLBFS_MAGIC)
 		return -EPERM;
 	if (fstat(fd, &st) < 0)
 		return -errno;

@@ -27,8 +27,9 @@
  * ipc_cq_ctrl.arm (XPORT_CQ_ARM_NEXT / _SOLICITED of xport.h) with seq_cst.
  * The engine, after publishing a CQE that matches, clears arm and reports
  * XPORT_EV_CQ_NOTIFY; the daemon then calls ipc_cq_signal(), which bumps
- * notify_count and writes 1 to the completion channel's eventfd. The shim's
- * ibv_get_cq_event() finds the CQ whose notify_count moved.
+ * notify_count and writes one byte to the completion channel's socket pair
+ * (the daemon holds the writing end, the application the reading end). The shim's
+ * ibv_get_cq_event() reads one byte and finds the CQ whose notify_count moved.
  */
 #ifndef IPC_SHM_H
 #define IPC_SHM_H
@@ -65,13 +66,23 @@ _Static_assert(sizeof(struct ipc_cq_ctrl) == IPC_CACHE_LINE, "one cache line");
 
 /**
  * Daemon side of a completion notification: bump @p ctrl's notify_count
- * (release: the CQE is visible before the count) and add 1 to the
- * channel's eventfd @p efd (ignored when < 0). Never blocks: an eventfd the
- * application filled up is skipped (-EAGAIN).
+ * (release: the CQE is visible before the count) and write one byte to the
+ * channel's writing end @p wfd (ignored when < 0), made by
+ * ipc_channel_pair(). Never blocks (MSG_DONTWAIT): a channel the
+ * application let fill up loses the byte (-EAGAIN; the caller counts it).
  * Precondition: one caller per CQ at a time.
- * @return 0, -EAGAIN, or -errno of the eventfd write
+ * @return 0, -EAGAIN, or -errno of the send (-EPIPE: the reader is gone)
  */
-int ipc_cq_signal(struct ipc_cq_ctrl *ctrl, int efd);
+int ipc_cq_signal(struct ipc_cq_ctrl *ctrl, int wfd);
+
+/**
+ * A completion channel: an AF_UNIX stream socket pair. @p app_fd (shut for
+ * writing, blocking, close-on-exec) goes to the application; @p daemon_fd
+ * (shut for reading) stays with the daemon, which sends to it with
+ * MSG_DONTWAIT, so nothing the application does can make that block.
+ * @return 0 or -errno
+ */
+int ipc_channel_pair(int *app_fd, int *daemon_fd);
 
 /**
  * Bytes of an spsc_ring of @p entries records of @p stride bytes, rounded up
@@ -93,8 +104,9 @@ int ipc_shm_create(const char *name, size_t size);
 
 /**
  * Check a memfd received from a peer before mapping it: it must be sealed
- * against shrinking (F_SEAL_SHRINK) and hold at least @p need bytes.
- * @return 0, -EPERM (not sealed), -EINVAL (too small) or -errno.
+ * against shrinking (F_SEAL_SHRINK), not be hugetlbfs (a hole punched in it
+ * can SIGBUS the mapper) and hold at least @p need bytes.
+ * @return 0, -EPERM (not sealed, or hugetlbfs), -EINVAL (too small) or -errno.
  */
 int ipc_shm_check(int fd, uint64_t need);
 

@@ -4,8 +4,6 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mr.h"
@@ -86,7 +84,7 @@ slot_fill(struct mr_table *t, uint32_t idx, uint32_t key, uint32_t pd, uint64_t 
 		.access = access,
 		.valid = 1,
 		.in_use = 1,
-		.owner_pidfd = -1,
+		.owner_memfd = -1,
 	};
 	t->count++;
 }
@@ -133,14 +131,14 @@ mr_reg_key(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t host, uint64_
 
 int
 mr_reg_key_indirect(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t addr, uint64_t iova,
-		    uint64_t length, uint32_t access, int32_t pid, int pidfd)
+		    uint64_t length, uint32_t access, int32_t pid, int mem_fd)
 {
-	if (pid <= 0 || pidfd < 0)
+	if (pid <= 0 || mem_fd < 0)
 		return -EINVAL;
 	int rc = mr_reg_key(t, key, pd, addr, iova, length, access);
 	if (rc == 0) {
 		t->entries[key >> 8].owner_pid = pid;
-		t->entries[key >> 8].owner_pidfd = pidfd;
+		t->entries[key >> 8].owner_memfd = mem_fd;
 	}
 	return rc;
 }
@@ -170,6 +168,18 @@ mr_invalidate(struct mr_table *t, uint32_t key, uint32_t pd)
 	return 0;
 }
 
+int
+mr_invalidate_remote(struct mr_table *t, uint32_t key, uint32_t pd)
+{
+	const struct mr_entry *e = mr_lookup(t, key);
+
+	if (!e || !e->valid)
+		return -ENOENT;
+	if (e->pd != pd || !(e->access & MR_ACCESS_REMOTE_INVALIDATE))
+		return -EACCES;
+	return mr_invalidate(t, key, pd);
+}
+
 const char *
 mr_status_name(enum mr_status s)
 {
@@ -185,18 +195,7 @@ mr_status_name(enum mr_status s)
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-/* ---- indirect regions: process_vm_readv/writev into the owner ---- */
-
-/*
- * The owner's PID still names the process that registered (not a successor
- * that reused the PID after it died and was reaped): signal 0 through the
- * pidfd. A zombie passes; its copies then fail with ESRCH.
- */
-static bool
-owner_alive(const struct mr_entry *e)
-{
-	return syscall(SYS_pidfd_send_signal, e->owner_pidfd, 0, NULL, 0) == 0;
-}
+/* ---- indirect regions: copies through the owner's /proc/PID/mem ---- */
 
 /* The owner of indirect key @p key, or NULL. */
 static const struct mr_entry *
@@ -208,27 +207,35 @@ indirect_entry(const struct mr_table *t, uint32_t key)
 }
 
 /*
- * Move @p len bytes between @p local and the owner's @p remote.
- * @return 0, or -errno: -ESRCH (owner gone), -EPERM (not ours to reach),
- * process_vm_readv/writev's own, or -EFAULT when a round moved nothing
+ * Move @p len bytes between @p local and the owner's @p remote, through
+ * owner_memfd: an open /proc/PID/mem, which is bound to the address space
+ * (mm) the process had when it was opened. After an exec (a setuid program
+ * included) or an exit that mm is gone and every access moves nothing, so
+ * a registration never reaches another program's memory, whatever the
+ * PID names now (process_vm_readv/writev by PID did, issue 16).
+ * @return 0, or -errno: -ESRCH (the registering image is gone: 0 bytes
+ * moved), pread/pwrite's own (-EIO, -EFAULT: not mapped)
  */
 static int
 owner_move(const struct mr_entry *e, void *local, uint64_t remote, uint64_t len, bool write)
 {
 	uint64_t done = 0;
 
-	if (!owner_alive(e))
-		return errno == EPERM ? -EPERM : -ESRCH;
+	if (remote > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - remote)
+		return -EFAULT; /* beyond any user address: off_t would wrap */
 	while (done < len) { /* each round moves >= 1 byte or stops */
-		struct iovec l = { (uint8_t *)local + done, len - done };
-		struct iovec r = { (void *)(uintptr_t)(remote + done), len - done };
-		ssize_t n = write ? process_vm_writev(e->owner_pid, &l, 1, &r, 1, 0)
-				  : process_vm_readv(e->owner_pid, &l, 1, &r, 1, 0);
+		uint8_t *l = (uint8_t *)local + done;
+		off_t off = (off_t)(remote + done);
+		ssize_t n = write ? pwrite(e->owner_memfd, l, len - done, off)
+				  : pread(e->owner_memfd, l, len - done, off);
 
-		if (n < 0)
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
 			return -errno;
+		}
 		if (n == 0)
-			return -EFAULT;
+			return -ESRCH;
 		done += (uint64_t)n;
 	}
 	return 0;
@@ -286,12 +293,12 @@ mr_indirect_atomic(const struct mr_table *t, uint32_t key, uint8_t *addr, bool c
 }
 
 int
-mr_indirect_probe(int32_t pid, int pidfd, uint64_t addr)
+mr_indirect_probe(int32_t pid, int mem_fd, uint64_t addr)
 {
-	struct mr_entry e = { .owner_pid = pid, .owner_pidfd = pidfd };
+	struct mr_entry e = { .owner_pid = pid, .owner_memfd = mem_fd };
 	uint8_t byte;
 
-	if (pid <= 0 || pidfd < 0)
+	if (pid <= 0 || mem_fd < 0)
 		return -EINVAL;
 	return owner_move(&e, &byte, addr, 1, false);
 }

@@ -19,9 +19,11 @@
  * MR_OK, so a caller that only knows MR_OK fails closed and never touches
  * a foreign address; callers that support the fallback move the bytes with
  * mr_indirect_read() / mr_indirect_write() / mr_indirect_atomic()
- * (process_vm_readv/writev: a system call per copy, and the daemon needs
- * CAP_SYS_PTRACE or the owner's uid under Yama scope 0). A failed copy
- * (owner gone, pages unmapped or read-only) is MR_ERR_COPY.
+ * (pread/pwrite of the owner's /proc/PID/mem, opened at registration: a
+ * system call per copy, and the daemon needs CAP_SYS_PTRACE). A failed
+ * copy (owner gone or exec'd, pages unmapped) is MR_ERR_COPY. Like a
+ * debugger's, a write reaches a private page the owner made read-only
+ * after registering (copy-on-write: the owner's own memory only).
  *
  * Ownership: one writer (the lcore owning the QPs of these MRs, or the
  * control path while no lcore uses the table); no locks.
@@ -45,6 +47,14 @@ enum mr_access {
 	MR_ACCESS_REMOTE_ATOMIC = 1u << 3,
 	MR_ACCESS_MW_BIND = 1u << 4,
 	MR_ACCESS_ZERO_BASED = 1u << 5,
+	/**
+	 * Not a verbs flag: the region may be invalidated by a remote SEND with
+	 * Invalidate (mr_invalidate_remote()). Linux rxe allows that only for
+	 * fast-registration MRs (IB_MR_TYPE_MEM_REG) and type 2 memory
+	 * windows, never for a region of ibv_reg_mr(), so the daemon never sets
+	 * it (app_iface passes only the six bits above).
+	 */
+	MR_ACCESS_REMOTE_INVALIDATE = 1u << 31,
 };
 
 /** Result of a key check. */
@@ -76,7 +86,7 @@ struct mr_entry {
 	uint16_t reserved;
 	uint32_t next_free;  /**< free list (doubly linked, so any slot can leave it) */
 	uint32_t prev_free;
-	int32_t owner_pidfd; /**< pidfd of owner_pid (the caller's; guards against PID reuse) */
+	int32_t owner_memfd; /**< the caller's open /proc/owner_pid/mem: bound to the registering image */
 };
 
 /** The table. */
@@ -120,13 +130,15 @@ int mr_reg_key(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t host, uin
 /**
  * Register an indirect region (see the file comment) under a key chosen by
  * the caller, as mr_reg_key(): [@p addr, @p addr + @p length) of process
- * @p pid. @p pidfd (pidfd_open() of @p pid) stays the caller's and must stay
- * open until mr_dereg(); each copy first checks through it that @p pid
- * still names the same process.
- * @return as mr_reg_key(); -EINVAL also for pid <= 0 or pidfd < 0
+ * @p pid. @p mem_fd (an open /proc/PID/mem of @p pid, read/write) stays
+ * the caller's and must stay open until mr_dereg(). It is bound to the
+ * address space @p pid had when it was opened: after an exec or exit of
+ * the process every copy fails (MR_ERR_COPY), so an exec'd (setuid)
+ * program is never reached through the registration.
+ * @return as mr_reg_key(); -EINVAL also for pid <= 0 or mem_fd < 0
  */
 int mr_reg_key_indirect(struct mr_table *t, uint32_t key, uint32_t pd, uint64_t addr,
-			uint64_t iova, uint64_t length, uint32_t access, int32_t pid, int pidfd);
+			uint64_t iova, uint64_t length, uint32_t access, int32_t pid, int mem_fd);
 
 /** Deregister. @return 0 or -ENOENT */
 int mr_dereg(struct mr_table *t, uint32_t key);
@@ -137,6 +149,15 @@ int mr_dereg(struct mr_table *t, uint32_t key);
  * @return 0, -ENOENT (unknown or already invalid key), -EACCES (other PD)
  */
 int mr_invalidate(struct mr_table *t, uint32_t key, uint32_t pd);
+
+/**
+ * Invalidate @p key for a remote SEND with Invalidate (IBA 9.4.1 step 4
+ * of the responder: the R_Key of the IETH): as mr_invalidate(), and only a
+ * region registered with MR_ACCESS_REMOTE_INVALIDATE (as rxe's
+ * rxe_invalidate_mr() accepts only fast-registration MRs).
+ * @return 0, -ENOENT, -EACCES (other PD, or not remotely invalidatable)
+ */
+int mr_invalidate_remote(struct mr_table *t, uint32_t key, uint32_t pd);
 
 /** @return the entry of @p key if the key is current (valid or not), else NULL. */
 static inline const struct mr_entry *
@@ -200,12 +221,11 @@ enum mr_status mr_indirect_atomic(const struct mr_table *t, uint32_t key, uint8_
 /** @} */
 
 /**
- * Registration-time probe: can this process read byte @p addr of process
- * @p pid (the one @p pidfd refers to)?
- * @return 0, or -errno (-EPERM: no ptrace right over it, -EFAULT: not
- *   mapped, -ESRCH: gone)
+ * Registration-time probe: can byte @p addr of process @p pid be read
+ * through @p mem_fd (its /proc/PID/mem)?
+ * @return 0, or -errno (-EIO/-EFAULT: not mapped, -ESRCH: the image is gone)
  */
-int mr_indirect_probe(int32_t pid, int pidfd, uint64_t addr);
+int mr_indirect_probe(int32_t pid, int mem_fd, uint64_t addr);
 
 /** @return the name of @p s ("OK", "KEY", ...). */
 const char *mr_status_name(enum mr_status s);

@@ -141,10 +141,8 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 	struct xport_swqe *w = swqe_at(qp, idx);
 	uint8_t type = qp->cfg.type;
 
-	/* the fields up to the address vector; the AV only for UD */
+	/* the fields up to the address vector; a UD AV from the daemon's table */
 	memcpy(&w->wqe, src, offsetof(struct sq_wqe, av));
-	if (type == XPORT_UD)
-		w->wqe.av = src->av;
 	w->status = WC_SUCCESS;
 	w->err = XPORT_ERR_NONE;
 	w->started = false;
@@ -152,6 +150,20 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 	w->length = 0;
 	w->npkts = 1;
 
+	if (type == XPORT_UD &&
+	    !ah_table_get(qp->cfg.ahs, __atomic_load_n(&src->av.ah_handle, __ATOMIC_RELAXED),
+			  qp->cfg.pd, &w->wqe.av)) {
+		/*
+		 * Only the handle is the application's: source MAC/GID, VLAN,
+		 * destination and UDP port are what the daemon resolved for it
+		 * (an AH of another PD, or none, would let it send as anyone).
+		 */
+		cnt_inc(qp, XPORT_CNT_UD_AH_INVALID);
+		w->kind = SWQE_SEND;
+		w->status = WC_LOC_QP_OP_ERR;
+		w->err = XPORT_ERR_LOC_AH;
+		return;
+	}
 	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
 	bool ok_op = wr_opcode_valid(w->wqe.opcode, type);
 
@@ -232,7 +244,7 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
-	if (qp->cfg.rate_limit_kbps && now < req->pace_next) {
+	if (xport_pace_kbps(qp) && now < req->pace_next) {
 		if (!req->pace_wait)
 			cnt_inc(qp, XPORT_CNT_PACE_WAIT);
 		req->pace_wait = true; /* sync_timers arms the pace timer */
@@ -346,6 +358,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		if (qp->cfg.type == XPORT_UD) {
 			const struct sq_wqe *wqe = &w->wqe;
 			xport_frame_set_av(f, &wqe->av, qp->cfg.qpn, wqe->wr.ud.remote_qpn);
+			xport_cc_qos(qp->cfg.cc, &f->pkt.l3);
 			f->pkt.dest_qpn = wqe->wr.ud.remote_qpn & ROCE_QPN_MASK;
 			/* a WR Q_Key with the MSB set means "use the QP's Q_Key" */
 			f->pkt.deth.qkey = (wqe->wr.ud.remote_qkey & 0x80000000u)
@@ -393,14 +406,16 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	if (qp->cfg.rate_limit_kbps) {
+	uint32_t kbps = xport_pace_kbps(qp);
+	if (kbps) {
 		uint64_t bits = (uint64_t)(ctx->f->pkt.payload_len + XPORT_PACE_OVERHEAD) * 8;
 		uint64_t start = now;
 
 		if (req->pace_next > now ||
 		    (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS))
 			start = req->pace_next; /* on schedule, or catching up */
-		req->pace_next = start + bits * 1000000u / qp->cfg.rate_limit_kbps;
+		req->pace_next = start + bits * 1000000u / kbps;
+		xport_cc_sent(qp, bits / 8);
 	}
 	if (!ctx->last) {
 		req->offset += ctx->payload;

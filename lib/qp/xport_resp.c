@@ -342,6 +342,17 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 	ctx->host_st = mr_check(qp->cfg.mrs, rkey, qp->cfg.pd, va, len, access, &ctx->host);
 	if (ctx->host_st != MR_OK && ctx->host_st != MR_INDIRECT)
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
+	/*
+	 * The wire VA was checked for 8-byte alignment (check_length), but the
+	 * host address is what the CPU touches: an IOVA the application chose
+	 * apart from its buffer can put it anywhere (a split lock on x86, a
+	 * SIGBUS on arm64). Misaligned: invalid request, as rxe does for the
+	 * virtual address it maps (IBA 9.4.5 ATOMIC: naturally aligned).
+	 */
+	if (HAS(ctx, ATOMIC) && ((uintptr_t)ctx->host & 7) != 0) {
+		cnt_inc(qp, XPORT_CNT_ATOMIC_HOST_MISALIGNED);
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+	}
 	return RESP_EXECUTE;
 }
 
@@ -530,8 +541,12 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 static enum resp_step
 resp_complete(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
 {
-	if (HAS(ctx, INV) && mr_invalidate(qp->cfg.mrs, ctx->pkt->ieth_rkey, qp->cfg.pd) != 0) {
-		/* SEND with Invalidate of a key we cannot invalidate */
+	if (HAS(ctx, INV) &&
+	    mr_invalidate_remote(qp->cfg.mrs, ctx->pkt->ieth_rkey, qp->cfg.pd) != 0) {
+		/* SEND with Invalidate of a key we cannot invalidate: unknown, of
+		 * another PD, or one the peer may not invalidate (a region of
+		 * ibv_reg_mr, as rxe: only fast-registration MRs) */
+		cnt_inc(qp, XPORT_CNT_INV_REFUSED);
 		ctx->recv_status = WC_REM_INV_REQ_ERR;
 		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
 		return RESP_CLASS_C;

@@ -19,6 +19,11 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <grp.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ctl_test.h"
@@ -34,6 +39,8 @@ enum fdp_op {
 	FDP_AH_CREATE,
 	FDP_QP_CREATE,
 	FDP_QP_MODIFY,
+	FDP_QP_DESTROY, /* "refused": the dataplane could not let go (ctl_dp_destroy_failed()) */
+	FDP_MR_DESTROY,
 	FDP_NOPS,
 };
 
@@ -112,6 +119,10 @@ static void fdp_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 	(void)dp;
 	if (!fdp.mr_live[s] || fdp.mr[s].lkey != mr->lkey) {
 		fdp.bad_destroys++;
+		return;
+	}
+	if (fdp_refuses(FDP_MR_DESTROY)) {
+		ctl_dp_destroy_failed(ctl); /* still ours: lib/ctl must keep the memory */
 		return;
 	}
 	fdp.mr_live[s] = false;
@@ -270,6 +281,10 @@ static void fdp_qp_destroy(void *dp, const struct ctl_qp_info *qp)
 	(void)dp;
 	if (!fdp.qp_live[s]) {
 		fdp.bad_destroys++;
+		return;
+	}
+	if (fdp_refuses(FDP_QP_DESTROY)) {
+		ctl_dp_destroy_failed(ctl);
 		return;
 	}
 	fdp.qp_live[s] = false;
@@ -446,10 +461,10 @@ static int import_mr(struct client *cl, uint32_t mr, uint32_t pd, struct ipc_imp
 static int create_channel(struct client *cl, uint32_t *out)
 {
 	struct ipc_msg m, r;
-	int efd = eventfd(0, EFD_CLOEXEC), rc;
+	int rc;
 
 	req(&m, IPC_OP_CREATE_CHANNEL);
-	rc = call(cl, &m, &efd, 1, &r, NULL);
+	rc = call(cl, &m, NULL, 0, &r, NULL);
 	*out = r.u.rsp_CREATE_CHANNEL.handle;
 	return rc;
 }
@@ -555,7 +570,7 @@ static void reg_mr_refused(bool shared)
 	if (shared)
 		cr_assert_str_eq(fdp.mr[s].local, "bytes of the client");
 	else
-		cr_assert_geq(fdp.mr[s].pidfd, 0);
+		cr_assert_geq(fdp.mr[s].mem_fd, 0);
 	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), EBUSY, "the MR holds its PD");
 	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
 	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0, "the refused MR left no reference");
@@ -1016,4 +1031,371 @@ Test(ctl_rollback, modify_qp_keeps_the_old_attributes)
 	}
 	cr_assert_eq(query_qp(&a, q.handle).attr.dest_qp_num, 0x123, "RESET keeps the attributes");
 	client_close(&a);
+}
+
+/*
+ * Issue 16: a destroy the dataplane could not finish (an lcore that was
+ * never told, or refused) used to free the rings and the MR's mapping
+ * anyway, while the lcore could still write into them. Now the object fails
+ * closed into quarantine: the request fails with EIO, the handle is gone,
+ * the memory (the QP's rings and its CQs', the MR's mapping) stays mapped
+ * for good and is counted, and the PD stays held (its index names the
+ * lcore's copy). Every other object and client carries on.
+ */
+Test(ctl_rollback, a_destroy_the_dataplane_could_not_finish_keeps_the_memory)
+{
+	struct client a, b;
+	struct ipc_create_qp_rsp q0;
+	struct ipc_reg_mr_rsp mr;
+	struct ctl_stats st;
+	struct memfd mem = memfd_new(8192, "kept");
+	uint32_t pd, cq, bpd;
+
+	client_open(&a, true);
+	client_open(&b, true);
+	pd = alloc_pd(&a);
+	cq = create_cq(&a, 8, 0);
+	cr_assert_eq(create_rc_qp(&a, pd, cq, cq, 0, &q0), 0);
+	cr_assert_eq(reg_mr(&a, pd, &mem, 8192, IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	int maps_qp = count_maps("roce-qp"), maps_cq = count_maps("roce-cq");
+	int maps_mr = count_maps(TEST_MR_MEMFD);
+
+	fdp_fail(FDP_QP_DESTROY, EIO, 1);
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q0.handle), EIO, "told, not hidden");
+	cr_assert_eq(count_maps("roce-qp"), maps_qp, "the QP's rings stay mapped");
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q0.handle), EINVAL, "the handle is gone");
+	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_CQ, cq), 0, "its CQ can go...");
+	cr_assert_eq(count_maps("roce-cq"), maps_cq, "...but its ring, which the QP writes, stays");
+	fdp_fail(FDP_MR_DESTROY, EIO, 1);
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), EIO);
+	cr_assert_eq(count_maps(TEST_MR_MEMFD), maps_mr, "the MR's mapping stays");
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), EBUSY, "the PD's index stays taken");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.quarantined, 2);
+	cr_assert_geq(st.quarantined_bytes, 8192u, "counted with their memory");
+	/* every other client is served as before */
+	bpd = alloc_pd(&b);
+	cr_assert_eq(destroy(&b, IPC_OP_DEALLOC_PD, bpd), 0);
+	/* the fake's lcore lets go in the end, as a stalled lcore would: its books balance */
+	for (uint32_t i = 0; i < FDP_SLOTS; i++) {
+		if (fdp.qp_live[i] || fdp.mr_live[i])
+			fdp.live--;
+		fdp.qp_live[i] = fdp.mr_live[i] = false;
+	}
+	memfd_free(&mem);
+	client_close(&a);
+	client_close(&b);
+}
+
+/*
+ * Issue 16: an MR key was (slot + 1) << 8 | the slot's generation, so a
+ * peer that saw one key could name the next registration of any slot. The
+ * low byte is now random (as rxe's), and never the slot's previous one.
+ */
+Test(ctl_rollback, mr_keys_are_not_guessable_from_the_slot)
+{
+	struct client a;
+	struct memfd mem = memfd_new(4096, "k");
+	struct ipc_reg_mr_rsp mr;
+	uint8_t last[4096] = { 0 };
+	bool seen_slot[4096] = { false }, seen_byte[256] = { false };
+	unsigned int repeats = 0, successor = 0, distinct = 0;
+	struct ctl_config cfg = base_cfg();
+	struct ctl *saved = ctl;
+	uint32_t pd;
+
+	ctl = ctl_create(&cfg); /* no dataplane: any number of slots */
+	cr_assert_not_null(ctl);
+	client_open(&a, true);
+	pd = alloc_pd(&a);
+	for (int i = 0; i < 2000; i++) {
+		cr_assert_eq(reg_mr(&a, pd, &mem, 4096, IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+		uint32_t slot = (mr.lkey >> 8) & 4095;
+		uint8_t b = (uint8_t)mr.lkey;
+
+		cr_assert_eq(mr.rkey, mr.lkey);
+		if (seen_slot[slot]) {
+			repeats++;
+			cr_assert_neq(b, last[slot], "a slot's next key differs from its last");
+			successor += b == (uint8_t)(last[slot] + 1);
+		}
+		seen_slot[slot] = true;
+		last[slot] = b;
+		distinct += !seen_byte[b];
+		seen_byte[b] = true;
+		cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, mr.handle), 0);
+	}
+	cr_assert_gt(repeats, 100, "slots were reused (%u)", repeats);
+	cr_assert_lt(successor, repeats / 10, "%u of %u keys were the last one + 1", successor,
+		     repeats);
+	cr_assert_gt(distinct, 200, "the low byte takes most values (%u)", distinct);
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0);
+	memfd_free(&mem);
+	client_close(&a);
+	ctl_destroy(ctl);
+	ctl = saved;
+}
+
+/*
+ * A peer with another user's IDs (@p uid, @p gid: no capabilities): a child
+ * that connects to a listening socket, so SO_PEERCRED and SO_PEERPIDFD are
+ * its. It then obeys one-letter commands: 'n' makes it non-dumpable (what a
+ * set-user-ID program is left with); every command is acknowledged.
+ */
+struct peer {
+	char dir[32], path[64];
+	int lfd, cmd, done;
+	pid_t pid;
+	struct client cl;
+};
+
+static void peer_open(struct peer *p, uid_t uid, gid_t gid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ipc_msg m, r;
+	int cmd[2], done[2], rfds[IPC_MAX_FDS];
+	char c;
+
+	memset(p, 0, sizeof(*p));
+	strcpy(p->dir, "/tmp/roce-sec-XXXXXX");
+	cr_assert_not_null(mkdtemp(p->dir));
+	snprintf(p->path, sizeof(p->path), "%s/s", p->dir);
+	strcpy(sa.sun_path, p->path);
+	p->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(chmod(p->dir, 0755), 0);
+	cr_assert_eq(chmod(p->path, 0777), 0);
+	cr_assert_eq(listen(p->lfd, 1), 0);
+	cr_assert_eq(pipe(cmd), 0);
+	cr_assert_eq(pipe(done), 0);
+	p->pid = fork();
+	cr_assert_geq(p->pid, 0);
+	if (p->pid == 0) {
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+		alarm(20);
+		close(cmd[1]);
+		close(done[0]);
+		/* a user's ordinary process: changing IDs cleared "dumpable", set it back */
+		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
+		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 ||
+		    connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+			_exit(1);
+		while (read(cmd[0], &c, 1) == 1) {
+			if (c == 'n')
+				prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+			if (write(done[1], &c, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(cmd[0]);
+	close(done[1]);
+	p->cmd = cmd[1];
+	p->done = done[0];
+	p->cl.sp[1] = -1;
+	p->cl.async_fd = -1;
+	p->cl.sp[0] = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(p->cl.sp[0], 0);
+	p->cl.c = ctl_conn_open(ctl, p->cl.sp[0]);
+	if (p->cl.c == NULL)
+		return; /* refused (ctl_access): the caller checks */
+	req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(call(&p->cl, &m, NULL, 0, &r, rfds), 0);
+	p->cl.async_fd = rfds[0];
+}
+
+static void peer_do(struct peer *p, char c)
+{
+	cr_assert_eq(write(p->cmd, &c, 1), 1);
+	cr_assert_eq(read(p->done, &c, 1), 1);
+}
+
+static void peer_close(struct peer *p)
+{
+	client_close(&p->cl);
+	close(p->cmd);
+	cr_assert_eq(waitpid(p->pid, NULL, 0), p->pid);
+	close(p->done);
+	close(p->lfd);
+	unlink(p->path);
+	rmdir(p->dir);
+}
+
+/*
+ * Issue 16: a registration without a memfd is served by copies into the
+ * client's process with the daemon's privileges. It was granted to any
+ * process whose IDs were the peer's, a non-dumpable one too (a setuid
+ * program that dropped its IDs, holding what it read as root): now only
+ * to a process the peer itself could trace (dumpable: its /proc files are
+ * the peer's).
+ */
+Test(ctl_rollback, a_fallback_registration_needs_a_process_its_user_could_trace, .timeout = 20)
+{
+	struct ipc_reg_mr_rsp mr;
+	struct peer p;
+	uint32_t pd;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: a peer with other IDs");
+		return;
+	}
+	peer_open(&p, 65534, 65534);
+	cr_assert_not_null(p.cl.c);
+	pd = alloc_pd(&p.cl);
+	cr_assert_eq(reg_mr(&p.cl, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, &mr), 0,
+		     "a process its user could trace");
+	cr_assert_geq(fdp.mr[fdp_mr_slot(mr.lkey)].mem_fd, 0);
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DEREG_MR, mr.handle), 0);
+	peer_do(&p, 'n');
+	cr_assert_eq(reg_mr(&p.cl, pd, NULL, 100, IBV_ACCESS_LOCAL_WRITE, NULL), EPERM,
+		     "not dumpable: not for its user to reach, so not through us");
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DEALLOC_PD, pd), 0);
+	peer_close(&p);
+}
+
+/*
+ * Issue 16: a UD QP's Q_Key with the high bit set (a controlled Q_Key,
+ * IBA 10.2.4) was anyone's; Linux gives it only to CAP_NET_RAW
+ * (uverbs modify_qp). The WR's own Q_Key with that bit means "the QP's",
+ * so refusing it here is enough.
+ */
+Test(ctl_rollback, a_controlled_qkey_needs_cap_net_raw, .timeout = 20)
+{
+	struct ipc_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000u };
+	const uint32_t mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	struct ipc_create_qp_rsp q;
+	struct ctl_stats st;
+	struct client root;
+	struct peer p;
+	uint32_t pd, cq;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: a peer with other IDs");
+		return;
+	}
+	peer_open(&p, 65534, 65534);
+	cr_assert_not_null(p.cl.c);
+	pd = alloc_pd(&p.cl);
+	cq = create_cq(&p.cl, 8, 0);
+	cr_assert_eq(create_qp(&p.cl, pd, cq, IBV_QPT_UD, &q), 0);
+	cr_assert_eq(modify_qp(&p.cl, q.handle, mask, &a), EPERM, "no CAP_NET_RAW");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.qkey_refused, 1);
+	a.qkey = 0x1234;
+	cr_assert_eq(modify_qp(&p.cl, q.handle, mask, &a), 0, "an ordinary Q_Key");
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DESTROY_QP, q.handle), 0);
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DESTROY_CQ, cq), 0);
+	cr_assert_eq(destroy(&p.cl, IPC_OP_DEALLOC_PD, pd), 0);
+	peer_close(&p);
+	/* root (this process) may */
+	client_open(&root, true);
+	pd = alloc_pd(&root);
+	cq = create_cq(&root, 8, 0);
+	cr_assert_eq(create_qp(&root, pd, cq, IBV_QPT_UD, &q), 0);
+	a.qkey = 0x80010000u;
+	cr_assert_eq(modify_qp(&root, q.handle, mask, &a), 0, "CAP_NET_RAW");
+	cr_assert_eq(destroy(&root, IPC_OP_DESTROY_QP, q.handle), 0);
+	client_close(&root);
+}
+
+/*
+ * Issue 16, authorization and quotas: two unprivileged users share the
+ * control plane. Only the users on the allowed list get in; each has its
+ * own quota, reported by QUERY_DEVICE as its limits; neither can name the
+ * other's objects. (Neither can send as another host: the UD address
+ * vector is the daemon's, test/engine ud tests; neither stalls the other's
+ * verbs: test/daemon app_iface a_stopped_lcore_holds_only_the_clients_it_serves.)
+ */
+Test(ctl_rollback, two_users_neither_reaches_the_other_nor_beyond_its_quota, .timeout = 30)
+{
+	struct ctl_config cfg = base_cfg();
+	struct ctl *saved = ctl;
+	struct memfd mem = memfd_new(3 * 4096, "q");
+	struct ipc_create_qp_rsp qa[2], qb[2];
+	struct ipc_reg_mr_rsp mra;
+	struct ipc_msg m, r;
+	struct ctl_stats st;
+	struct peer a, a2, b, c;
+	uint32_t pda, pdb, cqa, cqb;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: peers with other IDs");
+		return;
+	}
+	cfg.limits.n_lcores = 2;
+	cfg.dp_ops = &fdp_ops;
+	cfg.dp = &fdp;
+	cfg.quota = (struct ctl_quota){ .max_qp = 2, .max_cq = 1, .max_mr = 2,
+					.max_mr_bytes = 2 * 4096, .max_conns_per_user = 1 };
+	cfg.access.n_uids = 2;
+	cfg.access.uids[0] = 65534;
+	cfg.access.uids[1] = 65533;
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+
+	peer_open(&c, 65532, 65532);
+	cr_assert_null(c.cl.c, "a user not on the list is refused");
+	peer_open(&a, 65534, 65534);
+	peer_open(&b, 65533, 65533);
+	cr_assert_not_null(a.cl.c);
+	cr_assert_not_null(b.cl.c);
+	peer_open(&a2, 65534, 65534);
+	cr_assert_null(a2.cl.c, "a's second connection: over its user's quota");
+	peer_close(&a2);
+
+	/* the quota is each client's limit, and what QUERY_DEVICE says */
+	req(&m, IPC_OP_QUERY_DEVICE);
+	cr_assert_eq(call(&a.cl, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_qp, 2);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_cq, 1);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_mr, 2);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.max_mr_size, 2 * 4096);
+	pda = alloc_pd(&a.cl);
+	pdb = alloc_pd(&b.cl);
+	cqa = create_cq(&a.cl, 8, 0);
+	cqb = create_cq(&b.cl, 8, 0);
+	req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = 8;
+	cr_assert_eq(call(&a.cl, &m, NULL, 0, &r, NULL), ENOMEM, "a's one CQ");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(create_qp(&a.cl, pda, cqa, IBV_QPT_RC, &qa[i]), 0);
+		cr_assert_eq(create_qp(&b.cl, pdb, cqb, IBV_QPT_RC, &qb[i]), 0, "b's own quota");
+	}
+	cr_assert_eq(create_qp(&a.cl, pda, cqa, IBV_QPT_RC, NULL), ENOMEM, "a's third QP");
+	cr_assert_eq(reg_mr(&a.cl, pda, &mem, 2 * 4096, IBV_ACCESS_LOCAL_WRITE, &mra), 0);
+	cr_assert_eq(reg_mr(&a.cl, pda, &mem, 1, IBV_ACCESS_LOCAL_WRITE, NULL), ENOMEM,
+		     "a's registered bytes");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.quota_refused, 4);
+	cr_assert_eq(st.conns_refused, 1);
+
+	/* b names a's objects: as if they did not exist */
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DESTROY_QP, qa[0].handle), EINVAL);
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DEREG_MR, mra.handle), EINVAL);
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DESTROY_CQ, cqa), EINVAL);
+	cr_assert_eq(destroy(&b.cl, IPC_OP_DEALLOC_PD, pda), EINVAL);
+	req(&m, IPC_OP_IMPORT_PD);
+	m.u.req_IMPORT_PD.handle = pda;
+	cr_assert_eq(call(&b.cl, &m, NULL, 0, &r, NULL), EINVAL, "no importing a's PD");
+	cr_assert_eq(create_qp(&b.cl, pda, cqb, IBV_QPT_RC, NULL), EINVAL, "nor using it");
+	cr_assert_eq(import_mr(&b.cl, mra.handle, pdb, NULL), EINVAL);
+
+	/* freed quota is quota again */
+	cr_assert_eq(destroy(&a.cl, IPC_OP_DESTROY_QP, qa[1].handle), 0);
+	cr_assert_eq(create_qp(&a.cl, pda, cqa, IBV_QPT_RC, &qa[1]), 0);
+	cr_assert_eq(destroy(&a.cl, IPC_OP_DEREG_MR, mra.handle), 0);
+	cr_assert_eq(reg_mr(&a.cl, pda, &mem, 4096, IBV_ACCESS_LOCAL_WRITE, &mra), 0);
+	cr_assert_eq(destroy(&a.cl, IPC_OP_DEREG_MR, mra.handle), 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(destroy(&a.cl, IPC_OP_DESTROY_QP, qa[i].handle), 0);
+		cr_assert_eq(destroy(&b.cl, IPC_OP_DESTROY_QP, qb[i].handle), 0);
+	}
+	peer_close(&a);
+	peer_close(&b);
+	peer_close(&c);
+	ctl_destroy(ctl);
+	ctl = saved;
+	memfd_free(&mem);
 }

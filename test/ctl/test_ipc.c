@@ -300,8 +300,8 @@ Test(ipc, listen_connect_accept)
 Test(ipc, ring_layout_and_cq_signal)
 {
 	struct ipc_cq_ctrl ctrl = { 0 };
-	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	uint64_t v = 0;
+	uint8_t b[8];
+	int rfd, wfd;
 
 	/* Rings in one memfd stay cache-line aligned; invalid geometries are refused. */
 	cr_assert_eq(ipc_ring_bytes(8, sizeof(struct sq_wqe)) % IPC_CACHE_LINE, 0);
@@ -309,22 +309,68 @@ Test(ipc, ring_layout_and_cq_signal)
 	cr_assert_eq(ipc_ring_bytes(6, 64), 0, "not a power of two");
 	cr_assert_eq(ipc_ring_bytes(8, 12), 0, "stride not a multiple of 8");
 
-	cr_assert_eq(ipc_cq_signal(&ctrl, efd), 0);
-	cr_assert_eq(ipc_cq_signal(&ctrl, efd), 0);
+	cr_assert_eq(ipc_channel_pair(&rfd, &wfd), 0);
+	cr_assert_eq(ipc_cq_signal(&ctrl, wfd), 0);
+	cr_assert_eq(ipc_cq_signal(&ctrl, wfd), 0);
 	cr_assert_eq(ctrl.notify_count, 2);
-	cr_assert_eq(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v));
-	cr_assert_eq(v, 2, "the channel fd counts both notifications");
+	cr_assert_eq(read(rfd, b, sizeof(b)), 2, "one byte per notification");
 	cr_assert_eq(ipc_cq_signal(&ctrl, -1), 0, "no channel: only the count");
 	cr_assert_eq(ctrl.notify_count, 3);
-	/* An application that fills its (blocking) eventfd cannot make the daemon block. */
-	int blocking = eventfd(0, EFD_CLOEXEC);
-
-	v = UINT64_MAX - 1;
-	cr_assert_eq(write(blocking, &v, sizeof(v)), (ssize_t)sizeof(v));
-	cr_assert_eq(ipc_cq_signal(&ctrl, blocking), -EAGAIN);
-	close(blocking);
-	close(efd);
+	close(rfd);
+	close(wfd);
 	cr_assert_eq(ipc_pow2_roundup(0), 1);
 	cr_assert_eq(ipc_pow2_roundup(5), 8);
 	cr_assert_eq(ipc_pow2_roundup(4096), 4096);
+}
+
+/*
+ * Issue 16: the channel fd used to be the application's eventfd. Its open
+ * file (O_NONBLOCK, the counter) is shared with the application, which
+ * could fill the counter to 2^64-2 and clear O_NONBLOCK between the
+ * daemon's poll() and write(): the control thread blocked for good. Now
+ * the daemon's end is a socket only the daemon holds, written with
+ * MSG_DONTWAIT: the reader cannot write to it or change how it is
+ * written, and a reader that never reads costs notifications (-EAGAIN,
+ * counted), never a wait.
+ */
+Test(ipc, cq_signal_never_blocks_whatever_the_reader_does)
+{
+	struct ipc_cq_ctrl ctrl = { 0 };
+	uint8_t one = 1;
+	int rfd, wfd, full = 0;
+
+	cr_assert_eq(ipc_channel_pair(&rfd, &wfd), 0);
+	cr_assert_eq(fcntl(rfd, F_GETFL) & O_NONBLOCK, 0, "the reader blocks unless it asks");
+	cr_assert_eq(send(rfd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL), -1);
+	cr_assert_eq(errno, EPIPE, "the application's end cannot be written");
+	/* The daemon's end is blocking as a file: only MSG_DONTWAIT keeps it from waiting. */
+	cr_assert_eq(fcntl(wfd, F_GETFL) & O_NONBLOCK, 0);
+	/* The application never reads: the channel fills, then every signal fails at once. */
+	for (unsigned int i = 0; i < (1u << 22) && full < 16; i++)
+		if (ipc_cq_signal(&ctrl, wfd) == -EAGAIN)
+			full++;
+	cr_assert_eq(full, 16, "a full channel refuses with -EAGAIN");
+	cr_assert_eq(ipc_cq_signal(&ctrl, wfd), -EAGAIN);
+	close(rfd);
+	cr_assert_eq(ipc_cq_signal(&ctrl, wfd), -EPIPE, "a reader that went away: no SIGPIPE");
+	close(wfd);
+}
+
+/*
+ * Issue 16: a hugetlb memfd sealed only against shrinking passed, and a
+ * page the client punched out after the daemon mapped it was a SIGBUS in
+ * the daemon once the huge page pool was empty. Refused now.
+ */
+Test(ipc, a_hugetlb_memfd_is_refused)
+{
+	int fd = memfd_create("huge", MFD_CLOEXEC | MFD_HUGETLB | MFD_ALLOW_SEALING);
+
+	cr_assert_geq(fd, 0, "memfd_create(MFD_HUGETLB): %m");
+	cr_assert_eq(ftruncate(fd, 2 << 20), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	cr_assert_eq(ipc_shm_check(fd, 4096), -EPERM);
+	close(fd);
+	fd = ipc_shm_create("plain", 8192);
+	cr_assert_eq(ipc_shm_check(fd, 8192), 0, "an ordinary sealed memfd still passes");
+	close(fd);
 }

@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -713,8 +715,12 @@ Test(rules, send_with_invalidate)
 {
 	uint8_t *buf = aligned_alloc(64, 4096);
 	uint32_t key;
+	/* a region the peer may invalidate (rxe: a fast-registration MR) */
 	cr_assert_eq(mr_reg(S.h[1].mrs, SIM_PD, (uintptr_t)buf, 0x70000000, 4096,
-			    MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE, &key), 0);
+			    MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE |
+				    MR_ACCESS_REMOTE_INVALIDATE,
+			    &key),
+		     0);
 	post_recv1(4, 0, 64);
 	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE, EPSN);
 	p.ieth_rkey = key;
@@ -734,6 +740,103 @@ Test(rules, send_with_invalidate)
 	sim_inject(&S, 1, &w);
 	assert_ack(last(), ROCE_AETH_NAK_REM_ACC_ERR, EPSN + 1);
 	free(buf);
+}
+
+/*
+ * Issue 16: a SEND with Invalidate could invalidate any region of the PD,
+ * a local-only one included (a peer could break the application's own
+ * receive buffers). As rxe, a region of ibv_reg_mr() may not be
+ * invalidated remotely: invalid request NAK, the receive completes with
+ * IBV_WC_REM_INV_REQ_ERR, the region stays valid and the refusal is counted.
+ */
+Test(rules, send_with_invalidate_of_a_registered_region_is_refused)
+{
+	static const uint32_t kinds[] = { MR_ACCESS_LOCAL_WRITE,
+					  MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE };
+
+	for (unsigned int k = 0; k < 2; k++) {
+		uint8_t *buf = aligned_alloc(64, 4096), *host;
+		uint32_t key;
+
+		if (k > 0) {
+			teardown();
+			setup();
+		}
+		cr_assert_eq(mr_reg(S.h[1].mrs, SIM_PD, (uintptr_t)buf, 0x70000000, 4096, kinds[k],
+				    &key),
+			     0);
+		post_recv1(4, 0, 64);
+		struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE, EPSN);
+		p.ieth_rkey = key;
+		sim_inject(&S, 1, &p);
+		assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN);
+		cr_assert_eq(recv_cqe1().status, WC_REM_INV_REQ_ERR);
+		cr_assert_eq(cnt1()[XPORT_CNT_INV_REFUSED], 1, "access 0x%x", kinds[k]);
+		cr_assert_eq(mr_check(S.h[1].mrs, key, SIM_PD, 0x70000000, 8, 0, &host), MR_OK,
+			     "the region is still valid (access 0x%x)", kinds[k]);
+		free(buf);
+	}
+}
+
+/*
+ * Issue 16: the ATOMIC alignment check read the wire VA only. A region
+ * whose IOVA is 8-aligned but whose buffer is not puts the CPU's atomic on
+ * a misaligned host address (a split lock on x86, SIGBUS on arm64). Now:
+ * invalid request NAK, counted, memory untouched.
+ */
+Test(rules, atomic_on_a_misaligned_host_address_is_an_invalid_request)
+{
+	uint8_t *buf = aligned_alloc(64, 4096);
+	uint64_t before = 0x1122334455667788ull, now;
+	uint32_t key;
+
+	memcpy(buf + 4, &before, 8);
+	cr_assert_eq(mr_reg(S.h[1].mrs, SIM_PD, (uintptr_t)buf + 4, 0x70000000, 64,
+			    MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_ATOMIC, &key),
+		     0);
+	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_FETCH_ADD, EPSN);
+	p.atmeth.va = 0x70000000; /* aligned on the wire */
+	p.atmeth.rkey = key;
+	p.atmeth.swap_add = 1;
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN);
+	cr_assert_eq(cnt1()[XPORT_CNT_ATOMIC_HOST_MISALIGNED], 1);
+	memcpy(&now, buf + 4, 8);
+	cr_assert_eq(now, before, "not executed");
+	free(buf);
+}
+
+/*
+ * Issue 16: only the low 15 bits of the P_Key were compared. IBA 10.9.3:
+ * two limited members (bit 15 clear on both) may not communicate; a limited
+ * member and a full member may.
+ */
+Test(rules, pkey_membership_bit)
+{
+	struct xport_cfg cfg = S.h[1].cfg;
+
+	cfg.pkey = 0x7fff; /* host 1 is a limited member of the default partition */
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
+	post_recv1(1, 0, 64);
+	post_recv1(2, 0, 64);
+	struct roce_pkt p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY, EPSN);
+	p.pkey = 0x7fff; /* limited to limited */
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(C.n, 0, "dropped, no answer");
+	cr_assert_eq(cnt1()[XPORT_CNT_DROP_PKEY], 1);
+	p.pkey = 0xffff; /* full to limited */
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, EPSN);
+	cfg.pkey = 0xffff;
+	cr_assert_eq(xport_qp_modify(S.h[1].qp, &cfg), 0);
+	p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY, EPSN + 1);
+	p.pkey = 0x7fff; /* limited to full */
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, EPSN + 1);
+	p = req_pkt(&S, ROCE_OP_RC_SEND_ONLY, EPSN + 2);
+	p.pkey = 0x8000; /* no partition at all */
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(cnt1()[XPORT_CNT_DROP_PKEY], 2);
 }
 
 Test(rules, srq_limit_event)

@@ -106,6 +106,55 @@ Test(ud, send_grh_ipv6)
 	ud_grh_case(true);
 }
 
+/*
+ * Issue 16: a UD WQE's address vector came from the application's ring and
+ * went on the wire as is: any source MAC/GID, destination, VLAN and UDP
+ * port. Now only its AH handle counts; the vector is the daemon's.
+ */
+Test(ud, the_address_vector_is_the_daemons_not_the_rings)
+{
+	up(XPORT_UD, false);
+	post_recv1(1, 1024);
+	struct sq_wqe w = ud_send(5, 64, 0x80000000u);
+
+	/* forged: another host's source, another VLAN, a chosen UDP port */
+	memset(w.av.smac, 0x66, 6);
+	memset(w.av.sgid + 12, 0x42, 4);
+	w.av.vlan_present = 1;
+	w.av.vlan_tci = 7;
+	w.av.udp_sport = 4242;
+	cr_assert(sim_post_send(&S, 0, &w));
+	K.want[0][0] = 1;
+	K.want[1][1] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(memcmp(CAP.pkt[0].l3.sgid, S.h[0].cfg.av.sgid, 16), 0, "our source GID");
+	cr_assert_eq(memcmp(CAP.pkt[0].l3.smac, S.h[0].cfg.av.smac, 6), 0, "our source MAC");
+	cr_assert_not(CAP.pkt[0].l3.vlan_present, "no VLAN the AH does not have");
+	cr_assert_neq(CAP.pkt[0].l3.udp_sport, 4242);
+}
+
+/* A handle unknown, or of an AH of another PD: the WQE fails locally, nothing is sent. */
+Test(ud, an_address_handle_of_another_pd_or_none_fails_the_wqe)
+{
+	for (uint32_t h = 0; h < 3; h++) {
+		if (h > 0)
+			down();
+		up(XPORT_UD, false);
+		cr_assert_eq(ah_table_set(S.h[0].ahs, 2, SIM_PD + 1, &S.h[0].cfg.av), 0);
+		struct sq_wqe w = ud_send(10 + h, 64, 0x80000000u);
+
+		w.av.ah_handle = h == 0 ? 2 : h == 1 ? 5 : 4096; /* other PD, unused, beyond */
+		cr_assert(sim_post_send(&S, 0, &w));
+		K.want[0][0] = 1;
+		cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+		cr_assert_eq(K.c[0][0][0].status, WC_LOC_QP_OP_ERR, "case %u", h);
+		cr_assert_eq(K.c[0][0][0].vendor_err, XPORT_ERR_LOC_AH);
+		cr_assert_eq(cnt(0)[XPORT_CNT_UD_AH_INVALID], 1);
+		cr_assert_eq(CAP.n, 0, "nothing on the wire");
+	}
+}
+
 Test(ud, qkey_mismatch_dropped_and_counted)
 {
 	up(XPORT_UD, false);
