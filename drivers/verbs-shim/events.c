@@ -172,8 +172,7 @@ SHIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 		if (n == 0) {
 			/* The daemon closed its end: it is gone, nothing will come. */
 			shim_ctx(channel->context)->dead = true;
-			errno = EIO;
-			return -1;
+			return shim_minus1(EIO);
 		}
 		/* notify_count was bumped (release) before the byte we consumed. */
 		pthread_mutex_lock(&ch->lock);
