@@ -78,6 +78,7 @@ enum {
 	OPT_OUT_FILE,
 	OPT_TEST,
 	OPT_STALL,
+	OPT_RATE_LIMIT,
 };
 
 static const struct option pt_long_opts[] = {
@@ -118,6 +119,7 @@ static const struct option pt_long_opts[] = {
 	{ "out-file",       required_argument, NULL, OPT_OUT_FILE },
 	{ "test",           required_argument, NULL, OPT_TEST },
 	{ "stall-timeout",  required_argument, NULL, OPT_STALL },
+	{ "pacing-kbps",    required_argument, NULL, OPT_RATE_LIMIT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -171,7 +173,8 @@ static void pt_usage(FILE *f, const char *argv0)
 		"      --peer-gid-index=<i>  Server-side GID index in single-process mode (default: -x)\n"
 		"      --output=<fmt>        table (default), csv or json\n"
 		"      --out-file=<path>     Write the csv/json output there (default json) instead of stdout\n"
-		"      --stall-timeout=<sec> Fail when no completion arrives for <sec> seconds (default 30, 0 = never)\n",
+		"      --stall-timeout=<sec> Fail when no completion arrives for <sec> seconds (default 30, 0 = never)\n"
+		"      --pacing-kbps=<kbps>  Pace each RC QP's sends: ibv_modify_qp_rate_limit in RTS (0 = none)\n",
 		PT_MIN_ITERS, PT_DEF_ITERS, PT_DEF_ITERS_WB, PT_PEAK_MAX_ITERS, PT_DEF_PORT, PT_DEF_CQ_MOD,
 		PT_DEF_RX_SEND, PT_DEF_SIZE_BW, PT_DEF_SIZE_LAT, PT_DEF_TX_BW, PT_DEF_QP_TIMEOUT);
 }
@@ -471,6 +474,10 @@ int pt_params_parse(struct pt_params *p, int argc, char **argv, FILE *out, FILE 
 				PT_BAD("Invalid GID index '%s'", optarg);
 			break;
 		case OPT_REPORT_GBITS: p->report_gbits = true; break;
+		case OPT_RATE_LIMIT:
+			if (pt_parse_int(optarg, 0, INT32_MAX, &p->pacing_kbps))
+				PT_BAD("Invalid pacing rate '%s' (kb/s)", optarg);
+			break;
 		case OPT_VERIFY: p->verify = true; break;
 		case OPT_SINGLE: p->single_process = true; break;
 		case OPT_PEER_DEV: p->peer_devname = optarg; break;

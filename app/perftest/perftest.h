@@ -175,6 +175,7 @@ struct pt_params {
 	bool use_event;             /**< -e */
 	bool no_peak;               /**< -N */
 	bool report_gbits;          /**< --report_gbits */
+	int pacing_kbps;            /**< --pacing-kbps; 0: no rate limit */
 	bool verify;                /**< --verify */
 	enum pt_output output;      /**< --output */
 	const char *out_file;       /**< --out-file; NULL: stdout */

@@ -423,6 +423,16 @@ static int pt_qp_to_rtr_rts(struct pt_side *s, int i)
 		fprintf(stderr, " Failed to modify QP %#x to RTS\n", s->qp[i]->qp_num);
 		return -1;
 	}
+	if (s->p->pacing_kbps > 0) {
+		struct ibv_qp_rate_limit_attr rl = { .rate_limit = (uint32_t)s->p->pacing_kbps };
+		int rc = ibv_modify_qp_rate_limit(s->qp[i], &rl);
+
+		if (rc) {
+			fprintf(stderr, " Failed to pace QP %#x at %d kb/s: %s\n", s->qp[i]->qp_num,
+				s->p->pacing_kbps, strerror(rc));
+			return -1;
+		}
+	}
 	return 0;
 }
 

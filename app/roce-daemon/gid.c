@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "roce.h"
+#include "xport.h"
 
 void
 gid_link_local_from_mac(const uint8_t mac[6], uint8_t gid[16])
@@ -116,6 +117,10 @@ gid_device_attr(const struct config *cfg, const uint8_t mac[6], uint8_t phys_por
 	attr->max_pkeys = PKEY_TABLE_LEN;
 	attr->local_ca_ack_delay = 15;
 	attr->phys_port_cnt = phys_port_cnt;
+	/* RC requesters are paced by the engine (xport rate_limit_kbps) */
+	attr->qp_rate_limit_min = XPORT_PACE_MIN_KBPS;
+	attr->qp_rate_limit_max = XPORT_PACE_MAX_KBPS;
+	attr->pacing_supported_qpts = 1u << IBV_QPT_RC;
 }
 
 /* Link speed to IB width/speed, the table Linux ib_get_eth_speed() uses. */

@@ -45,7 +45,7 @@ SHIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 	req.u.req_DESTROY_AH.handle = ah->handle;
 	rc = shim_destroy_rc(ibah->context, shim_rpc(shim_ctx(ibah->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	free(ah);
 	return 0;
 }
@@ -56,10 +56,8 @@ static int shim_find_gid_index(struct ibv_context *ctx, uint8_t port, const unio
 {
 	struct ibv_port_attr pa;
 
-	if (ibv_query_port(ctx, port, &pa) != 0) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (ibv_query_port(ctx, port, &pa) != 0)
+		return shim_minus1(EINVAL);
 	for (int i = 0; i < pa.gid_tbl_len; i++) {
 		union ibv_gid g;
 		enum shim_gid_type_sysfs t;
@@ -70,8 +68,7 @@ static int shim_find_gid_index(struct ibv_context *ctx, uint8_t port, const unio
 		if (t == type && memcmp(g.raw, gid->raw, 16) == 0)
 			return i;
 	}
-	errno = ENOENT;
-	return -1;
+	return shim_minus1(ENOENT);
 }
 
 static void shim_v4_mapped(uint32_t addr_be, union ibv_gid *g)
@@ -129,10 +126,8 @@ SHIM_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_nu
 		const struct iphdr *ip4 = (const struct iphdr *)((const uint8_t *)grh + 20);
 		union ibv_gid ours;
 
-		if ((be32toh(ip4->daddr) >> 28) == 0xe) {
-			errno = EINVAL; /* multicast: not in the GID table */
-			return -1;
-		}
+		if ((be32toh(ip4->daddr) >> 28) == 0xe)
+			return shim_minus1(EINVAL); /* multicast: not in the GID table */
 		shim_v4_mapped(ip4->daddr, &ours);
 		idx = shim_find_gid_index(context, port_num, &ours, SHIM_GID_TYPE_SYSFS_ROCE_V2);
 		if (idx < 0)
@@ -144,10 +139,8 @@ SHIM_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_nu
 		return 0;
 	}
 	case 6:
-		if (grh->dgid.raw[0] == 0xff || grh->next_hdr != IPPROTO_UDP) {
-			errno = grh->dgid.raw[0] == 0xff ? EINVAL : EPROTONOSUPPORT;
-			return -1;
-		}
+		if (grh->dgid.raw[0] == 0xff || grh->next_hdr != IPPROTO_UDP)
+			return shim_minus1(grh->dgid.raw[0] == 0xff ? EINVAL : EPROTONOSUPPORT);
 		idx = shim_find_gid_index(context, port_num, &grh->dgid, SHIM_GID_TYPE_SYSFS_ROCE_V2);
 		if (idx < 0)
 			return -1;
@@ -157,8 +150,7 @@ SHIM_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_nu
 		ah->grh.traffic_class = (uint8_t)(be32toh(grh->version_tclass_flow) >> 20);
 		return 0;
 	default:
-		errno = EPROTONOSUPPORT;
-		return -1;
+		return shim_minus1(EPROTONOSUPPORT);
 	}
 }
 
@@ -176,5 +168,5 @@ SHIM_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct 
 					    uint8_t eth_mac[6], uint16_t *vid)
 {
 	(void)context; (void)attr; (void)eth_mac; (void)vid;
-	return EOPNOTSUPP; /* the daemon resolves neighbours itself */
+	return shim_ret(EOPNOTSUPP); /* the daemon resolves neighbours itself */
 }

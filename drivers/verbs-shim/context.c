@@ -31,6 +31,7 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *, struct ibv_qp_init_attr_e
 struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *, struct ibv_cq_init_attr_ex *);
 struct ibv_srq *shim_create_srq_ex(struct ibv_context *, struct ibv_srq_init_attr_ex *);
 int shim_get_srq_num(struct ibv_srq *, uint32_t *);
+int shim_modify_qp_rate_limit(struct ibv_qp *, struct ibv_qp_rate_limit_attr *);
 
 /* How long ibv_import_device() waits for the daemon, ms (environment, default 10 s). */
 #define SHIM_IMPORT_TIMEOUT_ENV "ROCE_SHIM_IMPORT_TIMEOUT_MS"
@@ -118,6 +119,7 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_cq_ex = shim_create_cq_ex;
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
+	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;
 	v->sz = sizeof(struct verbs_context);
 }
 

@@ -119,7 +119,7 @@ int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	what = shim_cq_count_empty(cq, n);
 	pthread_spin_unlock(&cq->lock);
 	if (n == 0 && shim_cq_empty_wait(cq, what))
-		return -1;
+		return shim_minus1(EIO); /* the daemon is gone */
 	return (int)n;
 }
 
@@ -173,13 +173,14 @@ static int shim_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr
 	struct shim_cq *cq = (struct shim_cq *)ibcq;
 
 	if (attr->comp_mask)
-		return EINVAL;
+		return shim_ret(EINVAL);
 	pthread_spin_lock(&cq->lock);
 	if (spsc_ring_count(cq->ring) == 0) {
 		unsigned int what = shim_cq_count_empty(cq, 0);
 
 		pthread_spin_unlock(&cq->lock);
-		return shim_cq_empty_wait(cq, what) ? EIO : ENOENT;
+		/* ENOENT, "nothing to poll", is no failure: errno stays. */
+		return shim_cq_empty_wait(cq, what) ? shim_ret(EIO) : ENOENT;
 	}
 	shim_cq_count_empty(cq, 1);
 	shim_cq_ex_load(cq);
@@ -385,7 +386,7 @@ SHIM_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	int rc;
 
 	if (cqe <= 0)
-		return EINVAL;
+		return shim_ret(EINVAL);
 	shim_req(&req, IPC_OP_RESIZE_CQ);
 	req.u.req_RESIZE_CQ.handle = cq->handle;
 	req.u.req_RESIZE_CQ.cqe = (uint32_t)cqe;
@@ -407,7 +408,7 @@ SHIM_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
 		if (rfds[i] >= 0)
 			close(rfds[i]);
-	return rc;
+	return shim_ret(rc);
 }
 
 SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
@@ -421,7 +422,7 @@ SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	req.u.req_DESTROY_CQ.handle = cq->handle;
 	rc = shim_destroy_rc(ibcq->context, shim_rpc(shim_ctx(ibcq->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc; /* EBUSY while QPs use it */
+		return shim_ret(rc); /* EBUSY while QPs use it */
 	if (ibcq->channel)
 		shim_channel_detach((struct shim_channel *)ibcq->channel, cq);
 	/* As rdma-core: wait until every delivered event has been acknowledged. */

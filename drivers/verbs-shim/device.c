@@ -184,7 +184,7 @@ SHIM_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_
 
 	if (rc == 0)
 		ipc_device_attr_to_ibv(&a, device_attr);
-	return rc;
+	return shim_ret(rc);
 }
 
 /* verbs_context.query_device_ex: copy at most @p attr_size bytes. */
@@ -196,18 +196,21 @@ int shim_query_device_ex(struct ibv_context *context, const struct ibv_query_dev
 	int rc;
 
 	if (input && input->comp_mask)
-		return EINVAL;
+		return shim_ret(EINVAL);
 	if (attr_size < sizeof(ex.orig_attr))
-		return EINVAL;
+		return shim_ret(EINVAL);
 	rc = shim_query_device_ipc(context, &a);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	memset(&ex, 0, sizeof(ex));
 	ipc_device_attr_to_ibv(&a, &ex.orig_attr);
 	ex.completion_timestamp_mask = a.completion_timestamp_mask;
 	ex.hca_core_clock = a.hca_core_clock;
 	ex.device_cap_flags_ex = a.device_cap_flags_ex | a.device_cap_flags;
 	ex.phys_port_cnt_ex = a.phys_port_cnt;
+	ex.packet_pacing_caps.qp_rate_limit_min = a.qp_rate_limit_min;
+	ex.packet_pacing_caps.qp_rate_limit_max = a.qp_rate_limit_max;
+	ex.packet_pacing_caps.supported_qpts = a.pacing_supported_qpts;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }
@@ -258,7 +261,7 @@ int shim_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_po
 
 	if (rc == 0)
 		memcpy(port_attr, &full, port_attr_len < sizeof(full) ? port_attr_len : sizeof(full));
-	return rc;
+	return shim_ret(rc);
 }
 
 /*
@@ -308,10 +311,8 @@ SHIM_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int
 		memset(gid, 0, sizeof(*gid)); /* legacy API: an empty slot is a zero GID */
 		return 0;
 	}
-	if (rc) {
-		errno = rc;
-		return -1;
-	}
+	if (rc)
+		return shim_minus1(rc);
 	*gid = e.gid;
 	return 0;
 }
@@ -324,11 +325,11 @@ SHIM_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num
 	int rc;
 
 	if (flags != 0 || entry_size < sizeof(e))
-		return EINVAL;
+		return shim_ret(EINVAL);
 	rc = shim_gid_entry(context, port_num, gid_index, &e);
 	if (rc == 0)
 		memcpy(entry, &e, sizeof(e));
-	return rc;
+	return shim_ret(rc);
 }
 
 SHIM_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
@@ -338,13 +339,13 @@ SHIM_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv
 	size_t n = 0;
 
 	if (flags != 0 || entry_size < sizeof(struct ibv_gid_entry))
-		return -EINVAL;
+		return -shim_ret(EINVAL);
 	for (uint32_t port = 1; port <= ctx->attr.phys_port_cnt; port++) {
 		struct ibv_port_attr pa;
 		int rc = shim_port_attr(context, (uint8_t)port, &pa);
 
 		if (rc)
-			return -rc;
+			return -shim_ret(rc);
 		for (int i = 0; i < pa.gid_tbl_len; i++) {
 			struct ibv_gid_entry e;
 
@@ -352,9 +353,9 @@ SHIM_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv
 			if (rc == ENODATA)
 				continue;
 			if (rc)
-				return -rc;
+				return -shim_ret(rc);
 			if (n == max_entries)
-				return -EINVAL;
+				return -shim_ret(EINVAL);
 			memcpy((uint8_t *)entries + n * entry_size, &e, sizeof(e));
 			n++;
 		}
@@ -373,10 +374,8 @@ SHIM_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num
 		*type = SHIM_GID_TYPE_SYSFS_IB_ROCE_V1;
 		return 0;
 	}
-	if (rc) {
-		errno = rc;
-		return -1;
-	}
+	if (rc)
+		return shim_minus1(rc);
 	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? SHIM_GID_TYPE_SYSFS_ROCE_V2
 						   : SHIM_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
@@ -388,18 +387,14 @@ SHIM_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, in
 	struct ipc_msg req, rsp;
 	int rc;
 
-	if (index < 0) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (index < 0)
+		return shim_minus1(EINVAL);
 	shim_req(&req, IPC_OP_QUERY_PKEY);
 	req.u.req_QUERY_PKEY.port = port_num;
 	req.u.req_QUERY_PKEY.index = (uint32_t)index;
 	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, NULL);
-	if (rc) {
-		errno = rc;
-		return -1;
-	}
+	if (rc)
+		return shim_minus1(rc);
 	*pkey = htobe16(rsp.u.rsp_QUERY_PKEY.pkey);
 	return 0;
 }
@@ -431,10 +426,8 @@ SHIM_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf
 	ssize_t n;
 	int fd;
 
-	if (size == 0 || snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	if (size == 0 || snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+		return shim_minus1(ENAMETOOLONG);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -458,6 +451,5 @@ SHIM_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, struct verbs_s
 	(void)size;
 	(void)sysfs_dev;
 	(void)fnfmt;
-	errno = EOPNOTSUPP;
-	return -1;
+	return shim_minus1(EOPNOTSUPP);
 }

@@ -63,13 +63,13 @@ SHIM_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	rc = channel->refcnt ? EBUSY : 0;
 	pthread_mutex_unlock(&ch->lock);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	shim_req(&req, IPC_OP_DESTROY_CHANNEL);
 	req.u.req_DESTROY_CHANNEL.handle = ch->handle;
 	rc = shim_destroy_rc(channel->context,
 			     shim_rpc(shim_ctx(channel->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	close(channel->fd);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
@@ -172,8 +172,7 @@ SHIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 		if (n == 0) {
 			/* The daemon closed its end: it is gone, nothing will come. */
 			shim_ctx(channel->context)->dead = true;
-			errno = EIO;
-			return -1;
+			return shim_minus1(EIO);
 		}
 		/* notify_count was bumped (release) before the byte we consumed. */
 		pthread_mutex_lock(&ch->lock);

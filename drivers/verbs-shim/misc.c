@@ -262,13 +262,13 @@ SHIM_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct 
 SHIM_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)qp; (void)gid; (void)lid;
-	return EOPNOTSUPP;
+	return shim_ret(EOPNOTSUPP);
 }
 
 SHIM_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)qp; (void)gid; (void)lid;
-	return EOPNOTSUPP;
+	return shim_ret(EOPNOTSUPP);
 }
 
 /* ---- device memory import (IBVERBS_1.13): not supported ---- */

@@ -324,7 +324,7 @@ SHIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	req.u.req_DEREG_MR.handle = mr->handle;
 	rc = shim_destroy_rc(ibmr->context, shim_rpc(shim_ctx(ibmr->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	if (mr->backing) {
 		pthread_mutex_lock(&shim_backing_lock);
 		shim_backing_put(mr->backing);
@@ -354,7 +354,7 @@ SHIM_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, 
 	    ((flags & IBV_REREG_MR_CHANGE_PD) && pd == NULL) ||
 	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == NULL || length == 0)) ||
 	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (access & IBV_ACCESS_ON_DEMAND))) {
-		errno = EINVAL;
+		(void)shim_ret(EINVAL);
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	shim_req(&req, IPC_OP_REREG_MR);
@@ -382,7 +382,7 @@ SHIM_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, 
 		if (b && b != mr->backing)
 			shim_backing_put(b);
 		pthread_mutex_unlock(&shim_backing_lock);
-		errno = rc;
+		(void)shim_ret(rc);
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {

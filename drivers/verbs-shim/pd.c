@@ -37,7 +37,7 @@ SHIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	req.u.req_DEALLOC_PD.handle = pd->handle;
 	rc = shim_destroy_rc(ibpd->context, shim_rpc(shim_ctx(ibpd->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	free(pd);
 	return 0;
 }

@@ -198,7 +198,7 @@ SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	ipc_qp_attr_from_ibv(attr, &req.u.req_MODIFY_QP.attr);
 	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	pthread_spin_lock(&qp->sq_lock);
 	pthread_spin_lock(&qp->rq_lock);
 	ibqp->state = (enum ibv_qp_state)rsp.u.rsp_MODIFY_QP.state;
@@ -210,11 +210,31 @@ SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	return 0;
 }
 
+/*
+ * verbs_context.modify_qp_rate_limit (ibv_modify_qp_rate_limit): an RTS -> RTS
+ * modify with IBV_QP_RATE_LIMIT, as rdma-core's mlx5 provider does it.
+ * rate_limit is in kbps, 0 lifts the limit; the engine paces packets, so
+ * max_burst_sz and typical_pkt_sz are accepted and not used (bursts are one
+ * packet). EINVAL: comp_mask set, QP not in RTS, rate outside
+ * packet_pacing_caps, QP type not in its supported_qpts.
+ */
+int shim_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+
+	if (attr == NULL || attr->comp_mask != 0)
+		return shim_ret(EINVAL);
+	a.rate_limit = attr->rate_limit;
+	return ibv_modify_qp(ibqp, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT);
+}
+
 SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 			     struct ibv_qp_init_attr *init_attr)
 {
 	struct shim_qp *qp = shim_qp(ibqp);
 	struct ipc_msg req, rsp;
+	uint8_t notify;
+	uint32_t rate_limit;
 	int rc;
 
 	shim_req(&req, IPC_OP_QUERY_QP);
@@ -222,8 +242,14 @@ SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	req.u.req_QUERY_QP.mask = (uint32_t)attr_mask;
 	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
+	/* The kernel (ib_uverbs_query_qp) never writes these two: leave the
+	 * caller's values as they were, as Linux does. */
+	notify = attr->en_sqd_async_notify;
+	rate_limit = attr->rate_limit;
 	ipc_qp_attr_to_ibv(&rsp.u.rsp_QUERY_QP.attr, attr);
+	attr->en_sqd_async_notify = notify;
+	attr->rate_limit = rate_limit;
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
 		init_attr->qp_context = ibqp->qp_context;
@@ -234,7 +260,8 @@ SHIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		init_attr->qp_type = ibqp->qp_type;
 		init_attr->sq_sig_all = (int)rsp.u.rsp_QUERY_QP.sq_sig_all;
 	}
-	ibqp->state = attr->qp_state;
+	if (attr_mask & IBV_QP_STATE) /* libibverbs caches it only then */
+		ibqp->state = attr->qp_state;
 	return 0;
 }
 
@@ -249,7 +276,7 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	req.u.req_DESTROY_QP.handle = qp->handle;
 	rc = shim_destroy_rc(ibqp->context, shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	events = shim_live_del(ibqp->context, ibqp, &qp->async_events);
 	if (!shim_ctx(ibqp->context)->dead)
 		shim_wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, events);
@@ -273,14 +300,14 @@ SHIM_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp;
 	(void)ece;
-	return EOPNOTSUPP;
+	return shim_ret(EOPNOTSUPP);
 }
 
 SHIM_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp;
 	(void)ece;
-	return EOPNOTSUPP;
+	return shim_ret(EOPNOTSUPP);
 }
 
 /* ---- posting (application side, no system call) ---- */
@@ -393,7 +420,7 @@ out:
 	pthread_spin_unlock(&qp->sq_lock);
 	if (rc)
 		*bad = wr;
-	return rc;
+	return shim_ret(rc);
 }
 
 /* Fill one receive WQE (num_sge checked). */
@@ -444,5 +471,5 @@ int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		rc = shim_post_recv_ring(qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr, bad);
 	}
 	pthread_spin_unlock(&qp->rq_lock);
-	return rc;
+	return shim_ret(rc);
 }

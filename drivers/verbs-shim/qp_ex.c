@@ -41,7 +41,7 @@ static int shim_wr_complete(struct ibv_qp_ex *x)
 	qp->wr_pending = 0;
 	qp->wr_cur = NULL;
 	pthread_spin_unlock(&qp->sq_lock);
-	return rc;
+	return shim_ret(rc);
 }
 
 static void shim_wr_abort(struct ibv_qp_ex *x)

@@ -12,6 +12,7 @@
 #ifndef SHIM_H
 #define SHIM_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -103,11 +104,33 @@ void *shim_map_shm(int fd, uint64_t size);
 /** Environment variable @p name as a decimal number <= @p max, or @p dflt if unset, empty or not one. */
 uint32_t shim_env_u32(const char *name, uint32_t dflt, uint32_t max);
 
-/* Helpers for "return NULL, errno = e" and "return e" conventions. */
+/*
+ * The errno rule, the one place every verb reports an error through
+ * (doc/verbs-shim.md, "errno"). A verb that fails says so the way its
+ * signature does AND leaves errno set to the same error, as an rdma-core
+ * provider does when its system call fails:
+ *   int verbs returning an errno value:  return shim_ret(e);
+ *   pointer verbs:                       return shim_null(e);
+ *   int verbs returning -1 (legacy):     return shim_minus1(e);
+ * A verb that succeeds leaves errno alone (shim_ret(0) does not touch it).
+ */
+static inline int shim_ret(int e)
+{
+	if (e != 0)
+		errno = e;
+	return e;
+}
+
 static inline void *shim_null(int e)
 {
 	errno = e;
 	return NULL;
+}
+
+static inline int shim_minus1(int e)
+{
+	errno = e;
+	return -1;
 }
 
 /* ---- pd.c ---- */

@@ -104,7 +104,7 @@ SHIM_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	req.u.req_MODIFY_SRQ.mask = (uint32_t)mask;
 	req.u.req_MODIFY_SRQ.max_wr = attr->max_wr;
 	req.u.req_MODIFY_SRQ.srq_limit = attr->srq_limit;
-	return shim_rpc(shim_ctx(ibsrq->context), &req, NULL, 0, &rsp, NULL);
+	return shim_ret(shim_rpc(shim_ctx(ibsrq->context), &req, NULL, 0, &rsp, NULL));
 }
 
 SHIM_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
@@ -116,7 +116,7 @@ SHIM_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	req.u.req_QUERY_SRQ.handle = shim_srq(ibsrq)->handle;
 	rc = shim_rpc(shim_ctx(ibsrq->context), &req, NULL, 0, &rsp, NULL);
 	if (rc)
-		return rc;
+		return shim_ret(rc);
 	attr->max_wr = rsp.u.rsp_QUERY_SRQ.max_wr;
 	attr->max_sge = rsp.u.rsp_QUERY_SRQ.max_sge;
 	attr->srq_limit = rsp.u.rsp_QUERY_SRQ.srq_limit;
@@ -134,7 +134,7 @@ SHIM_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	req.u.req_DESTROY_SRQ.handle = srq->handle;
 	rc = shim_destroy_rc(ibsrq->context, shim_rpc(shim_ctx(ibsrq->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
-		return rc; /* EBUSY while QPs use it */
+		return shim_ret(rc); /* EBUSY while QPs use it */
 	events = shim_live_del(ibsrq->context, ibsrq, &srq->async_events);
 	if (!shim_ctx(ibsrq->context)->dead)
 		shim_wait_async_acks(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed, events);
@@ -153,5 +153,5 @@ int shim_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	pthread_spin_lock(&srq->lock);
 	rc = shim_post_recv_ring(srq->ring, srq->max_wr, srq->max_sge, wr, bad);
 	pthread_spin_unlock(&srq->lock);
-	return rc;
+	return shim_ret(rc);
 }

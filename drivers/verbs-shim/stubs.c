@@ -98,7 +98,7 @@ SHIM_EXPORT unsigned int __ioctl_final_num_attrs(unsigned int num_attrs,
 	return num_attrs;
 }
 
-#define STUB(name, ...) SHIM_EXPORT int name(__VA_ARGS__) { return EOPNOTSUPP; }
+#define STUB(name, ...) SHIM_EXPORT int name(__VA_ARGS__) { return shim_ret(EOPNOTSUPP); }
 
 STUB(execute_ioctl, struct ibv_context *context, struct ibv_command_buffer *cmd)
 STUB(ibv_cmd_get_context, struct verbs_context *context, struct ibv_get_context *cmd,
@@ -218,5 +218,5 @@ STUB(ibv_cmd_reg_dm_mr, struct ibv_pd *pd, struct verbs_dm *dm, uint64_t offset,
 /* Polling through a command returns a count, so "not supported" is a negative errno. */
 SHIM_EXPORT int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc)
 {
-	return -EOPNOTSUPP;
+	return -shim_ret(EOPNOTSUPP);
 }

@@ -114,6 +114,10 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_pkeys = CTL_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
+	/* the engine paces RC requesters (lib/qp xport rate_limit_kbps) */
+	a->qp_rate_limit_min = XPORT_PACE_MIN_KBPS;
+	a->qp_rate_limit_max = XPORT_PACE_MAX_KBPS;
+	a->pacing_supported_qpts = 1u << IBV_QPT_RC;
 	ctl_port_default(&d->port[0], mac, ipv4);
 }
 
@@ -124,6 +128,9 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev)
 
 	memset(s, 0, sizeof(*s));
 	ipc_device_attr_to_ibv(&d->attr, &s->dev.attr);
+	s->dev.pacing.qp_rate_limit_min = d->attr.qp_rate_limit_min;
+	s->dev.pacing.qp_rate_limit_max = d->attr.qp_rate_limit_max;
+	s->dev.pacing.supported_qpts = d->attr.pacing_supported_qpts;
 	s->dev.max_inline_data = d->attr.max_inline_data;
 	s->dev.qp_types = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
 	s->dev.port = s->port;

@@ -966,10 +966,12 @@ int ctl_h_CREATE_AH(const struct ctl_req *x)
 	if (pd == NULL || q->attr.port_num == 0 || q->attr.port_num > d->attr.phys_port_cnt)
 		return EINVAL;
 	port = &d->port[q->attr.port_num - 1];
-	/* RoCE: an address handle needs a GRH with a valid source GID. */
-	if (!q->attr.is_global || q->attr.sgid_index >= CTL_GID_TBL_LEN ||
-	    !port->gid_valid[q->attr.sgid_index])
+	/* RoCE: an address handle needs a GRH with a valid source GID; an empty
+	 * slot of the table is ENODATA, as Linux's rdma_get_gid_attr(). */
+	if (!q->attr.is_global || q->attr.sgid_index >= CTL_GID_TBL_LEN)
 		return EINVAL;
+	if (!port->gid_valid[q->attr.sgid_index])
+		return ENODATA;
 	ah = ctl_table_alloc(&ctl->tab[CTL_KIND_AH], c, CTL_KIND_AH, q->user_handle);
 	if (ah == NULL)
 		return ENOMEM;

@@ -225,6 +225,13 @@ static int ctl_modify_qp_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	qp->sem = p->u.modify.next;
 	ctl_qp_raise_fx(ctl, qp, &p->u.modify.fx);
 	p->rsp.u.rsp_MODIFY_QP.state = qp->sem.attr.qp_state;
+	/* Without a dataplane nothing is in flight: the drain ends at once. */
+	if ((p->u.modify.fx.flags & QP_SEM_FX_SQ_DRAIN) && !DP_HAS(ctl, qp_modify)) {
+		struct qp_sem_effects dr;
+
+		if (qp_sem_sq_drained(&qp->sem, &dr) == 0)
+			ctl_qp_raise_fx(ctl, qp, &dr);
+	}
 	return 0;
 }
 

@@ -111,6 +111,12 @@ struct ipc_device_attr {
 	uint64_t device_cap_flags_ex;
 	uint64_t completion_timestamp_mask; /**< 0: no completion timestamps */
 	uint64_t hca_core_clock;            /**< kHz; 0 when not supported */
+	/** ibv_packet_pacing_caps: kbps bounds of IBV_QP_RATE_LIMIT and the QP
+	 *  types (1 << IBV_QPT_*) it applies to; 0: no rate limiting. */
+	uint32_t qp_rate_limit_min;
+	uint32_t qp_rate_limit_max;
+	uint32_t pacing_supported_qpts;
+	uint32_t reserved;
 };
 
 /** Port attributes (ibv_port_attr). */

@@ -226,7 +226,9 @@ int qp_sem_modify(struct qp_sem *qp, const struct ibv_qp_attr *attr,
 
 /**
  * ibv_query_qp(): fills every field of @p attr and @p init whatever
- * @p attr_mask says (like rvt_query_qp). cur_qp_state reads as qp_state.
+ * @p attr_mask says (like rvt_query_qp). cur_qp_state reads as Linux rxe
+ * reports it: RESET until a modify with IBV_QP_CUR_STATE succeeds, then the
+ * state that call moved to.
  * @param init may be NULL
  * @return 0; EOPNOTSUPP if @p attr_mask has IBV_QP_RATE_LIMIT or a higher bit
  *   (libibverbs refuses those masks before asking the provider).
@@ -240,8 +242,8 @@ int qp_sem_query(const struct qp_sem *qp, int attr_mask,
  * @{ */
 
 /** The send queue is empty after QP_SEM_FX_SQ_DRAIN: sq_draining drops to 0
- *  and IBV_EVENT_SQ_DRAINED is raised if the RTS -> SQD call asked for it
- *  (IBV_QP_EN_SQD_ASYNC_NOTIFY with a non-zero value). */
+ *  and IBV_EVENT_SQ_DRAINED is raised, whether or not the RTS -> SQD call
+ *  set IBV_QP_EN_SQD_ASYNC_NOTIFY (as Linux rxe; IBTA leaves it optional). */
 int qp_sem_sq_drained(struct qp_sem *qp, struct qp_sem_effects *fx);
 
 /** The first packet arrived in RTR (RC/UC): IBV_EVENT_COMM_EST, once per RTR. */

@@ -416,6 +416,13 @@ qp_sem_modify(struct qp_sem *qp, const struct ibv_qp_attr *attr,
 	/* Point of no return: everything below succeeds. */
 	apply_values(qp, attr, attr_mask, dev, &plan);
 	apply_transition(qp, attr, attr_mask, plan.next, fx);
+	/* As Linux (uverbs passes qp_state only with IBV_QP_STATE, rxe stores
+	 * it as cur_qp_state on a CUR_STATE call): cur_qp_state reads back as
+	 * the state of the last successful IBV_QP_CUR_STATE call (RESET if it
+	 * had no IBV_QP_STATE), RESET before any. */
+	if (attr_mask & IBV_QP_CUR_STATE)
+		qp->attr.cur_qp_state = (attr_mask & IBV_QP_STATE) ?
+					qp->attr.qp_state : IBV_QPS_RESET;
 	fx->new_state = qp->attr.qp_state;
 	fx->applied_mask = attr_mask;
 	return 0;
@@ -432,8 +439,9 @@ qp_sem_sq_drained(struct qp_sem *qp, struct qp_sem_effects *fx)
 	if (qp->attr.qp_state != IBV_QPS_SQD || !qp->attr.sq_draining)
 		return EINVAL;
 	qp->attr.sq_draining = 0;
-	if (qp->attr.en_sqd_async_notify)
-		effects_event(fx, IBV_EVENT_SQ_DRAINED);
+	/* Every drain is reported, EN_SQD_ASYNC_NOTIFY or not, as Linux rxe
+	 * does (the oracle saw it after all 1,207 moves to SQD). */
+	effects_event(fx, IBV_EVENT_SQ_DRAINED);
 	return 0;
 }
 

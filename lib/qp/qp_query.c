@@ -14,9 +14,7 @@ qp_sem_query(const struct qp_sem *qp, int attr_mask, struct ibv_qp_attr *attr,
 	/* libibverbs (ibv_cmd_query_qp) refuses these before the provider. */
 	if (attr_mask & ~QP_SEM_QUERY_MASK_KNOWN)
 		return EOPNOTSUPP;
-	*attr = qp->attr;
-	/* cur_qp_state is an input of modify; read back, it is the state. */
-	attr->cur_qp_state = qp->attr.qp_state;
+	*attr = qp->attr;  /* cur_qp_state: see qp_sem_modify() */
 	attr->cap = qp->init.cap;
 	if (init != NULL)
 		*init = qp->init;

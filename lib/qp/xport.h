@@ -83,6 +83,10 @@ extern "C" {
 #define XPORT_FRAME_MAX_SEG (WQE_MAX_SGE + 1) /**< payload segments per frame */
 #define XPORT_FLUSH_BUDGET 256     /**< WQEs flushed per call in the error state */
 #define XPORT_MAX_RD_ATOMIC 128    /**< max of max_rd_atomic / max_dest_rd_atomic (as rxe) */
+/** The requester's pacer (rate_limit_kbps): the range the device advertises
+ *  as ibv_packet_pacing_caps, 1 Mb/s to 100 Gb/s, in kbps. */
+#define XPORT_PACE_MIN_KBPS 1000u
+#define XPORT_PACE_MAX_KBPS 100000000u
 #define XPORT_ACK_REQ_EVERY 64     /**< default: AckReq at least every N packets */
 #define XPORT_MAX_UNACKED 256      /**< default: cap of unacknowledged PSNs (send window) */
 #define XPORT_MIN_WINDOW 8         /**< default: floor of the send window after losses */

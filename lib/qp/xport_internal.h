@@ -22,6 +22,11 @@
  * preamble/IFG 20 + Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4,
  * rounded up to cover extension headers). */
 #define XPORT_PACE_OVERHEAD 96u
+/* Rate limiter: a frame sent at most this late keeps the schedule (the next
+ * is due one interval after this one was due, not after it left), so a
+ * late activation (an idle lcore's sleep, a busy CPU) does not lower the
+ * rate; later than that the QP was idle and the schedule restarts. */
+#define XPORT_PACE_CATCHUP_NS 10000000u
 
 /* Kinds of send WQE: the WR opcode table's kind (wqe.h WR_OPCODE_LIST). */
 enum swqe_kind {

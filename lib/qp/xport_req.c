@@ -409,7 +409,11 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	uint32_t kbps = xport_pace_kbps(qp);
 	if (kbps) {
 		uint64_t bits = (uint64_t)(ctx->f->pkt.payload_len + XPORT_PACE_OVERHEAD) * 8;
-		uint64_t start = req->pace_next > now ? req->pace_next : now;
+		uint64_t start = now;
+
+		if (req->pace_next > now ||
+		    (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS))
+			start = req->pace_next; /* on schedule, or catching up */
 		req->pace_next = start + bits * 1000000u / kbps;
 		xport_cc_sent(qp, bits / 8);
 	}

@@ -355,8 +355,9 @@ sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg, uint64
 				next = s->h[h].ring.due;
 		for (int h = 0; h < 2; h++)
 			for (int t = 0; t < XPORT_TIMER_COUNT; t++)
-				if (s->h[h].timer_at[t] && s->h[h].timer_at[t] < next)
-					next = s->h[h].timer_at[t];
+				if (s->h[h].timer_at[t] &&
+				    s->h[h].timer_at[t] + s->faults.timer_late_ns < next)
+					next = s->h[h].timer_at[t] + s->faults.timer_late_ns;
 		if (next == UINT64_MAX || next > deadline)
 			return done(s, arg);
 		if (next > s->now)
@@ -368,7 +369,7 @@ sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg, uint64
 		for (int h = 0; h < 2; h++) {
 			for (int t = 0; t < XPORT_TIMER_COUNT; t++) {
 				uint64_t at = s->h[h].timer_at[t];
-				if (at && at <= s->now) {
+				if (at && at + s->faults.timer_late_ns <= s->now) {
 					if (s->verbose)
 						fprintf(stderr, "%12lu %d timer %d\n",
 							(unsigned long)s->now, h, t);

@@ -34,6 +34,7 @@ struct sim_faults {
 	uint32_t corrupt_ppm;
 	uint64_t delay_ns;        /* base one-way delay */
 	uint64_t reorder_ns;      /* extra delay (random up to) of a reordered frame */
+	uint64_t timer_late_ns;   /* every timer fires this late (a busy or sleeping lcore) */
 };
 
 /*

@@ -181,6 +181,18 @@ Test(params, outputs)
 	cr_assert_eq(parse(&p, "x write_bw --output=xml"), PT_PARSE_ERROR);
 }
 
+Test(params, pacing)
+{
+	struct pt_params p;
+
+	cr_assert_eq(parse(&p, "x write_bw"), PT_PARSE_OK);
+	cr_assert_eq(p.pacing_kbps, 0, "no rate limit unless asked");
+	cr_assert_eq(parse(&p, "x write_bw --pacing-kbps=10000"), PT_PARSE_OK);
+	cr_assert_eq(p.pacing_kbps, 10000);
+	cr_assert_eq(parse(&p, "x write_bw --pacing-kbps=-1"), PT_PARSE_ERROR);
+	cr_assert_eq(parse(&p, "x write_bw --pacing-kbps=fast"), PT_PARSE_ERROR);
+}
+
 Test(params, help_and_version_exit)
 {
 	struct pt_params p;

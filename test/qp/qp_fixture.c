@@ -334,7 +334,8 @@ fx_model_after(const struct ibv_qp_attr *before, const struct ibv_qp_attr *a,
 		out->sq_draining = 0;
 	}
 	out->qp_state = new_state;
-	out->cur_qp_state = new_state;
+	if (m & IBV_QP_CUR_STATE)
+		out->cur_qp_state = (m & IBV_QP_STATE) ? new_state : IBV_QPS_RESET;
 }
 
 static const char *const state_names[] = { "RESET", "INIT", "RTR", "RTS",
@@ -694,6 +695,8 @@ fx_load_probes(unsigned int *n, unsigned int *summary_probes)
 		copy(p->overrides, sizeof(p->overrides), c[8]);
 		copy(p->tbl, sizeof(p->tbl), c[9]);
 		p->rc = fx_errno_parse(c[11]);
+		p->errno_after = strcmp(c[12], "0") == 0 ? 0 : fx_errno_parse(c[12]);
+		p->ibqp_state = fx_state_parse(c[13]);
 		p->state_after = fx_state_parse(c[14]);
 		copy(p->changed, sizeof(p->changed), c[18]);
 		copy(p->events, sizeof(p->events), c[19]);

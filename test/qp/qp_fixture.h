@@ -96,6 +96,9 @@ struct fx_probe {
 	char overrides[256];
 	char tbl[8];
 	int rc;                 /* errno value, 0 for OK */
+	int errno_after;        /* errno after the call (0: libibverbs refused
+				 * without a system call, or success) */
+	int ibqp_state;         /* libibverbs's cached ibv_qp.state after it */
 	int state_after;        /* q_state_mask_STATE, or -1 */
 	char changed[1024];
 	char events[64];

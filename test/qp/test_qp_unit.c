@@ -167,7 +167,8 @@ Test(qp_effects, rc_lifecycle)
 	cr_expect_eq(go(&qp, IBV_QPS_SQD, IBV_QP_TIMEOUT, &fx), EINVAL);
 	cr_expect_eq(memcmp(&qp, &saved, sizeof(qp)), 0);
 	cr_assert_eq(qp_sem_sq_drained(&qp, &fx), 0);
-	cr_expect_eq(fx.n_events, 0);  /* not requested */
+	cr_assert_eq(fx.n_events, 1);  /* not requested, raised all the same (rxe) */
+	cr_expect_eq(fx.event[0], IBV_EVENT_SQ_DRAINED);
 	cr_expect_eq(qp.attr.sq_draining, 0);
 	cr_expect_eq(qp_sem_sq_drained(&qp, &fx), EINVAL);
 	cr_assert_eq(go(&qp, IBV_QPS_SQD, IBV_QP_TIMEOUT, &fx), 0);
@@ -189,7 +190,7 @@ Test(qp_effects, rc_lifecycle)
 	cr_expect_eq(qp.attr.dest_qp_num, 0xabc);
 }
 
-Test(qp_effects, sq_drained_on_request)
+Test(qp_effects, sq_drained_with_or_without_request)
 {
 	struct qp_sem qp;
 	struct qp_sem_effects fx;
@@ -205,6 +206,11 @@ Test(qp_effects, sq_drained_on_request)
 	cr_assert_eq(go(&qp, IBV_QPS_RTS, 0, &fx), 0);
 	cr_assert_eq(go(&qp, IBV_QPS_SQD, 0, &fx), 0);
 	cr_expect_eq(qp.attr.en_sqd_async_notify, 0);  /* per request */
+	cr_assert_eq(qp_sem_sq_drained(&qp, &fx), 0);
+	cr_assert_eq(fx.n_events, 1, "every drain is reported, as Linux rxe");
+	cr_expect_eq(fx.event[0], IBV_EVENT_SQ_DRAINED);
+	cr_assert_eq(go(&qp, IBV_QPS_RTS, 0, &fx), 0);
+	cr_assert_eq(go(&qp, IBV_QPS_SQD, 0, &fx), 0);
 	cr_assert_eq(go(&qp, IBV_QPS_ERR, 0, &fx), 0);
 	cr_expect_eq(qp.attr.sq_draining, 0);
 	cr_expect_eq(qp_sem_sq_drained(&qp, &fx), EINVAL);
@@ -522,7 +528,8 @@ Test(qp_query, masks_and_fields)
 	memset(&a, 0xff, sizeof(a));
 	cr_assert_eq(qp_sem_query(&qp, IBV_QP_STATE, &a, NULL), 0);
 	cr_expect_eq(a.qp_state, IBV_QPS_RTS);
-	cr_expect_eq(a.cur_qp_state, IBV_QPS_RTS);
+	/* As Linux rxe: RESET until a CUR_STATE call, then the state it made. */
+	cr_expect_eq(a.cur_qp_state, IBV_QPS_RESET);
 	cr_expect_eq(a.sq_psn, 0x333333);  /* not asked for, still filled */
 	cr_expect_eq(a.rate_limit, 0);
 	cr_expect_eq(a.en_sqd_async_notify, 0);

@@ -29,6 +29,7 @@
 
 #include "ctl.h"
 #include "ipc.h"
+#include "qp_fixture.h"
 
 /* Private export (rdma-core driver.h): not in the installed headers. */
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
@@ -554,6 +555,9 @@ Test(shim_verbs, send_wqe_fields_follow_the_opcode)
 	cr_expect_eq(seen[2].wr.atomic.remote_addr, 0x2000);
 	cr_expect_eq(seen[2].wr.atomic.rkey, 0x88);
 	cr_expect_eq(seen[2].wr.atomic.compare_add, 5);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
 }
 
 Test(shim_verbs, completions_flow_through_the_rings)
@@ -1337,4 +1341,430 @@ Test(shim_verbs_nodaemon, empty_list_without_daemon)
 	cr_assert_str_eq(ibv_event_type_str(IBV_EVENT_DEVICE_FATAL), "local catastrophic error");
 	cr_assert_eq(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125);
 	cr_assert_eq(mult_to_ibv_rate(4), IBV_RATE_10_GBPS);
+}
+
+/* ---- the errno rule (doc/verbs-shim.md "errno"): every failing verb sets errno ---- */
+
+/* Exported by the shim as by rdma-core (IBVERBS_PRIVATE_34), not in the installed headers. */
+int ibv_cmd_destroy_ah(struct ibv_ah *ah);
+
+#define ERRNO_POISON 0x7ead /* no errno has this value: a verb that leaves errno alone shows it */
+
+/* @p call (an int expression) must return @p ret and leave errno at @p err. */
+#define EXPECT_FAIL(call, ret, err)                                                              \
+	do {                                                                                     \
+		errno = ERRNO_POISON;                                                            \
+		int r_ = (call);                                                                 \
+		int e_ = errno;                                                                  \
+		cr_expect_eq(r_, (ret), "%s: returned %d, expected %d", #call, r_, (int)(ret));  \
+		cr_expect_eq(e_, (err), "%s: errno %d (%s), expected %d (%s)", #call, e_,        \
+			     e_ == ERRNO_POISON ? "untouched" : strerror(e_), (int)(err),        \
+			     strerror(err));                                                     \
+		checked++;                                                                       \
+	} while (0)
+
+/* @p call (a pointer expression) must return NULL and leave errno at @p err. */
+#define EXPECT_NULL(call, err) EXPECT_FAIL((call) == NULL ? 0 : -12345, 0, err)
+
+/* A successful verb leaves errno as it was. */
+#define EXPECT_OK_KEEPS_ERRNO(call)                                                              \
+	do {                                                                                     \
+		errno = ERRNO_POISON;                                                            \
+		cr_expect_eq((call), 0, "%s", #call);                                            \
+		cr_expect_eq(errno, ERRNO_POISON, "%s succeeded but changed errno", #call);      \
+	} while (0)
+
+Test(shim_verbs, every_failing_verb_sets_errno)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *ccq = ibv_create_cq(ctx, 8, NULL, ch, 0);
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &si);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp_init_attr_ex qx = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+					  .cap = { 4, 4, 1, 1, 0 },
+					  .comp_mask = IBV_QP_INIT_ATTR_PD |
+						       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					  .pd = pd, .send_ops_flags = IBV_QP_EX_WITH_SEND };
+	struct ibv_qp *qpx = ibv_create_qp_ex(ctx, &qx);
+	static uint8_t buf[4096];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_cq_init_attr_ex cx = { .cqe = 4, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &cx);
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp_init_attr qi;
+	struct ibv_port_attr pa;
+	struct ibv_device_attr_ex dx;
+	struct ibv_gid_entry ge;
+	struct ibv_srq_attr sa = { .max_wr = 4, .srq_limit = 1000 };
+	struct ibv_sge sge = { (uintptr_t)buf, 8, 0 };
+	struct ibv_send_wr swr = { .opcode = IBV_WR_SEND, .sg_list = &sge, .num_sge = 1 }, *bs;
+	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *br;
+	struct ibv_poll_cq_attr pca = { .comp_mask = 1 };
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .sgid_index = 5 } };
+	struct ibv_ece ece = { 0 };
+	union ibv_gid gid;
+	__be16 pkey;
+	uint8_t mac6[6];
+	uint16_t vid;
+	unsigned int checked = 0;
+
+	cr_assert(cq && ch && ccq && srq && qpx && mr && cqx, "%s", strerror(errno));
+	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
+	aa.grh.dgid.raw[12] = 198;
+	aa.grh.dgid.raw[13] = 18;
+	aa.grh.dgid.raw[15] = 2;
+
+	/* Queries. */
+	EXPECT_FAIL(ibv_query_port(ctx, 2, &pa), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_query_gid(ctx, 1, 99, &gid), -1, EINVAL);
+	EXPECT_FAIL(ibv_query_gid_ex(ctx, 1, 5, &ge, 0), ENODATA, ENODATA);
+	EXPECT_FAIL(ibv_query_gid_ex(ctx, 3, 0, &ge, 0), EINVAL, EINVAL);
+	EXPECT_FAIL((int)ibv_query_gid_table(ctx, &ge, 1, 0), -EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_query_pkey(ctx, 1, 1, &pkey), -1, EINVAL);
+	EXPECT_FAIL(ibv_get_pkey_index(ctx, 1, htons(0x1234)), -1, EINVAL);
+
+	/* QPs: a transition the table refuses, a query mask beyond the known bits. */
+	a.qp_state = IBV_QPS_RTS;
+	EXPECT_FAIL(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL, EINVAL);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 9;
+	EXPECT_FAIL(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					      IBV_QP_ACCESS_FLAGS), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_query_ece(qp, &ece), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_set_ece(qp, &ece), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_attach_mcast(qp, &gid, 0), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_detach_mcast(qp, &gid, 0), EOPNOTSUPP, EOPNOTSUPP);
+
+	/* Posting (rxe returns the value without a system call; we set errno too). */
+	EXPECT_FAIL(ibv_post_send(qp, &swr, &bs), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_post_recv(qp, &rwr, &br), EINVAL, EINVAL);
+	rwr.num_sge = 2;
+	EXPECT_FAIL(ibv_post_srq_recv(srq, &rwr, &br), EINVAL, EINVAL);
+	rwr.num_sge = 1;
+	ibv_wr_start(ibv_qp_to_qp_ex(qpx));
+	ibv_wr_send(ibv_qp_to_qp_ex(qpx));
+	ibv_wr_set_sge(ibv_qp_to_qp_ex(qpx), mr->lkey, (uintptr_t)buf, 8);
+	EXPECT_FAIL(ibv_wr_complete(ibv_qp_to_qp_ex(qpx)), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_start_poll(cqx, &pca), EINVAL, EINVAL);
+
+	/* SRQs, CQs, channels, PDs, MRs, AHs. */
+	EXPECT_FAIL(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_resize_cq(cq, 0), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_destroy_cq(cq), EBUSY, EBUSY);
+	EXPECT_OK_KEEPS_ERRNO(ibv_destroy_srq(srq));
+	EXPECT_FAIL(ibv_destroy_comp_channel(ch), EBUSY, EBUSY);
+	EXPECT_FAIL(ibv_dealloc_pd(pd), EBUSY, EBUSY);
+	EXPECT_FAIL(ibv_rereg_mr(mr, 0, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT, EINVAL);
+	EXPECT_FAIL(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 1 << 30),
+		    IBV_REREG_MR_ERR_CMD, EINVAL);
+	EXPECT_FAIL(ibv_resolve_eth_l2_from_gid(ctx, &aa, mac6, &vid), EOPNOTSUPP, EOPNOTSUPP);
+	EXPECT_FAIL(ibv_cmd_destroy_ah(NULL), EOPNOTSUPP, EOPNOTSUPP);
+
+	/* Pointer verbs: NULL and errno. */
+	EXPECT_NULL(ibv_create_ah(pd, &aa), ENODATA); /* an empty GID slot, as Linux */
+	aa.grh.sgid_index = 200;
+	EXPECT_NULL(ibv_create_ah(pd, &aa), EINVAL); /* beyond the table */
+	EXPECT_NULL(ibv_create_cq(ctx, -1, NULL, NULL, 0), EINVAL);
+	EXPECT_NULL(ibv_reg_mr(pd, buf, sizeof(buf), 1 << 30), EINVAL);
+	EXPECT_NULL(ibv_alloc_mw(pd, IBV_MW_TYPE_1), EOPNOTSUPP);
+
+	/* Success leaves errno alone. */
+	EXPECT_OK_KEEPS_ERRNO(ibv_query_port(ctx, 1, &pa));
+	EXPECT_OK_KEEPS_ERRNO(ibv_query_qp(qp, &a, IBV_QP_STATE, &qi));
+
+	/* The daemon gone: every request fails with EIO, and says so in errno. */
+	cr_assert_eq(ibv_destroy_cq((struct ibv_cq *)cqx), 0);
+	daemon_stop();
+	EXPECT_FAIL(ibv_query_port(ctx, 1, &pa), EIO, EIO);
+	EXPECT_FAIL(ibv_query_device_ex(ctx, NULL, &dx), EIO, EIO);
+	EXPECT_FAIL(ibv_query_gid_ex(ctx, 1, 0, &ge, 0), EIO, EIO);
+	EXPECT_FAIL(ibv_query_gid(ctx, 1, 0, &gid), -1, EIO);
+	EXPECT_FAIL(ibv_modify_qp(qp, &a, IBV_QP_STATE), EIO, EIO);
+	EXPECT_FAIL(ibv_query_qp(qp, &a, IBV_QP_STATE, &qi), EIO, EIO);
+	EXPECT_NULL(ibv_create_srq(pd, &si), EIO);
+	EXPECT_FAIL(ibv_resize_cq(cq, 16), EIO, EIO);
+	EXPECT_FAIL(ibv_poll_cq(cq, 1, &(struct ibv_wc){ 0 }), -1, EIO);
+	EXPECT_NULL(ibv_alloc_pd(ctx), EIO);
+	EXPECT_NULL(ibv_create_cq(ctx, 4, NULL, NULL, 0), EIO);
+	EXPECT_NULL(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE), EIO);
+	cr_expect_geq(checked, 40u);
+	/* Destroys succeed on a disassociated device and free the local part. */
+	cr_assert_eq(ibv_destroy_qp(qpx), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_destroy_cq(ccq), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd), 0);
+	pd = NULL;
+}
+
+/* Read the next async event within a second (the daemon thread raises it). */
+static bool next_async_event(struct ibv_async_event *ev)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&p, 1, 1000) != 1)
+		return false;
+	return ibv_get_async_event(ctx, ev) == 0;
+}
+
+/* What the rxe-peer oracle (Linux rxe) showed and the shim used to answer otherwise. */
+Test(shim_verbs, answers_as_the_linux_oracle)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp *qp2 = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp_attr a, q;
+	struct ibv_qp_init_attr qi;
+	struct ibv_async_event ev;
+
+	/* SQ_DRAINED after every RTS -> SQD, asked for or not (rxe: 10 of 10). */
+	to_rts(qp);
+	for (int notify = 0; notify < 2; notify++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_SQD;
+		a.en_sqd_async_notify = 1;
+		cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE |
+					   (notify ? IBV_QP_EN_SQD_ASYNC_NOTIFY : 0)), 0);
+		cr_assert(next_async_event(&ev), "no SQ_DRAINED (notify %d)", notify);
+		cr_expect_eq(ev.event_type, IBV_EVENT_SQ_DRAINED);
+		cr_expect_eq(ev.element.qp, qp);
+		ibv_ack_async_event(&ev);
+		cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+		cr_expect_eq(q.sq_draining, 0);
+		a.qp_state = IBV_QPS_RTS;
+		cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	}
+
+	/* ibv_query_qp leaves en_sqd_async_notify and rate_limit as they were. */
+	memset(&q, 0xff, sizeof(q));
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+	cr_expect_eq(q.en_sqd_async_notify, 0xff);
+	cr_expect_eq(q.rate_limit, 0xffffffffu);
+	cr_expect_eq(q.qp_state, IBV_QPS_RTS);
+	cr_expect_eq(q.sq_psn, 1, "the other fields are written");
+	/* cur_qp_state: RESET until a CUR_STATE call, then that call's state. */
+	cr_expect_eq(q.cur_qp_state, IBV_QPS_RESET);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.cur_qp_state = IBV_QPS_RTS;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), 0);
+	cr_assert_eq(ibv_query_qp(qp, &q, 0, &qi), 0);
+	cr_expect_eq(q.cur_qp_state, IBV_QPS_RTS);
+	/* Only a query with IBV_QP_STATE refreshes libibverbs's cached state. */
+	qp->state = IBV_QPS_SQD;
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_TIMEOUT, &qi), 0);
+	cr_expect_eq(qp->state, IBV_QPS_SQD);
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+	cr_expect_eq(qp->state, IBV_QPS_RTS);
+
+	/* An sgid_index naming an empty GID slot: ENODATA, as Linux. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	cr_assert_eq(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					    IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 5;
+	a.ah_attr.grh.hop_limit = 64;
+	cr_assert_eq(ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid), 0);
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), ENODATA);
+	cr_expect_eq(errno, ENODATA);
+	cr_expect_eq(qp2->state, IBV_QPS_INIT);
+
+	cr_assert_eq(ibv_destroy_qp(qp2), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* ---- the rxe-peer oracle's modify probes through the shim: errno on each ---- */
+
+/* Read and acknowledge every async event already queued; @return SQ_DRAINED events of @p qp. */
+static unsigned int drain_async_events(struct ibv_qp *qp)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	unsigned int drained = 0;
+
+	while (poll(&p, 1, 0) == 1 && ibv_get_async_event(ctx, &ev) == 0) {
+		drained += ev.event_type == IBV_EVENT_SQ_DRAINED && ev.element.qp == qp;
+		ibv_ack_async_event(&ev);
+	}
+	return drained;
+}
+
+/* fx_bring_to() through the shim: the oracle's minimal path to @p state. */
+static int shim_bring_to(struct ibv_qp *qp, int state)
+{
+	static const enum ibv_qp_state up[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
+						IBV_QPS_SQD };
+	const enum ibv_qp_state *path = up;
+	static const enum ibv_qp_state to_err[] = { IBV_QPS_INIT, IBV_QPS_ERR };
+	unsigned int n = 0;
+
+	if (state == IBV_QPS_ERR) {
+		path = to_err;
+		n = 2;
+	} else {
+		while (n < 4 && (int)up[n] != state)
+			n++;
+		n = state == IBV_QPS_RESET ? 0 : n + 1;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct ibv_qp_attr a;
+		int from = qp->state, rc;
+
+		fx_setup_attr(&a, from);
+		a.qp_state = path[i];
+		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | fx_required(qp->qp_type, from, path[i]));
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+struct shim_tally {
+	unsigned int probes, failed, same_rc, linux_errno0, sq_drained;
+};
+
+static void shim_probe(struct ibv_cq *cq, const struct fx_probe *p, struct shim_tally *t)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = p->type,
+				       .cap = { 16, 16, 1, 1, 0 } };
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	struct ibv_qp_attr a, q;
+	struct ibv_qp_init_attr qi;
+	int mask, rc, err;
+
+	cr_assert_not_null(qp, "probe %d: create: %s", p->id, strerror(errno));
+	cr_assert_eq(shim_bring_to(qp, p->from), 0, "probe %d: bring-up", p->id);
+	drain_async_events(qp);
+	fx_probe_request(p, &a, &mask);
+	errno = ERRNO_POISON;
+	rc = ibv_modify_qp(qp, &a, mask);
+	err = errno;
+	t->probes++;
+	if (rc != 0) {
+		t->failed++;
+		/* The rule: the error returned is the error in errno. */
+		cr_expect_eq(err, rc, "probe %d (%s %s): rc %d, errno %d", p->id, p->section,
+			     p->variant, rc, err);
+		cr_expect_eq(qp->state, (enum ibv_qp_state)p->from, "probe %d: all or nothing",
+			     p->id);
+	} else {
+		cr_expect_eq(err, ERRNO_POISON, "probe %d: success changed errno", p->id);
+	}
+	if (rc == p->rc) {
+		t->same_rc++;
+		/* Where the kernel refused, errno is what Linux left; where
+		 * libibverbs refused without a system call (errno 0 there), ours
+		 * is set all the same (doc/verbs-shim.md "errno"). */
+		if (rc != 0 && p->errno_after != 0)
+			cr_expect_eq(err, p->errno_after, "probe %d: errno", p->id);
+		t->linux_errno0 += rc != 0 && p->errno_after == 0;
+		if (rc == 0)
+			cr_expect_eq((int)qp->state, p->ibqp_state, "probe %d: cached state",
+				     p->id);
+	}
+	/* Every drain reported, as the oracle's events column shows. */
+	if (rc == 0 && p->rc == 0) {
+		unsigned int n = drain_async_events(qp);
+
+		cr_expect_eq(n, strcmp(p->events, "SQ_DRAINED(this_qp)") == 0 ? 1u : 0u,
+			     "probe %d: %u SQ_DRAINED, Linux %s", p->id, n, p->events);
+		t->sq_drained += n;
+	}
+	memset(&q, 0xff, sizeof(q));
+	cr_assert_eq(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi), 0);
+	cr_expect(q.en_sqd_async_notify == 0xff && q.rate_limit == 0xffffffffu,
+		  "probe %d: query wrote what the kernel leaves", p->id);
+	drain_async_events(qp);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+}
+
+Test(shim_verbs, oracle_modify_probes_set_errno, .timeout = 300)
+{
+	unsigned int n, summary;
+	struct fx_probe *probes = fx_load_probes(&n, &summary);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct shim_tally t = { 0 };
+
+	cr_assert_eq(n, summary);
+	for (unsigned int i = 0; i < n; i++)
+		shim_probe(cq, &probes[i], &t);
+	cr_log_info("%u probes through the shim: %u failed (errno = rc on each), %u with "
+		    "Linux's rc, %u of those refused by libibverbs without errno there; "
+		    "%u SQ_DRAINED", t.probes, t.failed, t.same_rc, t.linux_errno0,
+		    t.sq_drained);
+	cr_expect_eq(t.probes, n);
+	cr_expect_gt(t.failed, 3000u, "the oracle's failing probes fail here too");
+	cr_expect_eq(t.sq_drained, 10u, "Linux raised 10");
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	free(probes);
+}
+
+/* Rate limiting: the pacing caps are reported and a rate reaches the dataplane's QP. */
+Test(shim_verbs, rate_limit_reaches_the_dataplane)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 4, 1);
+	struct ibv_qp *ud = make_qp(cq, IBV_QPT_UD, 4, 1);
+	const struct ctl_qp_info *qi = fake.qp[(qp->qp_num - 0x11) % FAKE_MAX];
+	struct ibv_device_attr_ex dx;
+	struct ibv_qp_rate_limit_attr rl = { .rate_limit = 10000, .max_burst_sz = 4096,
+					     .typical_pkt_sz = 1024 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+
+	cr_assert_eq(ibv_query_device_ex(ctx, NULL, &dx), 0);
+	cr_expect_eq(dx.packet_pacing_caps.qp_rate_limit_min, 1000, "1 Mb/s");
+	cr_expect_eq(dx.packet_pacing_caps.qp_rate_limit_max, 100000000, "100 Gb/s");
+	cr_expect_eq(dx.packet_pacing_caps.supported_qpts, 1u << IBV_QPT_RC);
+	cr_assert_not_null(qi);
+
+	/* Not in RTS yet: the RTS -> RTS move does not exist. */
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	cr_expect_eq(errno, EINVAL);
+	to_rts(qp);
+	cr_assert_eq(ibv_modify_qp_rate_limit(qp, &rl), 0);
+	cr_expect_eq(qi->sem->attr.rate_limit, 10000, "the engine's QP gets 10 Mb/s");
+	/* IBV_QP_RATE_LIMIT through ibv_modify_qp, as perftest's HW limit does. */
+	a.rate_limit = 10000000;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT), 0);
+	cr_expect_eq(qi->sem->attr.rate_limit, 10000000, "10 Gb/s");
+	rl.rate_limit = 0;
+	cr_assert_eq(ibv_modify_qp_rate_limit(qp, &rl), 0);
+	cr_expect_eq(qi->sem->attr.rate_limit, 0, "0 lifts the limit");
+
+	/* Out of the caps, a comp_mask, a QP type without pacing: refused, errno set. */
+	rl.rate_limit = 999;
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	cr_expect_eq(errno, EINVAL);
+	rl.rate_limit = 100000001;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	rl.rate_limit = 5000;
+	rl.comp_mask = 1;
+	cr_expect_eq(ibv_modify_qp_rate_limit(qp, &rl), EINVAL);
+	rl.comp_mask = 0;
+	cr_expect_eq(qi->sem->attr.rate_limit, 0, "nothing changed");
+	errno = 0;
+	cr_expect_eq(ibv_modify_qp_rate_limit(ud, &rl), EOPNOTSUPP);
+	cr_expect_eq(errno, EOPNOTSUPP);
+
+	cr_assert_eq(ibv_destroy_qp(ud), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
