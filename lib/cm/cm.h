@@ -504,9 +504,11 @@ int cm_ip_private_data_max(uint16_t attr, enum cm_port_space ps);
 
 /**
  * Whether a listener bound to @p bound accepts a REQ whose header says
- * @p hdr: same port, and the bound address is a wildcard (all zero, of
- * either family: IPv6 :: also takes IPv4 unless @p afonly) or equal to the
- * destination.
+ * @p hdr, by address: the bound address is a wildcard (all zero; IPv4
+ * 0.0.0.0 takes IPv4, IPv6 :: takes IPv6 and, unless @p afonly, IPv4) or
+ * equal to the header's destination (an IPv6 ::ffff:a.b.c.d also takes
+ * IPv4 a.b.c.d unless @p afonly). The port is not compared: it is the
+ * service ID's (bound->port is ignored).
  */
 bool cm_ip_listen_match(const struct cm_ip_addr *bound, bool afonly, const struct cm_ip_hdr *hdr);
 
@@ -738,9 +740,10 @@ int cm_send_rtu(struct cm_agent *a, cm_conn_t conn, const void *pd, uint8_t pd_l
 int cm_establish(struct cm_agent *a, cm_conn_t conn, uint64_t now_us);
 
 /**
- * Reject: a REQ (REQ_RCVD, MRA_REQ_SENT) or a REP (REP_RCVD, MRA_REP_SENT)
- * with @p reason, ARI and private data. The connection goes IDLE (kept
- * until destroyed) or TIMEWAIT for CM_REJ_STALE_CONN.
+ * Reject with @p reason, ARI and private data, as ib_send_cm_rej(): a
+ * received REQ (REQ_RCVD, MRA_REQ_SENT) or REP (REP_RCVD, MRA_REP_SENT), or
+ * our own REQ (REQ_SENT, MRA_REQ_RCVD): the connection goes IDLE (kept
+ * until destroyed); our REP (REP_SENT, MRA_REP_RCVD): it goes to TIMEWAIT.
  *
  * @return 0, -ENOENT, -EINVAL (wrong state, ari_len > 72, pd_len > 148).
  */
@@ -759,10 +762,10 @@ int cm_send_mra(struct cm_agent *a, cm_conn_t conn, uint8_t service_timeout, uns
 		const void *pd, uint8_t pd_len, uint64_t now_us);
 
 /**
- * Disconnect an ESTABLISHED connection (or a passive REP_SENT one): send a
- * DREQ (its own TID), DREQ_SENT, retransmitted like the REQ; on DREP or
- * timeout, TIMEWAIT. In DREQ_RCVD (crossing DREQs) this sends the DREP
- * instead, as rdma_disconnect() does.
+ * Disconnect an ESTABLISHED connection: send a DREQ (its own TID),
+ * DREQ_SENT, retransmitted like the REQ/REP; on DREP or timeout, TIMEWAIT.
+ * In DREQ_RCVD (the peer's DREQ came first, or they crossed) this sends
+ * the DREP instead, as rdma_disconnect() does. -EINVAL in other states.
  */
 int cm_send_dreq(struct cm_agent *a, cm_conn_t conn, const void *pd, uint8_t pd_len, uint64_t now_us);
 
@@ -774,7 +777,7 @@ struct cm_sidr_req_param {
 	struct cm_path path;      /**< where it goes */
 	uint64_t service_id;
 	uint16_t pkey;
-	uint8_t timeout;          /**< IBA exponent of the wait for the SIDR_REP */
+	uint8_t timeout;          /**< IBA exponent of the service's response time (plus 2 packet lifetimes) */
 	uint8_t max_cm_retries;   /**< 0..15 */
 	uint8_t private_data_len; /**< <= 216 */
 	const uint8_t *private_data;
