@@ -121,12 +121,13 @@ gsi_build(const struct cm_path *to, const uint8_t smac[6], const uint8_t dmac[6]
 	pkt.l3.hop_limit = to->hop_limit ? to->hop_limit : 64;
 	pkt.l3.flow_label = pkt.l3.ipv6 ? to->flow_label & 0xfffff : 0;
 	pkt.l3.ip_id = ip_id;
-	/* one source port for QP1, as rxe uses one per QP */
-	pkt.l3.udp_sport = roce_udp_sport(0, GSI_QPN, GSI_QPN);
+	/* one source port for QP1, as rxe uses one per QP (gsi_send() always asks for it) */
+	pkt.l3.udp_sport = to->udp_sport ? to->udp_sport : roce_udp_sport(0, GSI_QPN, GSI_QPN);
 	pkt.opcode = ROCE_OP_UD_SEND_ONLY;
 	pkt.pkey = 0xffff;
 	pkt.dest_qpn = to->remote_qpn ? to->remote_qpn : GSI_QPN;
 	pkt.psn = psn & 0xffffff;
+	pkt.ack_req = true; /* as rxe marks every last packet, UD included */
 	pkt.deth.qkey = GSI_QKEY;
 	pkt.deth.src_qpn = GSI_QPN;
 	pkt.payload = mad;
@@ -166,12 +167,15 @@ fail:
 }
 
 int
-gsi_send(struct gsi *g, const struct cm_path *to, const uint8_t *mad)
+gsi_send(struct gsi *g, const struct cm_path *path, const uint8_t *mad)
 {
 	struct daemon *d = g->d;
+	struct cm_path one = *path;
+	const struct cm_path *to = &one;
 	uint8_t mac[6];
 	int rc;
 
+	one.udp_sport = 0; /* answers too leave from QP1's one source port */
 	if (to->port >= d->n_ports) {
 		g->ctr[GSI_CTR_TX_DROP_NOMBUF]++;
 		return -EINVAL;

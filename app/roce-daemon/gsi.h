@@ -105,7 +105,8 @@ const uint64_t *gsi_counters(const struct gsi *g);
 
 /**
  * Build the frame of @p mad on @p to (pure; also for tests): UD SEND ONLY
- * QP1 -> QP1. @return the frame length, 0 when @p cap is too small
+ * QP1 -> QP1, UDP source port to->udp_sport (0: QP1's own, what
+ * gsi_send() always uses). @return the frame length, 0 when @p cap is too small
  */
 uint32_t gsi_build(const struct cm_path *to, const uint8_t smac[6], const uint8_t dmac[6],
 		   uint32_t psn, uint16_t ip_id, const uint8_t *mad, uint8_t *buf, uint32_t cap);
