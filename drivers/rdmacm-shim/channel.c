@@ -122,6 +122,7 @@ static int rcm_process_conn_req(struct rcm_event *e, const struct rcm_tp_event *
 		return rcm_err(ENOMEM);
 	}
 	p->handle = ev->id;
+	rcm_id_register(p);
 	e->event.listen_id = &listen->id;
 	e->event.id = &p->id;
 	p->initiator_depth = ev->param.initiator_depth;
@@ -149,10 +150,8 @@ static int rcm_process_conn_req(struct rcm_event *e, const struct rcm_tp_event *
  * Turn one daemon event into the application's. @return 0 to deliver,
  * 1 to drop it (already acked internally) and read the next one.
  */
-static int rcm_process(struct rcm_event *e, const struct rcm_tp_event *ev)
+static int rcm_process(struct rcm_event *e, const struct rcm_tp_event *ev, struct rcm_id *p)
 {
-	struct rcm_id *p = (struct rcm_id *)(uintptr_t)ev->uid;
-
 	e->id_priv = p;
 	e->event.id = &p->id;
 	e->event.event = ev->event;
@@ -229,6 +228,7 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 {
 	struct rcm_tp_event ev;
 	struct rcm_event *e;
+	struct rcm_id *p;
 	int rc;
 
 	if (channel == NULL || event == NULL)
@@ -243,9 +243,11 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 			free(e);
 			return rcm_err(rc);
 		}
-		if (ev.uid == 0)
-			continue; /* names no id of ours: the daemon's bug, drop it */
-		if (rcm_process(e, &ev) == 0)
+		/* An event of an id destroyed meanwhile (or of none): dropped unread. */
+		p = rcm_id_hold(ev.uid, ev.event == RDMA_CM_EVENT_CONNECT_REQUEST ? UINT32_MAX : ev.id);
+		if (p == NULL)
+			continue;
+		if (rcm_process(e, &ev, p) == 0)
 			break;
 	}
 	*event = &e->event;
@@ -312,12 +314,18 @@ RCM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel 
 			id->event = NULL;
 		}
 	}
+	/*
+	 * Events already read from the old channel must be acked before the id
+	 * moves (the daemon's count includes any still unread there: those are
+	 * delivered from the old channel later, as librdmacm leaves them).
+	 */
+	(void)reported;
 	pthread_mutex_lock(&p->mut);
 	id->channel = channel;
 	if (p->sync)
 		rdma_destroy_event_channel(old);
 	p->sync = sync;
-	while (p->events_completed < reported)
+	while (p->events_completed < p->events_delivered)
 		pthread_cond_wait(&p->cond, &p->mut);
 	pthread_mutex_unlock(&p->mut);
 	return 0;

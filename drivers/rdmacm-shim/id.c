@@ -20,6 +20,60 @@
 
 #include "rcm.h"
 
+#define RCM_ID_BUCKETS 1024u
+
+static pthread_mutex_t rcm_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rcm_id *rcm_reg[RCM_ID_BUCKETS];
+
+static unsigned int rcm_bucket(const void *p)
+{
+	uintptr_t v = (uintptr_t)p >> 4;
+
+	return (unsigned int)((v ^ (v >> 10) ^ (v >> 20)) % RCM_ID_BUCKETS);
+}
+
+void rcm_id_register(struct rcm_id *p)
+{
+	unsigned int b = rcm_bucket(p);
+
+	pthread_mutex_lock(&rcm_reg_lock);
+	p->hnext = rcm_reg[b];
+	rcm_reg[b] = p;
+	pthread_mutex_unlock(&rcm_reg_lock);
+}
+
+void rcm_id_unregister(struct rcm_id *p)
+{
+	struct rcm_id **pp;
+
+	pthread_mutex_lock(&rcm_reg_lock);
+	for (pp = &rcm_reg[rcm_bucket(p)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == p) {
+			*pp = p->hnext;
+			break;
+		}
+	}
+	p->hnext = NULL;
+	pthread_mutex_unlock(&rcm_reg_lock);
+}
+
+struct rcm_id *rcm_id_hold(uint64_t uid, uint32_t handle)
+{
+	struct rcm_id *want = (struct rcm_id *)(uintptr_t)uid, *p;
+
+	pthread_mutex_lock(&rcm_reg_lock);
+	for (p = rcm_reg[rcm_bucket(want)]; p; p = p->hnext)
+		if (p == want && (handle == UINT32_MAX || p->handle == handle))
+			break;
+	if (p) {
+		pthread_mutex_lock(&p->mut);
+		p->events_delivered++;
+		pthread_mutex_unlock(&p->mut);
+	}
+	pthread_mutex_unlock(&rcm_reg_lock);
+	return p;
+}
+
 socklen_t rcm_addrlen(const struct sockaddr *addr)
 {
 	if (addr == NULL)
@@ -110,6 +164,7 @@ int rcm_create_id2(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 		rcm_id_free(p);
 		return rcm_err(rc);
 	}
+	rcm_id_register(p);
 	*id = &p->id;
 	return 0;
 }
@@ -135,13 +190,18 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	rc = rcm_tp_destroy_id(rcm_tp_of(id), p->handle, &reported);
 	if (rc)
 		return rcm_err(rc);
+	/*
+	 * Of the events the daemon reported, those still unread on the
+	 * channel socket are dropped when read (the id is no longer
+	 * registered); wait for the acks of those the application got.
+	 */
+	rcm_id_unregister(p);
 	if (id->event) {
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
-	/* Wait for the application's acks of every event the daemon reported. */
 	pthread_mutex_lock(&p->mut);
-	while (p->events_completed < reported)
+	while (p->events_completed < p->events_delivered)
 		pthread_cond_wait(&p->cond, &p->mut);
 	pthread_mutex_unlock(&p->mut);
 	rcm_id_free(p);

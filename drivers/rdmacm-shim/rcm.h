@@ -187,7 +187,9 @@ struct rcm_id {
 	struct rcm_device *dev;
 	pthread_mutex_t mut;
 	pthread_cond_t cond;
-	uint32_t events_completed;    /* events of this id acked */
+	uint32_t events_delivered;    /* events of this id read from a channel (under the registry lock) */
+	uint32_t events_completed;    /* of those, acked or consumed by the library */
+	struct rcm_id *hnext;         /* registry chain */
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
 	uint8_t connect_len;          /* rdma_create_ep's ai_connect, sent with rdma_connect */
@@ -208,6 +210,20 @@ struct rcm_event {
 	struct rcm_id *id_priv;       /* whose events_completed the ack counts */
 	uint8_t private_data[RCM_MAX_PRIVATE_DATA];
 };
+
+/*
+ * The registry of live ids. An event already written on a channel socket
+ * cannot be taken back when its id is destroyed (the kernel drops such
+ * events from its queue), so an event is processed only when it names a
+ * live id: rcm_id_hold() looks the id up and counts the event as delivered
+ * in one step, and rdma_destroy_id() unregisters the id before it waits
+ * for the acks of the events delivered so far; a later event for it is
+ * dropped unread. @p handle UINT32_MAX: match the cookie alone
+ * (CONNECT_REQUEST names the listener by cookie and the new id by handle).
+ */
+void rcm_id_register(struct rcm_id *p);
+void rcm_id_unregister(struct rcm_id *p);
+struct rcm_id *rcm_id_hold(uint64_t uid, uint32_t handle);
 
 struct rcm_id *rcm_id_alloc(struct rdma_event_channel *channel, void *context,
 			    enum rdma_port_space ps, enum ibv_qp_type qp_type);
