@@ -16,6 +16,7 @@
  * pollable, and O_NONBLOCK on it makes the read fail with EAGAIN.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,6 +477,32 @@ static void rcm_event_from_ipc(const struct ipc_cm_event *a, struct rcm_tp_event
 	o->param.ece_options = a->ece.attr_mod;
 }
 
+/*
+ * The channel socket reached end of file. The daemon closes its end when
+ * the channel is destroyed (rdma_destroy_event_channel, perhaps from
+ * another thread while this one reads: the kernel's rdma_cm fd would leave
+ * such a reader blocked) or when it goes away. Tell the two apart by the
+ * command connection: @return EIO once the daemon is gone; EAGAIN for a
+ * non-blocking fd while it lives; else wait (for ever if it lives on).
+ */
+static int rcm_channel_eof(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	struct pollfd p = { .fd = rcm_conn.fd, .events = POLLRDHUP };
+
+	if (p.fd < 0)
+		return EIO;
+	for (;;) {
+		int n = poll(&p, 1, (fl >= 0 && (fl & O_NONBLOCK)) ? 0 : -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			return EAGAIN;
+		return EIO;
+	}
+}
+
 int rcm_tp_get_event(struct rcm_tp *tp, int fd, struct rcm_tp_event *ev)
 {
 	struct ipc_cm_event e;
@@ -490,7 +517,7 @@ int rcm_tp_get_event(struct rcm_tp *tp, int fd, struct rcm_tp_event *ev)
 			return errno;
 		}
 		if (n == 0)
-			return EIO; /* the daemon closed the channel: gone */
+			return rcm_channel_eof(fd);
 		if ((size_t)n != sizeof(e))
 			continue; /* not an event record: ignore it */
 		rcm_event_from_ipc(&e, ev);

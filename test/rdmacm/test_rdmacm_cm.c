@@ -531,3 +531,54 @@ Test(cm, unread_event_of_destroyed_id_dropped)
 	cr_assert_eq(rdma_destroy_id(id2), 0);
 	rdma_destroy_event_channel(ch);
 }
+
+/* The daemon going away: a blocked rdma_get_cm_event returns EIO, requests fail with EIO. */
+Test(cm, daemon_gone_eio)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	int st;
+
+	cr_assert_not_null(ch);
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	kill(rt_server, SIGTERM);
+	waitpid(rt_server, &st, 0);
+	rt_server = -1;
+	errno = 0;
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), -1);
+	cr_assert_eq(errno, EIO, "errno %d", errno);
+	errno = 0;
+	cr_assert_eq(rdma_listen(id, 1), -1);
+	cr_assert_eq(errno, EIO, "errno %d", errno);
+}
+
+/*
+ * Destroying a channel while another thread waits on it leaves that thread
+ * waiting, as the kernel's rdma_cm fd does (cmtime destroys its channel
+ * under its event thread on the way out): no error is reported to it.
+ */
+static _Atomic int waiter_returned;
+
+static void *waiter(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	rdma_get_cm_event(arg, &ev);
+	waiter_returned = 1;
+	return NULL;
+}
+
+Test(cm, destroy_channel_under_a_reader)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	pthread_t th;
+
+	cr_assert_not_null(ch);
+	cr_assert_eq(pthread_create(&th, NULL, waiter, ch), 0);
+	usleep(100000);
+	rdma_destroy_event_channel(ch);
+	usleep(200000);
+	cr_assert_eq(waiter_returned, 0, "the reader got an error for a channel its process destroyed");
+	pthread_detach(th);
+}
