@@ -582,3 +582,75 @@ Test(cm, destroy_channel_under_a_reader)
 	cr_assert_eq(waiter_returned, 0, "the reader got an error for a channel its process destroyed");
 	pthread_detach(th);
 }
+
+Test(cm, migrate_id_moves_events)
+{
+	struct rdma_event_channel *a = rdma_create_event_channel();
+	struct rdma_event_channel *b = rdma_create_event_channel();
+	struct sockaddr_in dst = sin_of(OUR_IP, 7080);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert_eq(rdma_create_id(a, &id, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_migrate_id(id, b), 0, "errno %d", errno);
+	cr_assert_eq(id->channel, b);
+	cr_assert_eq(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	ev = expect_event(b, RDMA_CM_EVENT_ADDR_RESOLVED);
+	cr_assert_eq(ev->id, id);
+	cr_assert_not(readable(a, 50), "nothing on the old channel");
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	/* to its own channel (synchronous from now on), and back */
+	cr_assert_eq(rdma_migrate_id(id, NULL), 0, "errno %d", errno);
+	cr_assert_neq(id->channel, a);
+	cr_assert_neq(id->channel, b);
+	errno = 0;
+	cr_assert_eq(rdma_migrate_id(id, NULL), -1, "already synchronous");
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rdma_migrate_id(id, a), 0);
+	cr_assert_eq(id->channel, a);
+	cr_assert_eq(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(b);
+	rdma_destroy_event_channel(a);
+}
+
+Test(cm, accept_private_data_limit)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	uint8_t big[197];
+	struct rdma_conn_param cp = { .retry_count = 7 };
+	struct rdma_conn_param ap = { .private_data = big, .private_data_len = 197 };
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_init_attr qa;
+
+	memset(big, 0x5a, sizeof(big));
+	lid = listener(sch, RDMA_PS_TCP, 7090);
+	cid = resolved(cch, RDMA_PS_TCP, 7090, true);
+	cr_assert_eq(rdma_connect(cid, &cp), 0, "errno %d", errno);
+	ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	sid = ev->id;
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	qp_attr(&qa, IBV_QPT_RC);
+	cr_assert_eq(rdma_create_qp(sid, NULL, &qa), 0);
+	/* REP carries 196 bytes of private data */
+	errno = 0;
+	cr_assert_eq(rdma_accept(sid, &ap), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(qp_state(sid->qp), IBV_QPS_INIT, "refused before the QP walk");
+	ap.private_data_len = 196;
+	cr_assert_eq(rdma_accept(sid, &ap), 0, "errno %d", errno);
+	ev = expect_event(cch, RDMA_CM_EVENT_ESTABLISHED);
+	cr_assert_geq(ev->param.conn.private_data_len, 196);
+	cr_assert_eq(memcmp(ev->param.conn.private_data, big, 196), 0);
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	rdma_destroy_qp(sid);
+	rdma_destroy_qp(cid);
+	cr_assert_eq(rdma_destroy_id(sid), 0);
+	cr_assert_eq(rdma_destroy_id(cid), 0);
+	cr_assert_eq(rdma_destroy_id(lid), 0);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
