@@ -610,6 +610,13 @@ rx_dreq(struct cm_agent *a, const struct cm_path *from, const struct cm_msg *m, 
 			issue_drep(a, from, m);
 		}
 		return;
+	case CM_STATE_IDLE:
+		/* TimeWait is over but the peer still asks (our DREP was
+		 * lost): answer as for no connection. cm.c drops it and the
+		 * peer waits for its DREQ to time out. */
+		count(a, CM_CTR_DUP_DREQ);
+		issue_drep(a, from, m);
+		return;
 	default:                    /* DREQ_RCVD: the consumer answers */
 		count(a, CM_CTR_DUP_DREQ);
 		return;
