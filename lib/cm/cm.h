@@ -644,6 +644,8 @@ struct cm_agent_config {
 	uint8_t packet_life_time;  /**< IBA exponent for responses and TimeWait; 0: 16 (cma's RoCE value) */
 	uint32_t timewait_us;      /**< TimeWait length; 0: 4.096 us * 2^(packet_life_time + 1), as Linux */
 	uint8_t cpi_resp_time;     /**< ClassPortInfo RespTimeValue; 0: 20 */
+	uint64_t max_peer_wait_us; /**< cap on how long an unanswered REQ_RCVD/SIDR_REQ_RCVD holds its
+	                                slot (a REQ may claim hours of retries); 0: 600 s */
 };
 
 /** Opaque agent. */

@@ -643,6 +643,31 @@ Test(cm_agent, unanswered_req_released_when_the_peer_gives_up)
 	cr_assert_geq(side_event(B, CM_EV_PEER_TIMEOUT, 0)->at, side_event(A, CM_EV_REQ_TIMEOUT, 0)->at - 1000);
 }
 
+Test(cm_agent, a_req_claiming_hours_of_retries_holds_its_slot_ten_minutes)
+{
+	struct cm_path from = {.pkey = 0xffff, .remote_qpn = 1};
+	uint8_t mad[CM_MAD_SIZE];
+	struct cm_msg m;
+	uint64_t t0 = w->now;
+
+	B->auto_rep = false;
+	memcpy(from.remote_gid, A->gid, 16);
+	cm_msg_init(&m, CM_ATTR_REQ, 1);
+	m.req.service_id = SID_A;
+	m.req.local_comm_id = 0x1234;
+	m.req.path_mtu = 3;
+	m.req.max_cm_retries = 15;
+	m.req.remote_cm_response_timeout = 31;
+	m.req.local_cm_response_timeout = 31;
+	m.req.primary.local_ack_timeout = 31;
+	cr_assert_eq(cm_mad_build(&m, mad), 0);
+	cr_assert_eq(cm_agent_rx(B->a, &from, mad, CM_MAD_SIZE, w->now), 0);
+	cr_assert_eq(cm_agent_next_deadline(B->a), t0 + 600 * SEC);
+	wire_run_for(w, 601 * SEC);
+	cr_assert_eq(side_count(B, CM_EV_PEER_TIMEOUT), 1);
+	cr_assert_eq(side_event(B, CM_EV_PEER_TIMEOUT, 0)->at, t0 + 600 * SEC);
+}
+
 Test(cm_agent, destroy_in_each_state_sends_what_the_kernel_sends)
 {
 	cm_conn_t b, a = establish(0x18, &b);
