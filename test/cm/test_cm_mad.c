@@ -15,15 +15,10 @@
 #include "cm.h"
 #include "splitmix64.h"
 
-#define MAX_MADS 64
-
-struct golden_mad {
-	unsigned int frame;
-	uint8_t mad[CM_MAD_SIZE];
-};
+#include "cm_golden.h"
 
 /* CM MADs of rc_send_rdmacm.pcap: UD SEND to QP1, after BTH (12) and DETH (8). */
-static size_t
+size_t
 load_golden(struct golden_mad *out, size_t max)
 {
 	const char *dir = getenv("ROCE_PCAP_DIR");
@@ -80,7 +75,7 @@ Test(cm_golden, every_mad_parses_and_rebuilds_byte_identical)
 	}
 }
 
-static const struct golden_mad *
+const struct golden_mad *
 frame(const struct golden_mad *g, size_t n, unsigned int f)
 {
 	for (size_t i = 0; i < n; i++)
