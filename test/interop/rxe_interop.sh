@@ -31,9 +31,9 @@
 # ib_{write,read,send}_bw, ib_atomic_bw -A FETCH_AND_ADD / CMP_AND_SWAP,
 # ib_write_lat, and rdma_probe (content checks; wrong rkey, out of bounds,
 # missing permission, misaligned atomic: the requester's completion status,
-# the responder's memory untouched); ib_send_bw -R and ib_write_bw -R (rdma_cm:
-# our IB CM on QP1 against the guest kernel's, through our librdmacm.so.1);
-# at path MTU 1024 and 4096. Then the RC
+# the responder's memory untouched); with INTEROP_RDMACM=1 also ib_send_bw -R
+# and ib_write_bw -R (rdma_cm: our IB CM on QP1 against the guest kernel's,
+# through our librdmacm.so.1; see CM_TOOLS); at path MTU 1024 and 4096. Then the RC
 # tools again through lossy_link (loss, duplication, reordering of RoCEv2
 # frames in both directions on the host side: this kernel has no sch_netem).
 #
@@ -55,7 +55,7 @@
 #   state and guest output; WORK/rxe), RXE_PEER_NS (derived from
 #   INTEROP_WORK), INTEROP_GUEST_MTU (4200: the guest NIC gets host_mtu=4200
 #   through a qemu wrapper, rxe's active MTU is 4096; 1500: the harness as is,
-#   4096 cases skipped), INTEROP_DAEMON_IP (198.18.0.2), INTEROP_BUDGET (460 s
+#   4096 cases skipped), INTEROP_DAEMON_IP (198.18.0.2), INTEROP_BUDGET (400 s
 #   for all cases after the boot; a case left unrun for want of it fails), INTEROP_MAX_RETRIES (2: reruns after an
 #   lcore stall, in the whole run), INTEROP_CASES (regex: run only matching
 #   cases), INTEROP_CAPTURE (1: per-case pcap on rxeveth0, kept for failed
@@ -69,7 +69,7 @@ set -uo pipefail
 : "${INTEROP_ROCE_DUMP:?}" "${INTEROP_CMD_SERVER:?}" "${RXE_PEER_DIR:?}" "${INTEROP_WORK:?}"
 : "${INTEROP_TC_DROP:=}" "${INTEROP_LOG_DIR:=}"
 : "${INTEROP_RDMACM_SHIM_DIR:=}"
-: "${INTEROP_GUEST_MTU:=4200}" "${INTEROP_BUDGET:=460}" "${INTEROP_CASES:=.}"
+: "${INTEROP_GUEST_MTU:=4200}" "${INTEROP_BUDGET:=400}" "${INTEROP_CASES:=.}"
 : "${INTEROP_MAX_RETRIES:=2}"
 : "${INTEROP_CAPTURE:=1}"
 export RXE_CACHE_DIR=${RXE_CACHE_DIR:-/var/tmp/rxe-cache}
@@ -506,7 +506,18 @@ TOOLS=(
     "probe_noevents|probe|rdma_probe @D -g @G -m @M -s @S -T 8 -r 20 -E -t write_bad_rkey,write_verify -p @P"
     "probe_data|probe|rdma_probe @D -g @G -m @M -s @S -T 20 -r 20 -t write_verify,read_verify,send_verify,atomic_verify -p @P"
 )
-MAIN_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw read_bw_defaults send_bw atomic_fadd atomic_cas write_lat probe probe_noevents send_bw_cm write_bw_cm"
+MAIN_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw read_bw_defaults send_bw atomic_fadd atomic_cas write_lat probe probe_noevents"
+# rdma_cm (perftest -R), only with INTEROP_RDMACM=1: the IB CM exchange and
+# the data pass against rxe (send_bw_cm us, write_bw_cm both ways), but
+# perftest -R opens a second connection on the same port right after its
+# handshake connection and gives up (then crashes, in the guest's own
+# librdmacm too) on the REJ "invalid service ID" it gets when the server has
+# not listened again yet: with the slow TCG guest, and under loss, that race
+# is lost often enough to make these cases flaky.
+CM_TOOLS="send_bw_cm write_bw_cm"
+if [[ ${INTEROP_RDMACM:-0} == 1 ]]; then
+    MAIN_TOOLS="$MAIN_TOOLS $CM_TOOLS"
+fi
 # (atomics and the 64-byte latency test carry no payload the MTU would split)
 MTU4096_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw send_bw probe"
 # With loss: the RC tools whose two ends synchronise over TCP before they
@@ -514,7 +525,8 @@ MTU4096_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw send_bw prob
 # lost final ACK makes its sender retry against a QP its peer has already
 # destroyed), not the probe's error tests (a lost NAK leaves the requester
 # retrying against a responder QP in the error state: RETRY_EXC_ERR).
-LOSS_TOOLS="write_bw read_bw send_bw atomic_fadd atomic_cas write_lat probe_data send_bw_cm"
+LOSS_TOOLS="write_bw read_bw send_bw atomic_fadd atomic_cas write_lat probe_data"
+[[ ${INTEROP_RDMACM:-0} == 1 ]] && LOSS_TOOLS="$LOSS_TOOLS send_bw_cm"
 CASE_TIMEOUT=40
 LOSS_TIMEOUT=60
 tcp_port=18800
