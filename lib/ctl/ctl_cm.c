@@ -840,6 +840,16 @@ static void cm_on_conn_event(struct ctl *ctl, struct ctl_cm_id *id, const struct
 		    id->state == CMS_REP_RCVD) {
 			id->state = CMS_DREQ_RCVD;
 			cm_id_event(ctl, id, RDMA_CM_EVENT_DISCONNECTED, 0);
+		} else if (id->state == CMS_DISCONNECT) {
+			/*
+			 * Crossing DREQs: lib/cm stopped waiting for the DREP of
+			 * ours, and the peer's DREP will find us in TimeWait. As
+			 * cma.c, the first of DREQ and DREP received is the
+			 * DISCONNECTED event: this one.
+			 */
+			cm_send_drep(cm->agent, id->conn, NULL, 0, now);
+			id->state = CMS_DONE;
+			cm_id_event(ctl, id, RDMA_CM_EVENT_DISCONNECTED, 0);
 		} else {
 			cm_send_drep(cm->agent, id->conn, NULL, 0, now);
 		}

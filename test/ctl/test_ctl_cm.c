@@ -753,3 +753,31 @@ Test(ctl_cm, starting_psns_mean_what_linux_means)
 	close(ch.fd);
 	client_close(&s);
 }
+
+/* Both ends disconnect at once (crossing DREQs): each gets one DISCONNECTED. */
+Test(ctl_cm, crossing_disconnects_both_report_disconnected)
+{
+	struct pair p;
+	struct ipc_cm_event ev;
+	struct ipc_msg m, r;
+	uint32_t nid;
+
+	pair_up(&p, RDMA_PS_TCP, 7478);
+	cr_assert_eq(connect_id(&p.c, p.cid, qp_of(&p.c, IBV_QPT_RC), NULL), 0);
+	ev = expect(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	nid = ev.id;
+	cr_assert_eq(accept_id(&p.s, nid, qp_of(&p.s, IBV_QPT_RC), 0x55, NULL), 0);
+	expect(p.cch, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	req(&m, IPC_OP_CM_ACCEPT);
+	m.u.req_CM_ACCEPT.id = p.cid;
+	cr_assert_eq(call(&p.c, &m, NULL, 0, &r, NULL), 0);
+	expect(p.sch, RDMA_CM_EVENT_ESTABLISHED);
+	/* both DREQs leave before either arrives */
+	cr_assert_eq(simple(&p.c, IPC_OP_CM_DISCONNECT, p.cid, 0), 0);
+	cr_assert_eq(simple(&p.s, IPC_OP_CM_DISCONNECT, nid, 0), 0);
+	expect(p.cch, RDMA_CM_EVENT_DISCONNECTED);
+	expect(p.sch, RDMA_CM_EVENT_DISCONNECTED);
+	cr_assert_eq(next_event(p.cch, 100).event, 0xffff, "exactly one");
+	cr_assert_eq(next_event(p.sch, 100).event, 0xffff, "exactly one");
+	pair_down(&p);
+}
