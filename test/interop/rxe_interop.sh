@@ -269,9 +269,10 @@ DAEMON_PID=$!
 
 # ---------------------------------------------------------------- helpers
 # Our side of a case: the unmodified tool with the shim as its libibverbs.
-# rdma_cm tools (perftest -R) load our librdmacm.so.1 too (INTEROP_RDMACM_SHIM_DIR).
-host_env=(env "LD_LIBRARY_PATH=$INTEROP_SHIM_DIR${INTEROP_RDMACM_SHIM_DIR:+:$INTEROP_RDMACM_SHIM_DIR}"
-          "ROCE_DAEMON_SOCKET=$W/roce.sock")
+# With INTEROP_RDMACM=1 the tools load our librdmacm.so.1 too (INTEROP_RDMACM_SHIM_DIR).
+RCM_DIR=
+[[ ${INTEROP_RDMACM:-0} == 1 ]] && RCM_DIR=$INTEROP_RDMACM_SHIM_DIR
+host_env=(env "LD_LIBRARY_PATH=$INTEROP_SHIM_DIR${RCM_DIR:+:$RCM_DIR}" "ROCE_DAEMON_SOCKET=$W/roce.sock")
 
 # tel CMD: one telemetry answer (JSON) from the daemon.
 tel() { echo "$1" | timeout 10 dpdk-telemetry.py -f "$TEL_PREFIX" 2>/dev/null; }
