@@ -43,6 +43,7 @@
 #include "daemon.h"
 #include "engine_xport.h"
 #include "gid.h"
+#include "gsi.h"
 #include "mr.h"
 #include "neigh.h"
 #include "xport.h"
@@ -179,6 +180,8 @@ struct app_iface {
 	uint64_t events_dropped;
 	uint64_t cq_signals_dropped;    /* channel bytes lost: the application's channel was full */
 	uint64_t destroys_held;         /* destroys an lcore might not have done: quarantined */
+	struct gsi *gsi;                /* QP1: the CM's MADs (gsi.h) */
+	struct ctl_cm_ops cm_ops;       /* lib/ctl's rdma_cm reaches the wire through these */
 };
 
 /* ---- telemetry: a snapshot the control thread publishes ---- */
@@ -196,6 +199,19 @@ static struct {
 	atomic_bool live;
 } ai_stats;
 static bool ai_stats_registered; /* commands cannot be unregistered: once per process */
+
+/*
+ * rdma_cm counters (/roce/cm): the GSI's (gsi.h), the rdma_cm layer's
+ * (lib/ctl CTL_CM_CTR_LIST) and the CM agent's (lib/cm CM_CTR_LIST, "cm_"
+ * + name), snapshot by the control thread like ai_stats.
+ */
+static struct {
+	atomic_uint_fast64_t gsi[GSI_CTR_COUNT];
+	atomic_uint_fast64_t rdma_cm[CTL_CM_CTR_COUNT];
+	atomic_uint_fast64_t cm[CM_CTR_COUNT];
+	atomic_uint_fast64_t ids, channels;
+} ai_cm_stats;
+static bool ai_cm_stats_registered;
 
 /* Engine events the workers could not pass on (worker_event_post()). */
 static uint64_t
@@ -217,6 +233,58 @@ ai_events_coalesced(const struct app_iface *ai)
 	for (unsigned int wi = 0; wi < ai->d->n_workers; wi++)
 		n += __atomic_load_n(&ai->d->worker[wi]->events_coalesced, __ATOMIC_RELAXED);
 	return n;
+}
+
+static void
+cm_stats_publish(struct app_iface *ai)
+{
+	const uint64_t *g = ai->gsi ? gsi_counters(ai->gsi) : NULL;
+	const uint64_t *r = ctl_cm_stats(ai->ctl);
+	const uint64_t *c = ctl_cm_counters(ai->ctl);
+	uint32_t ids = 0, chs = 0;
+
+	for (unsigned int i = 0; g != NULL && i < GSI_CTR_COUNT; i++)
+		atomic_store_explicit(&ai_cm_stats.gsi[i], g[i], memory_order_relaxed);
+	for (unsigned int i = 0; r != NULL && i < CTL_CM_CTR_COUNT; i++)
+		atomic_store_explicit(&ai_cm_stats.rdma_cm[i], r[i], memory_order_relaxed);
+	for (unsigned int i = 0; c != NULL && i < CM_CTR_COUNT; i++)
+		atomic_store_explicit(&ai_cm_stats.cm[i], c[i], memory_order_relaxed);
+	ctl_cm_usage(ai->ctl, &ids, &chs);
+	atomic_store_explicit(&ai_cm_stats.ids, ids, memory_order_relaxed);
+	atomic_store_explicit(&ai_cm_stats.channels, chs, memory_order_relaxed);
+}
+
+static int
+tel_cm_stats(const char *cmd, const char *params, struct rte_tel_data *t)
+{
+	static const char *const gsi_names[] = {
+#define GSI_CTR_NAME(sym, name, desc) name,
+		GSI_CTR_LIST(GSI_CTR_NAME)
+#undef GSI_CTR_NAME
+	};
+	static const char *const rdma_cm_names[] = {
+#define CTL_CM_CTR_NAME(sym, name, desc) name,
+		CTL_CM_CTR_LIST(CTL_CM_CTR_NAME)
+#undef CTL_CM_CTR_NAME
+	};
+	char name[64];
+
+	(void)cmd;
+	(void)params;
+	if (!atomic_load_explicit(&ai_stats.live, memory_order_acquire))
+		return -ENODEV;
+	rte_tel_data_start_dict(t);
+	rte_tel_data_add_dict_u64(t, "rdma_cm_ids", atomic_load(&ai_cm_stats.ids));
+	rte_tel_data_add_dict_u64(t, "rdma_cm_channels", atomic_load(&ai_cm_stats.channels));
+	for (unsigned int i = 0; i < GSI_CTR_COUNT; i++)
+		rte_tel_data_add_dict_u64(t, gsi_names[i], atomic_load(&ai_cm_stats.gsi[i]));
+	for (unsigned int i = 0; i < CTL_CM_CTR_COUNT; i++)
+		rte_tel_data_add_dict_u64(t, rdma_cm_names[i], atomic_load(&ai_cm_stats.rdma_cm[i]));
+	for (int i = 0; i < CM_CTR_COUNT; i++) {
+		snprintf(name, sizeof(name), "cm_%s", cm_ctr_name(i));
+		rte_tel_data_add_dict_u64(t, name, atomic_load(&ai_cm_stats.cm[i]));
+	}
+	return 0;
 }
 
 static void
@@ -251,6 +319,7 @@ stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(quota_refused, st.quota_refused)
 	AI_STAT_STORE(conns_refused, st.conns_refused)
 #undef AI_STAT_STORE
+	cm_stats_publish(ai);
 }
 
 static int
@@ -1524,6 +1593,7 @@ ai_poll(void *arg, int timeout_ms)
 	ai_stall_requests(ai);
 	if (ai->ops_resolving > 0)
 		work += (int)ai_resolve_tick(ai);
+	work += (int)ctl_cm_tick(ai->ctl);
 	/*
 	 * Answers of the lcores arrive on rings, not descriptors: right after a
 	 * send the loop looks again soon instead of sleeping a whole period.
@@ -1539,6 +1609,48 @@ ai_poll(void *arg, int timeout_ms)
 		work += n;
 	stats_publish(ai);
 	return work;
+}
+
+/* ---- rdma_cm: the CM's wire (lib/ctl ctl_cm_ops) ---- */
+
+static int
+ai_cm_send(void *ctx, const struct cm_path *to, const uint8_t *mad)
+{
+	struct app_iface *ai = ctx;
+
+	return ai->gsi ? gsi_send(ai->gsi, to, mad) : -ENETDOWN;
+}
+
+/*
+ * rdma_resolve_addr's neighbour: no route is ENETUNREACH at once; an
+ * unanswered ARP/ND keeps the id waiting until its own timeout, which
+ * then reports ETIMEDOUT, as the kernel's rdma_resolve_addr does.
+ */
+static int
+ai_cm_resolve(void *ctx, uint32_t dev, const uint8_t dgid[16], uint8_t mac[6])
+{
+	struct app_iface *ai = ctx;
+	uint8_t nh[16];
+	int rc;
+
+	if (dev >= ai->d->n_ports || !neigh_next_hop(ai->d, (uint16_t)dev, dgid, nh))
+		return -ENETUNREACH;
+	rc = neigh_resolve(ai->d, -1, (uint16_t)dev, dgid, mac);
+	return rc == 0 ? 0 : -EAGAIN;
+}
+
+static const struct ctl_cm_ops ai_cm_ops = {
+	.send_mad = ai_cm_send,
+	.resolve = ai_cm_resolve,
+};
+
+/* A MAD from QP1 (gsi_input()): to the CM. */
+static void
+ai_gsi_rx(void *arg, const struct cm_path *from, const uint8_t *mad, uint32_t len)
+{
+	struct app_iface *ai = arg;
+
+	ctl_cm_rx(ai->ctl, from, mad, len);
 }
 
 /* ---- set-up ---- */
@@ -1658,6 +1770,7 @@ ai_free(struct app_iface *ai)
 	free(ai->cq);
 	free(ai->srq);
 	free(ai->qp);
+	gsi_destroy(ai->gsi);
 	free(ai);
 }
 
@@ -1708,6 +1821,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	cfg->dp = ai;
 	cfg->resolve = ai_resolve;
 	cfg->resolve_ctx = ai;
+	ai->cm_ops = ai_cm_ops;
+	ai->cm_ops.ctx = ai;
+	cfg->cm_ops = &ai->cm_ops;
+	ai->gsi = gsi_create(d, ai_gsi_rx, ai);
 	ai->max_cq = cfg->limits.max_cq;
 	ai->max_srq = cfg->limits.max_srq;
 	ai->max_qp = cfg->limits.max_qp;
@@ -1723,7 +1840,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	ai->pd_qps = calloc((size_t)ai->max_pd * d->n_workers + 1, sizeof(*ai->pd_qps));
 	ai->ahs = ah_table_create(AI_MAX_AH); /* lib/ctl's AH numbers are its table indexes */
 	if (ai->cq == NULL || ai->srq == NULL || ai->qp == NULL || ai->ops == NULL ||
-	    ai->pd_qps == NULL || ai->ahs == NULL) {
+	    ai->pd_qps == NULL || ai->ahs == NULL || ai->gsi == NULL) {
 		snprintf(err, errlen, "application interface: out of memory");
 		goto fail;
 	}
@@ -1770,7 +1887,13 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	d->on_event_arg = ai;
 	d->ctl_msg_fn = ai_lcore_run;
 	d->ctl_msg_arg = ai;
+	d->gsi = ai->gsi;
 	stats_publish(ai);
+	if (cd->telemetry && !ai_cm_stats_registered &&
+	    rte_telemetry_register_cmd("/roce/cm", tel_cm_stats,
+				       "rdma_cm: ids, channels, QP1 MADs, CM messages sent/received/"
+				       "retried/rejected, malformed MADs. No parameters") == 0)
+		ai_cm_stats_registered = true;
 	if (cd->telemetry && !ai_stats_registered && rte_telemetry_register_cmd("/roce/app/stats", tel_app_stats,
 					   "Application objects (connections, PDs, MRs, CQs, QPs...) "
 					   "and MRs on the lcores. No parameters") == 0)
@@ -1799,6 +1922,7 @@ app_iface_destroy(struct app_iface *ai)
 	ai_resolve_tick(ai);
 	ctl_server_destroy(ai->srv);
 	ctl_destroy(ai->ctl);
+	d->gsi = NULL;
 	atomic_store_explicit(&ai_stats.live, false, memory_order_release);
 	for (unsigned int h = 0; h < d->n_hooks; h++) {
 		if (d->hook[h].arg == ai) {

@@ -14,6 +14,7 @@
 
 #include "capture.h"
 #include "daemon.h"
+#include "gsi.h"
 #include "neigh.h"
 
 #define CONTROL_BURST 32u
@@ -47,6 +48,24 @@ resolve_configured(struct daemon *d, uint64_t now)
 	return n;
 }
 
+/* A slow-path frame: a QP1 MAD (the only RoCE frames workers pass on) or ARP/ND/echo. */
+static void
+slow_input(struct daemon *d, uint16_t port, struct rte_mbuf *m, uint64_t now)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct roce_pkt pkt;
+	enum roce_drop_reason why;
+
+	if (roce_classify(f, m->data_len, ROCE_CLASSIFY_NO_ICRC, &pkt, &why) == ROCE_CLASS_ROCE) {
+		if (d->gsi != NULL && port != DAEMON_NO_PORT && why == ROCE_DROP_NONE)
+			gsi_input(d->gsi, port, m, &pkt);
+		else
+			rte_pktmbuf_free(m);
+		return;
+	}
+	neigh_input(d, port, m, now);
+}
+
 unsigned int
 control_poll(struct daemon *d, uint64_t now)
 {
@@ -61,7 +80,7 @@ control_poll(struct daemon *d, uint64_t now)
 
 		n = rte_ring_sc_dequeue_burst(w->slow_out, (void **)m, CONTROL_BURST, NULL);
 		for (unsigned int k = 0; k < n; k++)
-			neigh_input(d, daemon_port_index(d, m[k]->port), m[k], now);
+			slow_input(d, daemon_port_index(d, m[k]->port), m[k], now);
 		work += n;
 		n = rte_ring_sc_dequeue_burst_elem(w->neigh_req, req, sizeof(req[0]), RTE_DIM(req),
 						   NULL);
@@ -83,6 +102,8 @@ control_poll(struct daemon *d, uint64_t now)
 		work += neigh_expire(&d->neigh, now, probe_cb, d);
 		work += resolve_configured(d, now);
 	}
+	if (d->gsi != NULL)
+		work += gsi_tick(d->gsi);
 	work += capture_drain(d);
 	return work;
 }

@@ -61,6 +61,9 @@
 	X(RX_NOT_OUR_ADDR, "rx_not_our_addr", CTR_S_PL, "RoCE frames to an IP that is not ours") \
 	X(RX_NO_QP, "rx_no_qp", CTR_S_PL, "RoCE frames for a QP that does not exist") \
 	X(RX_CNP_NO_QP, "rx_cnp_no_qp", CTR_S_PL, "of those, CNPs (congestion notifications)") \
+	X(RX_GSI, "rx_gsi", CTR_S_PL, "MADs for QP1 (GSI) passed to the control thread") \
+	X(RX_GSI_BAD, "rx_gsi_bad", CTR_S_PL, \
+	  "QP1 frames dropped: not UD SEND ONLY, not the GSI Q_Key or not one 256-byte MAD") \
 	X(RX_MULTISEG, "rx_multiseg", CTR_S_PL, "frames spread over several mbufs (dropped)") \
 	X(SLOWPATH_DROPS, "slowpath_drops", CTR_S_PL, "ARP/ND/ICMP dropped: control ring full") \
 	X(HANDOFF_TX, "handoff_tx", CTR_S_LCORE, "frames handed to the lcore owning their QP") \

@@ -72,6 +72,8 @@ struct daemon {
 	unsigned int n_hooks;
 	unsigned int control_sleep_us;          /**< control loop period when nothing is hooked */
 	uint64_t next_neigh_timer;              /**< control thread: next neighbour timer run (TSC) */
+	/** Control thread: QP1 MADs in and out (gsi.h); NULL: QP1 frames are dropped there. */
+	struct gsi *gsi;
 };
 
 /** Prepare @p d for @p cfg (no EAL calls). */

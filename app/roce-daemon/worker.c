@@ -30,6 +30,7 @@
 
 #include "capture.h"
 #include "daemon.h"
+#include "gsi.h"
 
 const struct engine_ops engine_none = {
 	.name = "none",
@@ -220,7 +221,7 @@ worker_ctl_tx(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m)
 
 enum rx_next {
 	RX_NEXT_DROP,
-	RX_NEXT_SLOW,    /* ARP / ND / echo -> control thread */
+	RX_NEXT_SLOW,    /* ARP / ND / echo / QP1 MADs -> control thread */
 	RX_NEXT_ROCE,    /* parsed into w->rx[...] */
 };
 
@@ -264,6 +265,15 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 		count_pl(w, port, CTR_RX_ROCE);
 		if (pkt->l3.ipv6)
 			count_pl(w, port, CTR_RX_ROCE_IPV6);
+		if (unlikely(pkt->dest_qpn == GSI_QPN)) {
+			/* GMPs (CM MADs) are the control thread's (gsi.h) */
+			if (gsi_check(pkt) != GSI_OK) {
+				count_pl(w, port, CTR_RX_GSI_BAD);
+				return RX_NEXT_DROP;
+			}
+			count_pl(w, port, CTR_RX_GSI);
+			return RX_NEXT_SLOW;
+		}
 		return RX_NEXT_ROCE;
 	case ROCE_CLASS_ARP:
 		count_pl(w, port, CTR_RX_ARP);

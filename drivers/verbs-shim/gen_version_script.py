@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Read the version nodes and exports of the installed libibverbs.so.1.
+"""Read the version nodes and exports of an installed rdma-core library.
 
-  gen_version_script.py locate
-      print the path of the reference library (ldconfig's x86-64 entry).
+Shared by the drop-in libibverbs.so.1 (drivers/verbs-shim) and
+librdmacm.so.1 (drivers/rdmacm-shim).
+
+  gen_version_script.py locate [SONAME]
+      print the path of the reference library SONAME (default
+      libibverbs.so.1; ldconfig's x86-64 entry).
   gen_version_script.py map REF OUT
       write a GNU ld version script with every node of REF, the node
       inheritance REF declares (readelf -V), and every default-version
@@ -27,12 +31,12 @@ def run(*cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def locate():
+def locate(soname='libibverbs.so.1'):
     for line in run('/sbin/ldconfig', '-p').splitlines():
-        m = re.match(r'\s*libibverbs\.so\.1 \(([^)]*)\) => (\S+)', line)
+        m = re.match(r'\s*' + re.escape(soname) + r' \(([^)]*)\) => (\S+)', line)
         if m and 'x86-64' in m.group(1):
             return m.group(2)
-    for p in ('/usr/lib/x86_64-linux-gnu/libibverbs.so.1', '/usr/lib64/libibverbs.so.1'):
+    for p in ('/usr/lib/x86_64-linux-gnu/' + soname, '/usr/lib64/' + soname):
         try:
             open(p, 'rb').close()
             return p
@@ -99,8 +103,8 @@ def write_map(ref, out):
 
 
 def main(argv):
-    if len(argv) >= 2 and argv[1] == 'locate':
-        p = locate()
+    if len(argv) in (2, 3) and argv[1] == 'locate':
+        p = locate(*argv[2:])
         if not p:
             return 1
         print(p)

@@ -163,6 +163,15 @@ static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
 	[CTL_KIND_PD] = sizeof(struct ctl_pd),
 };
 
+static size_t ctl_obj_size(enum ctl_kind k)
+{
+	if (k == CTL_KIND_CM_ID)
+		return ctl_cm_id_size();
+	if (k == CTL_KIND_CM_CHANNEL)
+		return ctl_cm_channel_size();
+	return ctl_obj_sizes[k];
+}
+
 static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 {
 	switch (k) {
@@ -175,6 +184,15 @@ static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 	case CTL_KIND_PD: return l->max_pd;
 	default: return 0;
 	}
+}
+
+static uint32_t ctl_cap(const struct ctl_config *cfg, enum ctl_kind k)
+{
+	if (k == CTL_KIND_CM_ID)
+		return cfg->cm_limits.max_ids;
+	if (k == CTL_KIND_CM_CHANNEL)
+		return cfg->cm_limits.max_channels;
+	return ctl_kind_cap(&cfg->limits, k);
 }
 
 struct ctl *ctl_create(const struct ctl_config *cfg)
@@ -202,6 +220,7 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	if (ctl == NULL)
 		return NULL;
 	ctl->cfg = *cfg;
+	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
 	for (uint32_t d = 0; d < cfg->ndevices; d++)
 		ctl_devsem_build(ctl, d);
@@ -211,12 +230,15 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	if (ctl->conns == NULL || ctl->lcore_qps == NULL)
 		goto fail;
 	for (int k = 0; k < CTL_KIND_COUNT; k++) {
-		rc = ctl_table_init(&ctl->tab[k], ctl_kind_cap(&cfg->limits, k), ctl_obj_sizes[k]);
+		rc = ctl_table_init(&ctl->tab[k], ctl_cap(&ctl->cfg, k), ctl_obj_size(k));
 		if (rc < 0)
 			goto fail;
 	}
 	ctl->mr_key_byte = calloc(ctl->tab[CTL_KIND_MR].cap + 1, 1);
 	if (ctl->mr_key_byte == NULL)
+		goto fail;
+	rc = ctl_cm_create(ctl);
+	if (rc < 0)
 		goto fail;
 	return ctl;
 fail:
@@ -242,6 +264,7 @@ void ctl_destroy(struct ctl *ctl)
 		ctl_send_event(c, IBV_EVENT_DEVICE_FATAL, IPC_OBJ_DEVICE, 0);
 		ctl_conn_close(c);
 	}
+	ctl_cm_destroy(ctl);
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);

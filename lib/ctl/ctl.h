@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ctl_cm.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "qp_attr.h"
@@ -346,6 +347,9 @@ struct ctl_config {
 	void *dp;                               /**< first argument of every dp callback */
 	qp_sem_resolve_fn resolve;              /**< neighbour resolution for QP AVs, or NULL */
 	void *resolve_ctx;
+	/** rdma_cm's wire (ctl_cm.h); NULL: only MADs between our own GIDs go anywhere */
+	const struct ctl_cm_ops *cm_ops;
+	struct ctl_cm_limits cm_limits;         /**< zeros: defaults */
 };
 
 /**

@@ -21,6 +21,8 @@
 
 /* Object kinds that live in tables, in teardown order. */
 enum ctl_kind {
+	CTL_KIND_CM_ID,      /* rdma_cm ids first: they name QPs by number and channels */
+	CTL_KIND_CM_CHANNEL,
 	CTL_KIND_QP,
 	CTL_KIND_SRQ,
 	CTL_KIND_AH,
@@ -261,6 +263,7 @@ struct ctl {
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
+	struct ctl_cm *cm;       /* rdma_cm: the lib/cm agent and its queues (ctl_cm.c) */
 };
 
 /* ctl_table.c */
@@ -299,6 +302,18 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
  */
 int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct ctl_obj *o);
 int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle);
+
+/* ctl_cm.c: rdma_cm ids and channels in the object life cycle */
+void ctl_cm_limits_default(struct ctl_cm_limits *l);
+int ctl_cm_create(struct ctl *ctl);
+void ctl_cm_destroy(struct ctl *ctl);
+/* An id lets go of the wire (REJ/DREQ/DREP as due), its listener and its port. */
+void ctl_cm_id_release(struct ctl *ctl, struct ctl_obj *o);
+/* The last of an id / a channel before its slot is freed. */
+void ctl_cm_id_freed(struct ctl *ctl, struct ctl_obj *o);
+void ctl_cm_channel_freed(struct ctl *ctl, struct ctl_obj *o);
+size_t ctl_cm_id_size(void);
+size_t ctl_cm_channel_size(void);
 
 /* ctl_qp.c */
 /* The rest of a QP's destroy once the dataplane let go of it. */

@@ -1041,6 +1041,12 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	case CTL_KIND_CHANNEL:
 		close(((struct ctl_channel *)o)->efd);
 		break;
+	case CTL_KIND_CM_ID:
+		ctl_cm_id_freed(ctl, o);
+		break;
+	case CTL_KIND_CM_CHANNEL:
+		ctl_cm_channel_freed(ctl, o);
+		break;
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
 		break;
@@ -1077,7 +1083,11 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 		if (DP_HAS(ctl, cq_destroy))
 			DP(ctl)->cq_destroy(dp, &((struct ctl_cq *)o)->info);
 		break;
+	case CTL_KIND_CM_ID:
+		ctl_cm_id_release(ctl, o);
+		break;
 	case CTL_KIND_CHANNEL:
+	case CTL_KIND_CM_CHANNEL:
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
 		break;

@@ -31,6 +31,8 @@
  * live in a memfd the shim creates, passes with REG_MR, and maps at the
  * application's own addresses.
  *
+ * rdma_cm (librdmacm shim): ipc_cm.h, operations 60-99, event channels.
+ *
  * Attribute records (ipc_qp_attr, ipc_ah_attr, ...) have fixed widths;
  * ipc_verbs.h converts them to and from the <infiniband/verbs.h> structs.
  * Enum values inside them are the libibverbs ones.
@@ -390,6 +392,8 @@ struct ipc_async_event {
 };
 /** @} */
 
+#include "ipc_cm.h" /* the rdma_cm operations and records (IPC_CM_OPS) */
+
 /** Object kinds (for async events and diagnostics). */
 enum ipc_obj_kind {
 	IPC_OBJ_NONE = 0,
@@ -406,7 +410,8 @@ enum ipc_obj_kind {
 
 /**
  * The operation list. IPC_OP(sym, value, request body, response body,
- * fds in request (max), fds in response (max)).
+ * fds in request (max), fds in response (max)). IPC_OP_MAX follows the
+ * last entry, so the list ends with its highest code.
  */
 #define IPC_OPS(IPC_OP)                                                                  \
 	IPC_OP(DEVICE_LIST,     1, ipc_empty,               ipc_device_list_rsp,  0, 0)  \
@@ -437,7 +442,8 @@ enum ipc_obj_kind {
 	IPC_OP(CREATE_AH,      28, ipc_create_ah_req,       ipc_create_ah_rsp,    0, 0)  \
 	IPC_OP(DESTROY_AH,     29, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(IMPORT_PD,      30, ipc_handle_req,          ipc_empty,            0, 0)  \
-	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)
+	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)  \
+	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */
 
 /** Operation codes. */
 enum ipc_op {

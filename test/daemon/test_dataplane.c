@@ -35,7 +35,9 @@
 #include "app_iface.h"
 #include "daemon.h"
 #include "engine_xport.h"
+#include "gsi.h"
 #include "helpers.h"
+#include "cm.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 
@@ -1730,4 +1732,138 @@ Test(engine_tel, every_counter_reaches_telemetry_from_its_owners)
 	cr_expect_gt(tel_value("/roce/qp/stats,4", "qp_ack_rx"), 0);
 	cr_expect_eq(tel_value("/roce/lcore/stats,0", "rnr_retries"), rnr_naks);
 	cr_expect_eq(tel_value("/roce/port/stats,0", "rnr_retries"), rnr_naks);
+}
+
+/* ---- QP1: CM MADs between the wire and the control thread (gsi.h) ---- */
+
+static struct {
+	unsigned int n;
+	struct cm_path from;
+	uint8_t mad[256];
+} gsi_rec;
+
+static void
+gsi_rec_rx(void *arg, const struct cm_path *from, const uint8_t *mad, uint32_t len)
+{
+	(void)arg;
+	cr_assert_eq(len, 256);
+	gsi_rec.from = *from;
+	memcpy(gsi_rec.mad, mad, 256);
+	gsi_rec.n++;
+}
+
+/* A QP1 frame from the peer (gid_b, peer_mac) to us; @p qkey/@p opcode/@p len bend it. */
+static size_t
+gsi_frame(uint8_t *f, size_t cap, uint32_t qkey, uint8_t opcode, uint32_t len, uint8_t fill)
+{
+	static uint8_t mad[300];
+	struct roce_pkt pkt;
+
+	memset(mad, fill, sizeof(mad));
+	memset(&pkt, 0, sizeof(pkt));
+	memcpy(pkt.l3.dmac, our_mac, 6);
+	memcpy(pkt.l3.smac, peer_mac, 6);
+	memcpy(pkt.l3.sgid, gid_b, 16);
+	memcpy(pkt.l3.dgid, gid_a, 16);
+	pkt.l3.hop_limit = 64;
+	pkt.l3.udp_sport = 55410;
+	pkt.opcode = opcode;
+	pkt.pkey = 0xffff;
+	pkt.dest_qpn = 1;
+	pkt.deth.qkey = qkey;
+	pkt.deth.src_qpn = 1;
+	pkt.payload = mad;
+	pkt.payload_len = len;
+	pkt.pad = (uint8_t)((4 - len % 4) % 4);
+	return roce_build(&pkt, f, cap);
+}
+
+Test(dataplane, gsi_mads_reach_the_control_thread_and_bad_ones_are_counted)
+{
+	uint8_t f[1024];
+	struct roce_pkt pkt;
+	enum roce_drop_reason why;
+
+	setup(1, "0");
+	memset(&gsi_rec, 0, sizeof(gsi_rec));
+	d.gsi = gsi_create(&d, gsi_rec_rx, NULL);
+	cr_assert_not_null(d.gsi);
+	inject(0, f, gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY, 256, 0xab));
+	inject(0, f, gsi_frame(f, sizeof(f), 0x11111111, ROCE_OP_UD_SEND_ONLY, 256, 1));
+	inject(0, f, gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY, 200, 2));
+	inject(0, f, gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY, 0, 2));
+	inject(0, f, gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE, 256, 3));
+	run();
+	cr_assert_eq(gsi_rec.n, 1, "only the well-formed MAD");
+	cr_expect_eq(gsi_rec.mad[0], 0xab);
+	cr_expect_arr_eq(gsi_rec.from.remote_gid, gid_b, 16);
+	cr_expect_arr_eq(gsi_rec.from.local_gid, gid_a, 16);
+	cr_expect_arr_eq(gsi_rec.from.remote_mac, peer_mac, 6);
+	cr_expect_eq(gsi_rec.from.remote_qpn, 1);
+	cr_expect_eq(gsi_rec.from.port, 0);
+	cr_expect_eq(gsi_rec.from.gid_index, 1, "the IPv4 GID");
+	cr_expect_eq(port_ctr(CTR_RX_GSI), 1);
+	cr_expect_eq(port_ctr(CTR_RX_GSI_BAD), 4);
+	cr_expect_eq(gsi_counters(d.gsi)[GSI_CTR_RX], 1);
+
+	/* an answer goes back on the path it came on: UD SEND ONLY QP1 -> QP1 */
+	memset(gsi_rec.mad, 0xcd, 256);
+	cr_assert_eq(gsi_send(d.gsi, &gsi_rec.from, gsi_rec.mad), 0);
+	run();
+	size_t n = collect(0, f, sizeof(f));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(roce_classify(f, n, 0, &pkt, &why), ROCE_CLASS_ROCE);
+	cr_assert_eq(why, ROCE_DROP_NONE, "%s", roce_drop_reason_str(why));
+	cr_expect_eq(pkt.opcode, ROCE_OP_UD_SEND_ONLY);
+	cr_expect_eq(pkt.dest_qpn, 1);
+	cr_expect_eq(pkt.deth.src_qpn, 1);
+	cr_expect_eq(pkt.deth.qkey, GSI_QKEY);
+	cr_expect_eq(pkt.pkey, 0xffff);
+	cr_expect_eq(pkt.payload_len, 256);
+	cr_expect_eq(pkt.payload[0], 0xcd);
+	cr_expect_eq(pkt.l3.hop_limit, 64);
+	cr_expect_arr_eq(pkt.l3.dmac, peer_mac, 6);
+	cr_expect_arr_eq(pkt.l3.dgid, gid_b, 16);
+	cr_expect_arr_eq(pkt.l3.sgid, gid_a, 16);
+	cr_expect_neq(pkt.l3.udp_sport, 55410, "QP1's own source port, not the peer's");
+	cr_expect_eq(f[14 + 6] & 0x40, 0x40, "IPv4 DF");
+	uint16_t sport = pkt.l3.udp_sport;
+
+	/* a destination nobody resolved yet: the MAD waits, an ARP request goes out */
+	struct cm_path to = gsi_rec.from;
+	uint8_t ip[16];
+
+	t_gid4("198.18.0.13", ip);
+	memcpy(to.remote_gid, ip, 16);
+	to.remote_mac_valid = 0;
+	cr_assert_eq(gsi_send(d.gsi, &to, gsi_rec.mad), 0);
+	cr_expect_eq(gsi_counters(d.gsi)[GSI_CTR_TX_QUEUED], 1);
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_gt(n, 0);
+	cr_expect_eq(f[12], 0x08);
+	cr_expect_eq(f[13], 0x06, "an ARP request");
+	/* the answer comes: the MAD leaves */
+	uint8_t reply[128];
+	static const uint8_t mac13[6] = { 0x02, 0, 0, 0, 0, 0x13 };
+
+	memcpy(reply, f, 60); /* the request, turned into the reply */
+	memcpy(reply, our_mac, 6);
+	memcpy(reply + 6, mac13, 6);
+	reply[14 + 7] = 2;
+	memcpy(reply + 14 + 8, mac13, 6);
+	memcpy(reply + 14 + 14, ip + 12, 4);
+	memcpy(reply + 14 + 18, our_mac, 6);
+	memcpy(reply + 14 + 24, gid_a + 12, 4);
+	inject(0, reply, 60);
+	run();
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(roce_classify(f, n, 0, &pkt, &why), ROCE_CLASS_ROCE);
+	cr_expect_arr_eq(pkt.l3.dmac, mac13, 6);
+	cr_expect_eq(pkt.l3.udp_sport, sport, "one source port");
+	cr_expect_eq(pkt.psn, 1, "the port's second MAD");
+	gsi_destroy(d.gsi);
+	d.gsi = NULL;
 }

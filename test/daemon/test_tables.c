@@ -2,18 +2,22 @@
 /*
  * Pure pieces of roce-daemon, without EAL: GID table and attributes, the
  * neighbour table's state machine on a fake clock, the PMD limit checks,
- * and the counter tables.
+ * the counter tables and the QP1 frame builder against rxe's capture.
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_telemetry.h>
 
 #include "config.h"
 #include "counters.h"
+#include "cm.h"
 #include "gid.h"
+#include "gsi.h"
 #include "helpers.h"
 #include "neigh.h"
 #include "port.h"
@@ -342,4 +346,59 @@ Test(counters, accumulate)
 	cr_expect_eq(a.v[CTR_RX_PACKETS], 6);
 	cr_expect_eq(a.drop[ROCE_DROP_ICRC], 4);
 	cr_expect_eq(a.v[CTR_XPORT_RNR_NAK_TX], 2);
+}
+
+/* ---- QP1 frames: byte for byte what Linux rxe sends (gsi.h) ---- */
+
+/* The next record of a classic little-endian pcap; @return its length, 0 at the end. */
+static size_t
+pcap_next(FILE *f, uint8_t *buf, size_t cap)
+{
+	uint32_t rec[4];
+
+	if (fread(rec, sizeof(rec), 1, f) != 1 || rec[2] > cap)
+		return 0;
+	return fread(buf, 1, rec[2], f) == rec[2] ? rec[2] : 0;
+}
+
+Test(gsi, our_qp1_frames_match_the_rxe_capture_byte_for_byte)
+{
+	const char *dir = getenv("ROCE_PCAP_DIR");
+	char path[4096];
+	uint8_t frame[2048], ours[2048];
+	uint32_t hdr[6];
+	unsigned int n_qp1 = 0;
+	size_t len;
+	FILE *f;
+
+	cr_assert_not_null(dir, "ROCE_PCAP_DIR is not set");
+	snprintf(path, sizeof(path), "%s/rc_send_rdmacm.pcap", dir);
+	f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fread(hdr, sizeof(hdr), 1, f), 1);
+	cr_assert_eq(hdr[0], 0xa1b2c3d4u);
+	cr_assert_eq(hdr[5], 1, "Ethernet");
+	while ((len = pcap_next(f, frame, sizeof(frame))) > 0) {
+		struct roce_pkt pkt;
+		enum roce_drop_reason why;
+		struct cm_path to;
+
+		if (roce_classify(frame, len, 0, &pkt, &why) != ROCE_CLASS_ROCE || pkt.dest_qpn != 1)
+			continue;
+		cr_assert_eq(why, ROCE_DROP_NONE);
+		cr_assert_eq(gsi_check(&pkt), GSI_OK, "rxe's MADs pass our receive check");
+		/* the same MAD on the same path, built by us */
+		gsi_path_of(&pkt, 0, 1, &to);
+		memcpy(to.remote_gid, pkt.l3.dgid, 16);
+		memcpy(to.local_gid, pkt.l3.sgid, 16);
+		to.hop_limit = pkt.l3.hop_limit;
+		to.remote_qpn = pkt.dest_qpn;
+		cr_assert_eq(gsi_build(&to, pkt.l3.smac, pkt.l3.dmac, pkt.psn, pkt.l3.ip_id,
+				       pkt.payload, ours, sizeof(ours)),
+			     pkt.frame_len);
+		cr_assert_arr_eq(ours, frame, pkt.frame_len, "QP1 frame %u differs", n_qp1);
+		n_qp1++;
+	}
+	fclose(f);
+	cr_assert_geq(n_qp1, 9, "REQ REP RTU x2, DREQ DREP...");
 }

@@ -3,7 +3,8 @@
  * A roce-daemon stand-in for the shim tests: lib/ctl + lib/ipc serving one
  * device ("dpdk_roce0", MAC 02:00:c6:12:00:01, IPv4 198.18.0.1) on a UNIX
  * socket, without DPDK and without a dataplane (rings are set up, nothing
- * consumes them).
+ * consumes them), and its rdma_cm (lib/ctl's CM: connections between two
+ * of its own addresses run the whole CM exchange, looped back).
  *
  *   shim-server SOCKET_PATH [SECONDS]
  *
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "ctl_cm.h"
 
 static volatile sig_atomic_t stop;
 
@@ -59,8 +61,12 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	printf("ready\n");
 	fflush(stdout);
-	while (!stop && time(NULL) < deadline)
-		ctl_server_poll(srv, 100);
+	/* rdma_cm: lib/cm timers and MADs between our own GIDs run from the loop,
+	 * as in the daemon's control loop (the poll wakes at least every 10 ms). */
+	while (!stop && time(NULL) < deadline) {
+		ctl_server_poll(srv, 10);
+		ctl_cm_tick(ctl);
+	}
 	ctl_server_destroy(srv);
 	ctl_destroy(ctl);
 	return 0;
