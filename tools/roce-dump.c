@@ -9,6 +9,11 @@
  * RoCEv2 frame with a broken IP checksum still counts (as bad). Other frames
  * are skipped and counted. Exit status: 0, or 1 with --check when any RoCEv2
  * frame fails validation, 2 on usage or file errors.
+ *
+ * MADs to QP1 (UD with a DETH, the GSI) are decoded with lib/cm: the CM
+ * message (REQ, REP, RTU, REJ with its reason, DREQ, DREP, MRA, SIDR_REQ,
+ * SIDR_REP, ClassPortInfo), its transaction and communication IDs, or why
+ * the MAD is malformed.
  */
 #include <getopt.h>
 #include <pcap/pcap.h>
@@ -16,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "roce.h"
 
 struct counts {
@@ -57,6 +63,63 @@ is_udp_4791(const uint8_t *f, size_t len)
 	return len >= l4 + 4 && (f[l4 + 2] << 8 | f[l4 + 3]) == ROCE_UDP_PORT;
 }
 
+/* " cm REQ ..." for a MAD to QP1, "" for anything else. */
+static void
+cm_describe(const struct roce_pkt *pkt, char *out, size_t cap)
+{
+	struct cm_msg m;
+	int rc;
+
+	out[0] = '\0';
+	if (pkt->dest_qpn != CM_GSI_QPN || !roce_pkt_has(pkt, ROCE_HDR_DETH))
+		return;
+	rc = cm_mad_parse(pkt->payload, pkt->payload_len, &m);
+	if (rc != CM_MAD_OK) {
+		snprintf(out, cap, " mad malformed (%s)", cm_malformed_name(rc));
+		return;
+	}
+	int k = snprintf(out, cap, " cm %s tid 0x%llx", cm_attr_name(m.hdr.attr_id),
+			 (unsigned long long)m.hdr.tid);
+	size_t o = k > 0 && (size_t)k < cap ? (size_t)k : cap - 1;
+
+	switch (m.hdr.attr_id) {
+	case CM_ATTR_REQ:
+		snprintf(out + o, cap - o, " comm 0x%x sid 0x%llx qpn 0x%x psn 0x%x mtu %u",
+			 m.req.local_comm_id, (unsigned long long)m.req.service_id,
+			 m.req.local_qpn, m.req.starting_psn, m.req.path_mtu);
+		break;
+	case CM_ATTR_REP:
+		snprintf(out + o, cap - o, " comm 0x%x/0x%x qpn 0x%x psn 0x%x", m.rep.local_comm_id,
+			 m.rep.remote_comm_id, m.rep.local_qpn, m.rep.starting_psn);
+		break;
+	case CM_ATTR_REJ:
+		snprintf(out + o, cap - o, " comm 0x%x/0x%x reason %u (%s)", m.rej.local_comm_id,
+			 m.rej.remote_comm_id, m.rej.reason, cm_rej_reason_name(m.rej.reason));
+		break;
+	case CM_ATTR_RTU:
+	case CM_ATTR_DREP:
+	case CM_ATTR_MRA:
+		/* the comm IDs sit at the same place in these three */
+		snprintf(out + o, cap - o, " comm 0x%x/0x%x", m.rtu.local_comm_id,
+			 m.rtu.remote_comm_id);
+		break;
+	case CM_ATTR_DREQ:
+		snprintf(out + o, cap - o, " comm 0x%x/0x%x qpn 0x%x", m.dreq.local_comm_id,
+			 m.dreq.remote_comm_id, m.dreq.remote_qpn);
+		break;
+	case CM_ATTR_SIDR_REQ:
+		snprintf(out + o, cap - o, " req 0x%x sid 0x%llx", m.sidr_req.request_id,
+			 (unsigned long long)m.sidr_req.service_id);
+		break;
+	case CM_ATTR_SIDR_REP:
+		snprintf(out + o, cap - o, " req 0x%x status %u qpn 0x%x qkey 0x%x",
+			 m.sidr_rep.request_id, m.sidr_rep.status, m.sidr_rep.qpn, m.sidr_rep.qkey);
+		break;
+	default:
+		break;
+	}
+}
+
 static void
 dump_frame(unsigned long n, const uint8_t *f, size_t len, struct counts *c)
 {
@@ -72,8 +135,11 @@ dump_frame(unsigned long n, const uint8_t *f, size_t len, struct counts *c)
 	enum roce_drop_reason r = roce_parse(f, len, &pkt);
 	c->reasons[r]++;
 	if (r == ROCE_DROP_NONE) {
+		char cm[256];
+
 		roce_pkt_format(&pkt, line, sizeof(line));
-		printf("%lu %s icrc ok\n", n, line);
+		cm_describe(&pkt, cm, sizeof(cm));
+		printf("%lu %s%s icrc ok\n", n, line, cm);
 		return;
 	}
 	c->bad++;

@@ -588,10 +588,10 @@ const char *cm_state_name(int s);
 	X(REQ_RECEIVED, "req_received", "the REQ; ev->conn is a new passive connection in REQ_RCVD, ev->cookie the listener's") \
 	X(REP_RECEIVED, "rep_received", "the REP; the connection is in REP_RCVD: move the QP to RTR/RTS, then cm_send_rtu()") \
 	X(RTU_RECEIVED, "rtu_received", "the RTU; the connection is ESTABLISHED") \
-	X(REJ_RECEIVED, "rej_received", "the REJ; the connection is IDLE or TIMEWAIT (stale)") \
+	X(REJ_RECEIVED, "rej_received", "the REJ; the connection is IDLE, or TIMEWAIT if it was past the REP or the reason is stale conn") \
 	X(MRA_RECEIVED, "mra_received", "the MRA; the wait was extended") \
 	X(DREQ_RECEIVED, "dreq_received", "the DREQ; the connection is DREQ_RCVD: answer with cm_send_drep()") \
-	X(DREP_RECEIVED, "drep_received", "the DREP; the connection is in TIMEWAIT") \
+	X(DREP_RECEIVED, "drep_received", "the DREP; the connection is in TIMEWAIT (from DREQ_RCVD too: cm_send_drep() is then refused)") \
 	X(TIMEWAIT_EXIT, "timewait_exit", "NULL; the connection is IDLE, its comm ID free") \
 	X(REQ_TIMEOUT, "req_timeout", "NULL; no REP after the max CM retries: unreachable, IDLE") \
 	X(REP_TIMEOUT, "rep_timeout", "NULL; no RTU after the max CM retries: IDLE") \
@@ -644,6 +644,8 @@ struct cm_agent_config {
 	uint8_t packet_life_time;  /**< IBA exponent for responses and TimeWait; 0: 16 (cma's RoCE value) */
 	uint32_t timewait_us;      /**< TimeWait length; 0: 4.096 us * 2^(packet_life_time + 1), as Linux */
 	uint8_t cpi_resp_time;     /**< ClassPortInfo RespTimeValue; 0: 20 */
+	uint64_t max_peer_wait_us; /**< cap on how long an unanswered REQ_RCVD/SIDR_REQ_RCVD holds its
+	                                slot (a REQ may claim hours of retries); 0: 600 s */
 };
 
 /** Opaque agent. */

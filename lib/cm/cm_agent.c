@@ -26,6 +26,7 @@
 #define CM_DEFAULT_MAX_CM_RETRIES 15u
 #define CM_DEFAULT_MAX_CONNS 1024u
 #define CM_DEFAULT_MAX_LISTENERS 64u
+#define CM_DEFAULT_MAX_PEER_WAIT_US (600 * UINT64_C(1000000))
 #define CM_MAX_CONNS_LIMIT (1u << 24)
 #define CM_MAX_LISTENERS_LIMIT 65536u
 
@@ -208,6 +209,17 @@ start_retry(struct cm_agent *a, struct cm_conn *c, uint64_t wait, uint64_t now)
 {
 	c->retries_left = c->max_cm_retries;
 	c->retry_us = wait;
+	cm_timer_arm(a, c, now + wait);
+}
+
+/* A passive connection waits for its consumer at most as long as the
+ * peer keeps retrying, and never past max_peer_wait_us: a REQ can claim
+ * hours of retries (timeouts of 31 are 2.4 h each). */
+static void
+arm_peer_wait(struct cm_agent *a, struct cm_conn *c, uint64_t now)
+{
+	uint64_t wait = c->peer_wait_us < a->cfg.max_peer_wait_us ? c->peer_wait_us : a->cfg.max_peer_wait_us;
+
 	cm_timer_arm(a, c, now + wait);
 }
 
@@ -409,7 +421,7 @@ rx_req(struct cm_agent *a, const struct cm_path *from, const struct cm_msg *m, u
 	c->peer_wait_us = (uint64_t)(req->max_cm_retries + 1u) *
 			  wait_us(c->packet_life_time, req->remote_cm_response_timeout);
 	cm_insert_remote(a, c);
-	cm_timer_arm(a, c, now + c->peer_wait_us);
+	arm_peer_wait(a, c, now);
 	deliver(a, c, CM_EV_REQ_RECEIVED, m, from);
 }
 
@@ -610,6 +622,13 @@ rx_dreq(struct cm_agent *a, const struct cm_path *from, const struct cm_msg *m, 
 			issue_drep(a, from, m);
 		}
 		return;
+	case CM_STATE_IDLE:
+		/* TimeWait is over but the peer still asks (our DREP was
+		 * lost): answer as for no connection. cm.c drops it and the
+		 * peer waits for its DREQ to time out. */
+		count(a, CM_CTR_DUP_DREQ);
+		issue_drep(a, from, m);
+		return;
 	default:                    /* DREQ_RCVD: the consumer answers */
 		count(a, CM_CTR_DUP_DREQ);
 		return;
@@ -689,7 +708,7 @@ rx_sidr_req(struct cm_agent *a, const struct cm_path *from, const struct cm_msg 
 	c->peer_wait_us = (CM_DEFAULT_MAX_CM_RETRIES + 1u) *
 			  wait_us(c->packet_life_time, CM_DEFAULT_RESPONSE_TIMEOUT);
 	cm_insert_remote(a, c);
-	cm_timer_arm(a, c, now + c->peer_wait_us);
+	arm_peer_wait(a, c, now);
 	deliver(a, c, CM_EV_SIDR_REQ_RECEIVED, m, from);
 }
 
@@ -1082,7 +1101,7 @@ cm_send_mra(struct cm_agent *a, cm_conn_t conn, uint8_t service_timeout, unsigne
 				   cm_iba_time_us(clamp5(c->packet_life_time + 1u));
 
 		c->peer_wait_us += (uint64_t)(c->max_cm_retries + 1u) * per_try;
-		cm_timer_arm(a, c, now_us + c->peer_wait_us);
+		arm_peer_wait(a, c, now_us);
 	}
 	return 0;
 }
@@ -1302,6 +1321,8 @@ cm_agent_create(const struct cm_agent_config *cfg, const struct cm_ops *ops)
 		a->cfg.packet_life_time = CM_DEFAULT_PACKET_LIFE_TIME;
 	if (!a->cfg.cpi_resp_time)
 		a->cfg.cpi_resp_time = CM_DEFAULT_RESPONSE_TIMEOUT;
+	if (!a->cfg.max_peer_wait_us)
+		a->cfg.max_peer_wait_us = CM_DEFAULT_MAX_PEER_WAIT_US;
 	seed = cfg->seed;
 	if (!seed && getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
 		seed = (uint64_t)(uintptr_t)a ^ UINT64_C(0x5DEECE66D);

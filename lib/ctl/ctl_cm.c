@@ -39,7 +39,7 @@
 #define CM_LISTEN_COOKIE (UINT64_C(1) << 63) /* lib/cm listener cookie: | service ID */
 #define CM_RESPONSE_TIMEOUT 20u   /* cma.c CMA_CM_RESPONSE_TIMEOUT: 4.096 us * 2^20 */
 #define CM_MAX_CM_RETRIES 15u     /* cma.c CMA_MAX_CM_RETRIES */
-#define CM_IBOE_PACKET_LIFETIME 16u /* cma.c CMA_IBOE_PACKET_LIFETIME */
+#define CM_IBOE_PACKET_LIFETIME 18u /* cma.c CMA_IBOE_PACKET_LIFETIME (a REQ from rxe shows 19 = 18 + 1 as its ACK timeout) */
 #define CM_UDP_QKEY 0x01234567u   /* RDMA_UDP_QKEY */
 #define CM_LOOP_QUEUE 64u         /* looped-back MADs waiting for the next tick */
 #define CM_PORT_LOW 32768u        /* ephemeral ports, as Linux's ip_local_port_range */

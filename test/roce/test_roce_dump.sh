@@ -32,6 +32,12 @@ done
 "$dump" "$dir/rc_write_4k.pcap" | grep -q 'RC_ACKNOWLEDGE .* aeth ACK credits 31 msn' || fail "no AETH"
 "$dump" "$dir/rc_atomic_cas.pcap" | grep -q 'RC_COMPARE_SWAP .* atmeth va' || fail "no AtomicETH"
 "$dump" "$dir/ud_send.pcap" | grep -q 'UD_SEND_ONLY .* deth qkey 0x11111111' || fail "no DETH"
+# QP1 MADs are named as CM messages (lib/cm).
+"$dump" "$dir/rc_send_rdmacm.pcap" >"$tmp/cm"
+for msg in 'REQ tid 0x[0-9a-f]* comm 0x[0-9a-f]* sid 0x10648af' 'REP tid' 'RTU tid' 'DREQ tid' 'DREP tid'; do
+	grep -q "UD_SEND_ONLY .* qpn 0x000001 .* cm $msg" "$tmp/cm" || fail "no CM $msg in rc_send_rdmacm.pcap"
+done
+"$dump" "$dir/ud_send.pcap" | grep -q ' cm ' && fail "a UD send to another QP named as a CM MAD"
 "$dump" "$dir/rc_send_pingpong_oob_tcp.pcap" | grep -q ', 0 RoCEv2 (0 ok, 0 bad), [1-9][0-9]* non-RoCE skipped' ||
 	fail "TCP frames not skipped"
 
