@@ -11,9 +11,11 @@
  * rdma_cm adds: addresses, port space, the route, the negotiated QP
  * parameters INIT_QP_ATTR reports (lib/qp's qp_sem_init_attr()).
  *
- * PSNs follow the IBTA meaning of the REQ/REP "starting PSN" fields: each
- * side picks its own send PSN (at CONNECT, or when the REQ arrives), the
- * peer's becomes its receive PSN.
+ * PSNs as Linux puts them on the wire (rxe's rdma_cm capture: the active
+ * side's first SEND carries the REP's starting PSN): the starting PSN of a
+ * REQ or REP is the PSN its sender will receive from (cma.c sets rq_psn to
+ * the id's own seq_num, the value it sent); the peer's becomes our send
+ * PSN. Each side picks its own (at CONNECT, or when the REQ arrives).
  *
  * Nothing here waits: address resolution is polled at each tick until its
  * deadline, events go to the channel socket or, when that is full, to a
@@ -767,8 +769,8 @@ static void cm_on_req(struct ctl *ctl, const struct cm_event *ev)
 		const struct cm_req *r = &ev->msg->req;
 
 		id->remote_qpn = r->local_qpn;
-		id->rq_psn = r->starting_psn;
-		id->sq_psn = cm_random24();
+		id->sq_psn = r->starting_psn; /* what the active side expects (see top) */
+		id->rq_psn = cm_random24();
 		id->responder_resources = r->initiator_depth;
 		id->initiator_depth = r->responder_resources;
 		id->retry_count = r->retry_count;
@@ -801,7 +803,7 @@ static void cm_on_conn_event(struct ctl *ctl, struct ctl_cm_id *id, const struct
 		if (id->state != CMS_CONNECT)
 			return;
 		id->remote_qpn = m->rep.local_qpn;
-		id->rq_psn = m->rep.starting_psn;
+		id->sq_psn = m->rep.starting_psn; /* what the passive side expects (see top) */
 		id->initiator_depth = m->rep.responder_resources < id->initiator_depth ?
 					      m->rep.responder_resources : id->initiator_depth;
 		id->responder_resources = m->rep.initiator_depth < id->responder_resources ?
@@ -837,6 +839,16 @@ static void cm_on_conn_event(struct ctl *ctl, struct ctl_cm_id *id, const struct
 		if (id->state == CMS_ESTABLISHED || id->state == CMS_ACCEPTED ||
 		    id->state == CMS_REP_RCVD) {
 			id->state = CMS_DREQ_RCVD;
+			cm_id_event(ctl, id, RDMA_CM_EVENT_DISCONNECTED, 0);
+		} else if (id->state == CMS_DISCONNECT) {
+			/*
+			 * Crossing DREQs: lib/cm stopped waiting for the DREP of
+			 * ours, and the peer's DREP will find us in TimeWait. As
+			 * cma.c, the first of DREQ and DREP received is the
+			 * DISCONNECTED event: this one.
+			 */
+			cm_send_drep(cm->agent, id->conn, NULL, 0, now);
+			id->state = CMS_DONE;
 			cm_id_event(ctl, id, RDMA_CM_EVENT_DISCONNECTED, 0);
 		} else {
 			cm_send_drep(cm->agent, id->conn, NULL, 0, now);
@@ -1392,7 +1404,7 @@ int ctl_h_CM_CONNECT(const struct ctl_req *x)
 	r->private_data_len = (uint8_t)(off + c->private_data_len);
 	cm_path_to(id, &p.path);
 	id->qpn = c->qp_num;
-	id->sq_psn = cm_random24();
+	id->rq_psn = cm_random24(); /* the REQ's starting PSN: what we receive from */
 	id->responder_resources = c->responder_resources;
 	id->initiator_depth = c->initiator_depth;
 	id->retry_count = c->retry_count;
@@ -1406,7 +1418,7 @@ int ctl_h_CM_CONNECT(const struct ctl_req *x)
 	r->local_cm_response_timeout = CM_RESPONSE_TIMEOUT;
 	r->transport_type = id->qp_type == IBV_QPT_UC ? CM_TRANSPORT_UC : CM_TRANSPORT_RC;
 	r->e2e_flow_control = c->flow_control;
-	r->starting_psn = id->sq_psn;
+	r->starting_psn = id->rq_psn;
 	r->retry_count = c->retry_count;
 	r->pkey = 0xffff;
 	r->path_mtu = id->path.mtu;
@@ -1513,7 +1525,7 @@ int ctl_h_CM_ACCEPT(const struct ctl_req *x)
 					      c->initiator_depth : id->initiator_depth;
 	}
 	rep.local_qpn = c->qp_num;
-	rep.starting_psn = id->sq_psn;
+	rep.starting_psn = id->rq_psn;
 	rep.responder_resources = id->responder_resources;
 	rep.initiator_depth = id->initiator_depth;
 	rep.target_ack_delay = ctl->cfg.dev[id->dev].attr.local_ca_ack_delay;

@@ -713,3 +713,71 @@ Test(ctl_cm, req_flood_is_bounded_and_the_listener_carries_on)
 	close(ch.fd);
 	client_close(&s);
 }
+
+/*
+ * PSNs as Linux puts them on the wire (rxe's rdma_cm capture: the active
+ * side's first SEND carries the REP's starting PSN): a REQ's or REP's
+ * starting PSN is what its sender receives from; the peer sends with it.
+ * A first run against rxe with the IBTA reading NAKed every first SEND.
+ */
+Test(ctl_cm, starting_psns_mean_what_linux_means)
+{
+	struct client s;
+	struct cmch ch;
+	uint32_t lid;
+	struct cm_path f = peer_path();
+	uint8_t mad[CM_MAD_SIZE];
+	struct ipc_cm_event ev;
+	struct ipc_cm_init_qp_attr_rsp rtr, rts;
+	struct cm_msg rep;
+
+	client_open(&s, true);
+	ch = channel(&s);
+	cr_assert_eq(create_id(&s, ch, RDMA_PS_TCP, 9, &lid), 0);
+	cr_assert_eq(bind_id(&s, lid, v4("198.18.0.1", 6001)), 0);
+	cr_assert_eq(listen_id(&s, lid, 4), 0);
+	foreign_req(mad, 6001, 42); /* starting PSN 0x123 */
+	cr_assert_eq(ctl_cm_rx(ctl, &f, mad, CM_MAD_SIZE), 0);
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	cr_assert_eq(init_attr(&s, ev.id, IBV_QPS_RTS, &rts), 0);
+	cr_assert_eq(rts.attr.sq_psn, 0x123, "we send with the REQ's starting PSN");
+	cr_assert_eq(init_attr(&s, ev.id, IBV_QPS_RTR, &rtr), 0);
+	uint32_t qpn = qp_of(&s, IBV_QPT_RC);
+
+	cr_assert_eq(accept_id(&s, ev.id, qpn, 1, NULL), 0);
+	cr_assert_eq(wire.n, 1);
+	cr_assert_eq(cm_mad_parse(wire.mad[0], CM_MAD_SIZE, &rep), 0);
+	cr_assert_eq(rep.hdr.attr_id, CM_ATTR_REP);
+	cr_assert_eq(rep.rep.starting_psn, rtr.attr.rq_psn, "the REP's starting PSN is what we receive");
+	cr_assert_eq(rep.rep.local_qpn, qpn, "the accepted QP");
+	close(ch.fd);
+	client_close(&s);
+}
+
+/* Both ends disconnect at once (crossing DREQs): each gets one DISCONNECTED. */
+Test(ctl_cm, crossing_disconnects_both_report_disconnected)
+{
+	struct pair p;
+	struct ipc_cm_event ev;
+	struct ipc_msg m, r;
+	uint32_t nid;
+
+	pair_up(&p, RDMA_PS_TCP, 7478);
+	cr_assert_eq(connect_id(&p.c, p.cid, qp_of(&p.c, IBV_QPT_RC), NULL), 0);
+	ev = expect(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	nid = ev.id;
+	cr_assert_eq(accept_id(&p.s, nid, qp_of(&p.s, IBV_QPT_RC), 0x55, NULL), 0);
+	expect(p.cch, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	req(&m, IPC_OP_CM_ACCEPT);
+	m.u.req_CM_ACCEPT.id = p.cid;
+	cr_assert_eq(call(&p.c, &m, NULL, 0, &r, NULL), 0);
+	expect(p.sch, RDMA_CM_EVENT_ESTABLISHED);
+	/* both DREQs leave before either arrives */
+	cr_assert_eq(simple(&p.c, IPC_OP_CM_DISCONNECT, p.cid, 0), 0);
+	cr_assert_eq(simple(&p.s, IPC_OP_CM_DISCONNECT, nid, 0), 0);
+	expect(p.cch, RDMA_CM_EVENT_DISCONNECTED);
+	expect(p.sch, RDMA_CM_EVENT_DISCONNECTED);
+	cr_assert_eq(next_event(p.cch, 100).event, 0xffff, "exactly one");
+	cr_assert_eq(next_event(p.sch, 100).event, 0xffff, "exactly one");
+	pair_down(&p);
+}
