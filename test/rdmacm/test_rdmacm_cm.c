@@ -654,3 +654,39 @@ Test(cm, accept_private_data_limit)
 	rdma_destroy_event_channel(cch);
 	rdma_destroy_event_channel(sch);
 }
+
+/* Both ends disconnect before reading any event (perftest -R does): both get DISCONNECTED. */
+Test(cm, crossing_disconnects)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_id *lid, *cid, *sid;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_init_attr qa;
+
+	lid = listener(sch, RDMA_PS_TCP, 7100);
+	cid = resolved(cch, RDMA_PS_TCP, 7100, true);
+	cr_assert_eq(rdma_connect(cid, &cp), 0, "errno %d", errno);
+	ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	sid = ev->id;
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	qp_attr(&qa, IBV_QPT_RC);
+	cr_assert_eq(rdma_create_qp(sid, NULL, &qa), 0);
+	cr_assert_eq(rdma_accept(sid, NULL), 0, "errno %d", errno);
+	ack_event(cch, RDMA_CM_EVENT_ESTABLISHED);
+	ack_event(sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	cr_assert_eq(rdma_disconnect(cid), 0, "errno %d", errno);
+	cr_assert_eq(rdma_disconnect(sid), 0, "errno %d", errno);
+	ack_event(cch, RDMA_CM_EVENT_DISCONNECTED);
+	ack_event(sch, RDMA_CM_EVENT_DISCONNECTED);
+
+	rdma_destroy_qp(sid);
+	rdma_destroy_qp(cid);
+	cr_assert_eq(rdma_destroy_id(sid), 0);
+	cr_assert_eq(rdma_destroy_id(cid), 0);
+	cr_assert_eq(rdma_destroy_id(lid), 0);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
