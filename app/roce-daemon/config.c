@@ -102,6 +102,10 @@ static const struct config_key daemon_keys[] = {
 	    "unanswered probes before a neighbour is marked failed"),
 	BOOL("telemetry", D_FIELD(telemetry), "yes",
 	     "register /roce/... commands on the DPDK telemetry socket"),
+	U32("link_poll_ms", D_FIELD(link_poll_ms), 10, 10000, "100",
+	    "ports' link state is read this often (and at once on an LSC interrupt)"),
+	U32("link_retry_ms", D_FIELD(link_retry_ms), 50, 60000, "500",
+	    "a net_memif client whose link is down tries to reconnect this often"),
 };
 
 static const struct config_key port_keys[] = {

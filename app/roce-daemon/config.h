@@ -100,6 +100,8 @@ struct config_daemon {
 	uint32_t neigh_retry_ms;          /**< interval between ARP/NS probes */
 	uint32_t neigh_retries;           /**< probes before an entry fails */
 	bool telemetry;
+	uint32_t link_poll_ms;            /**< link state read period (link.h) */
+	uint32_t link_retry_ms;           /**< memif client reconnect period */
 };
 
 /** A whole configuration. */

@@ -15,6 +15,7 @@
 #include "capture.h"
 #include "daemon.h"
 #include "neigh.h"
+#include "port_link.h"
 
 #define CONTROL_BURST 32u
 #define NEIGH_TIMER_MS 10u
@@ -50,7 +51,7 @@ resolve_configured(struct daemon *d, uint64_t now)
 unsigned int
 control_poll(struct daemon *d, uint64_t now)
 {
-	unsigned int work = 0;
+	unsigned int work = port_link_poll(d, now);
 
 	for (unsigned int i = 0; i < d->n_workers; i++) {
 		struct worker *w = d->worker[i];

@@ -50,6 +50,8 @@
 	X(TX_PACKETS, "tx_packets", CTR_S_ALL, "frames given to the PMD") \
 	X(TX_BYTES, "tx_bytes", CTR_S_ALL, "bytes given to the PMD") \
 	X(TX_DROPS, "tx_drops", CTR_S_PL, "frames the PMD did not take (TX queue full)") \
+	X(TX_LINK_DOWN, "tx_link_down", CTR_S_PL, \
+	  "frames not sent: the port's link was down (as on a pulled cable)") \
 	X(RX_ROCE, "rx_roce", CTR_S_PL, "valid RoCEv2 frames for our addresses") \
 	X(RX_ROCE_IPV6, "rx_roce_ipv6", CTR_S_PL, "of those, over IPv6 (to an IPv6 GID)") \
 	X(RX_DROPS, "rx_drops", CTR_S_PL, "RoCE frames dropped as malformed (sum of drop_*)") \

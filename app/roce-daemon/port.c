@@ -293,6 +293,9 @@ setup_queues(struct port *p, const struct rte_eth_dev_info *info, char *err, siz
 
 	memset(&conf, 0, sizeof(conf));
 	conf.rxmode.mtu = RTE_MIN(p->mtu, pmd_max_mtu(info));
+	/* Link changes as interrupts where the PMD has them (port_link.c polls too). */
+	p->lsc = info->dev_flags != NULL && (*info->dev_flags & RTE_ETH_DEV_INTR_LSC) != 0;
+	conf.intr_conf.lsc = p->lsc ? 1 : 0;
 	rc = rte_eth_dev_configure(p->port_id, p->n_rxq, p->n_txq, &conf);
 	if (rc < 0)
 		return fail(p, err, errlen, "configure (%u RX, %u TX queues): %s", p->n_rxq, p->n_txq,
@@ -353,10 +356,18 @@ port_open(struct port *p, uint16_t index, const struct config_port *cp,
 	/* Neighbour solicitations go to solicited-node multicast groups. */
 	if (cp->mode == CONFIG_PORT_DEDICATED)
 		(void)rte_eth_allmulticast_enable(p->port_id);
+	p->memif_client = driver_is(p->driver, "net_memif") && strstr(cp->devargs, "role=client");
 	rc = rte_eth_dev_start(p->port_id);
-	if (rc < 0)
+	if (rc < 0 && p->memif_client) {
+		/* The server is not there yet: port_link.c connects when it is. */
+		printf("[port %s] net_memif client: no server yet (%s); retrying while the link is "
+		       "down\n", cp->name, rte_strerror(-rc));
+	} else if (rc < 0) {
 		return fail(p, err, errlen, "start: %s", rte_strerror(-rc));
-	p->started = true;
+	} else {
+		p->started = true;
+		__atomic_store_n(&p->rx_on, 1, __ATOMIC_RELEASE);
+	}
 	rc = rte_eth_macaddr_get(p->port_id, &mac);
 	if (rc < 0)
 		return fail(p, err, errlen, "MAC address: %s", rte_strerror(-rc));
@@ -370,6 +381,8 @@ port_open(struct port *p, uint16_t index, const struct config_port *cp,
 void
 port_close(struct port *p)
 {
+	__atomic_store_n(&p->rx_on, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->tx_on, 0, __ATOMIC_RELEASE);
 	if (p->port_id < RTE_MAX_ETHPORTS && rte_eth_dev_is_valid_port(p->port_id)) {
 		if (p->started)
 			(void)rte_eth_dev_stop(p->port_id);
@@ -386,11 +399,67 @@ port_link(const struct port *p, uint32_t *speed_mbps)
 {
 	struct rte_eth_link link;
 
+	if (__atomic_load_n(&p->link_known, __ATOMIC_ACQUIRE)) {
+		*speed_mbps = __atomic_load_n(&p->link_speed, __ATOMIC_RELAXED);
+		return __atomic_load_n(&p->link_up, __ATOMIC_RELAXED) != 0;
+	}
 	memset(&link, 0, sizeof(link));
 	if (!p->started || rte_eth_link_get_nowait(p->port_id, &link) < 0)
 		return false;
 	*speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
 	return link.link_status == RTE_ETH_LINK_UP;
+}
+
+/* IFF_UP and IFF_RUNNING, and the MTU, of kernel interface @p ifname. @return 0 or -errno */
+static int
+kernel_link(int sock, const char *ifname, bool *up, uint32_t *mtu)
+{
+	struct ifreq ifr;
+	size_t len = strlen(ifname);
+
+	if (len >= sizeof(ifr.ifr_name))
+		return -EINVAL;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, ifname, len + 1);
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr) != 0)
+		return -errno;
+	*up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+	if (ioctl(sock, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
+		*mtu = (uint32_t)ifr.ifr_mtu;
+	return 0;
+}
+
+int
+port_link_sample(const struct port *p, int sock, bool *up, uint32_t *speed_mbps, uint32_t *mtu)
+{
+	struct rte_eth_link link;
+	bool kup = true;
+	uint32_t kmtu = 0;
+	int rc;
+
+	*up = false;
+	*speed_mbps = 0;
+	*mtu = p->mtu;
+	if (!p->started)
+		return 0;   /* a memif client without its server: down */
+	memset(&link, 0, sizeof(link));
+	rc = rte_eth_link_get_nowait(p->port_id, &link);
+	if (rc < 0)
+		return rc;
+	if (sock >= 0 && p->ifname[0] != '\0') {
+		rc = kernel_link(sock, p->ifname, &kup, &kmtu);
+		if (rc == -ENODEV)
+			kup = false;   /* the interface went away: no cable at all */
+		else if (rc < 0)
+			return rc;
+		if (kmtu != 0 && kmtu < *mtu)
+			*mtu = kmtu;
+	}
+	*up = link.link_status == RTE_ETH_LINK_UP && kup;
+	if (*up)
+		*speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ||
+			      link.link_speed == RTE_ETH_SPEED_NUM_NONE ? 0 : link.link_speed;
+	return 0;
 }
 
 #ifdef ROCE_DAEMON_HAVE_LIBBPF

@@ -30,6 +30,7 @@
 
 #include "capture.h"
 #include "daemon.h"
+#include "port_link.h"
 
 const struct engine_ops engine_none = {
 	.name = "none",
@@ -187,6 +188,12 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 		count_pl(w, port_idx, CTR_LOOPBACK);
 		return;
 	}
+	if (unlikely(!port_tx_on(&d->port[port_idx]))) {
+		/* no link: the frame is lost as on a pulled cable; retries run */
+		count_pl(w, port_idx, CTR_TX_LINK_DOWN);
+		rte_pktmbuf_free(m);
+		return;
+	}
 	if (unlikely(w->capture != NULL))
 		capture_frame(w, port_idx, m, true);
 	ctr_add(&w->port_ctr[port_idx].v[CTR_TX_PACKETS], 1);
@@ -201,9 +208,21 @@ worker_tx_flush(struct worker *w)
 {
 	struct daemon *d = w->d;
 
-	for (unsigned int p = 0; p < d->n_ports; p++)
-		if (w->txbuf[p] != NULL && w->txbuf[p]->length > 0)
-			rte_eth_tx_buffer_flush(d->port[p].port_id, (uint16_t)w->index, w->txbuf[p]);
+	for (unsigned int p = 0; p < d->n_ports; p++) {
+		struct rte_eth_dev_tx_buffer *b = w->txbuf[p];
+
+		if (b == NULL || b->length == 0)
+			continue;
+		if (likely(port_tx_on(&d->port[p]))) {
+			rte_eth_tx_buffer_flush(d->port[p].port_id, (uint16_t)w->index, b);
+		} else {
+			/* the link went down (or the port is restarting) meanwhile */
+			ctr_add(&w->port_ctr[p].v[CTR_TX_LINK_DOWN], b->length);
+			ctr_add(&w->ctr.v[CTR_TX_LINK_DOWN], b->length);
+			rte_pktmbuf_free_bulk(b->pkts, b->length);
+			b->length = 0;
+		}
+	}
 }
 
 void
@@ -669,7 +688,11 @@ worker_poll(struct worker *w, uint64_t now)
 	count_stall(w, now);
 	for (uint16_t i = 0; i < w->n_rxq; i++) {
 		uint16_t port = w->rx_port[i];
-		uint16_t n = rte_eth_rx_burst(d->port[port].port_id, (uint16_t)w->index, pkts,
+		uint16_t n;
+
+		if (unlikely(!port_rx_on(&d->port[port])))
+			continue;   /* not started (memif client without a server, restarting) */
+		n = rte_eth_rx_burst(d->port[port].port_id, (uint16_t)w->index, pkts,
 					      w->burst);
 
 		if (n > 0) {
@@ -722,8 +745,12 @@ worker_main(void *arg)
 			return rc;
 		}
 	}
-	while (!daemon_stopping(d))
+	port_link_worker_online(w);
+	while (!daemon_stopping(d)) {
 		worker_poll(w, rte_rdtsc());
+		port_link_worker_quiescent(w);
+	}
+	port_link_worker_offline(w);
 	/* Deliver what is still buffered, then stop the engine. */
 	worker_tx_flush(w);
 	if (w->engine->lcore_fini != NULL)
