@@ -1146,7 +1146,8 @@ app_setup(void)
 
 	cr_assert_not_null(mkdtemp(sock_dir));
 	snprintf(daemon_extra, sizeof(daemon_extra),
-		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 1000\nneigh_retries = 3\n",
+		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 1000\nneigh_retries = 3\n"
+		 "link_poll_ms = 20\n",
 		 sock_dir);
 	engine = &engine_xport;
 	setup(2, "0@0,1@1,2@1");
@@ -1445,6 +1446,105 @@ Test(app_iface, an_unresolved_neighbour_holds_only_its_own_client)
 	m.u.req_QUERY_QP.mask = IBV_QP_STATE;
 	cr_assert_eq(cli_call(&a, &m, -1, &r), 0);
 	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_state, IBV_QPS_INIT);
+	close(a.fd);
+	close(b.fd);
+}
+
+/* Open the device keeping the async-event socket. @return it */
+static int
+cli_open_async(struct cli *c)
+{
+	char path[64];
+	struct ipc_msg m, r;
+	int fds[IPC_MAX_FDS];
+	unsigned int n = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(path, sizeof(path), "%s/roce.sock", sock_dir);
+	c->fd = ipc_connect(path);
+	cr_assert_geq(c->fd, 0);
+	cli_req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cli_send(c, &m, -1);
+	cr_assert_gt(ipc_recv(c->fd, &r, fds, &n, IPC_RESPONSE), 0);
+	cr_assert_eq(r.hdr.status, 0);
+	cr_assert_eq(n, 1, "the async-event socket");
+	return fds[0];
+}
+
+/* The next async event on @p fd within @p ms: its type, or -1. */
+static int
+async_event(int fd, unsigned int ms, struct ipc_async_event *ev)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, (int)ms) != 1 || recv(fd, ev, sizeof(*ev), 0) != (ssize_t)sizeof(*ev))
+		return -1;
+	return (int)ev->type;
+}
+
+static uint32_t
+cli_port_state(struct cli *c)
+{
+	struct ipc_msg m, r;
+
+	cli_req(&m, IPC_OP_QUERY_PORT);
+	m.u.req_QUERY_PORT.port = 1;
+	cr_assert_eq(cli_call(c, &m, -1, &r), 0);
+	return r.u.rsp_QUERY_PORT.attr.state;
+}
+
+/* Wait up to @p ms for a frame on TX queue 0. @return its length or 0 */
+static size_t
+collect_wait(uint8_t *buf, size_t cap, unsigned int ms)
+{
+	for (unsigned int i = 0; i < ms; i++) {
+		size_t n = collect(0, buf, cap);
+
+		if (n > 0)
+			return n;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * The link goes down and comes back (net_ring's set_link_down/up, read by
+ * polling): every open context hears PORT_ERR then PORT_ACTIVE,
+ * ibv_query_port follows, and frames sent while down are dropped and
+ * counted (tx_link_down) instead of reaching the wire.
+ */
+Test(app_iface, link_changes_reach_every_context_and_gate_transmit)
+{
+	struct cli a, b;
+	struct ipc_async_event ev;
+	uint8_t f[128];
+	int afd = cli_open_async(&a), bfd = cli_open_async(&b);
+
+	cr_assert_eq(cli_port_state(&a), IBV_PORT_ACTIVE);
+	cr_assert_eq(rte_eth_dev_set_link_down(port_id), 0);
+	cr_assert_eq(async_event(afd, 3000, &ev), IBV_EVENT_PORT_ERR);
+	cr_assert_eq(ev.kind, IPC_OBJ_PORT);
+	cr_assert_eq(ev.user_handle, 1);
+	cr_assert_eq(async_event(bfd, 3000, &ev), IBV_EVENT_PORT_ERR);
+	cr_assert_eq(cli_port_state(&b), IBV_PORT_DOWN);
+	cr_assert_eq(d.link.port[0].downs, 1);
+
+	/* an ARP request is answered into a dead link: dropped, counted */
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
+	cr_assert_eq(collect_wait(f, sizeof(f), 300), 0, "nothing sent while the link is down");
+	cr_assert_geq(port_ctr(CTR_TX_LINK_DOWN), 1);
+
+	cr_assert_eq(rte_eth_dev_set_link_up(port_id), 0);
+	cr_assert_eq(async_event(afd, 3000, &ev), IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(async_event(bfd, 3000, &ev), IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(async_event(afd, 100, &ev), -1, "one event per transition");
+	cr_assert_eq(cli_port_state(&a), IBV_PORT_ACTIVE);
+	cr_assert_eq(d.link.port[0].ups, 1);
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
+	cr_assert_geq(collect_wait(f, sizeof(f), 3000), 42, "answered once the link is back");
+	close(afd);
+	close(bfd);
 	close(a.fd);
 	close(b.fd);
 }
