@@ -109,8 +109,6 @@ link_tick(struct link_tracker *t, uint64_t now_ns)
 		struct link_port *lp = &t->port[i];
 		bool lsc = __atomic_exchange_n(&lp->lsc_pending, 0, __ATOMIC_ACQ_REL) != 0;
 
-		if (lsc)
-			lp->lsc_events++;
 		if (all || lsc || !lp->known)
 			n += sample(t, i, now_ns);
 		recover(t, i, now_ns);

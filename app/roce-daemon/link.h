@@ -69,7 +69,7 @@ struct link_port {
 	uint64_t changed_ns;     /**< time of the last transition */
 	uint64_t ups;            /**< transitions down -> up */
 	uint64_t downs;          /**< transitions up -> down */
-	uint64_t lsc_events;     /**< LSC interrupts seen */
+	uint64_t lsc_events;     /**< LSC interrupts seen (the source counts them) */
 	uint64_t read_errors;
 	uint64_t recover_tries;
 	uint64_t recover_errors;
@@ -116,7 +116,7 @@ enum link_change link_apply(struct link_port *lp, const struct link_sample *s, u
  */
 unsigned int link_tick(struct link_tracker *t, uint64_t now_ns);
 
-/** Any thread: port @p i's PMD reported a link change; read it at the next tick. */
+/** Any thread: port @p i's link may have changed; read it at the next tick. */
 void link_lsc_raise(struct link_tracker *t, unsigned int i);
 
 /** @return a name for @p c ("same", "first", "up", "down", "attr"). */

@@ -139,8 +139,11 @@ lsc_cb(uint16_t port_id, enum rte_eth_event_type type, void *arg, void *ret_para
 
 	(void)type;
 	(void)ret_param;
-	if (i != DAEMON_NO_PORT)
-		link_lsc_raise(&d->link, i);   /* interrupt thread: mark only */
+	if (i != DAEMON_NO_PORT && i < d->link.n) {
+		/* interrupt thread: mark only */
+		__atomic_fetch_add(&d->link.port[i].lsc_events, 1, __ATOMIC_RELAXED);
+		link_lsc_raise(&d->link, i);
+	}
 	return 0;
 }
 
