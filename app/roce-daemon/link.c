@@ -71,6 +71,13 @@ sample(struct link_tracker *t, unsigned int i, uint64_t now_ns)
 	c = link_apply(lp, &s, now_ns);
 	if (c == LINK_SAME)
 		return 0;
+	/*
+	 * Found down (at start, or it just went down): the PMD may be
+	 * connecting right now (a memif client's handshake): the first
+	 * recover attempt waits a retry period.
+	 */
+	if ((c == LINK_FIRST || c == LINK_DOWN) && !s.up)
+		lp->next_recover_ns = now_ns + t->retry_ns;
 	if (t->on_change != NULL)
 		t->on_change(t->on_change_arg, i, c, &old, &lp->cur);
 	return 1;

@@ -16,7 +16,8 @@
  * arrives and, as a safety net, every poll period; the others every poll
  * period. A port that is down and whose source can recover it (a net_memif
  * client, which never reconnects on its own) gets a recover attempt every
- * retry period until it is up.
+ * retry period until it is up, the first one a retry period after it was
+ * found down (a connection may be under way then).
  */
 #ifndef ROCE_DAEMON_LINK_H
 #define ROCE_DAEMON_LINK_H

@@ -96,6 +96,8 @@ restart_progress(struct daemon *d)
 		if (!p->restart || rte_rcu_qsbr_check(d->qsbr, p->restart_token, false) != 1)
 			continue;
 		p->restart = 0;
+		printf("[port %s] net_memif client: link down, reconnecting\n", p->cfg->name);
+		fflush(stdout);
 		(void)rte_eth_dev_stop(p->port_id);
 		p->started = false;
 		if (memif_start(d, p) < 0)

@@ -177,25 +177,31 @@ Test(link, a_down_port_gets_recover_attempts_every_retry_period)
 	f.s[1].up = false;      /* a NIC without a cable: nothing to recover */
 	f.recover_rc[1] = -ENOTSUP;
 	link_tick(&t, 0);
+	cr_assert_eq(f.recovers[0], 0, "found down: a connection may be under way, wait a period");
+	link_tick(&t, 100 * MS);
+	cr_assert_eq(f.recovers[0], 0, "not before the retry period");
+	link_tick(&t, 500 * MS);
 	cr_assert_eq(f.recovers[0], 1);
 	cr_assert_eq(f.recovers[1], 1);
-	link_tick(&t, 100 * MS);
-	cr_assert_eq(f.recovers[0], 1, "not before the retry period");
-	link_tick(&t, 500 * MS);
+	link_tick(&t, 900 * MS);
+	cr_assert_eq(f.recovers[0], 1);
+	link_tick(&t, 1000 * MS);
 	cr_assert_eq(f.recovers[0], 2);
 	cr_assert_eq(f.recovers[1], 1, "-ENOTSUP: not asked again during this outage");
 	f.recover_rc[0] = -ECONNREFUSED;
-	link_tick(&t, 1000 * MS);
+	link_tick(&t, 1500 * MS);
 	cr_assert_eq(t.port[0].recover_tries, 3);
 	cr_assert_eq(t.port[0].recover_errors, 1);
 
-	/* up: no more attempts; down again: attempts again, for both */
+	/* up: no more attempts; down again: attempts again, for both, a period later */
 	f.s[0].up = f.s[1].up = true;
-	link_tick(&t, 1100 * MS);
 	link_tick(&t, 1600 * MS);
+	link_tick(&t, 2100 * MS);
 	cr_assert_eq(f.recovers[0], 3);
 	f.s[0].up = f.s[1].up = false;
-	link_tick(&t, 1700 * MS);
+	link_tick(&t, 2200 * MS);
+	cr_assert_eq(f.recovers[0], 3);
+	link_tick(&t, 2700 * MS);
 	cr_assert_eq(f.recovers[0], 4);
 	cr_assert_eq(f.recovers[1], 2);
 }
