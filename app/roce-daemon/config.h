@@ -63,6 +63,7 @@ struct config_port {
 	uint32_t rx_desc;
 	uint32_t tx_desc;
 	uint32_t mbufs;                   /**< 0: computed from queues and rings */
+	uint32_t rx_mbuf_size;            /**< RX mbuf data room; 0: one whole frame */
 	uint32_t mode;                    /**< enum config_port_mode */
 	bool promisc;
 	unsigned int line;                /**< line of the [port] header, for errors */

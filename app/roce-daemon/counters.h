@@ -62,7 +62,10 @@
 	X(RX_OWN_SRC, "rx_own_src", CTR_S_PL, "our own transmitted frames seen again (af_packet)") \
 	X(RX_NOT_OUR_ADDR, "rx_not_our_addr", CTR_S_PL, "RoCE frames to an IP that is not ours") \
 	X(RX_NO_QP, "rx_no_qp", CTR_S_PL, "RoCE frames for a QP that does not exist") \
-	X(RX_MULTISEG, "rx_multiseg", CTR_S_PL, "frames spread over several mbufs (dropped)") \
+	X(RX_MULTISEG, "rx_multiseg", CTR_S_PL, \
+	  "frames spread over several mbufs (scatter RX), copied into one whole-frame mbuf") \
+	X(RX_MULTISEG_DROPS, "rx_multiseg_drops", CTR_S_PL, \
+	  "of those, dropped: no whole-frame mbuf (pool empty, or the port has none)") \
 	X(SLOWPATH_DROPS, "slowpath_drops", CTR_S_PL, "ARP/ND/ICMP dropped: control ring full") \
 	X(HANDOFF_TX, "handoff_tx", CTR_S_LCORE, "frames handed to the lcore owning their QP") \
 	X(HANDOFF_RX, "handoff_rx", CTR_S_LCORE, "frames received from another lcore") \

@@ -259,13 +259,46 @@ check_mtu(struct port *p, const struct rte_eth_dev_info *info, char *err, size_t
 	return 0;
 }
 
+/*
+ * rx_mbuf_size below the largest frame: the PMD must scatter a frame over
+ * several mbufs (RTE_ETH_RX_OFFLOAD_SCATTER; net_memif chains mbufs without
+ * saying so), and frames to send need whole-frame mbufs: big_pool.
+ * @return the RX data room (headroom included), or 0 after fail()
+ */
+static uint32_t
+rx_room(struct port *p, const struct rte_eth_dev_info *info, char *err, size_t errlen)
+{
+	const struct config_port *cp = p->cfg;
+
+	if (cp->rx_mbuf_size == 0)
+		return port_data_room(p->driver, cp->devargs, p->frame_max);
+	if (cp->rx_mbuf_size < p->frame_max) {
+		if ((info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) == 0 &&
+		    !driver_is(p->driver, "net_memif")) {
+			fail(p, err, errlen, "rx_mbuf_size = %u is below the largest frame (%u bytes "
+			     "at mtu %u) and %s cannot spread a frame over several mbufs (no scatter "
+			     "RX): raise rx_mbuf_size to %u or remove it", cp->rx_mbuf_size,
+			     p->frame_max, p->mtu, p->driver, p->frame_max);
+			return 0;
+		}
+		p->rx_scatter = true;
+	}
+	return RTE_PKTMBUF_HEADROOM + cp->rx_mbuf_size;
+}
+
 static int
-create_pool(struct port *p, const struct port_params *pp, char *err, size_t errlen)
+create_pool(struct port *p, const struct rte_eth_dev_info *info, const struct port_params *pp,
+	    char *err, size_t errlen)
 {
 	const struct config_port *cp = p->cfg;
 	char name[RTE_MEMPOOL_NAMESIZE];
-	uint32_t room = port_data_room(p->driver, cp->devargs, p->frame_max);
+	uint32_t room = rx_room(p, info, err, errlen);
 	uint64_t n = cp->mbufs;
+
+	if (room == 0)
+		return -1;
+	if (room > UINT16_MAX)
+		return fail(p, err, errlen, "mbufs of %u bytes: at most %u", room, UINT16_MAX);
 
 	if (n == 0) {
 		n = (uint64_t)p->n_rxq * cp->rx_desc + (uint64_t)p->n_txq * cp->tx_desc +
@@ -280,6 +313,20 @@ create_pool(struct port *p, const struct port_params *pp, char *err, size_t errl
 	if (p->pool == NULL)
 		return fail(p, err, errlen, "cannot create a pool of %" PRIu64 " mbufs of %u bytes: %s "
 			    "(more memory: EAL -m, or hugepages)", n, room, rte_strerror(rte_errno));
+	if (!p->rx_scatter)
+		return 0;
+	/* whole frames: everything but the RX descriptors' share */
+	room = port_data_room(p->driver, cp->devargs, p->frame_max);
+	n = (uint64_t)p->n_txq * cp->tx_desc + pp->extra_mbufs +
+	    (uint64_t)(pp->n_workers + 1) * POOL_CACHE * 3 / 2 + 1024;
+	n = rte_align64pow2(n) - 1;
+	snprintf(name, sizeof(name), "roce_big%u", p->index);
+	p->big_pool = rte_pktmbuf_pool_create(name, (unsigned int)n, POOL_CACHE, 0, (uint16_t)room,
+					      (int)rte_socket_id());
+	if (p->big_pool == NULL)
+		return fail(p, err, errlen, "cannot create a pool of %" PRIu64 " whole-frame mbufs of "
+			    "%u bytes: %s (more memory: EAL -m, or hugepages)", n, room,
+			    rte_strerror(rte_errno));
 	return 0;
 }
 
@@ -296,6 +343,8 @@ setup_queues(struct port *p, const struct rte_eth_dev_info *info, char *err, siz
 	/* Link changes as interrupts where the PMD has them (port_link.c polls too). */
 	p->lsc = info->dev_flags != NULL && (*info->dev_flags & RTE_ETH_DEV_INTR_LSC) != 0;
 	conf.intr_conf.lsc = p->lsc ? 1 : 0;
+	if (p->rx_scatter && (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
 	rc = rte_eth_dev_configure(p->port_id, p->n_rxq, p->n_txq, &conf);
 	if (rc < 0)
 		return fail(p, err, errlen, "configure (%u RX, %u TX queues): %s", p->n_rxq, p->n_txq,
@@ -349,7 +398,7 @@ port_open(struct port *p, uint16_t index, const struct config_port *cp,
 	if (cp->mode == CONFIG_PORT_SHARED && !driver_is(p->driver, "net_af_xdp"))
 		return fail(p, err, errlen, "mode = shared needs net_af_xdp, not %s", p->driver);
 	if (check_queues(p, &info, params, err, errlen) < 0 || check_mtu(p, &info, err, errlen) < 0 ||
-	    create_pool(p, params, err, errlen) < 0 || setup_queues(p, &info, err, errlen) < 0)
+	    create_pool(p, &info, params, err, errlen) < 0 || setup_queues(p, &info, err, errlen) < 0)
 		return -1;
 	if (cp->promisc)
 		(void)rte_eth_promiscuous_enable(p->port_id);
@@ -392,6 +441,8 @@ port_close(struct port *p)
 	p->port_id = RTE_MAX_ETHPORTS;
 	rte_mempool_free(p->pool);
 	p->pool = NULL;
+	rte_mempool_free(p->big_pool);
+	p->big_pool = NULL;
 }
 
 bool

@@ -39,6 +39,13 @@ struct port {
 	uint16_t n_rxq;
 	uint16_t n_txq;
 	struct rte_mempool *pool;       /**< RX and TX mbufs of this port */
+	/**
+	 * rx_mbuf_size below the largest frame (scatter RX): whole-frame mbufs
+	 * for what is transmitted and for received frames that arrived in
+	 * several mbufs (worker.c copies them into one). NULL otherwise.
+	 */
+	struct rte_mempool *big_pool;
+	bool rx_scatter;                /**< frames may arrive in several mbufs */
 	struct gid_table gids;
 	bool started;
 	bool xdp_prog_custom;           /**< shared mode: our program is attached */

@@ -152,7 +152,9 @@ tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *userdata)
 unsigned int
 worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsigned int n)
 {
-	struct rte_mempool *pool = w->d->port[port_idx].pool;
+	const struct port *p = &w->d->port[port_idx];
+	/* with scatter RX the port's own mbufs may be smaller than a frame */
+	struct rte_mempool *pool = p->big_pool != NULL ? p->big_pool : p->pool;
 	unsigned int i;
 
 	if (n == 0 || rte_pktmbuf_alloc_bulk(pool, m, n) == 0)
@@ -257,8 +259,8 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	uint32_t len = m->data_len;
 	enum roce_drop_reason why;
 
-	if (unlikely(m->nb_segs != 1)) {
-		count_pl(w, port, CTR_RX_MULTISEG);
+	if (unlikely(m->nb_segs != 1)) {   /* rx_linearize() failed to run: never */
+		count_pl(w, port, CTR_RX_MULTISEG_DROPS);
 		return RX_NEXT_DROP;
 	}
 	if (unlikely(len < sizeof(struct roce_eth_hdr))) {
@@ -382,6 +384,39 @@ handoff_flush(struct worker *w, unsigned int dst)
 }
 
 /*
+ * A frame that arrived in several mbufs (scatter RX: rx_mbuf_size below the
+ * frame) becomes one whole-frame mbuf of the port's big_pool, so everything
+ * after (the parser, the engine's payload pointers) sees contiguous bytes.
+ * One copy per large frame. @return it, or NULL (freed and counted)
+ */
+static struct rte_mbuf *
+rx_linearize(struct worker *w, uint16_t port, struct rte_mbuf *m)
+{
+	struct rte_mempool *big = w->d->port[port].big_pool;
+	struct rte_mbuf *l = big != NULL ? rte_pktmbuf_alloc(big) : NULL;
+	uint8_t *dst = l != NULL ? (uint8_t *)rte_pktmbuf_append(l, (uint16_t)m->pkt_len) : NULL;
+	uint32_t left = m->pkt_len;
+
+	count_pl(w, port, CTR_RX_MULTISEG);
+	if (unlikely(dst == NULL || m->pkt_len > UINT16_MAX)) {
+		count_pl(w, port, CTR_RX_MULTISEG_DROPS);
+		rte_pktmbuf_free(l);
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	for (const struct rte_mbuf *s = m; s != NULL && left > 0; s = s->next) {
+		uint32_t k = RTE_MIN((uint32_t)s->data_len, left);
+
+		memcpy(dst, rte_pktmbuf_mtod(s, const uint8_t *), k);
+		dst += k;
+		left -= k;
+	}
+	l->port = m->port;
+	rte_pktmbuf_free(m);
+	return l;
+}
+
+/*
  * Classify and dispatch @p n frames. Each frame's port is its m->port
  * (ethdev id); loopback frames carry the port they were looped to.
  */
@@ -401,6 +436,11 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 		if (unlikely(port == DAEMON_NO_PORT)) {
 			drop[n_drop++] = m;
 			continue;
+		}
+		if (unlikely(m->nb_segs != 1)) {
+			m = rx_linearize(w, port, m);
+			if (m == NULL)
+				continue;
 		}
 		if (!loopback)
 			count_rx_frame(w, port, m);

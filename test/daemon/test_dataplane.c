@@ -81,6 +81,7 @@ static int qp_object; /* any non-NULL engine object */
 
 static const struct engine_ops *engine = &test_engine;
 static char daemon_extra[256]; /* more [daemon] settings for the next setup() */
+static char port_extra[128];   /* more [port p0] settings for the next setup() */
 
 /* Non-empty: EAL serves telemetry (its socket under this file prefix) instead of --no-telemetry. */
 static char tel_prefix[32];
@@ -115,7 +116,7 @@ setup(unsigned int n_workers, const char *lcores)
 		 "[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n%s"
 		 "[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
 		 "rx_desc = 256\ntx_desc = 256\n"
-		 "ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n", daemon_extra);
+		 "ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n%s", daemon_extra, port_extra);
 	cr_assert_eq(config_load_string(text, "t", &cfg, err, sizeof(err)), 0, "%s", err);
 	daemon_init(&d, &cfg, engine);
 	d.n_workers = n_workers;
@@ -390,6 +391,78 @@ Test(dataplane, valid_frames_reach_the_owner_qp)
 	cr_expect_eq(s->ctr.v[CTR_RX_PACKETS], 1);
 	cr_expect_eq(worker_qp_detach(d.worker[0], 0x12), &qp_object);
 	cr_expect_null(worker_qp_slot(d.worker[0], 0x12));
+}
+
+/* Inject @p frame as a chain of mbufs of at most @p seg bytes each (scatter RX). */
+static void
+inject_chain(const uint8_t *frame, size_t len, size_t seg)
+{
+	struct rte_mbuf *head = NULL;
+
+	for (size_t off = 0; off < len; off += seg) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(d.port[0].pool);
+		size_t k = len - off < seg ? len - off : seg;
+
+		cr_assert_not_null(m);
+		cr_assert_not_null(rte_pktmbuf_append(m, (uint16_t)k));
+		memcpy(rte_pktmbuf_mtod(m, void *), frame + off, k);
+		if (head == NULL)
+			head = m;
+		else
+			cr_assert_eq(rte_pktmbuf_chain(head, m), 0);
+	}
+	head->port = port_id;
+	cr_assert_eq(rte_ring_enqueue(rxr[0], head), 0);
+}
+
+/*
+ * rx_mbuf_size below the frame (net_ring offers scatter RX): a frame in
+ * several mbufs is copied into one whole-frame mbuf and parsed as usual;
+ * frames to send come from whole-frame mbufs.
+ */
+Test(dataplane, frames_in_several_mbufs_are_made_whole)
+{
+	uint8_t f[2048];
+	struct rte_mbuf *tx;
+	size_t len;
+
+	snprintf(port_extra, sizeof(port_extra), "rx_mbuf_size = 1024\n");
+	setup(1, "0");
+	port_extra[0] = '\0';
+	cr_assert(d.port[0].rx_scatter);
+	cr_assert_not_null(d.port[0].big_pool);
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	len = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 1400);
+	cr_assert_gt(len, 1024u);
+	inject_chain(f, len, 500);
+	run();
+	cr_assert_eq(rec.n, 1, "the frame reached the engine");
+	cr_expect_eq(rec.paylen[0], 1400);
+	cr_expect_eq(rec.first_byte[0], 1);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG), 1);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG_DROPS), 0);
+	cr_expect_eq(port_ctr(CTR_RX_DROPS), 0, "the ICRC over three segments checks out");
+	cr_assert_eq(worker_tx_alloc(d.worker[0], 0, &tx, 1), 1);
+	cr_expect_eq(tx->pool, d.port[0].big_pool);
+	cr_expect_geq(rte_pktmbuf_tailroom(tx), d.port[0].frame_max);
+	rte_pktmbuf_free(tx);
+}
+
+/* Without a whole-frame pool (rx_mbuf_size unset) a chained frame is dropped, counted. */
+Test(dataplane, a_chained_frame_without_a_whole_frame_pool_is_dropped)
+{
+	uint8_t f[1024];
+	size_t len;
+
+	setup(1, "0");
+	cr_assert_null(d.port[0].big_pool);
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	len = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 600);
+	inject_chain(f, len, 400);
+	run();
+	cr_assert_eq(rec.n, 0);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG), 1);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG_DROPS), 1);
 }
 
 Test(dataplane, frames_on_the_wrong_lcore_are_handed_over)
