@@ -48,6 +48,8 @@
 #             only, newline-separated), e.g. 'max_inflight_packets = 1024'
 #   LAB_PMD_ARGS more devargs for both daemons' port, appended (environment
 #             only), e.g. framecnt=512 to try another af_packet ring size
+#   LAB_PORT_CONF more [port p0] lines for both daemons' config (environment
+#             only, newline-separated), e.g. 'rx_mbuf_size = 2048' 
 #
 # Hosts (addresses from 198.18.0.0/15 and 2001:db8::/32 only):
 #   host a: kernel 198.18.0.1  2001:db8::1    daemon 198.18.0.11  2001:db8::11
@@ -249,6 +251,7 @@ mtu = $LAB_MTU
 ipv4 = $(daemon_ip4 "$h")/24
 ipv6 = $(daemon_ip6 "$h")/64
 resolve = $(daemon_ip4 "$p"), $(daemon_ip6 "$p")
+${LAB_PORT_CONF:-}
 EOF
 }
 
