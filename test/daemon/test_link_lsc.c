@@ -55,8 +55,13 @@ TestSuite(link_lsc, .fini = fini, .timeout = 60);
 
 Test(link_lsc, a_vhost_port_learns_its_link_from_interrupts)
 {
-	char *argv[] = { "test", "--no-pci", "-m", "256", "--single-file-segments", "--lcores",
-			 "0,1", "--no-telemetry", "--log-level=*:warning", eal_prefix, NULL };
+	/*
+	 * --in-memory: hugepages through memfd (vhost-user passes their
+	 * descriptors on), no file in /dev/hugepages outlives the test
+	 */
+	char *argv[] = { "test", "--no-pci", "-m", "256", "--in-memory", "--single-file-segments",
+			 "--lcores", "0,1",
+			 "--no-telemetry", "--log-level=*:warning", eal_prefix, NULL };
 	static struct config cfg;
 	char err[1024], text[512], vdev[128];
 	struct rte_eth_conf conf;
@@ -68,7 +73,7 @@ Test(link_lsc, a_vhost_port_learns_its_link_from_interrupts)
 	snprintf(sock, sizeof(sock), "/tmp/roce-lsc-%d.sock", (int)getpid());
 	snprintf(eal_prefix, sizeof(eal_prefix), "--file-prefix=roce-lsc-%d", (int)getpid());
 	unlink(sock);
-	cr_assert_geq(rte_eal_init(10, argv), 0, "EAL");
+	cr_assert_geq(rte_eal_init(11, argv), 0, "EAL");
 	eal_up = true;
 	snprintf(text, sizeof(text),
 		 "[daemon]\nlink_poll_ms = 10000\n"
