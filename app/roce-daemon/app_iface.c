@@ -926,6 +926,7 @@ qp_cfg(struct app_iface *ai, struct ai_qp *q, const struct qp_sem *sem, struct x
 	c->rate_limit_kbps = a->rate_limit;
 	c->max_unacked = ai->d->cfg.daemon.max_inflight_packets;
 	c->min_window = ai->d->cfg.daemon.min_inflight_packets;
+	c->cc = info->dev < ai->d->n_ports ? &ai->d->port[info->dev].cc : NULL;
 	memset(&c->av, 0, sizeof(c->av));
 	if (info->qp_type != IBV_QPT_UD && (st == IBV_QPS_RTR || st == IBV_QPS_RTS ||
 					    st == IBV_QPS_SQD || st == IBV_QPS_SQE)) {

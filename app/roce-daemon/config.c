@@ -43,6 +43,9 @@ struct config_key {
 
 static const char *const idle_names[] = { "none", "pause", "yield", "sleep", NULL };
 static const char *const mode_names[] = { "dedicated", "shared", NULL };
+/* index = the ECN codepoint (RFC 3168 section 5) */
+static const char *const ecn_names[] = { "none", "ect1", "ect0", NULL };
+static const char *const cc_names[] = { "none", "dcqcn", NULL };
 
 #define D_FIELD(f) offsetof(struct config_daemon, f), sizeof(((struct config_daemon *)0)->f)
 #define P_FIELD(f) offsetof(struct config_port, f), sizeof(((struct config_port *)0)->f)
@@ -134,6 +137,40 @@ static const struct config_key port_keys[] = {
 	ENUM("mode", P_FIELD(mode), mode_names, "dedicated",
 	     "dedicated (own every frame) | shared (net_af_xdp with bpf/roce_xdp.o)"),
 	BOOL("promisc", P_FIELD(promisc), "no", "enable promiscuous mode"),
+	/* congestion control and QoS: defaults as RoCE NICs and the DCQCN
+	 * paper (lib/qp/dcqcn.h, doc/congestion.md) */
+	ENUM("ecn", P_FIELD(ecn), ecn_names, "ect0",
+	     "ECN codepoint of RoCE frames (not CNPs): none|ect1|ect0; replaces the AV's ECN bits"),
+	ENUM("cc", P_FIELD(cc), cc_names, "dcqcn",
+	     "reaction point: dcqcn (CNPs cut the QP's rate) | none (CNPs ignored)"),
+	BOOL("cnp", P_FIELD(cnp), "yes",
+	     "notification point: answer CE-marked packets with CNPs to the sender's QP"),
+	U32("cnp_interval_us", P_FIELD(cnp_interval_us), 0, 1000000, "50",
+	    "at most one CNP per QP per this interval (DCQCN N)"),
+	U32("dscp", P_FIELD(dscp), 0, 63, "0",
+	    "DSCP of RoCE frames whose AV traffic class carries none (0)"),
+	U32("pcp", P_FIELD(pcp), 0, 7, "0", "802.1p priority of VLAN-tagged RoCE frames"),
+	U32("cnp_dscp", P_FIELD(cnp_dscp), 0, 63, "48", "DSCP of CNPs"),
+	U32("cnp_pcp", P_FIELD(cnp_pcp), 0, 7, "6", "802.1p priority of VLAN-tagged CNPs"),
+	U32("dcqcn_g_inv", P_FIELD(dcqcn_g_inv), 1, 65536, "256",
+	    "DCQCN alpha gain g = 1/N"),
+	U32("dcqcn_alpha_us", P_FIELD(dcqcn_alpha_us), 1, 10000000, "55",
+	    "DCQCN K: alpha decays after this long without a CNP"),
+	U32("dcqcn_timer_us", P_FIELD(dcqcn_timer_us), 1, 10000000, "55",
+	    "DCQCN T: rate increase timer"),
+	U32("dcqcn_bytes", P_FIELD(dcqcn_bytes), 0, 1u << 31, "10485760",
+	    "DCQCN B: rate increase byte counter (0: timer only)"),
+	U32("dcqcn_f", P_FIELD(dcqcn_f), 1, 1000, "5", "DCQCN F: fast recovery stages"),
+	U32("dcqcn_ai_mbps", P_FIELD(dcqcn_ai_mbps), 1, 1000000, "40",
+	    "DCQCN R_AI: additive increase (Mb/s)"),
+	U32("dcqcn_hai_mbps", P_FIELD(dcqcn_hai_mbps), 1, 1000000, "400",
+	    "DCQCN R_HAI: hyper increase (Mb/s)"),
+	U32("dcqcn_min_mbps", P_FIELD(dcqcn_min_mbps), 1, 1000000, "1",
+	    "DCQCN floor of the rate (Mb/s)"),
+	U32("dcqcn_line_mbps", P_FIELD(dcqcn_line_mbps), 0, 4000000, "0",
+	    "DCQCN line rate (Mb/s): the rate before the first CNP; 0: the link speed"),
+	BOOL("dcqcn_pace_line", P_FIELD(dcqcn_pace_line), "no",
+	     "pace QPs at the line rate before the first CNP (no window-sized bursts)"),
 };
 
 #define N_DAEMON_KEYS (sizeof(daemon_keys) / sizeof(daemon_keys[0]))
@@ -308,6 +345,38 @@ config_addr_format(const struct config_addr *a, char *buf, size_t len)
 		inet_ntop(AF_INET6, a->addr, tmp, sizeof(tmp));
 		snprintf(buf, len, "%s/%u", tmp, a->prefix_len);
 	}
+}
+
+void
+config_port_cc(const struct config_port *cp, uint32_t link_mbps, struct xport_cc *cc)
+{
+	uint64_t line = cp->dcqcn_line_mbps ? cp->dcqcn_line_mbps
+			: link_mbps ? link_mbps : CONFIG_CC_LINE_MBPS_DEFAULT;
+	struct dcqcn_params *d = &cc->dcqcn;
+
+	memset(cc, 0, sizeof(*cc));
+	cc->ecn = (uint8_t)cp->ecn;
+	cc->algo = cp->cc == 1 ? XPORT_CC_DCQCN : XPORT_CC_NONE;
+	cc->np = cp->cnp;
+	cc->cnp_interval_ns = (uint64_t)cp->cnp_interval_us * 1000u;
+	cc->dscp = (uint8_t)cp->dscp;
+	cc->pcp = (uint8_t)cp->pcp;
+	cc->cnp_dscp = (uint8_t)cp->cnp_dscp;
+	cc->cnp_pcp = (uint8_t)cp->cnp_pcp;
+	cc->pace_line = cp->dcqcn_pace_line;
+	if (line * 1000u > UINT32_MAX)
+		line = UINT32_MAX / 1000u;
+	dcqcn_params_default(d, (uint32_t)line * 1000u);
+	d->g_inv = cp->dcqcn_g_inv;
+	d->alpha_ns = (uint64_t)cp->dcqcn_alpha_us * 1000u;
+	d->timer_ns = (uint64_t)cp->dcqcn_timer_us * 1000u;
+	d->bytes = cp->dcqcn_bytes;
+	d->f = cp->dcqcn_f;
+	d->ai_kbps = cp->dcqcn_ai_mbps * 1000u;
+	d->hai_kbps = cp->dcqcn_hai_mbps * 1000u;
+	d->min_kbps = cp->dcqcn_min_mbps * 1000u;
+	if (d->min_kbps > d->line_kbps)
+		d->min_kbps = d->line_kbps;
 }
 
 const char *

@@ -66,6 +66,25 @@ struct config_port {
 	uint32_t rx_mbuf_size;            /**< RX mbuf data room; 0: one whole frame */
 	uint32_t mode;                    /**< enum config_port_mode */
 	bool promisc;
+	/* congestion control and QoS (lib/qp struct xport_cc, doc/congestion.md) */
+	uint32_t ecn;                     /**< ECN codepoint on data: 0 none, 1 ECT(1), 2 ECT(0) */
+	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn */
+	bool cnp;                         /**< notification point: CNPs on CE marks */
+	uint32_t cnp_interval_us;
+	uint32_t dscp;                    /**< DSCP when the AV's traffic class has none */
+	uint32_t pcp;                     /**< 802.1p priority of tagged frames */
+	uint32_t cnp_dscp;
+	uint32_t cnp_pcp;
+	uint32_t dcqcn_g_inv;             /**< g = 1 / dcqcn_g_inv */
+	uint32_t dcqcn_alpha_us;          /**< K */
+	uint32_t dcqcn_timer_us;          /**< T */
+	uint32_t dcqcn_bytes;             /**< B, 0: no byte counter */
+	uint32_t dcqcn_f;                 /**< F */
+	uint32_t dcqcn_ai_mbps;           /**< R_AI */
+	uint32_t dcqcn_hai_mbps;          /**< R_HAI */
+	uint32_t dcqcn_min_mbps;          /**< floor of the rate */
+	uint32_t dcqcn_line_mbps;         /**< line rate, 0: the link speed */
+	bool dcqcn_pace_line;             /**< pace at line rate while not limited */
 	unsigned int line;                /**< line of the [port] header, for errors */
 };
 
@@ -131,6 +150,19 @@ void config_defaults(struct config *cfg);
 
 /** Print every section and key with its default and meaning (for --help). */
 void config_print_keys(FILE *out);
+
+struct xport_cc;
+
+/** Line rate DCQCN assumes when neither dcqcn_line_mbps nor the link says one. */
+#define CONFIG_CC_LINE_MBPS_DEFAULT 10000u
+
+/**
+ * The transport engine's congestion control and QoS of port @p cp
+ * (lib/qp struct xport_cc): its ECN, CNP, DSCP/priority and DCQCN keys;
+ * the line rate is dcqcn_line_mbps, else @p link_mbps, else
+ * CONFIG_CC_LINE_MBPS_DEFAULT.
+ */
+void config_port_cc(const struct config_port *cp, uint32_t link_mbps, struct xport_cc *cc);
 
 /** @return the name of an idle mode ("sleep"). */
 const char *config_idle_name(enum config_idle idle);

@@ -62,6 +62,7 @@
 	X(RX_OWN_SRC, "rx_own_src", CTR_S_PL, "our own transmitted frames seen again (af_packet)") \
 	X(RX_NOT_OUR_ADDR, "rx_not_our_addr", CTR_S_PL, "RoCE frames to an IP that is not ours") \
 	X(RX_NO_QP, "rx_no_qp", CTR_S_PL, "RoCE frames for a QP that does not exist") \
+	X(RX_CNP_NO_QP, "rx_cnp_no_qp", CTR_S_PL, "of those, CNPs (congestion notifications)") \
 	X(RX_MULTISEG, "rx_multiseg", CTR_S_PL, \
 	  "frames spread over several mbufs (scatter RX), copied into one whole-frame mbuf") \
 	X(RX_MULTISEG_DROPS, "rx_multiseg_drops", CTR_S_PL, \

@@ -426,6 +426,9 @@ port_open(struct port *p, uint16_t index, const struct config_port *cp,
 		return fail(p, err, errlen, "MAC address: %s", rte_strerror(-rc));
 	memcpy(p->mac, mac.addr_bytes, 6);
 	gid_table_build(&p->gids, p->mac, cp);
+	uint32_t speed = 0;
+	(void)port_link(p, &speed);
+	config_port_cc(cp, speed, &p->cc);
 	if (cp->mode == CONFIG_PORT_SHARED && port_xdp_set_addrs(p, err, errlen) < 0)
 		return -1;
 	return 0;

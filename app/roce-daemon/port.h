@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "gid.h"
+#include "xport.h"
 
 struct rte_mempool;
 
@@ -49,6 +50,7 @@ struct port {
 	struct gid_table gids;
 	bool started;
 	bool xdp_prog_custom;           /**< shared mode: our program is attached */
+	struct xport_cc cc;             /**< congestion control and QoS of its QPs (config_port_cc()) */
 	/*
 	 * Link state (port_link.c; the control thread writes, anyone reads with
 	 * __atomic loads). Workers poll RX only while rx_on (the port is

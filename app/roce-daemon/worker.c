@@ -319,6 +319,8 @@ deliver_local(struct worker *w, uint16_t n)
 
 		if (qp == NULL) {
 			count_pl(w, r->port, CTR_RX_NO_QP);
+			if (r->pkt.opcode == ROCE_OP_CNP)
+				count_pl(w, r->port, CTR_RX_CNP_NO_QP);
 			__atomic_store_n(&w->no_qp_last[r->port],
 					 worker_no_qp_stamp(rte_rdtsc(), r->pkt.dest_qpn),
 					 __ATOMIC_RELAXED);

@@ -172,6 +172,7 @@ tmpl_init(struct xport_qp *qp)
 	struct roce_pkt *t = &qp->tmpl;
 	memset(t, 0, sizeof(*t));
 	l3_from_av(&t->l3, &qp->cfg.av, qp->cfg.qpn, qp->cfg.dest_qpn);
+	xport_cc_qos(qp->cfg.cc, &t->l3);
 	t->pkey = qp->cfg.pkey;
 	t->dest_qpn = qp->cfg.dest_qpn;
 }
@@ -191,6 +192,7 @@ qp_reset_progress(struct xport_qp *qp)
 	xport_comp_reset(qp);
 	xport_resp_reset(qp);
 	memset(qp->timer_at, 0, sizeof(qp->timer_at));
+	xport_cc_reset(qp);
 	qp->last_wqe_event = false;
 	qp->comm_est_event = false;
 	qp->drained_event = false;
@@ -312,6 +314,8 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
 	uint16_t ip_id = qp->tmpl.l3.ip_id;
 	qp->cfg = *cfg;
+	if (!cfg->cc || cfg->cc->algo != XPORT_CC_DCQCN)
+		xport_cc_reset(qp); /* no reaction point any more: line rate */
 	derive(qp);
 	tmpl_init(qp);
 	qp->tmpl.l3.ip_id = ip_id;
@@ -679,6 +683,9 @@ sync_timers(struct xport_qp *qp, struct xport_out *out)
 	uint64_t pace = (live && qp->req.pace_wait) ? qp->req.pace_next : 0;
 	if (pace != qp->timer_at[XPORT_TIMER_PACE])
 		timer_action(qp, out, XPORT_TIMER_PACE, pace);
+	uint64_t cc = live ? xport_cc_deadline(qp) : 0;
+	if (cc != qp->timer_at[XPORT_TIMER_CC])
+		timer_action(qp, out, XPORT_TIMER_CC, cc);
 }
 
 /* ---- activation -------------------------------------------------------- */
@@ -732,7 +739,7 @@ activate_after_rx(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		xport_req_run(qp, now, out);
 	if (__builtin_expect(qp->state == XPORT_STATE_SQD, 0))
 		check_drained(qp, out);
-	if (qp->cfg.type == XPORT_RC)
+	if (qp->cfg.type == XPORT_RC || qp->rp.limited)
 		sync_timers(qp, out);
 }
 
@@ -789,6 +796,15 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 	for (uint32_t i = 0; i < n; i++) {
 		const struct roce_pkt *pkt = pkts[i];
 		const struct roce_opcode_desc *d = roce_opcode_desc(pkt->opcode);
+
+		if (__builtin_expect(pkt->opcode == ROCE_OP_CNP, 0)) {
+			/* congestion notification for this QP as a sender (xport_cc.c) */
+			if (pkt->dest_qpn != qp->cfg.qpn)
+				cnt_inc(qp, XPORT_CNT_DROP_DEST_QP);
+			else
+				xport_cc_rx_cnp(qp, pkt, now);
+			continue;
+		}
 		enum xport_counter drop = rx_filter(qp, pkt);
 
 		if (drop != XPORT_CNT_COUNT || !d) {
@@ -803,6 +819,9 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 		}
 		qp->cnt[XPORT_CNT_RX_PKTS]++;
 		qp->cnt[XPORT_CNT_RX_BYTES] += pkt->payload_len;
+		/* ECN Congestion Experienced (RFC 3168 section 5): the notification point */
+		if (__builtin_expect((pkt->l3.traffic_class & 3) == 3, 0))
+			xport_cc_rx_ce(qp, pkt, now, out);
 		if (__builtin_expect(qp->state == XPORT_STATE_RTR && !qp->comm_est_event, 0)) {
 			/* first packet received in RTR -> Communication Established */
 			qp->comm_est_event = true;
@@ -834,7 +853,9 @@ xport_qp_timer_expired(struct xport_qp *qp, enum xport_timer timer, uint64_t now
 	}
 	qp->timer_at[timer] = 0;
 	if (qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD) {
-		if (timer == XPORT_TIMER_PACE) {
+		if (timer == XPORT_TIMER_CC) {
+			xport_cc_timer(qp, now);
+		} else if (timer == XPORT_TIMER_PACE) {
 			qp->req.pace_wait = false;
 		} else if (qp->req.rnr_wait) {
 			if (now >= qp->req.rnr_until) {

@@ -34,9 +34,9 @@
  * into xport_out.bounce at gather time instead, so a segment always points
  * into this process.
  *
- * Timers: two per QP (enum xport_timer). The engine emits ARM/CANCEL
+ * Timers: three per QP (enum xport_timer). The engine emits ARM/CANCEL
  * actions for them with an absolute expiry; the caller runs them on its
- * timer wheel (handle = qp handle << 1 | timer id) and calls
+ * timer wheel (timer_wheel_handle(qp handle, timer id)) and calls
  * xport_qp_timer_expired() when one fires. Stale expiries are harmless.
  * The ACK timer is re-armed lazily: it keeps its first deadline and, when it
  * fires before the real one (last progress + timeout), asks to be re-armed.
@@ -65,6 +65,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dcqcn.h"
 #include "mr.h"
 #include "queue.h"
 #include "roce.h"
@@ -141,6 +142,43 @@ struct xport_srq {
 	bool limit_armed;         /**< set by modify_srq; cleared when the event fires */
 };
 
+/** ECN codepoint of RoCE frames (RFC 3168 section 5: the two low bits of the traffic class). */
+enum xport_ecn {
+	XPORT_ECN_NOT_ECT = 0, /**< not ECN-capable (what Linux rxe sends) */
+	XPORT_ECN_ECT1 = 1,
+	XPORT_ECN_ECT0 = 2,    /**< what ConnectX sends with ECN enabled */
+};
+
+/** Reaction point algorithm of a port. */
+enum xport_cc_algo {
+	XPORT_CC_NONE = 0,     /**< CNPs are counted and ignored */
+	XPORT_CC_DCQCN = 1,    /**< DCQCN (dcqcn.h) paces the QP */
+};
+
+/**
+ * Congestion control and QoS of a port, shared by its QPs (xport_cfg.cc):
+ * what RoCE NICs configure per port (mlx5: ECN enable per priority, the
+ * notification and reaction point parameters, CNP DSCP and priority).
+ */
+struct xport_cc {
+	uint8_t ecn;              /**< enum xport_ecn on every frame but CNPs: replaces the AV's ECN bits */
+	uint8_t algo;             /**< enum xport_cc_algo (reaction point) */
+	bool np;                  /**< notification point: answer CE-marked packets with CNPs */
+	uint8_t dscp;             /**< DSCP of frames whose AV traffic class carries none (0) */
+	uint8_t pcp;              /**< 802.1p priority of tagged frames whose AV tag has none */
+	uint8_t cnp_dscp;         /**< DSCP of CNPs (their ECN bits: not-ECT) */
+	uint8_t cnp_pcp;          /**< 802.1p priority of tagged CNPs */
+	uint64_t cnp_interval_ns; /**< at most one CNP per QP per interval (DCQCN's N) */
+	/**
+	 * Pace at dcqcn.line_kbps while DCQCN does not limit the QP (as a NIC
+	 * never exceeds its link): a window is not sent as one burst faster
+	 * than the link. Off: unpaced until the first CNP (the software path
+	 * is slower than the link anyway, and pacing costs a timer per hold).
+	 */
+	bool pace_line;
+	struct dcqcn_params dcqcn;
+};
+
 /**
  * Configuration of one QP, filled by the daemon from the QP semantics
  * object (ibv_qp_attr and create attributes). Ring and table pointers must
@@ -200,6 +238,9 @@ struct xport_cfg {
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;
 	struct mr_table *mrs;
+	/** Congestion control and QoS of the QP's port; NULL: none (no ECN
+	 *  marking, no CNPs sent, CNPs ignored, the AV's traffic class as is). */
+	const struct xport_cc *cc;
 };
 
 /*
@@ -250,7 +291,14 @@ struct xport_cfg {
 	X(DROP_UD_LEN, "dropped: UD SEND larger than the receive WQE") \
 	X(CQ_OVERFLOW, "CQEs that did not fit their CQ") \
 	X(MR_FALLBACK_COPIES, "copies to/from memory the daemon cannot map (process_vm_readv/writev)") \
-	X(MR_FALLBACK_ERRORS, "fallback copies that failed (owner gone, pages unmapped or read-only)")
+	X(MR_FALLBACK_ERRORS, "fallback copies that failed (owner gone, pages unmapped or read-only)") \
+	X(CE_RX, "packets received with ECN Congestion Experienced (CE)") \
+	X(CNP_TX, "CNPs sent (notification point, at most one per cnp_interval)") \
+	X(CNP_RX, "CNPs received and acted on (reaction point)") \
+	X(CNP_MALFORMED, "CNPs dropped as malformed (BECN clear)") \
+	X(CNP_IGNORED, "CNPs ignored: cc = none, QP not sending (state), or from another peer/P_Key") \
+	X(CC_RATE_CUTS, "DCQCN rate cuts") \
+	X(CC_RATE_KBPS, "DCQCN current rate in kb/s (a gauge: 0 = not limited, line rate)")
 
 /** Counter indices. */
 enum xport_counter {
@@ -287,6 +335,7 @@ enum xport_err {
 enum xport_timer {
 	XPORT_TIMER_RETRY = 0, /**< local ACK timeout, or RNR back-off wait */
 	XPORT_TIMER_PACE = 1,  /**< rate limiter: requester may send again */
+	XPORT_TIMER_CC = 2,    /**< congestion control: DCQCN alpha decay / rate increase */
 	XPORT_TIMER_COUNT
 };
 
@@ -458,6 +507,8 @@ uint32_t xport_qp_sq_psn(const struct xport_qp *qp);
 uint32_t xport_qp_send_window(const struct xport_qp *qp);
 /** @return the PSN the responder expects next. */
 uint32_t xport_qp_rq_psn(const struct xport_qp *qp);
+/** @return the QP's DCQCN reaction point state (tests, telemetry). */
+const struct dcqcn_rp *xport_qp_dcqcn(const struct xport_qp *qp);
 /** @} */
 
 /**

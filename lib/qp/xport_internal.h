@@ -153,6 +153,8 @@ struct xport_qp {
 	bool res_heap;
 	uint32_t sq_mask;      /* trusted SQ geometry (cfg.sq_size - 1) */
 	uint32_t rq_mask;      /* trusted RQ geometry (cfg.rq_size - 1), 0 with an SRQ */
+	struct dcqcn_rp rp;    /* congestion control, reaction point (xport_cc.c) */
+	struct dcqcn_np np;    /* congestion control, notification point */
 	uint64_t cnt[XPORT_CNT_COUNT];
 };
 
@@ -256,7 +258,49 @@ void xport_comp_reset(struct xport_qp *qp);
 void xport_comp_progress(struct xport_qp *qp, uint64_t now);
 const char *xport_comp_step_name(unsigned step);
 
+/* xport_cc.c */
+void xport_cc_qos(const struct xport_cc *cc, struct roce_l3 *l3);
+void xport_cc_rx_ce(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
+		    struct xport_out *out);
+void xport_cc_rx_cnp(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now);
+void xport_cc_timer(struct xport_qp *qp, uint64_t now);
+void xport_cc_reset(struct xport_qp *qp);
+
 /* ---- hot-path helpers (inline) ---- */
+
+/*
+ * The requester's pacing rate in kb/s, 0 = unpaced: the lower of the QP's
+ * rate limit (ibv_qp_attr.rate_limit) and its DCQCN rate (or line rate
+ * with xport_cc.pace_line).
+ */
+static inline uint32_t
+xport_pace_kbps(const struct xport_qp *qp)
+{
+	uint32_t limit = qp->cfg.rate_limit_kbps, cc = dcqcn_rp_rate(&qp->rp);
+
+	if (cc == 0 && qp->cfg.cc && qp->cfg.cc->pace_line)
+		cc = qp->cfg.cc->dcqcn.line_kbps;
+	if (cc == 0 || (limit != 0 && limit < cc))
+		return limit;
+	return cc;
+}
+
+/* @p bytes left the requester (frame bytes as the pacer charges them): DCQCN's byte counter. */
+static inline void
+xport_cc_sent(struct xport_qp *qp, uint64_t bytes)
+{
+	if (__builtin_expect(qp->rp.limited, 0)) {
+		dcqcn_rp_sent(&qp->rp, &qp->cfg.cc->dcqcn, bytes);
+		qp->cnt[XPORT_CNT_CC_RATE_KBPS] = dcqcn_rp_rate(&qp->rp);
+	}
+}
+
+/* The deadline XPORT_TIMER_CC must fire at, 0: none. */
+static inline uint64_t
+xport_cc_deadline(const struct xport_qp *qp)
+{
+	return dcqcn_rp_next_ns(&qp->rp);
+}
 
 /*
  * A frame slot in @p out preset from the QP's header template, or NULL

@@ -232,7 +232,7 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
-	if (qp->cfg.rate_limit_kbps && now < req->pace_next) {
+	if (xport_pace_kbps(qp) && now < req->pace_next) {
 		if (!req->pace_wait)
 			cnt_inc(qp, XPORT_CNT_PACE_WAIT);
 		req->pace_wait = true; /* sync_timers arms the pace timer */
@@ -346,6 +346,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		if (qp->cfg.type == XPORT_UD) {
 			const struct sq_wqe *wqe = &w->wqe;
 			xport_frame_set_av(f, &wqe->av, qp->cfg.qpn, wqe->wr.ud.remote_qpn);
+			xport_cc_qos(qp->cfg.cc, &f->pkt.l3);
 			f->pkt.dest_qpn = wqe->wr.ud.remote_qpn & ROCE_QPN_MASK;
 			/* a WR Q_Key with the MSB set means "use the QP's Q_Key" */
 			f->pkt.deth.qkey = (wqe->wr.ud.remote_qkey & 0x80000000u)
@@ -393,10 +394,12 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	if (qp->cfg.rate_limit_kbps) {
+	uint32_t kbps = xport_pace_kbps(qp);
+	if (kbps) {
 		uint64_t bits = (uint64_t)(ctx->f->pkt.payload_len + XPORT_PACE_OVERHEAD) * 8;
 		uint64_t start = req->pace_next > now ? req->pace_next : now;
-		req->pace_next = start + bits * 1000000u / qp->cfg.rate_limit_kbps;
+		req->pace_next = start + bits * 1000000u / kbps;
+		xport_cc_sent(qp, bits / 8);
 	}
 	if (!ctx->last) {
 		req->offset += ctx->payload;

@@ -353,6 +353,18 @@ size_t roce_build_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
  */
 size_t roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
 
+/**
+ * Fill @p cnp as a RoCEv2 Congestion Notification Packet (IBTA Annex A17,
+ * section A17.9.3; laid out as ConnectX sends it): BTH opcode 0x81 (CNP),
+ * FECN 0, BECN 1, SE/M/pad/TVer 0, P_Key @p pkey, DestQP @p dest_qpn (the
+ * reaction point's QP: the sender of the CE-marked packet), AckReq 0,
+ * PSN 0; then 16 reserved bytes (zero) and the ICRC. The L2/L3 fields are
+ * @p l3's. roce_build() writes the frame: 14 (+4 VLAN) + 20/40 + 8 + 12 +
+ * 16 + 4 bytes.
+ */
+void roce_cnp_init(struct roce_pkt *cnp, const struct roce_l3 *l3, uint16_t pkey,
+		   uint32_t dest_qpn);
+
 /** @name ICRC (IBTA Annex A17.3.3), computed in chunks
  * crc = roce_icrc_headers(frame + l3_offset, hdr_len_from_l3);
  * crc = roce_icrc_update(crc, payload_segment, n); ... (payload + pad)

@@ -223,3 +223,15 @@ roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
 	}
 	return total;
 }
+
+void
+roce_cnp_init(struct roce_pkt *cnp, const struct roce_l3 *l3, uint16_t pkey, uint32_t dest_qpn)
+{
+	memset(cnp, 0, sizeof(*cnp));
+	cnp->l3 = *l3;
+	cnp->opcode = ROCE_OP_CNP;
+	cnp->hdrs = roce_opcode_table[ROCE_OP_CNP].hdrs;
+	cnp->pkey = pkey;
+	cnp->becn = true; /* Annex A17.9.3: a CNP carries BECN set */
+	cnp->dest_qpn = dest_qpn & ROCE_QPN_MASK;
+}

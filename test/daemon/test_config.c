@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "xport.h"
 #include "helpers.h"
 
 static struct config cfg;
@@ -45,6 +46,12 @@ static const struct bad_case bad_cases[] = {
 	{ PORT_OK "mode = turbo\n", "t:3: [port p0] mode = turbo: not one of dedicated|shared" },
 	{ PORT_OK "mode = shared\nipv4 = 198.18.0.1\n", "t:1: [port p0]: mode = shared needs a net_af_xdp port" },
 	{ PORT_OK "promisc = maybe\n", "not a boolean (yes/no)" },
+	{ PORT_OK "ecn = ce\n", "t:3: [port p0] ecn = ce: not one of none|ect1|ect0" },
+	{ PORT_OK "cc = timely\n", "t:3: [port p0] cc = timely: not one of none|dcqcn" },
+	{ PORT_OK "dscp = 64\n", "t:3: [port p0] dscp = 64: out of range 0..63" },
+	{ PORT_OK "cnp_pcp = 8\n", "t:3: [port p0] cnp_pcp = 8: out of range 0..7" },
+	{ PORT_OK "dcqcn_g_inv = 0\n", "t:3: [port p0] dcqcn_g_inv = 0: out of range 1..65536" },
+	{ PORT_OK "dcqcn_timer_us = 0\n", "t:3: [port p0] dcqcn_timer_us = 0: out of range" },
 	{ "[daemon]\nidle = lazy\n" PORT_OK, "t:2: [daemon] idle = lazy: not one of none|pause|yield|sleep" },
 	{ "[daemon]\nhandoff_ring = 1000\n" PORT_OK, "t:2: [daemon] handoff_ring = 1000: not a power of two" },
 	{ "[daemon]\nlcores = 0&1\n" PORT_OK, "t:1: [daemon] lcores = 0&1: only digits" },
@@ -173,6 +180,62 @@ Test(config, good_file_sets_fields)
 	cr_expect_str_eq(s, "198.18.0.1/24");
 	config_addr_format(&p->addrs[3], s, sizeof(s));
 	cr_expect_str_eq(s, "2001:db8::1/64");
+}
+
+/* The [port] congestion keys: defaults as NICs and the DCQCN paper, then as given. */
+Test(config, congestion_control_keys)
+{
+	struct xport_cc cc;
+
+	cr_assert_eq(config_load_string(PORT_OK, "cc", &cfg, err, sizeof(err)), 0, "%s", err);
+	config_port_cc(&cfg.ports[0], 25000, &cc);
+	cr_expect_eq(cc.ecn, XPORT_ECN_ECT0);
+	cr_expect_eq(cc.algo, XPORT_CC_DCQCN);
+	cr_expect(cc.np);
+	cr_expect_eq(cc.cnp_interval_ns, 50000);
+	cr_expect_eq(cc.dscp, 0);
+	cr_expect_eq(cc.cnp_dscp, 48);
+	cr_expect_eq(cc.cnp_pcp, 6);
+	cr_expect(!cc.pace_line);
+	cr_expect_eq(cc.dcqcn.g_inv, 256);
+	cr_expect_eq(cc.dcqcn.alpha_ns, 55000);
+	cr_expect_eq(cc.dcqcn.timer_ns, 55000);
+	cr_expect_eq(cc.dcqcn.bytes, 10u << 20);
+	cr_expect_eq(cc.dcqcn.f, 5);
+	cr_expect_eq(cc.dcqcn.ai_kbps, 40000);
+	cr_expect_eq(cc.dcqcn.hai_kbps, 400000);
+	cr_expect_eq(cc.dcqcn.min_kbps, 1000);
+	cr_expect_eq(cc.dcqcn.line_kbps, 25000000, "the link speed");
+	config_port_cc(&cfg.ports[0], 0, &cc);
+	cr_expect_eq(cc.dcqcn.line_kbps, CONFIG_CC_LINE_MBPS_DEFAULT * 1000u, "no link speed");
+
+	cr_assert_eq(config_load_string(PORT_OK "ecn = ect1\ncc = none\ncnp = no\n"
+					"cnp_interval_us = 4\ndscp = 26\npcp = 3\ncnp_dscp = 46\n"
+					"cnp_pcp = 7\ndcqcn_g_inv = 16\ndcqcn_alpha_us = 100\n"
+					"dcqcn_timer_us = 300\ndcqcn_bytes = 0\ndcqcn_f = 1\n"
+					"dcqcn_ai_mbps = 5\ndcqcn_hai_mbps = 50\n"
+					"dcqcn_min_mbps = 10\ndcqcn_line_mbps = 100\n"
+					"dcqcn_pace_line = yes\n",
+				     "cc", &cfg, err, sizeof(err)), 0, "%s", err);
+	config_port_cc(&cfg.ports[0], 25000, &cc);
+	cr_expect_eq(cc.ecn, XPORT_ECN_ECT1);
+	cr_expect_eq(cc.algo, XPORT_CC_NONE);
+	cr_expect(!cc.np);
+	cr_expect_eq(cc.cnp_interval_ns, 4000);
+	cr_expect_eq(cc.dscp, 26);
+	cr_expect_eq(cc.pcp, 3);
+	cr_expect_eq(cc.cnp_dscp, 46);
+	cr_expect_eq(cc.cnp_pcp, 7);
+	cr_expect(cc.pace_line);
+	cr_expect_eq(cc.dcqcn.g_inv, 16);
+	cr_expect_eq(cc.dcqcn.alpha_ns, 100000);
+	cr_expect_eq(cc.dcqcn.timer_ns, 300000);
+	cr_expect_eq(cc.dcqcn.bytes, 0);
+	cr_expect_eq(cc.dcqcn.f, 1);
+	cr_expect_eq(cc.dcqcn.ai_kbps, 5000);
+	cr_expect_eq(cc.dcqcn.hai_kbps, 50000);
+	cr_expect_eq(cc.dcqcn.min_kbps, 10000);
+	cr_expect_eq(cc.dcqcn.line_kbps, 100000, "configured line rate wins");
 }
 
 Test(config, missing_file)

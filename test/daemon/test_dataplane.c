@@ -361,6 +361,33 @@ Test(dataplane, malformed_frames_are_dropped_and_counted)
 	cr_expect_eq(port_ctr(CTR_RX_ROCE), 0);
 }
 
+/* A CNP (congestion notification) for a QP that does not exist is counted as such. */
+Test(dataplane, cnp_for_no_qp_is_counted)
+{
+	uint8_t f[256];
+	struct roce_pkt cnp;
+	struct roce_l3 l3 = { .hop_limit = 64, .udp_sport = 0xc001 };
+
+	setup(1, "0");
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	memcpy(l3.dmac, our_mac, 6);
+	memcpy(l3.smac, peer_mac, 6);
+	memcpy(l3.sgid, gid_b, 16);
+	memcpy(l3.dgid, gid_a, 16);
+	roce_cnp_init(&cnp, &l3, 0xffff, 0x13);
+	size_t n = roce_build(&cnp, f, sizeof(f));
+	cr_assert_gt(n, 0);
+	inject(0, f, n);
+	roce_cnp_init(&cnp, &l3, 0xffff, 0x12); /* this one has a QP: the engine's */
+	inject(0, f, roce_build(&cnp, f, sizeof(f)));
+	inject(0, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x14, 100));
+	run();
+	cr_expect_eq(port_ctr(CTR_RX_NO_QP), 2, "the CNP and the SEND to missing QPs");
+	cr_expect_eq(port_ctr(CTR_RX_CNP_NO_QP), 1, "of which one CNP");
+	cr_expect_eq(rec.n, 1, "the CNP for QP 0x12 reached it");
+	cr_expect_eq(rec.qpn[0], 0x12);
+}
+
 Test(dataplane, valid_frames_reach_the_owner_qp)
 {
 	uint8_t f[512], other[16];

@@ -116,6 +116,46 @@ enqueue(struct sim *s, int dst, const uint8_t *data, uint32_t len, uint64_t at)
 	heap_push(s, f);
 }
 
+/*
+ * Host 0's frame of @p len bytes enters the bottleneck (sim.h): @return its
+ * departure time, or 0 if the full queue dropped it; marks @p pkt CE.
+ */
+static uint64_t
+bottleneck(struct sim *s, struct roce_pkt *pkt, size_t len)
+{
+	struct sim_bottleneck *b = &s->bneck;
+	uint64_t at = s->now;
+
+	if (b->line_kbps) { /* serialized on host 0's link first */
+		uint64_t st = b->line_busy > s->now ? b->line_busy : s->now;
+		b->line_busy = st + len * 8000000u / b->line_kbps;
+		at = b->line_busy;
+	}
+	uint64_t start = b->busy_until > at ? b->busy_until : at;
+	uint64_t queued = (start - at) * b->kbps / 8000000u;
+
+	if (queued > b->max_queue)
+		b->max_queue = queued;
+	if (queued < b->kmax)
+		b->below_kmax++;
+	else
+		b->above_kmax++;
+	if (queued + len > b->limit) {
+		b->dropped++;
+		return 0;
+	}
+	if ((pkt->l3.traffic_class & 3) != 0 && queued > b->kmin &&
+	    (queued >= b->kmax ||
+	     sim_below(s, (uint64_t)(b->kmax - b->kmin) * 1000000u) <
+		     (queued - b->kmin) * b->pmax_ppm)) {
+		pkt->l3.traffic_class |= 3; /* Congestion Experienced */
+		b->marked++;
+	}
+	b->busy_until = start + len * 8000000u / b->kbps;
+	b->bytes_out += len;
+	return b->busy_until;
+}
+
 static void
 flush_out(struct sim *s, int from)
 {
@@ -137,7 +177,15 @@ flush_out(struct sim *s, int from)
 			h->notifies++;
 	}
 	for (uint32_t i = 0; i < out->nframes; i++) {
-		const struct xport_frame *fr = &out->frames[i];
+		struct xport_frame *fr = &out->frames[i];
+		uint64_t depart = 0;
+		if (s->bneck.kbps && from == 0) {
+			size_t wire = roce_headers_len(&fr->pkt) + fr->pkt.payload_len +
+				      fr->pkt.pad + ROCE_ICRC_LEN;
+			depart = bottleneck(s, &fr->pkt, wire);
+			if (depart == 0)
+				continue;
+		}
 		size_t len = xport_frame_build(fr, buf, sizeof(buf));
 		if (len == 0)
 			abort(); /* the engine produced something unbuildable */
@@ -163,7 +211,7 @@ flush_out(struct sim *s, int from)
 			buf[at] ^= (uint8_t)(1u << sim_below(s, 8));
 			s->frames_corrupt++;
 		}
-		uint64_t t = s->now + fl->delay_ns;
+		uint64_t t = (depart ? depart : s->now) + fl->delay_ns;
 		if (chance(s, fl->reorder_ppm)) {
 			t += 1 + sim_below(s, fl->reorder_ns ? fl->reorder_ns : 1);
 			s->frames_reordered++;
@@ -446,6 +494,7 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 				  MR_ACCESS_REMOTE_ATOMIC;
 		c->sq_sig_all = p->sq_sig_all;
 		c->rate_limit_kbps = p->rate_limit_kbps;
+		c->cc = p->cc[i];
 		c->ack_req_every = p->ack_req_every;
 		c->max_unacked = p->max_unacked;
 		c->sq = h->sq;

@@ -49,6 +49,26 @@ struct sim_rx_ring {
 	uint64_t drops;           /* frames the full ring dropped */
 };
 
+/*
+ * Host 0's link and a switch queue on host 0 -> host 1 (the DCQCN tests):
+ * frames leave host 0 at `line_kbps` (its NIC), then the queue at `kbps`;
+ * one that finds more than `limit` bytes queued is dropped (tail drop);
+ * above kmin an ECN-capable frame is marked CE with a probability rising
+ * linearly to pmax_ppm at kmax, and always above kmax (RED-like, as
+ * DCQCN's switches mark, section 3.1).
+ * kbps = 0: neither.
+ */
+struct sim_bottleneck {
+	uint64_t kbps, line_kbps;
+	uint32_t kmin, kmax, limit; /* bytes */
+	uint32_t pmax_ppm;        /* marking probability at kmax, parts per million */
+	uint64_t line_busy;       /* when host 0's link is free (ns) */
+	uint64_t busy_until;      /* when the queue drains (ns) */
+	uint64_t marked, dropped, max_queue;
+	uint64_t below_kmax, above_kmax; /* frames that found the queue below / at or above kmax */
+	uint64_t bytes_out;       /* bytes that left the queue */
+};
+
 struct sim_host {
 	struct mr_table *mrs;
 	uint8_t *arena;
@@ -89,6 +109,7 @@ struct sim {
 	bool verbose;             /* ROCE_SIM_TRACE: print every frame */
 	sim_filter_fn filter;
 	void *filter_arg;
+	struct sim_bottleneck bneck;
 };
 
 struct sim_params {
@@ -105,6 +126,7 @@ struct sim_params {
 	uint32_t rate_limit_kbps;
 	bool sq_sig_all;
 	bool ipv6;
+	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
 };
 
 void sim_default_params(struct sim_params *p);
