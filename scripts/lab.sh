@@ -9,6 +9,8 @@
 #   scripts/lab.sh stop a [SIG]        stop host a's daemon only with SIGTERM (or
 #                                      SIG: INT, TERM); prints "daemon a: exited RC
 #                                      after MS ms"; exit status: the daemon's
+#   scripts/lab.sh start a             start host a's daemon again (after stop, or
+#                                      with -S at `up`) and wait until it is ready
 #   scripts/lab.sh status              what is up, PIDs, addresses
 #   scripts/lab.sh down                SIGTERM the daemons, remove everything;
 #                                      exit status 0 only if both daemons exited 0
@@ -17,7 +19,10 @@
 #   -n NAME   lab name [LAB_NAME, default rlab]: namespaces and veths NAME-a,
 #             NAME-b; several labs can run at once with different names
 #   -b DIR    build directory with app/roce-daemon [LAB_BUILD, default build]
-#   -p PMD    af_packet | af_xdp | af_xdp_shared [LAB_PMD, default af_packet]
+#   -p PMD    af_packet | af_xdp | af_xdp_shared | memif [LAB_PMD, default
+#             af_packet]. memif: the daemons talk over net_memif (a is the
+#             server, b the client, socket STATE/memif.sock); the veth pair
+#             only carries the kernels' own traffic (the programs' TCP)
 #   -m MTU    IP MTU of the link and the daemons [LAB_MTU, default 1500]
 #             `up` records these three and -w in the lab's state (lab.env); every
 #             other command of that lab uses the recorded ones unless given
@@ -32,6 +37,8 @@
 #   -K        do not add the tc ingress drop of UDP 4791 on af_packet links
 #             [LAB_KERNEL_DROP=0]
 #   -D        network only, no daemons [LAB_NO_DAEMONS=1]
+#   -S HOSTS  `up` starts only these daemons, in this order: "b" or "ba"
+#             [LAB_START, default ab]; `start` the others later
 #   LAB_MAX_QPS  the daemons' max_qps (environment only, default 256)
 #   LAB_NICE  the daemons' nice value (environment only, default -5): a
 #             dataplane that waits for a CPU behind busy applications stops
@@ -41,6 +48,8 @@
 #             only, newline-separated), e.g. 'max_inflight_packets = 1024'
 #   LAB_PMD_ARGS more devargs for both daemons' port, appended (environment
 #             only), e.g. framecnt=512 to try another af_packet ring size
+#   LAB_PORT_CONF more [port p0] lines for both daemons' config (environment
+#             only, newline-separated), e.g. 'rx_mbuf_size = 2048' 
 #
 # Hosts (addresses from 198.18.0.0/15 and 2001:db8::/32 only):
 #   host a: kernel 198.18.0.1  2001:db8::1    daemon 198.18.0.11  2001:db8::11
@@ -72,6 +81,7 @@ LAB_WORKERS=${LAB_WORKERS:-1}
 LAB_PCAP=${LAB_PCAP:-0}
 LAB_KERNEL_DROP=${LAB_KERNEL_DROP:-1}
 LAB_NO_DAEMONS=${LAB_NO_DAEMONS:-0}
+LAB_START=${LAB_START:-ab}
 LAB_TIMEOUT=${LAB_TIMEOUT:-30}
 AF_PACKET_FRAMES=2048  # af_packet ring slots per queue (write_config)
 
@@ -84,7 +94,7 @@ die() {
 	exit 1
 }
 
-while getopts "n:b:p:m:i:w:PKDh" opt; do
+while getopts "n:b:p:m:i:w:S:PKDh" opt; do
 	case $opt in
 	n) LAB_NAME=$OPTARG ;;
 	b) LAB_BUILD=$OPTARG; GIVEN_BUILD=1 ;;
@@ -95,6 +105,7 @@ while getopts "n:b:p:m:i:w:PKDh" opt; do
 	P) LAB_PCAP=1 ;;
 	K) LAB_KERNEL_DROP=0 ;;
 	D) LAB_NO_DAEMONS=1 ;;
+	S) LAB_START=$OPTARG ;;
 	h) usage; exit 0 ;;
 	*) usage >&2; exit 1 ;;
 	esac
@@ -124,15 +135,16 @@ load_lab_env() {
 	done < "$STATE/lab.env"
 }
 [ "$CMD" = up ] || load_lab_env
-case $LAB_PMD in af_packet|af_xdp|af_xdp_shared) ;; *) die "unknown PMD '$LAB_PMD'" ;; esac
+case $LAB_PMD in af_packet|af_xdp|af_xdp_shared|memif) ;; *) die "unknown PMD '$LAB_PMD'" ;; esac
+[[ $LAB_START =~ ^(a|b|ab|ba)$ ]] || die "bad -S '$LAB_START' (a, b, ab or ba)"
 [[ $LAB_MTU =~ ^[0-9]+$ ]] || die "bad MTU '$LAB_MTU'"
 [[ $LAB_WORKERS =~ ^[1-4]$ ]] || die "bad worker count '$LAB_WORKERS' (1-4)"
 # net_af_xdp (22.11) takes the queues it may use from ethtool's combined
 # channel count; a veth has separate RX and TX channels and no combined ones
 # (ethtool -l: n/a; -L combined 2 is refused): "Specified queue count 2 is
 # larger than combined queue count 1", even on a veth made with 2 queues.
-[ "$LAB_WORKERS" = 1 ] || [ "$LAB_PMD" = af_packet ] ||
-	die "-w $LAB_WORKERS: only with af_packet (net_af_xdp sees one queue on a veth)"
+[ "$LAB_WORKERS" = 1 ] || [ "$LAB_PMD" = af_packet ] || [ "$LAB_PMD" = memif ] ||
+	die "-w $LAB_WORKERS: only with af_packet or memif (net_af_xdp sees one queue on a veth)"
 [[ ${LAB_MAX_QPS:-256} =~ ^[0-9]+$ ]] || die "bad LAB_MAX_QPS '$LAB_MAX_QPS'"
 [[ ${LAB_PMD_ARGS:-} =~ ^[a-z_]+=[A-Za-z0-9_./-]+(,[a-z_]+=[A-Za-z0-9_./-]+)*$ ]] || [ -z "${LAB_PMD_ARGS:-}" ] ||
 	die "bad LAB_PMD_ARGS '$LAB_PMD_ARGS' (key=value,...)"
@@ -210,6 +222,16 @@ write_config() { # host
 	af_xdp_shared)
 		devargs="net_af_xdp0,iface=$(ifname "$h"),start_queue=0,queue_count=1,xdp_prog=$XDP_OBJ"
 		mode=shared ;;
+	memif)
+		# One socket for both namespaces: a path (abstract sockets are per
+		# namespace). a listens; b connects, and reconnects (the daemon's
+		# link tracking) when a comes (back). bsize holds the largest frame.
+		local role=server bsize=2048
+		[ "$h" = b ] && role=client
+		[ "$LAB_MTU" -gt 2030 ] && bsize=$(( (LAB_MTU + 18 + 127) / 128 * 128 ))
+		devargs="net_memif0,role=$role,id=0,socket-abstract=no,socket=$STATE/memif.sock,bsize=$bsize"
+		[ "$LAB_WORKERS" -gt 1 ] && devargs="$devargs,rsize=10"
+		;;
 	esac
 	[ -n "${LAB_PMD_ARGS:-}" ] && devargs="$devargs,$LAB_PMD_ARGS"
 	cat > "$STATE/$h.conf" <<EOF
@@ -229,6 +251,7 @@ mtu = $LAB_MTU
 ipv4 = $(daemon_ip4 "$h")/24
 ipv6 = $(daemon_ip6 "$h")/64
 resolve = $(daemon_ip4 "$p"), $(daemon_ip6 "$p")
+${LAB_PORT_CONF:-}
 EOF
 }
 
@@ -236,6 +259,8 @@ start_daemon() { # host
 	local h=$1 pcap=()
 	[ "$LAB_PCAP" = 1 ] && pcap=(--pcap "$STATE/$h.pcapng")
 	rm -f "$STATE/$h.pid" "$STATE/$h.rc"
+	# the memif server binds its socket: a stale one (a killed server) blocks it
+	[ "$LAB_PMD" = memif ] && [ "$h" = a ] && rm -f "$STATE/memif.sock"
 	# The wrapper (nice and ip netns exec both exec) records the daemon's PID and, when it ends, its exit
 	# status. `ip netns exec` execs the daemon, so $! is the daemon itself.
 	LAB_NICE=${LAB_NICE:--5} setsid bash -c '
@@ -365,10 +390,16 @@ cmd_up() {
 	if [ "$LAB_NO_DAEMONS" != 1 ]; then
 		write_config a
 		write_config b
-		start_daemon a
-		start_daemon b
-		wait_ready a || fail_up
-		wait_ready b || fail_up
+		local order=$LAB_START k
+		for ((k = 0; k < ${#order}; k++)); do
+			start_daemon "${order:k:1}"
+			# a memif client that starts first finds no server: it is ready
+			# (link down) and connects once the server is there
+			[ "$LAB_PMD" = memif ] && wait_ready "${order:k:1}" || true
+		done
+		for ((k = 0; k < ${#order}; k++)); do
+			wait_ready "${order:k:1}" || fail_up
+		done
 	fi
 	trap - INT TERM
 	cmd_status
@@ -390,6 +421,18 @@ cmd_stop() {
 	case ${2:-TERM} in INT|TERM) ;; *) die "signal must be INT or TERM" ;; esac
 	ns_exists "$1" || die "lab $LAB_NAME is not up"
 	stop_daemon "$1" "${2:-TERM}"
+}
+
+cmd_start() {
+	[ $# -eq 1 ] || die "usage: lab.sh start a|b"
+	case $1 in a|b) ;; *) die "host must be a or b" ;; esac
+	ns_exists "$1" || die "lab $LAB_NAME is not up"
+	! daemon_pid "$1" > /dev/null || die "daemon $1 is running"
+	[ -f "$STATE/$1.conf" ] || die "no $STATE/$1.conf"
+	# the log is appended to by nobody else: start a fresh one, keep the old
+	[ -f "$STATE/$1.log" ] && mv "$STATE/$1.log" "$STATE/$1.log.$(date +%s%N)"
+	start_daemon "$1"
+	wait_ready "$1"
 }
 
 cmd_status() {
@@ -434,6 +477,7 @@ case $CMD in
 up) cmd_up ;;
 down) cmd_down ;;
 stop) cmd_stop "$@" ;;
+start) cmd_start "$@" ;;
 status) cmd_status ;;
 run) cmd_run "$@" ;;
 telemetry) cmd_telemetry "$@" ;;

@@ -1653,6 +1653,21 @@ ai_gsi_rx(void *arg, const struct cm_path *from, const uint8_t *mad, uint32_t le
 	ctl_cm_rx(ai->ctl, from, mad, len);
 }
 
+/*
+ * d->on_link, from control_poll(): a port's link changed. ibv_query_port
+ * answers the new state from now on, and every context of the port's device
+ * gets IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR when the state flips.
+ */
+static void
+ai_on_link(struct daemon *d, unsigned int port, const struct link_sample *now, void *arg)
+{
+	struct app_iface *ai = arg;
+	struct ipc_port_attr attr;
+
+	gid_port_attr(now->mtu != 0 ? now->mtu : d->port[port].mtu, now->up, now->speed_mbps, &attr);
+	(void)ctl_set_port_attr(ai->ctl, port, 1, &attr);
+}
+
 /* ---- set-up ---- */
 
 /* One device per port, as lib/ctl describes devices. */
@@ -1683,7 +1698,7 @@ device_cfg(const struct daemon *d, unsigned int p, struct ctl_device_cfg *dev)
 		a->max_qp_init_rd_atom = XPORT_MAX_RD_ATOMIC;
 	a->max_ah = AI_MAX_AH;
 	dev->num_comp_vectors = 1;
-	gid_port_attr(port->mtu, up, speed, &pc->attr);
+	gid_port_attr(port->link_known && port->link_mtu ? port->link_mtu : port->mtu, up, speed, &pc->attr);
 	for (unsigned int i = 0; i < port->gids.n && i < CTL_GID_TBL_LEN; i++) {
 		if (!port->gids.entry[i].valid)
 			continue;
@@ -1885,6 +1900,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	}
 	d->on_event = ai_on_event;
 	d->on_event_arg = ai;
+	d->on_link = ai_on_link;
+	d->on_link_arg = ai;
 	d->ctl_msg_fn = ai_lcore_run;
 	d->ctl_msg_arg = ai;
 	d->gsi = ai->gsi;
@@ -1932,6 +1949,8 @@ app_iface_destroy(struct app_iface *ai)
 	}
 	d->on_event = NULL;
 	d->on_event_arg = NULL;
+	d->on_link = NULL;
+	d->on_link_arg = NULL;
 	d->ctl_msg_fn = NULL;
 	d->ctl_msg_arg = NULL;
 	ai_free(ai);

@@ -133,6 +133,10 @@ static const struct config_key daemon_keys[] = {
 	    "unanswered probes before a neighbour is marked failed"),
 	BOOL("telemetry", D_FIELD(telemetry), "yes",
 	     "register /roce/... commands on the DPDK telemetry socket"),
+	U32("link_poll_ms", D_FIELD(link_poll_ms), 10, 10000, "100",
+	    "ports' link state is read this often (and at once on an LSC interrupt)"),
+	U32("link_retry_ms", D_FIELD(link_retry_ms), 50, 60000, "500",
+	    "a net_memif client whose link is down tries to reconnect this often"),
 };
 
 static const struct config_key port_keys[] = {
@@ -155,6 +159,9 @@ static const struct config_key port_keys[] = {
 	U32("rx_desc", P_FIELD(rx_desc), 64, 16384, "1024", "RX descriptors per queue"),
 	U32("tx_desc", P_FIELD(tx_desc), 64, 16384, "1024", "TX descriptors per queue"),
 	U32("mbufs", P_FIELD(mbufs), 0, 1u << 22, "0", "mbufs in the port's pool (0: computed)"),
+	U32("rx_mbuf_size", P_FIELD(rx_mbuf_size), 0, 65000, "0",
+	    "RX mbuf data room (e.g. 2048: frames above it arrive in several mbufs, scatter RX); "
+	    "0: one frame per mbuf"),
 	ENUM("mode", P_FIELD(mode), mode_names, "dedicated",
 	     "dedicated (own every frame) | shared (net_af_xdp with bpf/roce_xdp.o)"),
 	BOOL("promisc", P_FIELD(promisc), "no", "enable promiscuous mode"),

@@ -64,6 +64,7 @@ struct config_port {
 	uint32_t rx_desc;
 	uint32_t tx_desc;
 	uint32_t mbufs;                   /**< 0: computed from queues and rings */
+	uint32_t rx_mbuf_size;            /**< RX mbuf data room; 0: one whole frame */
 	uint32_t mode;                    /**< enum config_port_mode */
 	bool promisc;
 	/* congestion control and QoS (lib/qp struct xport_cc, doc/congestion.md) */
@@ -133,6 +134,8 @@ struct config_daemon {
 	uint32_t neigh_retry_ms;          /**< interval between ARP/NS probes */
 	uint32_t neigh_retries;           /**< probes before an entry fails */
 	bool telemetry;
+	uint32_t link_poll_ms;            /**< link state read period (link.h) */
+	uint32_t link_retry_ms;           /**< memif client reconnect period */
 };
 
 /**

@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "gsi.h"
 #include "neigh.h"
+#include "port_link.h"
 
 #define CONTROL_BURST 32u
 #define NEIGH_TIMER_MS 10u
@@ -69,7 +70,7 @@ slow_input(struct daemon *d, uint16_t port, struct rte_mbuf *m, uint64_t now)
 unsigned int
 control_poll(struct daemon *d, uint64_t now)
 {
-	unsigned int work = 0;
+	unsigned int work = port_link_poll(d, now);
 
 	for (unsigned int i = 0; i < d->n_workers; i++) {
 		struct worker *w = d->worker[i];

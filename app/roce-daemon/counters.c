@@ -287,6 +287,18 @@ port_info_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	rte_tel_data_add_dict_string(t, "mode", p->cfg->mode == CONFIG_PORT_SHARED ? "shared" : "dedicated");
 	rte_tel_data_add_dict_string(t, "link", up ? "up" : "down");
 	rte_tel_data_add_dict_int(t, "speed_mbps", (int)speed);
+	if (idx < d->link.n) {
+		const struct link_port *lp = &d->link.port[idx];
+
+		rte_tel_data_add_dict_string(t, "link_source", lp->lsc ? "lsc+poll" : "poll");
+		rte_tel_data_add_dict_int(t, "link_mtu", (int)__atomic_load_n(&p->link_mtu, __ATOMIC_RELAXED));
+		rte_tel_data_add_dict_u64(t, "link_ups", __atomic_load_n(&lp->ups, __ATOMIC_RELAXED));
+		rte_tel_data_add_dict_u64(t, "link_downs", __atomic_load_n(&lp->downs, __ATOMIC_RELAXED));
+		rte_tel_data_add_dict_u64(t, "link_lsc_events",
+					  __atomic_load_n(&lp->lsc_events, __ATOMIC_RELAXED));
+		rte_tel_data_add_dict_u64(t, "link_restarts",
+					  __atomic_load_n(&p->restarts, __ATOMIC_RELAXED));
+	}
 	rte_tel_data_add_dict_int(t, "rx_queues", p->n_rxq);
 	rte_tel_data_add_dict_int(t, "tx_queues", p->n_txq);
 	return 0;

@@ -50,6 +50,8 @@
 	X(TX_PACKETS, "tx_packets", CTR_S_ALL, "frames given to the PMD") \
 	X(TX_BYTES, "tx_bytes", CTR_S_ALL, "bytes given to the PMD") \
 	X(TX_DROPS, "tx_drops", CTR_S_PL, "frames the PMD did not take (TX queue full)") \
+	X(TX_LINK_DOWN, "tx_link_down", CTR_S_PL, \
+	  "frames not sent: the port's link was down (as on a pulled cable)") \
 	X(RX_ROCE, "rx_roce", CTR_S_PL, "valid RoCEv2 frames for our addresses") \
 	X(RX_ROCE_IPV6, "rx_roce_ipv6", CTR_S_PL, "of those, over IPv6 (to an IPv6 GID)") \
 	X(RX_DROPS, "rx_drops", CTR_S_PL, "RoCE frames dropped as malformed (sum of drop_*)") \
@@ -64,7 +66,10 @@
 	X(RX_GSI, "rx_gsi", CTR_S_PL, "MADs for QP1 (GSI) passed to the control thread") \
 	X(RX_GSI_BAD, "rx_gsi_bad", CTR_S_PL, \
 	  "QP1 frames dropped: not UD SEND ONLY, not the GSI Q_Key or not one 256-byte MAD") \
-	X(RX_MULTISEG, "rx_multiseg", CTR_S_PL, "frames spread over several mbufs (dropped)") \
+	X(RX_MULTISEG, "rx_multiseg", CTR_S_PL, \
+	  "frames spread over several mbufs (scatter RX), copied into one whole-frame mbuf") \
+	X(RX_MULTISEG_DROPS, "rx_multiseg_drops", CTR_S_PL, \
+	  "of those, dropped: no whole-frame mbuf (pool empty, or the port has none)") \
 	X(SLOWPATH_DROPS, "slowpath_drops", CTR_S_PL, "ARP/ND/ICMP dropped: control ring full") \
 	X(HANDOFF_TX, "handoff_tx", CTR_S_LCORE, "frames handed to the lcore owning their QP") \
 	X(HANDOFF_RX, "handoff_rx", CTR_S_LCORE, "frames received from another lcore") \

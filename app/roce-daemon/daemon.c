@@ -16,6 +16,7 @@
 #include "capture.h"
 #include "counters.h"
 #include "gid.h"
+#include "port_link.h"
 
 void
 daemon_init(struct daemon *d, const struct config *cfg, const struct engine_ops *engine)
@@ -27,6 +28,7 @@ daemon_init(struct daemon *d, const struct config *cfg, const struct engine_ops 
 		d->port_index[i] = DAEMON_NO_PORT;
 	atomic_init(&d->stop, false);
 	d->control_sleep_us = 200;
+	d->link_sock = -1;
 }
 
 /* Mbufs that may sit in the daemon's own rings and buffers, per port pool. */
@@ -66,7 +68,7 @@ daemon_open_ports(struct daemon *d, char *err, size_t errlen)
 		d->port_index[p->port_id] = (uint16_t)i;
 	}
 	gid_device_attr(&d->cfg, d->port[0].mac, (uint8_t)d->n_ports, &d->dev_attr);
-	return 0;
+	return port_link_init(d, err, errlen);
 }
 
 int
@@ -178,6 +180,7 @@ daemon_shutdown(struct daemon *d)
 		worker_free(d->worker[i]);
 		d->worker[i] = NULL;
 	}
+	port_link_fini(d);
 	for (unsigned int i = 0; i < d->n_ports; i++)
 		port_close(&d->port[i]);
 	d->n_ports = 0;

@@ -26,11 +26,13 @@
 
 #include "config.h"
 #include "ipc.h"
+#include "link.h"
 #include "neigh.h"
 #include "port.h"
 #include "worker.h"
 
 struct capture;
+struct rte_rcu_qsbr;
 
 /** A function the control loop calls every iteration (e.g. the ctl server). */
 struct control_hook {
@@ -74,6 +76,15 @@ struct daemon {
 	uint64_t next_neigh_timer;              /**< control thread: next neighbour timer run (TSC) */
 	/** Control thread: QP1 MADs in and out (gsi.h); NULL: QP1 frames are dropped there. */
 	struct gsi *gsi;
+	/** Link state of every port (port_link.c; control thread). */
+	struct link_tracker link;
+	bool link_ready;                        /**< port_link_init() done */
+	int link_sock;                          /**< ioctl socket for kernel interface flags, or -1 */
+	struct rte_rcu_qsbr *qsbr;              /**< workers' quiescent states (port restarts) */
+	/** Control thread: a port's link changed (NULL: nobody listens). */
+	void (*on_link)(struct daemon *d, unsigned int port, const struct link_sample *now,
+			void *arg);
+	void *on_link_arg;
 };
 
 /** Prepare @p d for @p cfg (no EAL calls). */

@@ -247,6 +247,10 @@ check_mtu(struct port *p, const struct rte_eth_dev_info *info, char *err, size_t
 		 * kernel interface carries: accept if the kernel side is set. */
 		uint32_t kmtu = p->ifname[0] ? kernel_mtu(p->ifname) : 0;
 
+		/* net_memif reports 1514-byte frames but carries up to bsize
+		 * (checked above; 4200-byte frames measured), and chains mbufs */
+		if (driver_is(p->driver, "net_memif"))
+			return 0;
 		if (p->ifname[0] == '\0')
 			return fail(p, err, errlen, "mtu %u above the PMD's maximum %u", p->mtu,
 				    max_mtu);
@@ -259,13 +263,46 @@ check_mtu(struct port *p, const struct rte_eth_dev_info *info, char *err, size_t
 	return 0;
 }
 
+/*
+ * rx_mbuf_size below the largest frame: the PMD must scatter a frame over
+ * several mbufs (RTE_ETH_RX_OFFLOAD_SCATTER; net_memif chains mbufs without
+ * saying so), and frames to send need whole-frame mbufs: big_pool.
+ * @return the RX data room (headroom included), or 0 after fail()
+ */
+static uint32_t
+rx_room(struct port *p, const struct rte_eth_dev_info *info, char *err, size_t errlen)
+{
+	const struct config_port *cp = p->cfg;
+
+	if (cp->rx_mbuf_size == 0)
+		return port_data_room(p->driver, cp->devargs, p->frame_max);
+	if (cp->rx_mbuf_size < p->frame_max) {
+		if ((info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) == 0 &&
+		    !driver_is(p->driver, "net_memif")) {
+			fail(p, err, errlen, "rx_mbuf_size = %u is below the largest frame (%u bytes "
+			     "at mtu %u) and %s cannot spread a frame over several mbufs (no scatter "
+			     "RX): raise rx_mbuf_size to %u or remove it", cp->rx_mbuf_size,
+			     p->frame_max, p->mtu, p->driver, p->frame_max);
+			return 0;
+		}
+		p->rx_scatter = true;
+	}
+	return RTE_PKTMBUF_HEADROOM + cp->rx_mbuf_size;
+}
+
 static int
-create_pool(struct port *p, const struct port_params *pp, char *err, size_t errlen)
+create_pool(struct port *p, const struct rte_eth_dev_info *info, const struct port_params *pp,
+	    char *err, size_t errlen)
 {
 	const struct config_port *cp = p->cfg;
 	char name[RTE_MEMPOOL_NAMESIZE];
-	uint32_t room = port_data_room(p->driver, cp->devargs, p->frame_max);
+	uint32_t room = rx_room(p, info, err, errlen);
 	uint64_t n = cp->mbufs;
+
+	if (room == 0)
+		return -1;
+	if (room > UINT16_MAX)
+		return fail(p, err, errlen, "mbufs of %u bytes: at most %u", room, UINT16_MAX);
 
 	if (n == 0) {
 		n = (uint64_t)p->n_rxq * cp->rx_desc + (uint64_t)p->n_txq * cp->tx_desc +
@@ -280,6 +317,20 @@ create_pool(struct port *p, const struct port_params *pp, char *err, size_t errl
 	if (p->pool == NULL)
 		return fail(p, err, errlen, "cannot create a pool of %" PRIu64 " mbufs of %u bytes: %s "
 			    "(more memory: EAL -m, or hugepages)", n, room, rte_strerror(rte_errno));
+	if (!p->rx_scatter)
+		return 0;
+	/* whole frames: everything but the RX descriptors' share */
+	room = port_data_room(p->driver, cp->devargs, p->frame_max);
+	n = (uint64_t)p->n_txq * cp->tx_desc + pp->extra_mbufs +
+	    (uint64_t)(pp->n_workers + 1) * POOL_CACHE * 3 / 2 + 1024;
+	n = rte_align64pow2(n) - 1;
+	snprintf(name, sizeof(name), "roce_big%u", p->index);
+	p->big_pool = rte_pktmbuf_pool_create(name, (unsigned int)n, POOL_CACHE, 0, (uint16_t)room,
+					      (int)rte_socket_id());
+	if (p->big_pool == NULL)
+		return fail(p, err, errlen, "cannot create a pool of %" PRIu64 " whole-frame mbufs of "
+			    "%u bytes: %s (more memory: EAL -m, or hugepages)", n, room,
+			    rte_strerror(rte_errno));
 	return 0;
 }
 
@@ -293,6 +344,11 @@ setup_queues(struct port *p, const struct rte_eth_dev_info *info, char *err, siz
 
 	memset(&conf, 0, sizeof(conf));
 	conf.rxmode.mtu = RTE_MIN(p->mtu, pmd_max_mtu(info));
+	/* Link changes as interrupts where the PMD has them (port_link.c polls too). */
+	p->lsc = info->dev_flags != NULL && (*info->dev_flags & RTE_ETH_DEV_INTR_LSC) != 0;
+	conf.intr_conf.lsc = p->lsc ? 1 : 0;
+	if (p->rx_scatter && (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
 	rc = rte_eth_dev_configure(p->port_id, p->n_rxq, p->n_txq, &conf);
 	if (rc < 0)
 		return fail(p, err, errlen, "configure (%u RX, %u TX queues): %s", p->n_rxq, p->n_txq,
@@ -346,17 +402,25 @@ port_open(struct port *p, uint16_t index, const struct config_port *cp,
 	if (cp->mode == CONFIG_PORT_SHARED && !driver_is(p->driver, "net_af_xdp"))
 		return fail(p, err, errlen, "mode = shared needs net_af_xdp, not %s", p->driver);
 	if (check_queues(p, &info, params, err, errlen) < 0 || check_mtu(p, &info, err, errlen) < 0 ||
-	    create_pool(p, params, err, errlen) < 0 || setup_queues(p, &info, err, errlen) < 0)
+	    create_pool(p, &info, params, err, errlen) < 0 || setup_queues(p, &info, err, errlen) < 0)
 		return -1;
 	if (cp->promisc)
 		(void)rte_eth_promiscuous_enable(p->port_id);
 	/* Neighbour solicitations go to solicited-node multicast groups. */
 	if (cp->mode == CONFIG_PORT_DEDICATED)
 		(void)rte_eth_allmulticast_enable(p->port_id);
+	p->memif_client = driver_is(p->driver, "net_memif") && strstr(cp->devargs, "role=client");
 	rc = rte_eth_dev_start(p->port_id);
-	if (rc < 0)
+	if (rc < 0 && p->memif_client) {
+		/* The server is not there yet: port_link.c connects when it is. */
+		printf("[port %s] net_memif client: no server yet (%s); retrying while the link is "
+		       "down\n", cp->name, rte_strerror(-rc));
+	} else if (rc < 0) {
 		return fail(p, err, errlen, "start: %s", rte_strerror(-rc));
-	p->started = true;
+	} else {
+		p->started = true;
+		__atomic_store_n(&p->rx_on, 1, __ATOMIC_RELEASE);
+	}
 	rc = rte_eth_macaddr_get(p->port_id, &mac);
 	if (rc < 0)
 		return fail(p, err, errlen, "MAC address: %s", rte_strerror(-rc));
@@ -373,6 +437,8 @@ port_open(struct port *p, uint16_t index, const struct config_port *cp,
 void
 port_close(struct port *p)
 {
+	__atomic_store_n(&p->rx_on, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->tx_on, 0, __ATOMIC_RELEASE);
 	if (p->port_id < RTE_MAX_ETHPORTS && rte_eth_dev_is_valid_port(p->port_id)) {
 		if (p->started)
 			(void)rte_eth_dev_stop(p->port_id);
@@ -382,6 +448,8 @@ port_close(struct port *p)
 	p->port_id = RTE_MAX_ETHPORTS;
 	rte_mempool_free(p->pool);
 	p->pool = NULL;
+	rte_mempool_free(p->big_pool);
+	p->big_pool = NULL;
 }
 
 bool
@@ -389,11 +457,67 @@ port_link(const struct port *p, uint32_t *speed_mbps)
 {
 	struct rte_eth_link link;
 
+	if (__atomic_load_n(&p->link_known, __ATOMIC_ACQUIRE)) {
+		*speed_mbps = __atomic_load_n(&p->link_speed, __ATOMIC_RELAXED);
+		return __atomic_load_n(&p->link_up, __ATOMIC_RELAXED) != 0;
+	}
 	memset(&link, 0, sizeof(link));
 	if (!p->started || rte_eth_link_get_nowait(p->port_id, &link) < 0)
 		return false;
 	*speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
 	return link.link_status == RTE_ETH_LINK_UP;
+}
+
+/* IFF_UP and IFF_RUNNING, and the MTU, of kernel interface @p ifname. @return 0 or -errno */
+static int
+kernel_link(int sock, const char *ifname, bool *up, uint32_t *mtu)
+{
+	struct ifreq ifr;
+	size_t len = strlen(ifname);
+
+	if (len >= sizeof(ifr.ifr_name))
+		return -EINVAL;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, ifname, len + 1);
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr) != 0)
+		return -errno;
+	*up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+	if (ioctl(sock, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
+		*mtu = (uint32_t)ifr.ifr_mtu;
+	return 0;
+}
+
+int
+port_link_sample(const struct port *p, int sock, bool *up, uint32_t *speed_mbps, uint32_t *mtu)
+{
+	struct rte_eth_link link;
+	bool kup = true;
+	uint32_t kmtu = 0;
+	int rc;
+
+	*up = false;
+	*speed_mbps = 0;
+	*mtu = p->mtu;
+	if (!p->started)
+		return 0;   /* a memif client without its server: down */
+	memset(&link, 0, sizeof(link));
+	rc = rte_eth_link_get_nowait(p->port_id, &link);
+	if (rc < 0)
+		return rc;
+	if (sock >= 0 && p->ifname[0] != '\0') {
+		rc = kernel_link(sock, p->ifname, &kup, &kmtu);
+		if (rc == -ENODEV)
+			kup = false;   /* the interface went away: no cable at all */
+		else if (rc < 0)
+			return rc;
+		if (kmtu != 0 && kmtu < *mtu)
+			*mtu = kmtu;
+	}
+	*up = link.link_status == RTE_ETH_LINK_UP && kup;
+	if (*up)
+		*speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ||
+			      link.link_speed == RTE_ETH_SPEED_NUM_NONE ? 0 : link.link_speed;
+	return 0;
 }
 
 #ifdef ROCE_DAEMON_HAVE_LIBBPF

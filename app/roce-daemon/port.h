@@ -40,11 +40,50 @@ struct port {
 	uint16_t n_rxq;
 	uint16_t n_txq;
 	struct rte_mempool *pool;       /**< RX and TX mbufs of this port */
+	/**
+	 * rx_mbuf_size below the largest frame (scatter RX): whole-frame mbufs
+	 * for what is transmitted and for received frames that arrived in
+	 * several mbufs (worker.c copies them into one). NULL otherwise.
+	 */
+	struct rte_mempool *big_pool;
+	bool rx_scatter;                /**< frames may arrive in several mbufs */
 	struct gid_table gids;
 	bool started;
 	bool xdp_prog_custom;           /**< shared mode: our program is attached */
 	struct xport_cc cc;             /**< congestion control and QoS of its QPs (config_port_cc()) */
+	/*
+	 * Link state (port_link.c; the control thread writes, anyone reads with
+	 * __atomic loads). Workers poll RX only while rx_on (the port is
+	 * started) and transmit only while tx_on (started and the link up):
+	 * with the link down a frame is dropped and counted (tx_link_down), as
+	 * a NIC whose cable was pulled, so the transport's retries run.
+	 */
+	uint8_t rx_on;
+	uint8_t tx_on;
+	uint8_t link_known;             /**< link_up/speed/mtu hold a reading */
+	uint8_t link_up;
+	uint32_t link_speed;            /**< Mb/s, 0: unknown */
+	uint32_t link_mtu;              /**< IP MTU the link carries now (<= mtu) */
+	bool lsc;                       /**< the PMD raises LSC interrupts (registered) */
+	bool memif_client;              /**< net_memif, role=client: reconnects are ours */
+	uint8_t restart;                /**< memif client restart: 1 = waiting for the workers */
+	uint64_t restart_token;         /**< rte_rcu_qsbr token the workers must pass */
+	uint64_t restarts;              /**< restarts done (stop + start) */
 };
+
+/** Workers: may this port be polled (it is started)? */
+static inline bool
+port_rx_on(const struct port *p)
+{
+	return __atomic_load_n(&p->rx_on, __ATOMIC_ACQUIRE) != 0;
+}
+
+/** Workers: may frames be given to this port (started, link up)? */
+static inline bool
+port_tx_on(const struct port *p)
+{
+	return __atomic_load_n(&p->tx_on, __ATOMIC_RELAXED) != 0;
+}
 
 /** What port_open() needs besides the port's own section. */
 struct port_params {
@@ -64,8 +103,23 @@ int port_open(struct port *p, uint16_t index, const struct config_port *cp,
 /** Stop and close (detaches an XDP program the PMD attached). Safe on a failed open. */
 void port_close(struct port *p);
 
-/** @return link up and speed (Mb/s) of @p p, without waiting. */
+/**
+ * @return link up and speed (Mb/s) of @p p, without waiting: the tracked
+ * state (port_link.c) once there is one, else what the ethdev says.
+ */
 bool port_link(const struct port *p, uint32_t *speed_mbps);
+
+/**
+ * Read @p p's link now, without blocking: the ethdev's link and, for a port
+ * behind a kernel interface (af_packet, af_xdp, mlx5 bifurcated), that
+ * interface's IFF_UP and IFF_RUNNING (carrier) and MTU, through @p sock (a
+ * datagram socket for ioctl(2); -1: ethdev only). net_af_packet and
+ * net_af_xdp report their link up from start to stop whatever the
+ * interface does, so the kernel's view is the cable there.
+ * @return 0, or -errno
+ */
+int port_link_sample(const struct port *p, int sock, bool *up, uint32_t *speed_mbps,
+		     uint32_t *mtu);
 
 /**
  * Checks of an MTU against a PMD, from the PMD name and its devargs. Pure

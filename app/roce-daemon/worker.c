@@ -31,6 +31,7 @@
 #include "capture.h"
 #include "daemon.h"
 #include "gsi.h"
+#include "port_link.h"
 
 const struct engine_ops engine_none = {
 	.name = "none",
@@ -152,7 +153,9 @@ tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *userdata)
 unsigned int
 worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsigned int n)
 {
-	struct rte_mempool *pool = w->d->port[port_idx].pool;
+	const struct port *p = &w->d->port[port_idx];
+	/* with scatter RX the port's own mbufs may be smaller than a frame */
+	struct rte_mempool *pool = p->big_pool != NULL ? p->big_pool : p->pool;
 	unsigned int i;
 
 	if (n == 0 || rte_pktmbuf_alloc_bulk(pool, m, n) == 0)
@@ -188,6 +191,12 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 		count_pl(w, port_idx, CTR_LOOPBACK);
 		return;
 	}
+	if (unlikely(!port_tx_on(&d->port[port_idx]))) {
+		/* no link: the frame is lost as on a pulled cable; retries run */
+		count_pl(w, port_idx, CTR_TX_LINK_DOWN);
+		rte_pktmbuf_free(m);
+		return;
+	}
 	if (unlikely(w->capture != NULL))
 		capture_frame(w, port_idx, m, true);
 	ctr_add(&w->port_ctr[port_idx].v[CTR_TX_PACKETS], 1);
@@ -202,9 +211,21 @@ worker_tx_flush(struct worker *w)
 {
 	struct daemon *d = w->d;
 
-	for (unsigned int p = 0; p < d->n_ports; p++)
-		if (w->txbuf[p] != NULL && w->txbuf[p]->length > 0)
-			rte_eth_tx_buffer_flush(d->port[p].port_id, (uint16_t)w->index, w->txbuf[p]);
+	for (unsigned int p = 0; p < d->n_ports; p++) {
+		struct rte_eth_dev_tx_buffer *b = w->txbuf[p];
+
+		if (b == NULL || b->length == 0)
+			continue;
+		if (likely(port_tx_on(&d->port[p]))) {
+			rte_eth_tx_buffer_flush(d->port[p].port_id, (uint16_t)w->index, b);
+		} else {
+			/* the link went down (or the port is restarting) meanwhile */
+			ctr_add(&w->port_ctr[p].v[CTR_TX_LINK_DOWN], b->length);
+			ctr_add(&w->ctr.v[CTR_TX_LINK_DOWN], b->length);
+			rte_pktmbuf_free_bulk(b->pkts, b->length);
+			b->length = 0;
+		}
+	}
 }
 
 void
@@ -239,8 +260,8 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	uint32_t len = m->data_len;
 	enum roce_drop_reason why;
 
-	if (unlikely(m->nb_segs != 1)) {
-		count_pl(w, port, CTR_RX_MULTISEG);
+	if (unlikely(m->nb_segs != 1)) {   /* rx_linearize() failed to run: never */
+		count_pl(w, port, CTR_RX_MULTISEG_DROPS);
 		return RX_NEXT_DROP;
 	}
 	if (unlikely(len < sizeof(struct roce_eth_hdr))) {
@@ -375,6 +396,39 @@ handoff_flush(struct worker *w, unsigned int dst)
 }
 
 /*
+ * A frame that arrived in several mbufs (scatter RX: rx_mbuf_size below the
+ * frame) becomes one whole-frame mbuf of the port's big_pool, so everything
+ * after (the parser, the engine's payload pointers) sees contiguous bytes.
+ * One copy per large frame. @return it, or NULL (freed and counted)
+ */
+static struct rte_mbuf *
+rx_linearize(struct worker *w, uint16_t port, struct rte_mbuf *m)
+{
+	struct rte_mempool *big = w->d->port[port].big_pool;
+	struct rte_mbuf *l = big != NULL ? rte_pktmbuf_alloc(big) : NULL;
+	uint8_t *dst = l != NULL ? (uint8_t *)rte_pktmbuf_append(l, (uint16_t)m->pkt_len) : NULL;
+	uint32_t left = m->pkt_len;
+
+	count_pl(w, port, CTR_RX_MULTISEG);
+	if (unlikely(dst == NULL || m->pkt_len > UINT16_MAX)) {
+		count_pl(w, port, CTR_RX_MULTISEG_DROPS);
+		rte_pktmbuf_free(l);
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	for (const struct rte_mbuf *s = m; s != NULL && left > 0; s = s->next) {
+		uint32_t k = RTE_MIN((uint32_t)s->data_len, left);
+
+		memcpy(dst, rte_pktmbuf_mtod(s, const uint8_t *), k);
+		dst += k;
+		left -= k;
+	}
+	l->port = m->port;
+	rte_pktmbuf_free(m);
+	return l;
+}
+
+/*
  * Classify and dispatch @p n frames. Each frame's port is its m->port
  * (ethdev id); loopback frames carry the port they were looped to.
  */
@@ -394,6 +448,11 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 		if (unlikely(port == DAEMON_NO_PORT)) {
 			drop[n_drop++] = m;
 			continue;
+		}
+		if (unlikely(m->nb_segs != 1)) {
+			m = rx_linearize(w, port, m);
+			if (m == NULL)
+				continue;
 		}
 		if (!loopback)
 			count_rx_frame(w, port, m);
@@ -721,7 +780,11 @@ worker_poll(struct worker *w, uint64_t now)
 	count_stall(w, now);
 	for (uint16_t i = 0; i < w->n_rxq; i++) {
 		uint16_t port = w->rx_port[i];
-		uint16_t n = rte_eth_rx_burst(d->port[port].port_id, (uint16_t)w->index, pkts,
+		uint16_t n;
+
+		if (unlikely(!port_rx_on(&d->port[port])))
+			continue;   /* not started (memif client without a server, restarting) */
+		n = rte_eth_rx_burst(d->port[port].port_id, (uint16_t)w->index, pkts,
 					      w->burst);
 
 		if (n > 0) {
@@ -774,8 +837,12 @@ worker_main(void *arg)
 			return rc;
 		}
 	}
-	while (!daemon_stopping(d))
+	port_link_worker_online(w);
+	while (!daemon_stopping(d)) {
 		worker_poll(w, rte_rdtsc());
+		port_link_worker_quiescent(w);
+	}
+	port_link_worker_offline(w);
 	/* Deliver what is still buffered, then stop the engine. */
 	worker_tx_flush(w);
 	if (w->engine->lcore_fini != NULL)

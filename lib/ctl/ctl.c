@@ -843,6 +843,26 @@ void ctl_raise_port_event(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t
 	}
 }
 
+int ctl_set_port_attr(struct ctl *ctl, uint32_t dev, uint32_t port,
+		      const struct ipc_port_attr *attr)
+{
+	struct ctl_port_cfg *p;
+	bool was, now;
+
+	if (dev >= ctl->cfg.ndevices || port == 0 || port > ctl->cfg.dev[dev].attr.phys_port_cnt ||
+	    port > CTL_MAX_PORTS)
+		return -EINVAL;
+	p = &ctl->cfg.dev[dev].port[port - 1];
+	was = p->attr.state == IBV_PORT_ACTIVE;
+	now = attr->state == IBV_PORT_ACTIVE;
+	p->attr = *attr;
+	ctl_devsem_build(ctl, dev);
+	if (was == now)
+		return 0;
+	ctl_raise_port_event(ctl, dev, port, now ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
+	return now ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+}
+
 /* ---- device handlers ---- */
 
 static void ctl_device_info(const struct ctl_device_cfg *d, struct ipc_device_info *out)

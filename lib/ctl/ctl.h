@@ -507,6 +507,19 @@ int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t c
 /** Send a port event (IBV_EVENT_PORT_ACTIVE/ERR, GID_CHANGE) to every connection of @p dev. */
 void ctl_raise_port_event(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t ibv_event_type);
 
+/**
+ * The link of port @p port (1..) of device @p dev changed: from now on
+ * ibv_query_port answers @p attr (state, speed, width, active MTU) and QP
+ * modifies are judged against its active MTU. When the state crosses
+ * IBV_PORT_ACTIVE, every connection of the device gets IBV_EVENT_PORT_ACTIVE
+ * (now active) or IBV_EVENT_PORT_ERR (no longer active), as a NIC's driver
+ * raises them on a link change.
+ * @return the event raised (IBV_EVENT_PORT_ACTIVE/ERR), 0 when the state did
+ *         not cross ACTIVE, or -EINVAL for a device or port that does not exist
+ */
+int ctl_set_port_attr(struct ctl *ctl, uint32_t dev, uint32_t port,
+		      const struct ipc_port_attr *attr);
+
 /** @name Control server: a poll(2) loop over a listening socket @{ */
 struct ctl_server;
 /** Listen on @p path and serve @p ctl. @return NULL with errno set. */

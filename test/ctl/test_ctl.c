@@ -682,6 +682,62 @@ Test(ctl, async_events_reach_the_owner_and_count_for_destroy)
 	client_close(&a);
 }
 
+/* A link change: every open connection of the device hears it, and queries follow. */
+Test(ctl, port_attr_changes_reach_every_connection_and_queries)
+{
+	struct client a, b, idle;
+	struct ipc_async_event ev;
+	struct ipc_port_attr down, up;
+	struct ipc_msg m, r;
+
+	client_open(&a, true);
+	client_open(&b, true);
+	client_open(&idle, false); /* no device open: hears nothing */
+	req(&m, IPC_OP_QUERY_PORT);
+	m.u.req_QUERY_PORT.port = 1;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	down = r.u.rsp_QUERY_PORT.attr;
+	down.state = IBV_PORT_DOWN;
+	down.phys_state = 3;
+	down.active_speed = 1;
+	down.active_width = 1;
+	up = down;
+	up.state = IBV_PORT_ACTIVE;
+	up.phys_state = 5;
+	up.active_speed = 32;
+	up.active_width = 2;
+	up.active_mtu = IBV_MTU_4096;
+
+	cr_assert_eq(ctl_set_port_attr(ctl, 0, 1, &down), IBV_EVENT_PORT_ERR);
+	cr_assert_eq(ctl_set_port_attr(ctl, 0, 1, &down), 0, "no crossing, no event");
+	cr_assert_eq(call(&b, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_PORT.attr.state, IBV_PORT_DOWN);
+	cr_assert_eq(r.u.rsp_QUERY_PORT.attr.phys_state, 3);
+	cr_assert_eq(ctl_set_port_attr(ctl, 0, 1, &up), IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_PORT.attr.state, IBV_PORT_ACTIVE);
+	cr_assert_eq(r.u.rsp_QUERY_PORT.attr.active_speed, 32);
+	cr_assert_eq(r.u.rsp_QUERY_PORT.attr.active_mtu, IBV_MTU_4096);
+	for (int k = 0; k < 2; k++) {
+		int fd = k == 0 ? a.async_fd : b.async_fd;
+
+		cr_assert_eq(recv(fd, &ev, sizeof(ev), MSG_DONTWAIT), (ssize_t)sizeof(ev));
+		cr_assert_eq(ev.type, IBV_EVENT_PORT_ERR);
+		cr_assert_eq(ev.kind, IPC_OBJ_PORT);
+		cr_assert_eq(ev.user_handle, 1);
+		cr_assert_eq(recv(fd, &ev, sizeof(ev), MSG_DONTWAIT), (ssize_t)sizeof(ev));
+		cr_assert_eq(ev.type, IBV_EVENT_PORT_ACTIVE);
+		cr_assert_eq(recv(fd, &ev, sizeof(ev), MSG_DONTWAIT), -1, "one event per crossing");
+	}
+	cr_assert(idle.async_fd < 0 || recv(idle.async_fd, &ev, sizeof(ev), MSG_DONTWAIT) < 0);
+	cr_assert_eq(ctl_set_port_attr(ctl, 0, 2, &up), -EINVAL);
+	cr_assert_eq(ctl_set_port_attr(ctl, 0, 0, &up), -EINVAL);
+	cr_assert_eq(ctl_set_port_attr(ctl, 1, 1, &up), -EINVAL);
+	client_close(&idle);
+	client_close(&b);
+	client_close(&a);
+}
+
 Test(ctl, cq_resize_keeps_unread_completions)
 {
 	struct client a;

@@ -83,6 +83,7 @@ static int qp_object; /* any non-NULL engine object */
 
 static const struct engine_ops *engine = &test_engine;
 static char daemon_extra[256]; /* more [daemon] settings for the next setup() */
+static char port_extra[128];   /* more [port p0] settings for the next setup() */
 
 /* Non-empty: EAL serves telemetry (its socket under this file prefix) instead of --no-telemetry. */
 static char tel_prefix[32];
@@ -117,7 +118,7 @@ setup(unsigned int n_workers, const char *lcores)
 		 "[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n%s"
 		 "[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
 		 "rx_desc = 256\ntx_desc = 256\n"
-		 "ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n", daemon_extra);
+		 "ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n%s", daemon_extra, port_extra);
 	cr_assert_eq(config_load_string(text, "t", &cfg, err, sizeof(err)), 0, "%s", err);
 	daemon_init(&d, &cfg, engine);
 	d.n_workers = n_workers;
@@ -419,6 +420,78 @@ Test(dataplane, valid_frames_reach_the_owner_qp)
 	cr_expect_eq(s->ctr.v[CTR_RX_PACKETS], 1);
 	cr_expect_eq(worker_qp_detach(d.worker[0], 0x12), &qp_object);
 	cr_expect_null(worker_qp_slot(d.worker[0], 0x12));
+}
+
+/* Inject @p frame as a chain of mbufs of at most @p seg bytes each (scatter RX). */
+static void
+inject_chain(const uint8_t *frame, size_t len, size_t seg)
+{
+	struct rte_mbuf *head = NULL;
+
+	for (size_t off = 0; off < len; off += seg) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(d.port[0].pool);
+		size_t k = len - off < seg ? len - off : seg;
+
+		cr_assert_not_null(m);
+		cr_assert_not_null(rte_pktmbuf_append(m, (uint16_t)k));
+		memcpy(rte_pktmbuf_mtod(m, void *), frame + off, k);
+		if (head == NULL)
+			head = m;
+		else
+			cr_assert_eq(rte_pktmbuf_chain(head, m), 0);
+	}
+	head->port = port_id;
+	cr_assert_eq(rte_ring_enqueue(rxr[0], head), 0);
+}
+
+/*
+ * rx_mbuf_size below the frame (net_ring offers scatter RX): a frame in
+ * several mbufs is copied into one whole-frame mbuf and parsed as usual;
+ * frames to send come from whole-frame mbufs.
+ */
+Test(dataplane, frames_in_several_mbufs_are_made_whole)
+{
+	uint8_t f[2048];
+	struct rte_mbuf *tx;
+	size_t len;
+
+	snprintf(port_extra, sizeof(port_extra), "rx_mbuf_size = 1024\n");
+	setup(1, "0");
+	port_extra[0] = '\0';
+	cr_assert(d.port[0].rx_scatter);
+	cr_assert_not_null(d.port[0].big_pool);
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	len = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 1400);
+	cr_assert_gt(len, 1024u);
+	inject_chain(f, len, 500);
+	run();
+	cr_assert_eq(rec.n, 1, "the frame reached the engine");
+	cr_expect_eq(rec.paylen[0], 1400);
+	cr_expect_eq(rec.first_byte[0], 1);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG), 1);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG_DROPS), 0);
+	cr_expect_eq(port_ctr(CTR_RX_DROPS), 0, "the ICRC over three segments checks out");
+	cr_assert_eq(worker_tx_alloc(d.worker[0], 0, &tx, 1), 1);
+	cr_expect_eq(tx->pool, d.port[0].big_pool);
+	cr_expect_geq(rte_pktmbuf_tailroom(tx), d.port[0].frame_max);
+	rte_pktmbuf_free(tx);
+}
+
+/* Without a whole-frame pool (rx_mbuf_size unset) a chained frame is dropped, counted. */
+Test(dataplane, a_chained_frame_without_a_whole_frame_pool_is_dropped)
+{
+	uint8_t f[1024];
+	size_t len;
+
+	setup(1, "0");
+	cr_assert_null(d.port[0].big_pool);
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	len = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 600);
+	inject_chain(f, len, 400);
+	run();
+	cr_assert_eq(rec.n, 0);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG), 1);
+	cr_expect_eq(port_ctr(CTR_RX_MULTISEG_DROPS), 1);
 }
 
 Test(dataplane, frames_on_the_wrong_lcore_are_handed_over)
@@ -1184,7 +1257,8 @@ app_setup(void)
 
 	cr_assert_not_null(mkdtemp(sock_dir));
 	snprintf(daemon_extra, sizeof(daemon_extra),
-		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 1000\nneigh_retries = 3\n",
+		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 1000\nneigh_retries = 3\n"
+		 "link_poll_ms = 20\n",
 		 sock_dir);
 	engine = &engine_xport;
 	setup(2, "0@0,1@1,2@1");
@@ -1483,6 +1557,105 @@ Test(app_iface, an_unresolved_neighbour_holds_only_its_own_client)
 	m.u.req_QUERY_QP.mask = IBV_QP_STATE;
 	cr_assert_eq(cli_call(&a, &m, -1, &r), 0);
 	cr_assert_eq(r.u.rsp_QUERY_QP.attr.qp_state, IBV_QPS_INIT);
+	close(a.fd);
+	close(b.fd);
+}
+
+/* Open the device keeping the async-event socket. @return it */
+static int
+cli_open_async(struct cli *c)
+{
+	char path[64];
+	struct ipc_msg m, r;
+	int fds[IPC_MAX_FDS];
+	unsigned int n = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(path, sizeof(path), "%s/roce.sock", sock_dir);
+	c->fd = ipc_connect(path);
+	cr_assert_geq(c->fd, 0);
+	cli_req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cli_send(c, &m, -1);
+	cr_assert_gt(ipc_recv(c->fd, &r, fds, &n, IPC_RESPONSE), 0);
+	cr_assert_eq(r.hdr.status, 0);
+	cr_assert_eq(n, 1, "the async-event socket");
+	return fds[0];
+}
+
+/* The next async event on @p fd within @p ms: its type, or -1. */
+static int
+async_event(int fd, unsigned int ms, struct ipc_async_event *ev)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, (int)ms) != 1 || recv(fd, ev, sizeof(*ev), 0) != (ssize_t)sizeof(*ev))
+		return -1;
+	return (int)ev->type;
+}
+
+static uint32_t
+cli_port_state(struct cli *c)
+{
+	struct ipc_msg m, r;
+
+	cli_req(&m, IPC_OP_QUERY_PORT);
+	m.u.req_QUERY_PORT.port = 1;
+	cr_assert_eq(cli_call(c, &m, -1, &r), 0);
+	return r.u.rsp_QUERY_PORT.attr.state;
+}
+
+/* Wait up to @p ms for a frame on TX queue 0. @return its length or 0 */
+static size_t
+collect_wait(uint8_t *buf, size_t cap, unsigned int ms)
+{
+	for (unsigned int i = 0; i < ms; i++) {
+		size_t n = collect(0, buf, cap);
+
+		if (n > 0)
+			return n;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * The link goes down and comes back (net_ring's set_link_down/up, read by
+ * polling): every open context hears PORT_ERR then PORT_ACTIVE,
+ * ibv_query_port follows, and frames sent while down are dropped and
+ * counted (tx_link_down) instead of reaching the wire.
+ */
+Test(app_iface, link_changes_reach_every_context_and_gate_transmit)
+{
+	struct cli a, b;
+	struct ipc_async_event ev;
+	uint8_t f[128];
+	int afd = cli_open_async(&a), bfd = cli_open_async(&b);
+
+	cr_assert_eq(cli_port_state(&a), IBV_PORT_ACTIVE);
+	cr_assert_eq(rte_eth_dev_set_link_down(port_id), 0);
+	cr_assert_eq(async_event(afd, 3000, &ev), IBV_EVENT_PORT_ERR);
+	cr_assert_eq(ev.kind, IPC_OBJ_PORT);
+	cr_assert_eq(ev.user_handle, 1);
+	cr_assert_eq(async_event(bfd, 3000, &ev), IBV_EVENT_PORT_ERR);
+	cr_assert_eq(cli_port_state(&b), IBV_PORT_DOWN);
+	cr_assert_eq(d.link.port[0].downs, 1);
+
+	/* an ARP request is answered into a dead link: dropped, counted */
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
+	cr_assert_eq(collect_wait(f, sizeof(f), 300), 0, "nothing sent while the link is down");
+	cr_assert_geq(port_ctr(CTR_TX_LINK_DOWN), 1);
+
+	cr_assert_eq(rte_eth_dev_set_link_up(port_id), 0);
+	cr_assert_eq(async_event(afd, 3000, &ev), IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(async_event(bfd, 3000, &ev), IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(async_event(afd, 100, &ev), -1, "one event per transition");
+	cr_assert_eq(cli_port_state(&a), IBV_PORT_ACTIVE);
+	cr_assert_eq(d.link.port[0].ups, 1);
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
+	cr_assert_geq(collect_wait(f, sizeof(f), 3000), 42, "answered once the link is back");
+	close(afd);
+	close(bfd);
 	close(a.fd);
 	close(b.fd);
 }
