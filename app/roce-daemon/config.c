@@ -800,19 +800,28 @@ port_is_af_xdp(const struct config_port *p)
 	return strncmp(p->devargs, "net_af_xdp", 10) == 0;
 }
 
-int
-config_user_id(const char *s, uint32_t *out)
+/* A user or group given as a number; false: it is a name. */
+static bool
+config_numeric_id(const char *s, uint32_t *out)
 {
-	struct passwd *pw;
 	char *end;
 	unsigned long v;
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (*s != '\0' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
-		*out = (uint32_t)v;
+	if (*s == '\0' || *end != '\0' || errno != 0 || v >= UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+int
+config_user_id(const char *s, uint32_t *out)
+{
+	struct passwd *pw;
+
+	if (config_numeric_id(s, out))
 		return 0;
-	}
 	pw = getpwnam(s);
 	if (pw == NULL)
 		return -1;
@@ -824,15 +833,9 @@ int
 config_group_id(const char *s, uint32_t *out)
 {
 	struct group *gr;
-	char *end;
-	unsigned long v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (*s != '\0' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
-		*out = (uint32_t)v;
+	if (config_numeric_id(s, out))
 		return 0;
-	}
 	gr = getgrnam(s);
 	if (gr == NULL)
 		return -1;

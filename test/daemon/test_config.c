@@ -238,6 +238,29 @@ Test(config, congestion_control_keys)
 	cr_expect_eq(cc.dcqcn.line_kbps, 100000, "configured line rate wins");
 }
 
+Test(config, users_and_groups_by_number_or_name)
+{
+	uint32_t id = 7, ids[4];
+
+	cr_assert_eq(config_user_id("0", &id), 0);
+	cr_assert_eq(id, 0);
+	cr_assert_eq(config_user_id("65534", &id), 0);
+	cr_assert_eq(id, 65534);
+	id = 7;
+	cr_assert_eq(config_user_id("root", &id), 0);
+	cr_assert_eq(id, 0);
+	cr_assert_eq(config_group_id("root", &id), 0);
+	cr_assert_eq(id, 0);
+	cr_assert_eq(config_user_id("", &id), -1);
+	cr_assert_eq(config_user_id("no-such-user-roce", &id), -1);
+	cr_assert_eq(config_group_id("no-such-group-roce", &id), -1);
+	cr_assert_eq(config_user_id("4294967295", &id), -1, "(uid_t)-1 is not a user");
+	cr_assert_eq(config_user_id("12x", &id), -1);
+	cr_assert_eq(config_id_list("root,65534", false, ids, 4), 2);
+	cr_assert_eq(ids[0], 0);
+	cr_assert_eq(ids[1], 65534);
+}
+
 Test(config, missing_file)
 {
 	cr_assert_eq(config_load("/nonexistent/roce.conf", &cfg, err, sizeof(err)), -1);

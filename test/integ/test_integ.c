@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "integ_lab.h"
 
 #define OUT_MAX 65536
 
@@ -32,22 +33,9 @@ static char tmp_dir[64];
 static char out[OUT_MAX];
 
 static const char *
-env(const char *name)
-{
-	const char *v = getenv(name);
-
-	cr_assert_not_null(v, "%s not set", name);
-	return v;
-}
-
-static const char *
 lab_cmd(void)
 {
-	static char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "env LAB_BUILD=%s %s/scripts/lab.sh -n %s", env("ROCE_BUILD_DIR"),
-		 env("ROCE_SOURCE_DIR"), lab_name);
-	return cmd;
+	return lab_cmd_of(lab_name);
 }
 
 /*
