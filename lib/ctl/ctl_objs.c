@@ -312,7 +312,7 @@ static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t 
 
 /*
  * A new key for MR slot @p index: (index + 1) << 8 | a random byte unlike
- * the slot's last one (IBA 10.6.3.3 lets keys vary per registration; rxe
+ * the slot's last one (IBA section 10.6.3 lets keys vary per registration; rxe
  * draws its 8 key bits at random the same way). A counter in that byte let
  * a peer that saw one key name the next registration of any slot; random,
  * a guess is right once in 256 and each wrong one breaks the guesser's
