@@ -25,17 +25,65 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
+#include <rte_pcapng.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "capture.h"
-#include "daemon.h"
-#include "gsi.h"
-#include "port_link.h"
+#include "daemon_state.h"
+#include "gsi_wire.h"
 
 const struct engine_ops engine_none = {
 	.name = "none",
 };
+
+/*
+ * --pcap: copy @p m (direction TX if @p tx) into this worker's capture ring
+ * (capture.h: the control thread writes the file). Never blocks: a full
+ * ring or pool loses the copy, counted in CTR_CAPTURE_DROPS.
+ */
+static void
+capture_frame(struct worker *w, uint16_t port_idx, const struct rte_mbuf *m, bool tx)
+{
+	const struct port *p = &w->d->port[port_idx];
+	struct rte_mbuf *copy;
+
+	copy = rte_pcapng_copy(p->port_id, w->index, m, w->capture_pool, UINT32_MAX,
+			       rte_get_tsc_cycles(),
+			       tx ? RTE_PCAPNG_DIRECTION_OUT : RTE_PCAPNG_DIRECTION_IN);
+	if (copy == NULL || rte_ring_sp_enqueue(w->capture, copy) != 0) {
+		rte_pktmbuf_free(copy);
+		ctr_add(&w->ctr.v[CTR_CAPTURE_DROPS], 1);
+	}
+}
+
+/*
+ * Quiescent states for port restarts (port_link.c waits on d->qsbr before
+ * it touches a port's queues): online when the lcore starts, quiescent after
+ * every loop iteration (it holds no port then), offline when it stops.
+ */
+static void
+qsbr_online(struct worker *w)
+{
+	if (w->d->qsbr != NULL && rte_rcu_qsbr_thread_register(w->d->qsbr, w->index) == 0)
+		rte_rcu_qsbr_thread_online(w->d->qsbr, w->index);
+}
+
+static void
+qsbr_quiescent(struct worker *w)
+{
+	if (w->d->qsbr != NULL)
+		rte_rcu_qsbr_quiescent(w->d->qsbr, w->index);
+}
+
+static void
+qsbr_offline(struct worker *w)
+{
+	if (w->d->qsbr != NULL) {
+		rte_rcu_qsbr_thread_offline(w->d->qsbr, w->index);
+		(void)rte_rcu_qsbr_thread_unregister(w->d->qsbr, w->index);
+	}
+}
 
 /* ---- counting ---- */
 
@@ -546,18 +594,6 @@ loopback_receive(struct worker *w)
 
 /* ---- control messages ---- */
 
-const char *
-ctl_msg_name(unsigned int t)
-{
-	static const char *const name[] = {
-#define CTL_MSG_NAME(sym, str) [CTL_MSG_##sym] = str,
-		CTL_MSG_LIST(CTL_MSG_NAME)
-#undef CTL_MSG_NAME
-	};
-
-	return t < RTE_DIM(name) ? name[t] : "?";
-}
-
 void
 worker_ctl_run(struct worker *w, struct ctl_msg *m)
 {
@@ -837,12 +873,12 @@ worker_main(void *arg)
 			return rc;
 		}
 	}
-	port_link_worker_online(w);
+	qsbr_online(w);
 	while (!daemon_stopping(d)) {
 		worker_poll(w, rte_rdtsc());
-		port_link_worker_quiescent(w);
+		qsbr_quiescent(w);
 	}
-	port_link_worker_offline(w);
+	qsbr_offline(w);
 	/* Deliver what is still buffered, then stop the engine. */
 	worker_tx_flush(w);
 	if (w->engine->lcore_fini != NULL)
