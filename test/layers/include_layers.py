@@ -35,7 +35,7 @@ import tempfile
 LIB_LAYERS = [
     ["lib/roce"],                   # wire format
     ["lib/shm", "lib/timer"],       # shared-memory formats, timer wheel
-    ["lib/qp"],                     # QP semantics (and, until the split, the engine)
+    ["lib/qp"],                     # QP semantics
     ["lib/xport"],                  # transport engine, MRs, xport_cfg_from_sem()
     ["lib/ipc"],                    # shim <-> daemon protocol
     ["lib/cm"],                     # IB CM

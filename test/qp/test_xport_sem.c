@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * xport_cfg_from_sem() and xport_state_from_sem() (lib/qp xport_sem.h): QPs
+ * xport_cfg_from_sem() and xport_state_from_sem() (lib/xport xport_sem.h): QPs
  * brought to each state by the real QP semantics (qp_fixture.c), translated
  * into engine configurations, every field checked.
  */
