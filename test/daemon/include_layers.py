@@ -1,47 +1,29 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Includes point downward: the layer tables of lib/ and app/roce-daemon.
+"""Includes point downward: the layer table of app/roce-daemon's files.
 
-Reads every `#include "..."` of lib/*/ and app/roce-daemon/ and fails (TAP)
-on an include against the declared order, on a cycle, and on a file the
-tables do not place. Two granularities:
+Reads every `#include "..."` of app/roce-daemon/ and fails (TAP) on an
+include against the declared order, on a circle, and on a file the table
+does not place. A module is X.c and X.h together; X may include a module
+on its own or a lower layer of DAEMON_LAYERS, and the modules must not
+include each other in a circle. A function declared in X.h is defined in
+X.c (a header must not promise another file's code, which would hide a
+call from the include graph). The libraries' order is lib/layers.txt
+(scripts/check_layers.py); includes of library headers are not judged here.
 
-* directories (LIB_LAYERS): a file may include a header of its own
-  directory or of a directory on a lower layer, never of one on its own or a
-  higher layer;
-* the files of app/roce-daemon (DAEMON_LAYERS): a module is X.c and X.h
-  together; X may include a module on its own or a lower layer, and the
-  modules must not include each other in a circle. A function declared in
-  X.h is defined in X.c (a header must not promise another file's code, which
-  would hide a call from the include graph).
-
-Usage: include_layers.py SOURCE_ROOT   (meson test `include_layers`, suite
+Usage: include_layers.py SOURCE_ROOT   (meson test `daemon_layers`, suite
 `layers`). Before checking the tree, it checks itself on made-up trees: a
 circle, an upward include, an unplaced file and a hidden definition must
 each be reported.
 
 Adding a file to app/roce-daemon: put its module in DAEMON_LAYERS on the
-lowest layer above everything it includes. Adding a library: put its
-directory in LIB_LAYERS above the libraries it uses.
+lowest layer above everything it includes.
 """
 import os
 import re
 import shutil
 import sys
 import tempfile
-
-# Directories, bottom first. Directories not present are ignored (lib/shm,
-# lib/timer and lib/xport are lib/qp's split along its seams).
-LIB_LAYERS = [
-    ["lib/roce"],                   # wire format
-    ["lib/shm", "lib/timer"],       # shared-memory formats, timer wheel
-    ["lib/qp"],                     # QP semantics
-    ["lib/xport"],                  # transport engine, MRs, xport_cfg_from_sem()
-    ["lib/ipc"],                    # shim <-> daemon protocol
-    ["lib/cm"],                     # IB CM
-    ["lib/ctl"],                    # control plane
-    ["app/roce-daemon"],
-]
 
 # app/roce-daemon modules (X.c + X.h), bottom first. A module may include
 # modules of its own layer or below; callbacks in daemon_state.h (on_event,
@@ -140,27 +122,13 @@ def find_cycle(graph):
     return None
 
 
-def check(root, lib_layers=None, daemon_layers=None, daemon_dir=DAEMON_DIR):
+def check(root, daemon_layers=None, daemon_dir=DAEMON_DIR):
     """[(case name, [problems])] for the tree at @root."""
-    lib_layers = LIB_LAYERS if lib_layers is None else lib_layers
     daemon_layers = DAEMON_LAYERS if daemon_layers is None else daemon_layers
-    dirs = [d for layer in lib_layers for d in layer]
-    libdirs = sorted({"lib/" + d for d in os.listdir(os.path.join(root, "lib"))}
-                     if os.path.isdir(os.path.join(root, "lib")) else set())
-    files = scan(root, sorted(set(dirs) | set(libdirs) | {daemon_dir}))
+    files = scan(root, [daemon_dir])
     where = resolve(files)
     edges = sorted(set(includes(files, where)))
     results = []
-
-    # -- directories
-    dlayer = layer_of(lib_layers)
-    probs = ["%s is not in LIB_LAYERS" % d for d in libdirs + [daemon_dir]
-             if d not in dlayer and any(p.startswith(d + "/") for p in files)]
-    for src, dst in edges:
-        a, b = os.path.dirname(src), os.path.dirname(dst)
-        if a != b and a in dlayer and b in dlayer and dlayer[b] >= dlayer[a]:
-            probs.append("%s includes %s: %s is not below %s" % (src, dst, b, a))
-    results.append(("directories: every include points to a lower layer (LIB_LAYERS)", probs))
 
     # -- app/roce-daemon modules
     mlayer = layer_of(daemon_layers)
@@ -205,7 +173,7 @@ def check(root, lib_layers=None, daemon_layers=None, daemon_dir=DAEMON_DIR):
     return results
 
 
-def check_made_up(tree, libs, mods):
+def check_made_up(tree, mods):
     """check() on a made-up tree {path: text} in a temporary directory: its problems."""
     root = tempfile.mkdtemp(prefix="layers-")
     try:
@@ -213,18 +181,15 @@ def check_made_up(tree, libs, mods):
             os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
             with open(os.path.join(root, path), "w", encoding="utf-8") as f:
                 f.write(text)
-        return [p for _, ps in check(root, libs, mods, "app/d") for p in ps]
+        return [p for _, ps in check(root, mods, "app/d") for p in ps]
     finally:
         shutil.rmtree(root)
 
 
 def self_tests():
     """The checker must report each kind of problem on a tree made to have it."""
-    libs = [["lib/a"], ["lib/b"], ["app/d"]]
     mods = [["low"], ["mid"], ["top"]]
     good = {
-        "lib/a/a.h": "int a(void);\n", "lib/a/a.c": '#include "a.h"\nint\na(void)\n{ return 0; }\n',
-        "lib/b/b.h": '#include "a.h"\n',
         "app/d/low.h": '#include "b.h"\nint low(void);\n',
         "app/d/low.c": '#include "low.h"\nint\nlow(void)\n{ return 0; }\n',
         "app/d/mid.h": '#include "low.h"\n', "app/d/mid.c": '#include "mid.h"\n',
@@ -234,19 +199,17 @@ def self_tests():
         "a circle": {"app/d/low.c": '#include "low.h"\n#include "mid.h"\nint\nlow(void)\n{ return 0; }\n'},
         "an upward include": {"app/d/mid.c": '#include "mid.h"\n#include "top.h"\n',
                               "app/d/top.h": "\n"},
-        "an upward library include": {"lib/a/a.c": '#include "a.h"\n#include "b.h"\n'},
         "an unplaced module": {"app/d/other.c": '#include "low.h"\n'},
-        "an unplaced library": {"lib/c/c.h": "\n"},
         "a hidden definition": {"app/d/low.c": '#include "low.h"\n',
                                 "app/d/mid.c": '#include "mid.h"\nint\nlow(void)\n{ return 1; }\n'},
     }
     out = []
-    probs = check_made_up(good, libs, mods)
+    probs = check_made_up(good, mods)
     out.append(("self-test: a layered made-up tree passes", probs))
     for what, change in bad.items():
         tree = dict(good)
         tree.update(change)
-        found = check_made_up(tree, libs, mods)
+        found = check_made_up(tree, mods)
         out.append(("self-test: %s is reported" % what,
                     [] if found else ["the checker found nothing"]))
     return out
