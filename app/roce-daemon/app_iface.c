@@ -43,6 +43,7 @@
 #include "daemon.h"
 #include "engine_xport.h"
 #include "gid.h"
+#include "gid_ndev.h"
 #include "gsi.h"
 #include "mr.h"
 #include "neigh.h"
@@ -1705,6 +1706,7 @@ device_cfg(const struct daemon *d, unsigned int p, struct ctl_device_cfg *dev)
 		memcpy(pc->gid[i], port->gids.entry[i].gid, 16);
 		pc->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
 		pc->gid_valid[i] = true;
+		pc->gid_ndev[i] = gid_ndev_ifindex(pc->gid[i]);
 	}
 	pc->pkey[0] = 0xffff;
 	memcpy(pc->mac, port->mac, 6);

@@ -66,6 +66,8 @@ struct ctl_port_cfg {
 	uint8_t gid[CTL_GID_TBL_LEN][16];
 	uint32_t gid_type[CTL_GID_TBL_LEN]; /**< IBV_GID_TYPE_IB / IBV_GID_TYPE_ROCE_V2 */
 	bool gid_valid[CTL_GID_TBL_LEN];
+	/** ifindex of the kernel interface holding the GID's address (0: none), as ndev_ifindex */
+	uint32_t gid_ndev[CTL_GID_TBL_LEN];
 	uint16_t pkey[CTL_PKEY_TBL_LEN];
 	uint8_t mac[6];
 };
