@@ -1827,6 +1827,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->client_max_qps,
 		.max_srq = cd->client_max_srqs,
 		.max_ah = cd->client_max_ahs,
+		.max_cm_ids = cd->client_max_cm_ids,
+		.max_cm_channels = cd->client_max_cm_channels,
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
 		.max_conns_per_user = cd->user_max_conns,
 	};

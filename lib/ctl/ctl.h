@@ -316,6 +316,8 @@ struct ctl_quota {
 	uint32_t max_srq;
 	uint32_t max_ah;
 	uint32_t max_channels;
+	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
+	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
