@@ -179,6 +179,31 @@ Test(cm, bind_ports_and_errors)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * RDMA_PS_IPOIB has no meaning on RoCE: its Q_Key is the IPoIB broadcast
+ * group's, from the SA (the kernel's cma_set_qkey), and RoCE has no SA. The
+ * kernel creates the id and fails once it needs the Q_Key; the daemon
+ * refuses it at once, with a port space error, and nothing is left behind.
+ */
+Test(cm, ipoib_port_space_is_refused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+
+	cr_assert_not_null(ch);
+	errno = 0;
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_IPOIB), -1);
+	cr_assert_eq(errno, EPROTONOSUPPORT, "errno %d", errno);
+	cr_assert_null(id);
+	errno = 0;
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, (enum rdma_port_space)0x4242), -1);
+	cr_assert_eq(errno, EINVAL, "an unknown port space, as the kernel's ucma: errno %d", errno);
+	/* the channel is still good */
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 Test(cm, options)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
