@@ -535,7 +535,7 @@ MAIN_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw read_bw_default
 # answers REJ 8 and perftest's client retries on ids and a channel it has
 # just freed (fixed upstream after 4.5-0.17: perftest 3d9d8d0) and dies
 # (SIGBUS: a freed pointer); run_pair reruns that case, reported, when the
-# REJ 8 is in our client's output (see cm_rej8_rerun).
+# REJ 8 is in our client's output (the evidence, with that of an lcore stall).
 CM_TOOLS="send_bw_cm rping ucmatose udaddy"
 if [[ ${INTEROP_RDMACM:-1} == 1 && -n $INTEROP_RDMACM_SHIM_DIR ]]; then
     MAIN_TOOLS="$MAIN_TOOLS $CM_TOOLS"
