@@ -44,6 +44,7 @@
 #include "engine_xport.h"
 #include "gid.h"
 #include "gsi.h"
+#include "mcast.h"
 #include "mr.h"
 #include "neigh.h"
 #include "xport.h"
@@ -1300,6 +1301,18 @@ dp_qp_destroy(void *dp, const struct ctl_qp_info *info)
 		ctl_dp_destroy_failed(ai->ctl);
 }
 
+static int
+dp_mcast_attach(void *dp, const struct ctl_mcast_info *m)
+{
+	return mcast_attach(((struct app_iface *)dp)->d, m);
+}
+
+static void
+dp_mcast_detach(void *dp, const struct ctl_mcast_info *m)
+{
+	mcast_detach(((struct app_iface *)dp)->d, m);
+}
+
 static const struct ctl_dataplane_ops ai_ops = {
 	.mr_create = dp_mr_create,
 	.mr_destroy = dp_mr_destroy,
@@ -1314,6 +1327,8 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.qp_create = dp_qp_create,
 	.qp_modify = dp_qp_modify,
 	.qp_destroy = dp_qp_destroy,
+	.mcast_attach = dp_mcast_attach,
+	.mcast_detach = dp_mcast_detach,
 };
 
 /* ---- the lcore side: one handler per message (daemon.ctl_msg_fn) ---- */
@@ -1780,6 +1795,8 @@ ai_free(struct app_iface *ai)
 		free(ai->bl[i]);
 	}
 	ah_table_destroy(ai->ahs);
+	if (ai->d != NULL)
+		mcast_destroy(ai->d);
 	free(ai->ops);
 	free(ai->pd_qps);
 	free(ai->cq);
@@ -1875,6 +1892,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 			goto fail;
 		}
 	}
+	if (mcast_create(d) != 0) {
+		snprintf(err, errlen, "application interface: out of memory");
+		goto fail;
+	}
 	ai->ctl = ctl_create(cfg);
 	if (ai->ctl == NULL) {
 		snprintf(err, errlen, "control plane: %s", strerror(errno));
@@ -1939,6 +1960,7 @@ app_iface_destroy(struct app_iface *ai)
 	ai_resolve_tick(ai);
 	ctl_server_destroy(ai->srv);
 	ctl_destroy(ai->ctl);
+	mcast_destroy(d); /* after ctl_destroy: the last detaches went through it */
 	d->gsi = NULL;
 	atomic_store_explicit(&ai_stats.live, false, memory_order_release);
 	for (unsigned int h = 0; h < d->n_hooks; h++) {

@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "ctl_cm.h"
+#include "ctl_mcast.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "qp_attr.h"
@@ -298,6 +299,13 @@ struct ctl_dataplane_ops {
 	int (*qp_modify)(void *dp, const struct ctl_qp_info *qp, const struct qp_sem *next,
 			 const struct qp_sem_effects *fx);
 	void (*qp_destroy)(void *dp, const struct ctl_qp_info *qp);
+	/**
+	 * A UD QP joined a multicast group (ctl_mcast.h); answers at once (no
+	 * ctl_dp_defer()). A nonzero errno fails the attach, nothing kept.
+	 */
+	int (*mcast_attach)(void *dp, const struct ctl_mcast_info *m);
+	/** A QP left a group (ibv_detach_mcast, or its destroy). Cannot fail. */
+	void (*mcast_detach)(void *dp, const struct ctl_mcast_info *m);
 };
 
 /**
@@ -315,6 +323,7 @@ struct ctl_quota {
 	uint32_t max_ah;
 	uint32_t max_channels;
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
 	 * connection has at most one request pending (the next is read after
