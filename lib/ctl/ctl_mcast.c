@@ -32,7 +32,16 @@ struct ctl_mcast_att {
 	uint32_t grp;
 };
 
+struct ctl_mcast_cm {
+	struct ctl_conn *owner;  /* NULL: free slot */
+	uint32_t id;             /* the CM id's handle */
+	uint16_t gen;
+	uint16_t flags;
+	uint8_t gid[16];
+};
+
 struct ctl_mcast {
+	struct ctl_mcast_cm cm[CTL_MCAST_CM_MAX];
 	uint32_t n_grp, n_att;           /* table sizes */
 	struct ctl_mcast_grp *grp;
 	struct ctl_mcast_att *att;
@@ -314,4 +323,74 @@ uint32_t ctl_mcast_members(const struct ctl *ctl, uint32_t dev, const uint8_t gi
 		n++;
 	}
 	return n;
+}
+
+/* ---- rdma_cm joins ---- */
+
+int ctl_mcast_cm_join(struct ctl *ctl, struct ctl_conn *owner, uint32_t id_handle,
+		      const uint8_t gid[16], uint16_t flags, uint32_t *handle)
+{
+	struct ctl_mcast *m = ctl->mcast;
+	uint32_t quota = ctl->cfg.quota.max_mcast_attach ? ctl->cfg.quota.max_mcast_attach
+							 : CTL_MCAST_CM_PER_CLIENT;
+	uint32_t mine = 0, slot = UINT32_MAX;
+
+	for (uint32_t i = 0; i < CTL_MCAST_CM_MAX; i++) {
+		const struct ctl_mcast_cm *j = &m->cm[i];
+
+		if (j->owner == NULL) {
+			if (slot == UINT32_MAX)
+				slot = i;
+			continue;
+		}
+		if (j->id == id_handle && memcmp(j->gid, gid, 16) == 0) {
+			m->st.cm_refused++;
+			return EADDRINUSE;
+		}
+		if (j->owner == owner)
+			mine++;
+	}
+	if (slot == UINT32_MAX || mine >= quota) {
+		m->st.cm_refused++;
+		if (slot != UINT32_MAX)
+			ctl->quota_refused++;
+		return ENOMEM;
+	}
+	m->cm[slot].owner = owner;
+	m->cm[slot].id = id_handle;
+	m->cm[slot].flags = flags;
+	m->cm[slot].gen++;
+	memcpy(m->cm[slot].gid, gid, 16);
+	m->st.cm_joins++;
+	*handle = (uint32_t)m->cm[slot].gen << 16 | (slot + 1);
+	return 0;
+}
+
+int ctl_mcast_cm_leave(struct ctl *ctl, struct ctl_conn *owner, uint32_t handle,
+		       uint32_t *id_handle)
+{
+	struct ctl_mcast *m = ctl->mcast;
+	uint32_t slot = (handle & 0xffff) - 1;
+
+	if (slot >= CTL_MCAST_CM_MAX || m->cm[slot].owner != owner ||
+	    m->cm[slot].gen != (uint16_t)(handle >> 16))
+		return EINVAL;
+	*id_handle = m->cm[slot].id;
+	m->cm[slot].owner = NULL;
+	m->st.cm_joins--;
+	return 0;
+}
+
+void ctl_mcast_cm_id_gone(struct ctl *ctl, uint32_t id_handle)
+{
+	struct ctl_mcast *m = ctl->mcast;
+
+	if (m == NULL)
+		return;
+	for (uint32_t i = 0; i < CTL_MCAST_CM_MAX; i++) {
+		if (m->cm[i].owner != NULL && m->cm[i].id == id_handle) {
+			m->cm[i].owner = NULL;
+			m->st.cm_joins--;
+		}
+	}
 }

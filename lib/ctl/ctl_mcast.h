@@ -25,6 +25,9 @@
 /** Hard caps on the tables, whatever the device attributes say. */
 #define CTL_MCAST_MAX_GROUPS 4096u
 #define CTL_MCAST_MAX_ATTACH 16384u
+/** rdma_cm joins (rdma_join_multicast): in all, and per client when it has no quota. */
+#define CTL_MCAST_CM_MAX 1024u
+#define CTL_MCAST_CM_PER_CLIENT 64u
 
 /** One attach or detach as the dataplane sees it. */
 struct ctl_mcast_info {
@@ -47,6 +50,8 @@ struct ctl_mcast_stats {
 	uint64_t refused_quota;   /**< ENOMEM: the client's max_mcast_attach */
 	uint64_t refused_bad;     /**< EINVAL: not a UD QP, not a multicast GID, not attached */
 	uint64_t refused_dp;      /**< the dataplane refused (its errno) */
+	uint32_t cm_joins;        /**< rdma_cm joins held now */
+	uint64_t cm_refused;      /**< rdma_cm joins refused: ENOMEM (table or client full), EADDRINUSE */
 };
 
 struct ctl;
