@@ -292,8 +292,11 @@ static void
 stats_publish(struct app_iface *ai)
 {
 	struct ctl_stats st;
+	struct ctl_mcast_stats mst;
 
 	ctl_get_stats(ai->ctl, &st);
+	ctl_mcast_get_stats(ai->ctl, &mst);
+	mcast_publish_ctl(ai->d, &mst);
 #define AI_STAT_STORE(name, v) atomic_store_explicit(&ai_stats.name, (v), memory_order_relaxed);
 	AI_STAT_STORE(conns, st.conns)
 	AI_STAT_STORE(contexts, st.contexts)

@@ -380,7 +380,44 @@ tel_mcast(const char *cmd, const char *params, struct rte_tel_data *t)
 	rte_tel_data_add_dict_u64(t, "attached", attached);
 	for (unsigned int i = 0; i < MCAST_CTR_COUNT; i++)
 		rte_tel_data_add_dict_u64(t, names[i], __atomic_load_n(&m->ctr[i], __ATOMIC_RELAXED));
+#define MCAST_TEL_CTL(f) \
+	rte_tel_data_add_dict_u64(t, "ctl_" #f, __atomic_load_n(&m->ctl.f, __ATOMIC_RELAXED));
+	MCAST_TEL_CTL(attaches)
+	MCAST_TEL_CTL(detaches)
+	MCAST_TEL_CTL(refused_groups)
+	MCAST_TEL_CTL(refused_group_full)
+	MCAST_TEL_CTL(refused_total)
+	MCAST_TEL_CTL(refused_quota)
+	MCAST_TEL_CTL(refused_bad)
+	MCAST_TEL_CTL(refused_dp)
+	MCAST_TEL_CTL(cm_joins)
+	MCAST_TEL_CTL(cm_refused)
+#undef MCAST_TEL_CTL
 	return 0;
+}
+
+void
+mcast_publish_ctl(struct daemon *d, const struct ctl_mcast_stats *st)
+{
+	struct ctl_mcast_stats *o;
+
+	if (d->mcast == NULL)
+		return;
+	o = &d->mcast->ctl;
+#define MCAST_PUB(f) __atomic_store_n(&o->f, st->f, __ATOMIC_RELAXED);
+	MCAST_PUB(groups)
+	MCAST_PUB(attached)
+	MCAST_PUB(attaches)
+	MCAST_PUB(detaches)
+	MCAST_PUB(refused_groups)
+	MCAST_PUB(refused_group_full)
+	MCAST_PUB(refused_total)
+	MCAST_PUB(refused_quota)
+	MCAST_PUB(refused_bad)
+	MCAST_PUB(refused_dp)
+	MCAST_PUB(cm_joins)
+	MCAST_PUB(cm_refused)
+#undef MCAST_PUB
 }
 
 int

@@ -92,6 +92,7 @@ struct mcast_table {
 	struct mcast_port port[CONFIG_MAX_PORTS];
 	struct mcast_repeat repeat[MCAST_REPEATS];
 	uint64_t ctr[MCAST_CTR_COUNT];  /**< written by the control thread, relaxed */
+	struct ctl_mcast_stats ctl;     /**< lib/ctl's, copied by mcast_publish_ctl() (relaxed) */
 };
 
 /** Allocate d->mcast (before the workers start). @return 0 or -ENOMEM */
@@ -133,6 +134,9 @@ bool mcast_is_ctl_frame(const uint8_t *f, uint32_t len);
  * consumed. @return true when it was one (@p m freed)
  */
 bool mcast_input(struct daemon *d, uint16_t port, struct rte_mbuf *m);
+
+/** Control thread: publish lib/ctl's membership counters for /roce/mcast. */
+void mcast_publish_ctl(struct daemon *d, const struct ctl_mcast_stats *st);
 
 /** Control thread: send the reports that are due. @return how many */
 unsigned int mcast_tick(struct daemon *d, uint64_t now);
