@@ -91,7 +91,7 @@ B_ADDR=198.18.0.12
 if $LAB up > "$W/up.out" 2>&1; then UP=1; ok "lab up (2 workers per daemon)"; else not_ok "lab up" "$W/up.out"; exit 1; fi
 
 # capture the link from host a's side while the first round runs
-ip netns exec "$L-a" timeout 60 tcpdump -i "$L-a" -n -vv -l 'igmp or (icmp6 and ip6[40] == 143) or (ip6 and ip6[6] == 0)' \
+ip netns exec "$L-a" timeout 250 tcpdump -i "$L-a" -n -vv -l 'igmp or (icmp6 and ip6[40] == 143) or (ip6 and ip6[6] == 0)' \
 	> "$W/tcpdump.out" 2> "$W/tcpdump.err" &
 TD=$!
 sleep 1
