@@ -148,25 +148,33 @@ static void info_of(const struct ctl_mcast *m, uint32_t g, const struct ctl_qp *
 	memcpy(mi->gid, m->grp[g].gid, 16);
 }
 
-/* Remove attachment @p a; the group goes with its last QP. */
-static void att_remove(struct ctl *ctl, uint32_t a)
+/* Unlink attachment @p a from the tables; the group goes with its last QP. */
+static void att_unlink(struct ctl_mcast *m, uint32_t a)
 {
-	struct ctl_mcast *m = ctl->mcast;
 	struct ctl_mcast_att *at = &m->att[a];
 	struct ctl_mcast_grp *g = &m->grp[at->grp];
-	struct ctl_mcast_info mi;
 
 	g->members--;
 	m->dev_atts[g->dev]--;
 	m->st.attached--;
-	m->st.detaches++;
-	info_of(m, at->grp, at->qp, &mi);
 	at->qp = NULL;
 	if (g->members == 0) {
 		g->used = false;
 		m->dev_grps[g->dev]--;
 		m->st.groups--;
 	}
+}
+
+/* Remove attachment @p a and tell the dataplane. */
+static void att_remove(struct ctl *ctl, uint32_t a)
+{
+	struct ctl_mcast *m = ctl->mcast;
+	struct ctl_mcast_info mi;
+
+	info_of(m, m->att[a].grp, m->att[a].qp, &mi);
+	mi.members--;
+	att_unlink(m, a);
+	m->st.detaches++;
 	if (DP_HAS(ctl, mcast_detach))
 		DP(ctl)->mcast_detach(ctl->cfg.dp, &mi);
 }
@@ -253,15 +261,7 @@ int ctl_h_ATTACH_MCAST(const struct ctl_req *x)
 	if (rc) {
 		/* undo without telling the dataplane, which kept nothing */
 		m->st.refused_dp++;
-		m->att[a].qp = NULL;
-		m->grp[g].members--;
-		m->dev_atts[qp->info.dev]--;
-		m->st.attached--;
-		if (m->grp[g].members == 0) {
-			m->grp[g].used = false;
-			m->dev_grps[qp->info.dev]--;
-			m->st.groups--;
-		}
+		att_unlink(m, a);
 		return rc;
 	}
 	m->st.attaches++;
