@@ -232,13 +232,13 @@ mcast_is_ctl_frame(const uint8_t *f, uint32_t len)
 {
 	uint16_t et;
 
-	if (len < 14 + 40)
+	if (len < 14 + 20)
 		return false;
 	et = (uint16_t)(f[12] << 8 | f[13]);
 	if (et == 0x0800)
-		return f[14 + 9] == 2; /* IGMP */
+		return f[14 + 9] == 2; /* IGMP (an IGMPv2 query is 46 bytes) */
 	/* MLD always carries a hop-by-hop Router Alert (RFC 3810 section 5) */
-	return et == 0x86dd && f[14 + 6] == 0 && f[14 + 24] == 0xff;
+	return et == 0x86dd && len >= 14 + 40 && f[14 + 6] == 0 && f[14 + 24] == 0xff;
 }
 
 bool
