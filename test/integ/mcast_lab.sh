@@ -47,7 +47,7 @@ if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP needs root (network namespaces)";
 for t in mckey tcpdump dpdk-telemetry.py; do
 	command -v "$t" > /dev/null || { echo "1..0 # SKIP needs $t"; exit 0; }
 done
-echo "1..14"
+echo "1..15"
 
 run() { # host cmd...: a program on the host through both shims
 	local h=$1; shift
