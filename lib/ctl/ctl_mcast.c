@@ -196,6 +196,23 @@ static struct ctl_qp *mcast_req_qp(const struct ctl_req *x, int *err)
 	return qp;
 }
 
+/*
+ * Look a request up: its QP, the group (UINT32_MAX: none yet) and the QP's
+ * attachment to it (UINT32_MAX: none). @return 0 or EINVAL (counted)
+ */
+static int mcast_req_find(const struct ctl_req *x, struct ctl_qp **qp, uint32_t *g, uint32_t *a)
+{
+	struct ctl_mcast *m = x->conn->ctl->mcast;
+	int rc;
+
+	*qp = mcast_req_qp(x, &rc);
+	if (*qp == NULL)
+		return rc;
+	*g = grp_find(m, (*qp)->info.dev, x->req->u.req_ATTACH_MCAST.gid);
+	*a = *g != UINT32_MAX ? att_find(m, *qp, *g) : UINT32_MAX;
+	return 0;
+}
+
 /* Why a new attachment of @p qp to @p gid does not fit: 0, or ENOMEM (counted). */
 static int mcast_room(struct ctl *ctl, const struct ctl_qp *qp, uint32_t g)
 {
@@ -233,13 +250,11 @@ int ctl_h_ATTACH_MCAST(const struct ctl_req *x)
 	struct ctl_mcast_info mi;
 	uint32_t g, a;
 	struct ctl_qp *qp;
-	int rc;
+	int rc = mcast_req_find(x, &qp, &g, &a);
 
-	qp = mcast_req_qp(x, &rc);
-	if (qp == NULL)
+	if (rc)
 		return rc;
-	g = grp_find(m, qp->info.dev, q->gid);
-	if (g != UINT32_MAX && att_find(m, qp, g) != UINT32_MAX)
+	if (a != UINT32_MAX)
 		return 0; /* already a member: as uverbs, nothing more */
 	rc = mcast_room(ctl, qp, g);
 	if (rc)
@@ -272,17 +287,12 @@ int ctl_h_DETACH_MCAST(const struct ctl_req *x)
 {
 	struct ctl *ctl = x->conn->ctl;
 	struct ctl_mcast *m = ctl->mcast;
-	const struct ipc_mcast_req *q = &x->req->u.req_DETACH_MCAST;
-	uint32_t g, a = UINT32_MAX;
+	uint32_t g, a;
 	struct ctl_qp *qp;
-	int rc;
+	int rc = mcast_req_find(x, &qp, &g, &a);
 
-	qp = mcast_req_qp(x, &rc);
-	if (qp == NULL)
+	if (rc)
 		return rc;
-	g = grp_find(m, qp->info.dev, q->gid);
-	if (g != UINT32_MAX)
-		a = att_find(m, qp, g);
 	if (a == UINT32_MAX) {
 		m->st.refused_bad++;
 		return EINVAL; /* not attached: as uverbs */

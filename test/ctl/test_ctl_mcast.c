@@ -118,6 +118,17 @@ static uint32_t ud_qp(struct client *cl, uint32_t pd, uint32_t cq)
 	return r.handle;
 }
 
+/* A client with one UD QP (its handle in *q). */
+static void one_ud_qp(struct client *cl, uint32_t *q)
+{
+	uint32_t pd, cq;
+
+	client_open(cl, true);
+	pd = alloc_pd(cl);
+	cq = create_cq(cl, 16, 0);
+	*q = ud_qp(cl, pd, cq);
+}
+
 static struct ctl_mcast_stats stats(void)
 {
 	struct ctl_mcast_stats st;
@@ -186,12 +197,9 @@ Test(ctl_mcast, join_flood_hits_max_mcast_grp)
 {
 	struct client cl;
 	uint8_t g[16];
-	uint32_t pd, cq, q;
+	uint32_t q;
 
-	client_open(&cl, true);
-	pd = alloc_pd(&cl);
-	cq = create_cq(&cl, 16, 0);
-	q = ud_qp(&cl, pd, cq);
+	one_ud_qp(&cl, &q);
 	for (unsigned int i = 0; i < 4; i++) {
 		group(g, i);
 		cr_assert_eq(mcast(&cl, IPC_OP_ATTACH_MCAST, q, g), 0);
@@ -244,12 +252,9 @@ Test(ctl_mcast, destroy_detaches_first)
 {
 	struct client cl;
 	uint8_t g[16];
-	uint32_t pd, cq, q;
+	uint32_t q;
 
-	client_open(&cl, true);
-	pd = alloc_pd(&cl);
-	cq = create_cq(&cl, 16, 0);
-	q = ud_qp(&cl, pd, cq);
+	one_ud_qp(&cl, &q);
 	group(g, 1);
 	cr_assert_eq(mcast(&cl, IPC_OP_ATTACH_MCAST, q, g), 0);
 	cr_assert_eq(destroy(&cl, IPC_OP_DESTROY_QP, q), 0);
@@ -263,12 +268,9 @@ Test(ctl_mcast, dataplane_refusal_keeps_nothing)
 {
 	struct client cl;
 	uint8_t g[16];
-	uint32_t pd, cq, q;
+	uint32_t q;
 
-	client_open(&cl, true);
-	pd = alloc_pd(&cl);
-	cq = create_cq(&cl, 16, 0);
-	q = ud_qp(&cl, pd, cq);
+	one_ud_qp(&cl, &q);
 	group(g, 1);
 	fdp.refuse = ENOBUFS;
 	cr_assert_eq(mcast(&cl, IPC_OP_ATTACH_MCAST, q, g), ENOBUFS);
