@@ -36,9 +36,22 @@
 #include "gid.h"
 #include "gid_ndev.h"
 #include "gsi.h"
+#include "mcast.h"
 #include "mr.h"
 #include "port.h"
 #include "wqe.h"
+
+static int
+dp_mcast_attach(void *dp, const struct ctl_mcast_info *m)
+{
+	return mcast_attach(((struct app_iface *)dp)->d, m);
+}
+
+static void
+dp_mcast_detach(void *dp, const struct ctl_mcast_info *m)
+{
+	mcast_detach(((struct app_iface *)dp)->d, m);
+}
 
 static const struct ctl_dataplane_ops ai_ops = {
 	.mr_create = ai_dp_mr_create,
@@ -54,6 +67,8 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.qp_create = ai_dp_qp_create,
 	.qp_modify = ai_dp_qp_modify,
 	.qp_destroy = ai_dp_qp_destroy,
+	.mcast_attach = dp_mcast_attach,
+	.mcast_detach = dp_mcast_detach,
 };
 
 /* ---- the lcore side: one handler per message (daemon.ctl_msg_fn) ---- */
@@ -266,6 +281,8 @@ ai_free(struct app_iface *ai)
 		free(ai->bl[i]);
 	}
 	ah_table_destroy(ai->ahs);
+	if (ai->d != NULL)
+		mcast_destroy(ai->d);
 	free(ai->ops);
 	free(ai->pd_qps);
 	free(ai->cq);
@@ -364,6 +381,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 			goto fail;
 		}
 	}
+	if (mcast_create(d) != 0) {
+		snprintf(err, errlen, "application interface: out of memory");
+		goto fail;
+	}
 	ai->ctl = ctl_create(cfg);
 	if (ai->ctl == NULL) {
 		snprintf(err, errlen, "control plane: %s", strerror(errno));
@@ -418,6 +439,7 @@ app_iface_destroy(struct app_iface *ai)
 	ai_resolve_tick(ai);
 	ctl_server_destroy(ai->srv);
 	ctl_destroy(ai->ctl);
+	mcast_destroy(d); /* after ctl_destroy: the last detaches went through it */
 	d->gsi = NULL;
 	ai_telemetry_stop();
 	for (unsigned int h = 0; h < d->n_hooks; h++) {

@@ -15,6 +15,7 @@
 #include "capture.h"
 #include "daemon.h"
 #include "gsi.h"
+#include "mcast.h"
 #include "neigh.h"
 #include "port_link.h"
 
@@ -64,6 +65,8 @@ slow_input(struct daemon *d, uint16_t port, struct rte_mbuf *m, uint64_t now)
 			rte_pktmbuf_free(m);
 		return;
 	}
+	if (mcast_input(d, port, m))
+		return;
 	neigh_input(d, port, m, now);
 }
 
@@ -105,6 +108,7 @@ control_poll(struct daemon *d, uint64_t now)
 	}
 	if (d->gsi != NULL)
 		work += gsi_tick(d->gsi);
+	work += mcast_tick(d, now);
 	work += capture_drain(d);
 	return work;
 }

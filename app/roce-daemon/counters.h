@@ -62,6 +62,16 @@
 	X(RX_OWN_SRC, "rx_own_src", CTR_S_PL, "our own transmitted frames seen again (af_packet)") \
 	X(RX_NOT_OUR_ADDR, "rx_not_our_addr", CTR_S_PL, "RoCE frames to an IP that is not ours") \
 	X(RX_NO_QP, "rx_no_qp", CTR_S_PL, "RoCE frames for a QP that does not exist") \
+	X(RX_MCAST, "rx_mcast", CTR_S_PL, "RoCE frames to a multicast group (mcast.h)") \
+	X(RX_MCAST_DELIVERED, "rx_mcast_delivered", CTR_S_PL, \
+	  "multicast frames handed to attached QPs (one per QP and frame)") \
+	X(RX_MCAST_NO_MEMBER, "rx_mcast_no_member", CTR_S_PL, \
+	  "multicast frames dropped: no QP of the port attached to the group") \
+	X(RX_MCAST_BAD, "rx_mcast_bad", CTR_S_PL, \
+	  "frames to a multicast group dropped: BTH DestQP not 0xFFFFFF") \
+	X(RX_MCAST_CTL, "rx_mcast_ctl", CTR_S_PL, "IGMP/MLD frames passed to the control thread") \
+	X(TX_MCAST_LOOP, "tx_mcast_loop", CTR_S_PL, \
+	  "multicast frames sent also copied to the port's own members (loopback)") \
 	X(RX_CNP_NO_QP, "rx_cnp_no_qp", CTR_S_PL, "of those, CNPs (congestion notifications)") \
 	X(RX_GSI, "rx_gsi", CTR_S_PL, "MADs for QP1 (GSI) passed to the control thread") \
 	X(RX_GSI_BAD, "rx_gsi_bad", CTR_S_PL, \

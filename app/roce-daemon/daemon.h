@@ -85,6 +85,8 @@ struct daemon {
 	void (*on_link)(struct daemon *d, unsigned int port, const struct link_sample *now,
 			void *arg);
 	void *on_link_arg;
+	/** UD multicast groups (mcast.h): written by the control thread, read by workers; NULL: none. */
+	struct mcast_table *mcast;
 };
 
 /** Prepare @p d for @p cfg (no EAL calls). */

@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "gid.h"
+#include "roce_mcast.h"
 
 /* ---------------- the table ---------------- */
 
@@ -704,6 +705,11 @@ neigh_resolve(struct daemon *d, int worker_idx, uint16_t port_idx, const uint8_t
 
 	if (local >= 0) {
 		memcpy(mac, d->port[local].mac, 6);
+		return 0;
+	}
+	if (roce_gid_is_mcast(dgid)) {
+		/* a group: its MAC, no ARP/ND (mcast.h "Transmit") */
+		roce_mcast_mac(dgid, mac);
 		return 0;
 	}
 	if (port_idx >= d->n_ports || !neigh_next_hop(d, port_idx, dgid, nh))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * rdmacm shim: rsockets and multicast, exported so that every program
+ * rdmacm shim: rsockets, exported so that every program
  * linked against librdmacm loads (rping, ucmatose, udaddy and cmtime link
  * rpoll through the examples' common.h even when they never use rsockets).
  *
@@ -9,7 +9,6 @@
  *  - rpoll() and rselect() on ordinary descriptors behave as poll(2) and
  *    select(2), as librdmacm's do for a descriptor that is not an rsocket
  *    (no rsocket can exist here, so every descriptor is an ordinary one);
- *  - rdma_join_multicast(_ex) and rdma_leave_multicast fail with ENOSYS.
  */
 #include <errno.h>
 #include <poll.h>
@@ -254,28 +253,3 @@ RCM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offs
 	return (size_t)-1; /* librdmacm's riowrite returns -1 as size_t on error */
 }
 
-/* ---- multicast (issue 21) ---- */
-
-RCM_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id;
-	(void)addr;
-	(void)context;
-	return rcm_enosys();
-}
-
-RCM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
-				      struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)
-{
-	(void)id;
-	(void)mc_join_attr;
-	(void)context;
-	return rcm_enosys();
-}
-
-RCM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id;
-	(void)addr;
-	return rcm_enosys();
-}

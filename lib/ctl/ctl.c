@@ -107,6 +107,9 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_res_rd_atom = XPORT_MAX_RD_ATOMIC * cfg->limits.max_qp;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = cfg->limits.max_ah;
+	a->max_mcast_grp = 64;
+	a->max_mcast_qp_attach = 16;
+	a->max_total_mcast_qp_attach = 256;
 	a->max_srq = cfg->limits.max_srq;
 	a->max_srq_wr = 4096;
 	a->max_srq_sge = WQE_MAX_SGE;
@@ -242,6 +245,11 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	rc = ctl_cm_create(ctl);
 	if (rc < 0)
 		goto fail;
+	rc = ctl_mcast_create(ctl);
+	if (rc < 0) {
+		ctl_cm_destroy(ctl);
+		goto fail;
+	}
 	return ctl;
 fail:
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
@@ -267,6 +275,7 @@ void ctl_destroy(struct ctl *ctl)
 		ctl_conn_close(c);
 	}
 	ctl_cm_destroy(ctl);
+	ctl_mcast_destroy(ctl);
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);
@@ -978,6 +987,7 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	CTL_QUOTA_MIN(max_srq, q->max_srq)
 	CTL_QUOTA_MIN(max_ah, q->max_ah)
 	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
+	CTL_QUOTA_MIN(max_total_mcast_qp_attach, q->max_mcast_attach)
 #undef CTL_QUOTA_MIN
 	return 0;
 }

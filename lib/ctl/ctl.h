@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "ctl_cm.h"
+#include "ctl_mcast.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "qp_attr.h"
@@ -300,6 +301,13 @@ struct ctl_dataplane_ops {
 	int (*qp_modify)(void *dp, const struct ctl_qp_info *qp, const struct qp_sem *next,
 			 const struct qp_sem_effects *fx);
 	void (*qp_destroy)(void *dp, const struct ctl_qp_info *qp);
+	/**
+	 * A UD QP joined a multicast group (ctl_mcast.h); answers at once (no
+	 * ctl_dp_defer()). A nonzero errno fails the attach, nothing kept.
+	 */
+	int (*mcast_attach)(void *dp, const struct ctl_mcast_info *m);
+	/** A QP left a group (ibv_detach_mcast, or its destroy). Cannot fail. */
+	void (*mcast_detach)(void *dp, const struct ctl_mcast_info *m);
 };
 
 /**
@@ -319,6 +327,7 @@ struct ctl_quota {
 	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
 	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
 	 * connection has at most one request pending (the next is read after

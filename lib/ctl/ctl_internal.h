@@ -264,6 +264,7 @@ struct ctl {
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
 	struct ctl_cm *cm;       /* rdma_cm: the lib/cm agent and its queues (ctl_cm.c) */
+	struct ctl_mcast *mcast; /* multicast membership (ctl_mcast.c) */
 };
 
 /* ctl_table.c */
@@ -302,6 +303,24 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
  */
 int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct ctl_obj *o);
 int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle);
+
+/* ctl_mcast.c: multicast membership */
+int ctl_mcast_create(struct ctl *ctl);
+void ctl_mcast_destroy(struct ctl *ctl);
+/* QP @p qp is being destroyed: detach it from every group (before the dataplane's qp_destroy). */
+void ctl_mcast_qp_gone(struct ctl *ctl, struct ctl_qp *qp);
+/*
+ * rdma_cm joins of CM id @p id_handle: one per group and id; bounded in all
+ * and per client (its max_mcast_attach quota, or CTL_MCAST_CM_PER_CLIENT).
+ * @return 0 with *handle, EADDRINUSE (the id joined it already) or ENOMEM
+ */
+int ctl_mcast_cm_join(struct ctl *ctl, struct ctl_conn *owner, uint32_t id_handle,
+		      const uint8_t gid[16], uint16_t flags, uint32_t *handle);
+/* @return 0 with the join's CM id in *id_handle, or EINVAL (no such join of @p owner) */
+int ctl_mcast_cm_leave(struct ctl *ctl, struct ctl_conn *owner, uint32_t handle,
+		       uint32_t *id_handle);
+/* CM id @p id_handle goes: its joins go with it. */
+void ctl_mcast_cm_id_gone(struct ctl *ctl, uint32_t id_handle);
 
 /* ctl_cm.c: rdma_cm ids and channels in the object life cycle */
 void ctl_cm_limits_default(struct ctl_cm_limits *l);

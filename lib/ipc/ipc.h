@@ -292,6 +292,12 @@ struct ipc_reg_mr_rsp { uint32_t handle; uint32_t lkey; uint32_t rkey; uint32_t 
 /** IMPORT_MR (ibv_import_mr): the MR @c handle of the connection's group, registered in PD @c pd. */
 struct ipc_import_mr_req { uint32_t handle; uint32_t pd; };
 struct ipc_import_mr_rsp { uint32_t lkey; uint32_t rkey; uint64_t length; };
+/**
+ * ATTACH_MCAST / DETACH_MCAST (ibv_attach_mcast / ibv_detach_mcast): UD QP
+ * @c qp joins or leaves multicast group @c gid (ff00::/8, or ::ffff:224.0.0.0/4
+ * for an IPv4 group); @c lid is ignored on RoCE.
+ */
+struct ipc_mcast_req { uint32_t qp; uint16_t lid; uint16_t pad; uint8_t gid[16]; };
 struct ipc_rereg_mr_req {
 	uint32_t handle;
 	uint32_t flags;      /**< IBV_REREG_MR_CHANGE_* */
@@ -450,6 +456,8 @@ enum ipc_obj_kind {
 	IPC_OP(DESTROY_AH,     29, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(IMPORT_PD,      30, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)  \
+	IPC_OP(ATTACH_MCAST,   32, ipc_mcast_req,           ipc_empty,            0, 0)  \
+	IPC_OP(DETACH_MCAST,   33, ipc_mcast_req,           ipc_empty,            0, 0)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */
 
 /** Operation codes. */

@@ -509,9 +509,13 @@ Test(ctl_cm, ports_reuseaddr_and_wildcards)
 	m.u.req_CM_GET_OPTION.optname = RDMA_OPTION_ID_TOS;
 	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
 	cr_assert_eq(r.u.rsp_CM_GET_OPTION.optval[0], 0x20);
-	/* multicast is issue 21's */
+	/* multicast: an id that is not UD, or no id */
 	req(&m, IPC_OP_CM_JOIN_MCAST);
-	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), ENOSYS);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	m.u.req_CM_JOIN_MCAST.id = y;
+	m.u.req_CM_JOIN_MCAST.addr.family = AF_INET;
+	m.u.req_CM_JOIN_MCAST.addr.addr[0] = 239;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
 	close(ch.fd);
 	client_close(&a);
 }
@@ -853,5 +857,76 @@ Test(ctl_cm, per_client_quota_on_ids_and_channels)
 	close(ch[1].fd);
 	close(bch.fd);
 	client_close(&b);
+
+/* rdma_join_multicast as cma.c for RoCE: MULTICAST_JOIN at once, bounds, leave. */
+static int join(struct client *cl, uint32_t id, struct ipc_cm_addr a, uint16_t flags,
+		uint32_t *h)
+{
+	struct ipc_msg m, r;
+	int rc;
+
+	req(&m, IPC_OP_CM_JOIN_MCAST);
+	m.u.req_CM_JOIN_MCAST.id = id;
+	m.u.req_CM_JOIN_MCAST.join_flags = flags;
+	m.u.req_CM_JOIN_MCAST.addr = a;
+	rc = call(cl, &m, NULL, 0, &r, NULL);
+	if (h != NULL)
+		*h = r.u.rsp_CM_JOIN_MCAST.handle;
+	return rc;
+}
+
+Test(ctl_cm, multicast_join_and_leave)
+{
+	static const uint8_t mgid[16] = { [10] = 0xff, [11] = 0xff, 239, 1, 2, 3 };
+	struct client a;
+	struct cmch ch;
+	struct ipc_cm_event ev;
+	uint32_t id, unbound, mc, mc6, n;
+	struct ipc_cm_addr g6 = { .family = AF_INET6, .addr = { 0xff, 0x0e, [15] = 1 } };
+	int rc;
+
+	client_open(&a, true);
+	ch = channel(&a);
+	cr_assert_eq(create_id(&a, ch, RDMA_PS_UDP, 7, &id), 0);
+	cr_assert_eq(create_id(&a, ch, RDMA_PS_UDP, 8, &unbound), 0);
+	cr_assert_eq(join(&a, unbound, v4("239.1.2.3", 0), 0, NULL), EINVAL, "not bound");
+	cr_assert_eq(bind_id(&a, id, v4("198.18.0.1", 0)), 0);
+	cr_assert_eq(join(&a, id, v4("198.18.0.2", 0), 0, NULL), EINVAL, "not a group");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 2, NULL), EINVAL, "bad flags");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, &mc), 0);
+	ev = expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+	cr_assert_eq(ev.uid, 7u);
+	cr_assert_eq(ev.status, 0);
+	cr_assert_eq(ev.param.qp_num, 0xffffffu);
+	cr_assert_eq(ev.param.qkey, 0x01234567u);
+	cr_assert_arr_eq(ev.ud_ah.dgid, mgid, 16, "IPv4-mapped MGID");
+	cr_assert_eq(ev.ud_ah.is_global, 1);
+	cr_assert_eq(ev.ud_ah.sgid_index, 1, "the bound address's GID");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, NULL), EADDRINUSE, "joined already");
+	cr_assert_eq(join(&a, id, g6, 1, &mc6), 0, "an IPv6 group, send-only");
+	ev = expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+	cr_assert_arr_eq(ev.ud_ah.dgid, g6.addr, 16);
+	/* a join flood: the client's share runs out with ENOMEM */
+	n = 2;
+	for (unsigned int i = 0; i < CTL_MCAST_CM_PER_CLIENT + 4; i++) {
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "239.2.%u.%u", i / 200, i % 200);
+		rc = join(&a, id, v4(ip, 0), 0, NULL);
+		cr_assert(rc == 0 || rc == ENOMEM);
+		if (rc == 0) {
+			n++;
+			expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+		}
+	}
+	cr_assert_eq(n, CTL_MCAST_CM_PER_CLIENT);
+	cr_assert_geq(ctl_cm_stats(ctl)[CTL_CM_CTR_MCAST_REFUSED], 4u + 2);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc, 0), 0);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc, 0), EINVAL, "left already");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, NULL), 0, "room again");
+	/* the id's joins go with it */
+	cr_assert_eq(simple(&a, IPC_OP_CM_DESTROY_ID, id, 0), 0);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc6, 0), EINVAL);
+	close(ch.fd);
 	client_close(&a);
 }

@@ -192,10 +192,27 @@ Test(args, rsockets_and_multicast_enosys)
 	EXPECT_ENOSYS(rfcntl(3, F_GETFL));
 	EXPECT_ENOSYS(riomap(3, buf, sizeof(buf), 0, 0, 0));
 	EXPECT_ENOSYS(riounmap(3, buf, sizeof(buf)));
-	EXPECT_ENOSYS(rdma_join_multicast(NULL, (struct sockaddr *)&sin, NULL));
-	EXPECT_ENOSYS(rdma_join_multicast_ex(NULL, NULL, NULL));
-	EXPECT_ENOSYS(rdma_leave_multicast(NULL, (struct sockaddr *)&sin));
 #undef EXPECT_ENOSYS
+}
+
+/* Multicast calls without an id or an address: EINVAL (librdmacm's checks). */
+Test(args, multicast_bad_args)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rdma_cm_join_mc_attr_ex attr = { .comp_mask = RDMA_CM_JOIN_MC_ATTR_RESERVED };
+
+	errno = 0;
+	cr_expect_eq(rdma_join_multicast(NULL, (struct sockaddr *)&sin, NULL), -1);
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_eq(rdma_join_multicast_ex(NULL, NULL, NULL), -1);
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_eq(rdma_leave_multicast(NULL, (struct sockaddr *)&sin), -1);
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_eq(rdma_join_multicast_ex(NULL, &attr, NULL), -1);
+	cr_expect_eq(errno, ENOTSUP, "unknown comp_mask bits");
 }
 
 /* rpoll/rselect on ordinary descriptors behave as poll/select (librdmacm's
