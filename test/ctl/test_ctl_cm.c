@@ -857,6 +857,8 @@ Test(ctl_cm, per_client_quota_on_ids_and_channels)
 	close(ch[1].fd);
 	close(bch.fd);
 	client_close(&b);
+	client_close(&a);
+}
 
 /* rdma_join_multicast as cma.c for RoCE: MULTICAST_JOIN at once, bounds, leave. */
 static int join(struct client *cl, uint32_t id, struct ipc_cm_addr a, uint16_t flags,
