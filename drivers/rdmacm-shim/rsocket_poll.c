@@ -39,8 +39,16 @@ static short rsk_data_revents(struct rsk *rs, short events)
 		rev |= POLLIN;
 	if ((events & POLLOUT) && rsk_can_send(rs))
 		rev |= POLLOUT;
-	if (!(rs->state & RSK_CONNECTED))
-		rev |= (rs->state & RSK_DISCONNECTED) ? POLLHUP : POLLERR;
+	/*
+	 * A peer that sent its last bytes and DISCONNECT at once: the bytes
+	 * first (readable), the hang-up once they are read. librdmacm reports
+	 * both together, and its own examples' do_poll() takes that for a
+	 * failure when the two arrive in one poll.
+	 */
+	if (rs->state & RSK_ERROR)
+		rev |= POLLERR;
+	else if (!(rs->state & RSK_CONNECTED) && !rsk_rx_has_data(&rs->rx))
+		rev |= POLLHUP;
 	return rev;
 }
 
