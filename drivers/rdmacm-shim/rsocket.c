@@ -105,6 +105,8 @@ struct rsk *rsk_alloc(const struct rsk *inherit, int domain)
 		rs->so_opts = inherit->so_opts;
 		rs->tcp_opts = inherit->tcp_opts;
 		rs->keepalive_time = inherit->keepalive_time;
+		rs->linger_ms = inherit->linger_ms;
+		rs->linger_set = inherit->linger_set;
 	} else {
 		rs->sbuf_size = RSK_DEF_MEM;
 		rs->rbuf_size = RSK_DEF_MEM;
@@ -112,6 +114,7 @@ struct rsk *rsk_alloc(const struct rsk *inherit, int domain)
 		rs->rq_size = RSK_DEF_QSIZE;
 		rs->sq_inline = RSK_DEF_INLINE;
 		rs->keepalive_time = 7200;
+		rs->linger_ms = RSK_LINGER_MS;
 	}
 	return rs;
 }
@@ -336,14 +339,23 @@ static int rsk_shutdown_locked(struct rsk *rs, int how)
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			if (rsk_process(rs, false, rsk_test_ctrl) == 0 && (rs->state & RSK_CONNECTED))
+			if ((rsk_test_ctrl(rs) ||
+			     rsk_process_until(rs, rs->linger_ms == 0, rsk_test_ctrl, rs->linger_ms) == 0) &&
+			    (rs->state & RSK_CONNECTED))
 				rc = rsk_send_ctrl(rs, ctrl);
 		} else {
 			rc = 0;
 		}
 	}
-	if (rs->state & RSK_CONNECTED)
-		rsk_process(rs, false, rsk_test_all_sent);
+	/*
+	 * Wait for the peer to take what was sent, but not forever: a peer
+	 * that never reposts its receives holds our writes in RNR retries.
+	 */
+	if ((rs->state & RSK_CONNECTED) &&
+	    (rs->linger_ms == 0 ||
+	     (rsk_process_until(rs, false, rsk_test_all_sent, rs->linger_ms) && errno == ETIMEDOUT)) &&
+	    how == SHUT_RDWR)
+		rs->state = (rs->state & ~(uint32_t)RSK_RDWR) | RSK_DISCONNECTED;
 	if ((rs->state & RSK_DISCONNECTED) && rs->cm->qp != NULL) {
 		/* flush the receives so that a poller wakes (librdmacm does the same) */
 		ibv_req_notify_cq(rs->cq, 0);
@@ -461,8 +473,16 @@ static int rsk_set_sol_socket(struct rsk *rs, int optname, const void *optval, s
 	int v;
 
 	if (optname == SO_LINGER) {
-		if (optval == NULL || optlen < sizeof(struct linger))
+		struct linger l;
+
+		if (optval == NULL || optlen < sizeof(l))
 			return rcm_err(EINVAL);
+		memcpy(&l, optval, sizeof(l));
+		/* on with 0: close without waiting for the peer (TCP's abortive close) */
+		rs->linger_ms = !l.l_onoff ? RSK_LINGER_MS
+			      : l.l_linger <= 0 ? 0
+			      : l.l_linger < RSK_LINGER_MS / 1000 ? l.l_linger * 1000 : RSK_LINGER_MS;
+		rs->linger_set = l.l_onoff != 0;
 		return 0;
 	}
 	if (rsk_optint(optval, optlen, &v))
@@ -612,6 +632,15 @@ static int rsk_get_sol_socket(struct rsk *rs, int optname, void *optval, socklen
 		return rsk_put_int(optval, optlen, (int)rs->rbuf_size);
 	case SO_SNDBUF:
 		return rsk_put_int(optval, optlen, (int)rs->sbuf_size);
+	case SO_LINGER: {
+		struct linger l = { .l_onoff = rs->linger_set, .l_linger = rs->linger_ms / 1000 };
+
+		if (optval == NULL || optlen == NULL || *optlen < sizeof(l))
+			return rcm_err(EINVAL);
+		memcpy(optval, &l, sizeof(l));
+		*optlen = sizeof(l);
+		return 0;
+	}
 	case SO_ERROR:
 		v = rs->err;
 		if (rsk_put_int(optval, optlen, v))

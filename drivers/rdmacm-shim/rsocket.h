@@ -50,6 +50,7 @@
 #define RSK_OLAP_START 2048u
 #define RSK_QP_MIN 16u
 #define RSK_QP_MAX 0xfffeu
+#define RSK_LINGER_MS 10000           /* longest a shutdown waits for the peer */
 
 /* The immediate's op (bits 31..29): X(name, value, queued as data). */
 #define RSK_OP_LIST(X)                                                                             \
@@ -254,6 +255,8 @@ struct rsk {
 	uint32_t sq_inline;
 	uint64_t so_opts, tcp_opts, ipv6_opts;
 	uint32_t keepalive_time;
+	int linger_ms;                  /* how long a shutdown waits for the peer (SO_LINGER) */
+	bool linger_set;
 	void *route;                    /* RDMA_ROUTE */
 	size_t route_len;
 
@@ -312,6 +315,8 @@ bool rsk_test_any(struct rsk *rs);
  * unless @p nonblock. @return 0, or -1 with errno (EWOULDBLOCK, the error).
  */
 int rsk_process(struct rsk *rs, bool nonblock, rsk_test_fn test);
+/* The same, giving up after @p timeout_ms (> 0) with ETIMEDOUT. */
+int rsk_process_until(struct rsk *rs, bool nonblock, rsk_test_fn test, int timeout_ms);
 /* Send a control message (lock held). */
 int rsk_send_ctrl(struct rsk *rs, enum rsk_ctrl ctrl);
 /* Consume a pending CQ channel event if any (lock held). */

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include <rdma/rsocket.h>
 
@@ -280,15 +281,33 @@ bool rsk_test_any(struct rsk *rs)
 	return true;
 }
 
-/* Sleep until the CQ or the cm channel says something (lock held, wait_lock held). */
-static int rsk_sleep(struct rsk *rs)
+static int64_t rsk_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Sleep until the CQ or the cm channel says something, or @p until_ms
+ * (monotonic; 0: no limit) passes (lock held, wait_lock held).
+ */
+static int rsk_sleep(struct rsk *rs, int64_t until_ms)
 {
 	struct pollfd p[2] = { { .fd = rs->cch->fd, .events = POLLIN },
 			       { .fd = rs->fd, .events = POLLIN } };
-	int n;
+	int n, to = -1;
 
+	if (until_ms) {
+		int64_t left = until_ms - rsk_now_ms();
+
+		if (left <= 0)
+			return rcm_err(ETIMEDOUT);
+		to = (int)left;
+	}
 	pthread_mutex_unlock(&rs->lock);
-	n = poll(p, 2, -1);
+	n = poll(p, 2, to);
 	pthread_mutex_lock(&rs->lock);
 	if (n < 0)
 		return errno == EINTR ? 0 : -1;
@@ -299,8 +318,9 @@ static int rsk_sleep(struct rsk *rs)
 	return 0;
 }
 
-int rsk_process(struct rsk *rs, bool nonblock, rsk_test_fn test)
+int rsk_process_until(struct rsk *rs, bool nonblock, rsk_test_fn test, int timeout_ms)
 {
+	int64_t until = timeout_ms > 0 ? rsk_now_ms() + timeout_ms : 0;
 	bool waiting = false;
 	int rc = 0;
 
@@ -326,7 +346,7 @@ int rsk_process(struct rsk *rs, bool nonblock, rsk_test_fn test)
 			rsk_arm(rs);
 			continue;
 		}
-		if (rsk_sleep(rs)) {
+		if (rsk_sleep(rs, until)) {
 			rc = -1;
 			break;
 		}
@@ -337,6 +357,11 @@ int rsk_process(struct rsk *rs, bool nonblock, rsk_test_fn test)
 	if (waiting)
 		pthread_mutex_unlock(&rs->wait_lock);
 	return rc;
+}
+
+int rsk_process(struct rsk *rs, bool nonblock, rsk_test_fn test)
+{
+	return rsk_process_until(rs, nonblock, test, 0);
 }
 
 /* ---- send ---- */
