@@ -107,6 +107,7 @@ struct rsk *rsk_alloc(const struct rsk *inherit, int domain)
 		rs->keepalive_time = inherit->keepalive_time;
 		rs->linger_ms = inherit->linger_ms;
 		rs->linger_set = inherit->linger_set;
+		rs->iomap_size = inherit->iomap_size;
 	} else {
 		rs->sbuf_size = RSK_DEF_MEM;
 		rs->rbuf_size = RSK_DEF_MEM;
@@ -129,6 +130,7 @@ void rsk_free(struct rsk *rs)
 {
 	if (rs->cm != NULL && rs->cm->qp != NULL)
 		rdma_destroy_qp(rs->cm);
+	rsk_free_iomaps(rs);
 	if (rs->smr)
 		ibv_dereg_mr(rs->smr);
 	if (rs->rmr)
@@ -565,7 +567,10 @@ static int rsk_set_rdma(struct rsk *rs, int optname, const void *optval, socklen
 		rs->sq_inline = (uint32_t)v > RSK_QP_MAX ? RSK_QP_MAX : (uint32_t)v;
 		return 0;
 	case RDMA_IOMAPSIZE:
-		return v == 0 ? 0 : rcm_err(ENOTSUP); /* no iomap yet */
+		/* what the 8-bit scale of the conn data can say, rounded as librdmacm */
+		rs->iomap_size = v <= 0 ? 0
+			       : rsk_unscale(rsk_scale((uint32_t)v < RSK_IOMAP_MAX ? (uint32_t)v : RSK_IOMAP_MAX));
+		return 0;
 	default:
 		return rcm_err(ENOTSUP);
 	}
@@ -682,7 +687,7 @@ static int rsk_get_other(struct rsk *rs, int level, int optname, void *optval, s
 		case RDMA_INLINE:
 			return rsk_put_int(optval, optlen, (int)rs->sq_inline);
 		case RDMA_IOMAPSIZE:
-			return rsk_put_int(optval, optlen, 0);
+			return rsk_put_int(optval, optlen, (int)rs->iomap_size);
 		default:
 			return rcm_err(ENOTSUP);
 		}

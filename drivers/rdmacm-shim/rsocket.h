@@ -119,7 +119,17 @@ struct rsk_peer {
 	struct rsk_sge data_buf;    /* host order */
 	uint16_t credits;
 	bool swap;                  /* the peer's byte order differs from ours */
+	uint32_t iomap_size;        /* entries of its target iomap (after its target SGL) */
+	uint64_t iomap_addr;
 };
+
+/* An iomap entry: 24 bytes, after the target SGL, in the reader's byte order. */
+struct rsk_iomap {
+	uint64_t offset;
+	struct rsk_sge sge;
+};
+_Static_assert(sizeof(struct rsk_iomap) == 24, "rsockets iomap entries are 24 bytes");
+#define RSK_IOMAP_MAX 32512u /* the largest size the 8-bit scale encodes */
 
 /* Why a peer's conn data or message is refused: X(name). */
 #define RSK_BAD_LIST(X)                                                                            \
@@ -267,6 +277,11 @@ struct rsk {
 	uint32_t unacked_events;
 	uint8_t *sbuf, *rbuf;
 	struct rsk_sge *target;         /* RSK_SGL_SIZE entries the peer writes */
+	struct rsk_iomap *target_iomap; /* then iomap_size entries it writes */
+	uint32_t iomap_size;            /* RDMA_IOMAPSIZE */
+	struct rsk_iomr *maps;          /* riomap()s of this socket */
+	uint32_t nmaps;
+	bool iomap_pending;             /* some are not sent yet */
 	struct ibv_mr *smr, *rmr, *tmr;
 	size_t sbuf_alloc, rbuf_alloc, target_alloc;
 	uint32_t *rqueue;
@@ -293,6 +308,11 @@ struct rsk *rsk_alloc(const struct rsk *inherit, int domain);
 void rsk_free(struct rsk *rs);
 bool rsk_nonblocking(const struct rsk *rs, int flags);
 
+/* rsocket_iomap.c */
+/* Send the riomap()s not announced yet (lock held); 0 or -1 with errno. */
+int rsk_send_iomaps(struct rsk *rs, int flags);
+void rsk_free_iomaps(struct rsk *rs);
+
 /* rsocket_conn.c */
 int rsk_create_ep(struct rsk *rs);
 /* Drive a connect/accept in progress; 0 when connected, -1 with errno (EINPROGRESS). */
@@ -317,6 +337,15 @@ bool rsk_test_any(struct rsk *rs);
 int rsk_process(struct rsk *rs, bool nonblock, rsk_test_fn test);
 /* The same, giving up after @p timeout_ms (> 0) with ETIMEDOUT. */
 int rsk_process_until(struct rsk *rs, bool nonblock, rsk_test_fn test, int timeout_ms);
+/* Post an RDMA WRITE (WITH IMMEDIATE unless @p imm is false) whose wr_id is @p msg. */
+int rsk_post_write(struct rsk *rs, struct ibv_sge *sg, int nsg, uint32_t msg, bool imm, int flags,
+		   uint64_t addr, uint32_t rkey);
+/* Copy @p len bytes at @p buf into the send ring; fills @p sg, @return its count. */
+int rsk_stage_buf(struct rsk *rs, const void *buf, uint32_t len, struct ibv_sge sg[2]);
+/* Wait until something can be sent (lock held); 0 or -1 with errno. */
+int rsk_wait_send(struct rsk *rs, int flags);
+/* Connect/accept still in progress: drive it (-1/EAGAIN while it is). */
+int rsk_ready(struct rsk *rs);
 /* Send a control message (lock held). */
 int rsk_send_ctrl(struct rsk *rs, enum rsk_ctrl ctrl);
 /* Consume a pending CQ channel event if any (lock held). */

@@ -101,7 +101,9 @@ static int rsk_create_bufs(struct rsk *rs)
 	/* the send ring, then one 16-byte slot per control message in flight */
 	rs->sbuf_alloc = rsk_page_round(rs->sbuf_size + RSK_CTRL_SLOTS * sizeof(struct rsk_sge));
 	rs->rbuf_alloc = rsk_page_round(rs->rbuf_size);
-	rs->target_alloc = rsk_page_round(RSK_SGL_SIZE * sizeof(struct rsk_sge));
+	size_t tlen = RSK_SGL_SIZE * sizeof(struct rsk_sge) + rs->iomap_size * sizeof(struct rsk_iomap);
+
+	rs->target_alloc = rsk_page_round(tlen);
 	rs->sbuf = rsk_map(rs->sbuf_alloc);
 	rs->rbuf = rsk_map(rs->rbuf_alloc);
 	rs->target = rsk_map(rs->target_alloc);
@@ -110,10 +112,12 @@ static int rsk_create_bufs(struct rsk *rs)
 		return rcm_err(ENOMEM);
 	rs->smr = rsk_reg(rs, rs->sbuf, rs->sbuf_alloc, false);
 	rs->rmr = rsk_reg(rs, rs->rbuf, rs->rbuf_size, true);
-	rs->tmr = rsk_reg(rs, rs->target, RSK_SGL_SIZE * sizeof(struct rsk_sge), true);
+	rs->tmr = rsk_reg(rs, rs->target, tlen, true);
+	rs->target_iomap = (struct rsk_iomap *)(rs->target + RSK_SGL_SIZE);
 	if (rs->smr == NULL || rs->rmr == NULL || rs->tmr == NULL)
 		return -1;
 	rsk_rx_init(&rs->rx, rs->rq_size, rs->rbuf_size, rs->rqueue);
+	rs->rx.iomap_size = rs->iomap_size;
 	rs->sbuf_avail = rs->sbuf_size;
 	rs->ctrl_max_seqno = RSK_CTRL_SLOTS;
 	rs->sqe_avail = rs->sq_size - RSK_CTRL_SLOTS;
@@ -148,7 +152,7 @@ static void rsk_conn_data(struct rsk *rs, struct rsk_conn_data *cd)
 			       .key = rs->rmr->rkey,
 			       .length = rs->rbuf_size / 2 };
 
-	rsk_conn_data_build(cd, rs->rq_size, 0, &tsgl, &buf);
+	rsk_conn_data_build(cd, rs->rq_size, rs->iomap_size, &tsgl, &buf);
 }
 
 /* Take the peer's conn data: its first buffer is our first target. */
@@ -156,6 +160,8 @@ static int rsk_save_peer(struct rsk *rs, const void *pd, size_t len)
 {
 	if (rsk_conn_data_parse(pd, len, &rs->peer) != RSK_OK)
 		return rcm_err(EPROTO);
+	if (rs->peer.iomap_size > RSK_IOMAP_MAX)
+		rs->peer.iomap_size = RSK_IOMAP_MAX;
 	rs->target[0] = rs->peer.data_buf;
 	rs->target_idx = 0;
 	rs->remote_sge = 1 % rs->peer.target_sgl.length;

@@ -27,8 +27,8 @@
 
 /* ---- posting ---- */
 
-static int rsk_post_write_imm(struct rsk *rs, struct ibv_sge *sg, int nsg, uint32_t msg,
-			      int flags, uint64_t addr, uint32_t rkey)
+int rsk_post_write(struct rsk *rs, struct ibv_sge *sg, int nsg, uint32_t msg, bool imm, int flags,
+		   uint64_t addr, uint32_t rkey)
 {
 	struct ibv_send_wr wr, *bad;
 	int rc;
@@ -38,13 +38,20 @@ static int rsk_post_write_imm(struct rsk *rs, struct ibv_sge *sg, int nsg, uint3
 	wr.wr_id = msg;
 	wr.sg_list = sg;
 	wr.num_sge = nsg;
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
 	wr.send_flags = (unsigned int)flags;
-	wr.imm_data = htobe32(msg);
+	if (imm)
+		wr.imm_data = htobe32(msg);
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = rkey;
 	rc = ibv_post_send(rs->cm->qp, &wr, &bad);
 	return rc ? rcm_err(rc) : 0;
+}
+
+static int rsk_post_write_imm(struct rsk *rs, struct ibv_sge *sg, int nsg, uint32_t msg,
+			      int flags, uint64_t addr, uint32_t rkey)
+{
+	return rsk_post_write(rs, sg, nsg, msg, true, flags, addr, rkey);
 }
 
 void rsk_arm(struct rsk *rs)
@@ -196,7 +203,11 @@ static void rsk_send_wc(struct rsk *rs, const struct ibv_wc *wc)
 		if (rsk_msg_arg(msg) == RSK_CTRL_DISCONNECT)
 			rs->state = RSK_DISCONNECTED;
 		break;
-	default:
+	case RSK_OP_IOMAP_SGL:
+		rs->sqe_avail++;
+		rs->sbuf_avail += sizeof(struct rsk_iomap);
+		break;
+	default: /* DATA and WRITE: the byte count */
 		rs->sqe_avail++;
 		rs->sbuf_avail += rsk_msg_arg(msg);
 		break;
@@ -389,6 +400,27 @@ static void rsk_iov_copy(uint8_t *dst, const struct iovec *iov, int iovcnt, size
 	}
 }
 
+/* The send ring's bytes at its head as SGEs (1 or 2), the head moved past them. */
+static int rsk_ring_sges(struct rsk *rs, uint32_t len, struct ibv_sge sg[2])
+{
+	uint32_t first = rs->sbuf_size - rs->sbuf_head;
+	int nsg = 1;
+
+	if (first > len)
+		first = len;
+	sg[0] = (struct ibv_sge){ .addr = (uintptr_t)(rs->sbuf + rs->sbuf_head),
+				  .length = first,
+				  .lkey = rs->smr->lkey };
+	if (first < len) {
+		sg[1] = (struct ibv_sge){ .addr = (uintptr_t)rs->sbuf,
+					  .length = len - first,
+					  .lkey = rs->smr->lkey };
+		nsg = 2;
+	}
+	rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
+	return nsg;
+}
+
 /* Write @p len bytes (already in sbuf at sbuf_head, or inline from @p inline_buf). */
 static int rsk_write_data(struct rsk *rs, uint32_t len, const void *inline_buf)
 {
@@ -402,20 +434,7 @@ static int rsk_write_data(struct rsk *rs, uint32_t len, const void *inline_buf)
 		sg[0] = (struct ibv_sge){ .addr = (uintptr_t)inline_buf, .length = len };
 		flags = IBV_SEND_INLINE;
 	} else {
-		uint32_t first = rs->sbuf_size - rs->sbuf_head;
-
-		if (first > len)
-			first = len;
-		sg[0] = (struct ibv_sge){ .addr = (uintptr_t)(rs->sbuf + rs->sbuf_head),
-					  .length = first,
-					  .lkey = rs->smr->lkey };
-		if (first < len) {
-			sg[1] = (struct ibv_sge){ .addr = (uintptr_t)rs->sbuf,
-						  .length = len - first,
-						  .lkey = rs->smr->lkey };
-			nsg = 2;
-		}
-		rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
+		nsg = rsk_ring_sges(rs, len, sg);
 	}
 	rs->sseq_no++;
 	rs->sqe_avail--;
@@ -440,6 +459,15 @@ static void rsk_stage(struct rsk *rs, const struct iovec *iov, int iovcnt, size_
 	rsk_iov_copy(rs->sbuf, iov, iovcnt, pos, len - first);
 }
 
+int rsk_stage_buf(struct rsk *rs, const void *buf, uint32_t len, struct ibv_sge sg[2])
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	size_t pos = 0;
+
+	rsk_stage(rs, &iov, 1, &pos, len);
+	return rsk_ring_sges(rs, len, sg);
+}
+
 static uint32_t rsk_xfer_size(struct rsk *rs, size_t left, uint32_t *olen)
 {
 	uint32_t x = left > *olen ? *olen : (uint32_t)left;
@@ -455,6 +483,17 @@ static uint32_t rsk_xfer_size(struct rsk *rs, size_t left, uint32_t *olen)
 	return x;
 }
 
+int rsk_wait_send(struct rsk *rs, int flags)
+{
+	if (rsk_can_send(rs))
+		return 0;
+	if (rsk_process(rs, rsk_nonblocking(rs, flags), rsk_test_can_send))
+		return -1;
+	if (!(rs->state & RSK_WRITABLE))
+		return rcm_err((rs->state & RSK_ERROR) && rs->err ? rs->err : ECONNRESET);
+	return 0;
+}
+
 static ssize_t rsk_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t len = 0, left, pos = 0;
@@ -467,16 +506,9 @@ static ssize_t rsk_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt, in
 	while (left) {
 		uint32_t x;
 
-		if (!rsk_can_send(rs)) {
-			rc = rsk_process(rs, rsk_nonblocking(rs, flags), rsk_test_can_send);
-			if (rc)
-				break;
-			if (!(rs->state & RSK_WRITABLE)) {
-				rc = rcm_err((rs->state & RSK_ERROR) && rs->err ? rs->err
-										: ECONNRESET);
-				break;
-			}
-		}
+		rc = rsk_wait_send(rs, flags);
+		if (rc)
+			break;
 		x = rsk_xfer_size(rs, left, &olen);
 		if (iovcnt == 1 && x <= rs->sq_inline) {
 			rc = rsk_write_data(rs, x, (const uint8_t *)iov[0].iov_base + pos);
@@ -492,8 +524,7 @@ static ssize_t rsk_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt, in
 	return (rc && left == len) ? rc : (ssize_t)(len - left);
 }
 
-/* Connect/accept still in progress: drive it (EAGAIN while it is). */
-static int rsk_ready(struct rsk *rs)
+int rsk_ready(struct rsk *rs)
 {
 	if (!(rs->state & RSK_OPENING))
 		return 0;
@@ -518,6 +549,8 @@ static ssize_t rsk_send_common(int socket, const struct iovec *iov, int iovcnt, 
 	n = rsk_ready(rs);
 	if (n == 0 && !(rs->state & RSK_CONNECTED))
 		n = rcm_err(rs->state & RSK_DISCONNECTED ? EPIPE : ENOTCONN);
+	if (n == 0 && rs->iomap_pending)
+		n = rsk_send_iomaps(rs, flags);
 	if (n == 0)
 		n = rsk_sendv(rs, iov, iovcnt, flags);
 	pthread_mutex_unlock(&rs->lock);

@@ -91,6 +91,11 @@ enum rsk_bad rsk_conn_data_parse(const void *pd, size_t len, struct rsk_peer *pe
 	rsk_sge_from_be(&peer->target_sgl, &cd.target_sgl);
 	rsk_sge_from_be(&peer->data_buf, &cd.data_buf);
 	peer->swap = !!(cd.flags & RSK_CONN_FLAG_NET) != rsk_host_is_net();
+	if (cd.flags & RSK_CONN_FLAG_IOMAP) {
+		peer->iomap_size = rsk_unscale(cd.target_iomap_size);
+		peer->iomap_addr = peer->target_sgl.addr +
+				   (uint64_t)peer->target_sgl.length * sizeof(struct rsk_sge);
+	}
 	/* We send while our count is short of the peer's limit: it needs a window. */
 	if (peer->credits == 0 || peer->credits > RSK_QP_MAX)
 		return rsk_refuse(RSK_BAD_conn_credits);

@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rdmacm shim: what is exported but not served yet (issue 21), so that
- * every program linked against librdmacm loads:
- *  - riomap/riounmap/riowrite fail with ENOSYS (the stream rsockets are
- *    rsocket*.c);
- *  - rdma_join_multicast(_ex) and rdma_leave_multicast fail with ENOSYS.
+ * every program linked against librdmacm loads: rdma_join_multicast(_ex)
+ * and rdma_leave_multicast fail with ENOSYS. (rsockets are rsocket*.c.)
  */
 #include <errno.h>
-
-#include <rdma/rsocket.h>
 
 #include "rcm.h"
 
@@ -16,36 +12,6 @@ static int rcm_enosys(void)
 {
 	errno = ENOSYS;
 	return -1;
-}
-
-RCM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	(void)prot;
-	(void)flags;
-	(void)offset;
-	return rcm_enosys();
-}
-
-RCM_EXPORT int riounmap(int socket, void *buf, size_t len)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	return rcm_enosys();
-}
-
-RCM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
-{
-	(void)socket;
-	(void)buf;
-	(void)count;
-	(void)offset;
-	(void)flags;
-	rcm_enosys();
-	return (size_t)-1; /* librdmacm's riowrite returns -1 as size_t on error */
 }
 
 /* ---- multicast (issue 21) ---- */

@@ -1,14 +1,17 @@
 #!/bin/bash
-# rsockets end to end (issue 21): Debian's unmodified rstream and rcopy
-# (rdmacm-utils) through our librdmacm.so.1 and libibverbs.so.1 between the
-# two lab hosts: blocking, non-blocking and poll-driven (async) transfers of
-# several sizes with rstream's data verification, a tiny socket buffer that
-# makes every transfer wait for buffer announcements, IPv6, a file copied
-# with rcopy; then unmodified TCP programs over Debian's librspreload.so
-# (which calls our r* symbols): rstream in its plain-sockets mode at both
-# ends, and python3 sending a file to rsocket_sink with the checksum of
-# both ends compared. TAP output; needs root and rdmacm-utils (skips
-# otherwise). Run under flock -o /tmp/roce-lab.lock.
+# rsockets end to end (issue 21): Debian's unmodified rstream, riostream
+# and rcopy (rdmacm-utils) through our librdmacm.so.1 and libibverbs.so.1
+# between the two lab hosts: blocking, non-blocking and poll-driven (async)
+# transfers of several sizes with data verification, a tiny socket buffer
+# that makes every transfer wait for buffer announcements, IPv6, riomap and
+# riowrite, a file copied with rcopy; then unmodified TCP programs over
+# Debian's librspreload.so (which calls our r* symbols): rstream in its
+# plain-sockets mode at both ends, and python3 sending a file to
+# rsocket_sink with the checksum of both ends compared; and a hostile peer
+# whose malformed control message fails its own connection (EPROTO, what
+# it sent before still read) while an rstream transfer on the same hosts
+# goes on. TAP output; needs root and rdmacm-utils (skips otherwise).
+# Run under flock -o /tmp/roce-lab.lock.
 set -uo pipefail
 
 SRC=${ROCE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -17,6 +20,7 @@ LAB="$SRC/scripts/lab.sh -b $BUILD"
 unset LD_LIBRARY_PATH # the daemons must not load the shims
 SHIMS="$BUILD/drivers/verbs-shim:$BUILD/drivers/rdmacm-shim"
 SINK="$BUILD/test/integ/rsocket_sink"
+HOSTILE="$BUILD/test/integ/rsocket_hostile"
 RSPRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 ASAN_PRE=${INTEG_CHILD_PRELOAD:-}
 W=$(mktemp -d /tmp/roce-rsocket-XXXXXX)
@@ -33,11 +37,11 @@ cleanup() { $LAB -n $L down > /dev/null 2>&1; rm -rf "$W"; }
 trap cleanup EXIT
 
 if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP needs root (network namespaces)"; exit 0; fi
-for t in rstream rcopy python3 sha256sum; do
+for t in rstream riostream rcopy python3 sha256sum; do
 	command -v "$t" > /dev/null || { echo "1..0 # SKIP needs $t"; exit 0; }
 done
 [ -f "$RSPRELOAD" ] || { echo "1..0 # SKIP needs librdmacm1's librspreload.so"; exit 0; }
-echo "1..10"
+echo "1..13"
 
 # run HOST [PRELOAD] -- CMD...: a program on a lab host over both shims
 run() {
@@ -91,6 +95,13 @@ rstream_pair tiny "-B 4096 -S 30000 -C 40 -T v"; rc_pair=$?
 check tiny "rstream with 4 KiB socket buffers: every transfer waits for buffer announcements"
 rstream_pair ipv6 "-S 8192 -C 50 -T v" "" 2001:db8::11; rc_pair=$?
 check ipv6 "rstream over IPv6, verified"
+pair rio "" "riostream -b 198.18.0.11 -S 65536 -C 50 -T v" "riostream -s 198.18.0.11 -S 65536 -C 50 -T v"
+rc_pair=$?
+check rio "riostream: riomap at the receiver, riowrite into it, 64 KiB x 50, verified"
+pair rio_async "" "riostream -b 198.18.0.11 -S 4096 -C 200 -T a -T v" \
+	"riostream -s 198.18.0.11 -S 4096 -C 200 -T a -T v"
+rc_pair=$?
+check rio_async "riostream async (rpoll), 4 KiB x 200, verified"
 
 head -c 3000000 /dev/urandom > "$W/src.bin"
 # rcopy's server serves until killed: its time limit ends it, the client's exit counts
@@ -127,5 +138,30 @@ if [ "$rc" = 0 ] && [ "$rs" = 0 ] && [ "$want" = "$got" ]; then
 else
 	echo "client $rc sink $rs; sha256 sent $want received $got ($(stat -c %s "$W/tcp.out") bytes)" > "$W/m"
 	not_ok "python3 through librspreload: 4 MiB with equal sha256" "$W/m" "$W/py.c" "$W/sink.err"
+fi
+
+# A hostile peer: valid conn data, "hello", then control message 99. Its
+# connection fails with EPROTO after the 5 bytes; rstream alongside is untouched.
+run a "" -- timeout 60 "$SINK" 198.18.0.11 7473 > "$W/hostile.out" 2> "$W/hostile.err" &
+spid=$!
+run a "" -- timeout 60 rstream -b 198.18.0.11 -S 65536 -C 100 -T v > "$W/side.s" 2>&1 &
+rpid=$!
+for ((i = 0; i < 20; i++)); do
+	sleep 0.5
+	run b "" -- timeout 30 "$HOSTILE" 198.18.0.11 7473 e0000063 > "$W/hostile.c" 2>&1
+	hrc=$?
+	grep -q "rdma_connect" "$W/hostile.c" || break
+done
+run b "" -- timeout 60 rstream -s 198.18.0.11 -S 65536 -C 100 -T v > "$W/side.c" 2>&1
+crc=$?
+wait "$spid"; src=$?
+wait "$rpid"; rrc=$?
+if [ "$hrc" = 0 ] && [ "$src" = 1 ] && [ "$(cat "$W/hostile.out")" = hello ] &&
+	grep -q "rrecv: Protocol error" "$W/hostile.err" && [ "$crc" = 0 ] && [ "$rrc" = 0 ]; then
+	ok "a malformed control message fails only its connection (EPROTO after the bytes before it)"
+else
+	echo "hostile $hrc sink $src (want 1) got '$(cat "$W/hostile.out")'; rstream client $crc server $rrc" > "$W/m"
+	not_ok "a malformed control message fails only its connection" "$W/m" "$W/hostile.c" \
+		"$W/hostile.err" "$W/side.c" "$W/side.s"
 fi
 exit $failed
