@@ -417,7 +417,8 @@ RCM_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrle
 
 	if (rs == NULL)
 		return -1;
-	if (!(rs->state & (RSK_CONNECTED | RSK_DISCONNECTED | RSK_ERROR)))
+	/* an accept still completing already knows its peer */
+	if (!(rs->state & (RSK_CONNECTED | RSK_DISCONNECTED | RSK_ERROR | RSK_OPENING)))
 		return rcm_err(ENOTCONN);
 	return rsk_copy_addr(rdma_get_peer_addr(rs->cm), addr, addrlen);
 }
