@@ -10,7 +10,8 @@
  *  - names, options (buffer sizes doubled, SOL_RDMA only before
  *    connecting, SO_LINGER), rfcntl, rpoll mixing a pipe and rsockets,
  *    rselect;
- *  - a request whose private data is not rsockets' conn data is rejected.
+ *  - a request whose private data is not rsockets' conn data is rejected;
+ *  - a connection nobody takes: ECONNREFUSED, blocking or through SO_ERROR.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -137,6 +138,35 @@ Test(rsocket, nonblocking_listen_connect_accept)
 	errno = 0;
 	cr_assert_eq(rclose(ls), -1);
 	cr_assert_eq(errno, EBADF);
+}
+
+/* Nobody listens: a blocking rconnect fails ECONNREFUSED; a non-blocking one
+ * reports POLLOUT|POLLERR through rpoll and the reason in SO_ERROR, once. */
+Test(rsocket, connect_refused)
+{
+	struct sockaddr_in sin = addr_of(7479);
+	int fd = rsocket(AF_INET, SOCK_STREAM, 0), err = 0;
+	socklen_t len = sizeof(err);
+	short rev;
+
+	cr_assert_geq(fd, 0);
+	errno = 0;
+	cr_assert_eq(rconnect(fd, (struct sockaddr *)&sin, sizeof(sin)), -1);
+	cr_assert_eq(errno, ECONNREFUSED, "errno %d", errno);
+	cr_assert_eq(rclose(fd), 0);
+
+	fd = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	cr_assert_geq(fd, 0);
+	errno = 0;
+	cr_assert_eq(rconnect(fd, (struct sockaddr *)&sin, sizeof(sin)), -1);
+	cr_assert_eq(errno, EINPROGRESS);
+	rev = wait_for(fd, POLLOUT);
+	cr_assert_eq(rev, POLLOUT | POLLERR, "revents %#x", rev);
+	cr_assert_eq(rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	cr_assert_eq(err, ECONNREFUSED);
+	cr_assert_eq(rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	cr_assert_eq(err, 0);
+	cr_assert_eq(rclose(fd), 0);
 }
 
 Test(rsocket, options_and_names)
