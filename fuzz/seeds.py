@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Seed corpora of the libFuzzer targets (fuzz/fuzz.sh), from the golden
+captures (classic pcap, either byte order) and the tree's test inputs.
+
+usage: seeds.py TARGET PCAP_DIR OUT_DIR [SOURCE_DIR]
+TARGET: roce_parse (one file per frame), cm_mad (the CM MAD of every UD
+frame to QP1), xport (fuzz_xport.c command programs: every RoCE frame of
+the captures injected into a QP, plus traffic programs), ctl (fuzz_ctl.c
+request programs), config (every .ini of config/ and test inputs), neigh
+(ARP/ND/echo frames of the captures and made here).
+"""
+import glob
+import os
+import struct
+import sys
+
+
+def frames(pcap_dir):
+    for path in sorted(glob.glob(os.path.join(pcap_dir, "*.pcap"))):
+        data = open(path, "rb").read()
+        if len(data) < 24:
+            continue
+        end = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        off, k = 24, 0
+        while off + 16 <= len(data):
+            incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
+            k += 1
+            yield os.path.basename(path)[:-5], k, data[off + 16:off + 16 + incl]
+            off += 16 + incl
+
+
+def roce_body(f):
+    """BTH to the end of the payload of a RoCEv2 frame (no ICRC), or None."""
+    l2 = 18 if f[12:14] == b"\x81\x00" else 14
+    et = f[l2 - 2:l2]
+    if et == b"\x08\x00" and len(f) > l2 + 20 and f[l2 + 9] == 17:
+        l4 = l2 + (f[l2] & 0xf) * 4
+    elif et == b"\x86\xdd" and len(f) > l2 + 40 and f[l2 + 6] == 17:
+        l4 = l2 + 40
+    else:
+        return None
+    if len(f) < l4 + 8 + 12 + 4 or f[l4 + 2:l4 + 4] != b"\x12\xb7":
+        return None
+    return f[l4 + 8:len(f) - 4]
+
+
+def write(out, name, data):
+    with open(os.path.join(out, name), "wb") as fh:
+        fh.write(data)
+
+
+def seed_roce_parse(pcaps, out, src):
+    n = 0
+    for base, k, f in frames(pcaps):
+        write(out, "%s-%03d" % (base, k), f)
+        n += 1
+    return n
+
+
+def seed_cm_mad(pcaps, out, src):
+    n = 0
+    for _, _, f in frames(pcaps):
+        body = roce_body(f)
+        if body is None or body[0] != 0x64 or body[5:8] != b"\x00\x00\x01":
+            continue
+        if len(body) < 20 + 256:
+            continue
+        write(out, "mad-%03d" % n, body[20:20 + 256])
+        n += 1
+    return n
+
+
+def u16(v):
+    return struct.pack("<H", v & 0xffff)
+
+
+def u32(v):
+    return struct.pack("<I", v & 0xffffffff)
+
+
+def seed_xport(pcaps, out, src):
+    """fuzz_xport.c programs. Config byte: bits 0-1 type (0 RC, 1 UC, 2 UD),
+    bit 2 SRQ, bits 3-5 MTU - 1 (mod 5), bits 6-7 timeout - 1."""
+    n = 0
+    # Receives first, so that injected SENDs find buffers.
+    recvs = b"".join(b"\x0c" + b"\x01" + b"\x00" + u16(i * 1024) + u16(1024) for i in range(8))
+    for base, k, f in frames(pcaps):
+        body = roce_body(f)
+        if body is None:
+            continue
+        op = body[0]
+        qpt = {0: 0, 1: 1, 3: 2}.get(op >> 5)
+        if qpt is None:
+            continue
+        cfg = bytes([qpt | (2 << 3)])
+        # the frame's PSN made the QP's (flags bit 1, delta 0)
+        inj = b"\x01" + b"\x02" + b"\x00" + u16(len(body)) + body
+        write(out, "x-%s-%03d" % (base, k), cfg + recvs + inj + b"\x2d")
+        n += 1
+    # Traffic: every send opcode through the real peer, each QP type.
+    for qpt in range(3):
+        for opcode in range(10):
+            prog = bytes([qpt | (2 << 3)]) + recvs
+            for r in range(4):
+                # post send: op, flags (signaled), sel (1 SGE, key 0), imm, raddr off
+                prog += b"\x03" + bytes([opcode, 0x02, 0x01]) + u32(0x1234) + u16(r * 512)
+                if opcode in (5, 6):
+                    prog += u32(1) + u32(2)
+                if qpt == 2:
+                    pass
+                prog += b"\x00" + u16(r * 1024) + u16(700 + r)  # SGE: key 0, offset, len
+            prog += b"\x2d\x2d"  # run
+            write(out, "traffic-%d-%d" % (qpt, opcode), prog)
+            n += 1
+    return n
+
+
+def seed_files(out, paths, prefix):
+    n = 0
+    for p in paths:
+        try:
+            data = open(p, "rb").read()
+        except OSError:
+            continue
+        write(out, "%s-%03d" % (prefix, n), data)
+        n += 1
+    return n
+
+
+def seed_config(pcaps, out, src):
+    paths = sorted(glob.glob(os.path.join(src, "config", "*.ini")) +
+                   glob.glob(os.path.join(src, "deploy", "**", "*.ini"), recursive=True) +
+                   glob.glob(os.path.join(src, "test", "**", "*.ini"), recursive=True) +
+                   glob.glob(os.path.join(src, "fuzz", "corpus", "config", "*")))
+    return seed_files(out, paths, "ini")
+
+
+def seed_neigh(pcaps, out, src):
+    n = 0
+    for base, k, f in frames(pcaps):
+        l2 = 18 if f[12:14] == b"\x81\x00" else 14
+        et = f[l2 - 2:l2]
+        keep = et == b"\x08\x06"
+        keep |= et == b"\x08\x00" and len(f) > l2 + 20 and f[l2 + 9] == 1
+        keep |= et == b"\x86\xdd" and len(f) > l2 + 40 and f[l2 + 6] == 58
+        if keep:
+            # fuzz_neigh.c: first byte picks the port, the rest is the frame
+            write(out, "n-%s-%03d" % (base, k), b"\x00" + f)
+            n += 1
+    return n
+
+
+def seed_ctl(pcaps, out, src):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ctl_seeds  # noqa: E402 (fuzz/ctl_seeds.py: programs for fuzz_ctl.c)
+    return ctl_seeds.write_all(out)
+
+
+def main():
+    target, pcaps, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    src = sys.argv[4] if len(sys.argv) > 4 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.makedirs(out, exist_ok=True)
+    n = globals()["seed_" + target](pcaps, out, src)
+    print("fuzz: %d seeds for %s" % (n, target))
+
+
+if __name__ == "__main__":
+    main()
