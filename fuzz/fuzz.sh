@@ -68,7 +68,7 @@ ctl)
 	maxlen=16384 ;;
 config)
 	dirs="$src/app/roce-daemon $(lib_except)"
-	files="$here/fuzz_config.c $src/app/roce-daemon/config.c"
+	files="$here/fuzz_config.c $(find "$src/lib" -name dcqcn.c)" # it includes config.c
 	extra="$(pkg-config --cflags --libs inih)"
 	maxlen=8192 ;;
 neigh)
@@ -88,7 +88,8 @@ bin="$work/fuzz_$target"
 if ! "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined $(incs_of $dirs) $files $crc_flags $extra \
 	-o "$bin" 2>"$work/build.log"; then
-	if ! "$cc" -fsanitize=fuzzer -x c /dev/null -o /dev/null 2>/dev/null; then
+	if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return d[0] + (int)n; }' |
+		"$cc" -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null; then
 		echo "fuzz: $cc has no libFuzzer runtime, skipping"
 		exit 77
 	fi

@@ -128,12 +128,27 @@ def seed_files(out, paths, prefix):
     return n
 
 
+def c_texts(path):
+    """The INI texts a C test spells as adjacent string literals."""
+    import re
+    code = open(path, encoding="utf-8", errors="replace").read()
+    lit = r'"(?:[^"\\\n]|\\.)*"'
+    for m in re.finditer(r"(?:%s\s*)+" % lit, code):
+        parts = re.findall(lit, m.group(0))
+        text = "".join(p[1:-1] for p in parts)
+        text = text.encode().decode("unicode_escape", errors="replace")
+        if "[" in text and "=" in text:
+            yield text.encode("utf-8", errors="replace")
+
+
 def seed_config(pcaps, out, src):
-    paths = sorted(glob.glob(os.path.join(src, "config", "*.ini")) +
-                   glob.glob(os.path.join(src, "deploy", "**", "*.ini"), recursive=True) +
-                   glob.glob(os.path.join(src, "test", "**", "*.ini"), recursive=True) +
-                   glob.glob(os.path.join(src, "fuzz", "corpus", "config", "*")))
-    return seed_files(out, paths, "ini")
+    n = seed_files(out, sorted(glob.glob(os.path.join(src, "config", "*"))), "conf")
+    for t in sorted(glob.glob(os.path.join(src, "test", "daemon", "*.c")) +
+                    glob.glob(os.path.join(src, "test", "integ", "*.c"))):
+        for text in c_texts(t):
+            write(out, "c-%03d" % n, text)
+            n += 1
+    return n
 
 
 def seed_neigh(pcaps, out, src):
