@@ -166,10 +166,41 @@ def seed_neigh(pcaps, out, src):
     return n
 
 
+def ctl_req(op, body=b"", patch=0, picks=b"", fd=None):
+    """One fuzz_ctl.c request command: kind 0, op, patch, body, picks, fd."""
+    if fd is not None:
+        patch |= 0x40
+    cmd = b"\x00" + bytes([op, patch, len(body)]) + body + picks
+    if fd is not None:
+        cmd += fd
+    return cmd
+
+
 def seed_ctl(pcaps, out, src):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import ctl_seeds  # noqa: E402 (fuzz/ctl_seeds.py: programs for fuzz_ctl.c)
-    return ctl_seeds.write_all(out)
+    """fuzz_ctl.c programs: the verbs an application runs, in order.
+    Handles of answers are picked by index (A's answers follow B's six)."""
+    opdev = ctl_req(2, b"dpdk_roce0")
+    pd = ctl_req(10)
+    cq = ctl_req(17, u32(0) * 2 + u32(16))                 # cqe 16, no channel
+    mr = ctl_req(12, struct.pack("<QQQQQ", 0, 0x10000, 4096, 0x10000, 0),
+                 fd=b"\x04\x01")                           # memfd 4 KiB, F_SEAL_SHRINK
+    qp = ctl_req(20, u32(0) * 2 + u32(0) * 3 + u32(0) + u32(2) + u32(0) * 4 + u32(0) * 2 +
+                 u32(4) + u32(4) + u32(1) + u32(1))
+    progs = {
+        "pd": opdev + pd,
+        "cq": opdev + cq,
+        "mr": opdev + pd + mr,
+        "qp": opdev + pd + cq + qp,
+        "channel": opdev + ctl_req(15) + cq,
+        "srq": opdev + pd + ctl_req(24, u32(0) * 2 + u32(0) + u32(16) + u32(1)),
+        "ah": opdev + pd + ctl_req(28),
+        "query": opdev + ctl_req(3) + ctl_req(4, u32(1)) + ctl_req(5, u32(1)) + ctl_req(1),
+        "defer": opdev + b"\x0d" + pd + b"\x06" + b"\x05" + cq + b"\x06",
+        "reopen": opdev + pd + cq + b"\x07" + opdev + pd,
+    }
+    for name, prog in progs.items():
+        write(out, "ctl-" + name, prog)
+    return len(progs)
 
 
 def main():
