@@ -74,8 +74,8 @@ config)
 neigh)
 	if ! pkg-config --exists libdpdk; then echo "fuzz: no DPDK, skipping"; exit 77; fi
 	dirs="$src/app/roce-daemon $(lib_except)"
-	files="$here/fuzz_neigh.c $src/app/roce-daemon/neigh.c $src/app/roce-daemon/gid.c"
-	extra="$(pkg-config --cflags --libs libdpdk) -Wno-unused-command-line-argument"
+	files="$here/fuzz_neigh.c $(for f in neigh neigh_kernel gid config; do echo "$src/app/roce-daemon/$f.c"; done) $(find "$src/lib" -name dcqcn.c)"
+	extra="$(pkg-config --cflags --libs libdpdk inih) -Wno-unused-command-line-argument"
 	maxlen=9100 ;;
 *)
 	echo "fuzz: unknown target $target" >&2

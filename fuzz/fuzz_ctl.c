@@ -64,6 +64,7 @@ struct fdp {
 
 static struct fdp fdp;
 static struct ctl *ctl;
+static bool trace; /* FUZZ_CTL_TRACE set: print every request and its status */
 
 enum fdp_kind { FDP_CREATE, FDP_MODIFY, FDP_DESTROY };
 
@@ -244,6 +245,8 @@ check_answer(struct fuzz *f, const struct ipc_msg *req, const struct ipc_msg *rs
 {
 	const struct ipc_op_desc *d = ipc_op_desc(req->hdr.op);
 
+	if (trace)
+		fprintf(stderr, "%s -> %d\n", d->name, rsp->hdr.status);
 	CHECK(rsp->hdr.op == req->hdr.op && rsp->hdr.seq == req->hdr.seq);
 	CHECK(rsp->hdr.len == sizeof(rsp->hdr) + d->rsp_size);
 	CHECK(rsp->hdr.status >= 0 && rsp->hdr.status < 4096);
@@ -320,9 +323,9 @@ static struct ipc_msg last_req_a;
 
 /*
  * One request from @p cl: op (the caller took it), patch flags, body
- * (length byte and bytes), handle picks (bits 0-3: words 0-3 of the body
- * replaced by handles of earlier answers), a descriptor (bit 6), a lying
- * length (bit 7).
+ * (length byte and bytes), handle patches (flags bits 0-2: how many; each
+ * a word index of the body and the pick of a handle of earlier answers),
+ * a descriptor (bit 6), a lying length (bit 7).
  */
 static void
 cmd_request(struct fuzz *f, struct client *cl, uint8_t op_sel)
@@ -347,13 +350,15 @@ cmd_request(struct fuzz *f, struct client *cl, uint8_t op_sel)
 		if (i < d->req_size)
 			m->u.raw[i] = v;
 	}
-	/* patch up to four 32-bit words with handles seen in answers */
-	for (unsigned int w = 0; w < 4 && f->nhandles; w++) {
-		if (!(patch & (1u << w)) || (w + 1) * 4 > d->req_size)
-			continue;
-		uint32_t h = f->handles[take8(f) % (f->nhandles < MAX_HANDLES ? f->nhandles : MAX_HANDLES)];
+	/* up to seven 32-bit words of the body replaced by handles seen in answers */
+	for (unsigned int k = 0; k < (patch & 7u); k++) {
+		uint32_t w = take8(f), pick = take8(f);
 
-		memcpy(m->u.raw + w * 4, &h, 4);
+		if (f->nhandles == 0 || d->req_size < 4)
+			continue;
+		uint32_t h = f->handles[pick % (f->nhandles < MAX_HANDLES ? f->nhandles : MAX_HANDLES)];
+
+		memcpy(m->u.raw + (w % (d->req_size / 4)) * 4, &h, 4);
 	}
 	if (d->req_fds && (patch & 0x40))
 		fds[nfds++] = fuzz_fd(f);
@@ -484,6 +489,7 @@ LLVMFuzzerInitialize_(void)
 	uint32_t ip;
 	static const uint8_t mac[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x01 };
 
+	trace = getenv("FUZZ_CTL_TRACE") != NULL;
 	inet_pton(AF_INET, "198.18.0.1", &ip);
 	ctl_config_default(&cfg, "dpdk_roce0", mac, ip);
 	cfg.limits.n_lcores = 2;

@@ -151,8 +151,67 @@ def seed_config(pcaps, out, src):
     return n
 
 
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+
+
+def ip6(a):
+    import socket
+    return socket.inet_pton(socket.AF_INET6, a)
+
+
+def ip4(a):
+    import socket
+    return socket.inet_aton(a)
+
+
+def icmp6_frame(dmac, src, dst, icmp, hop=255):
+    pseudo = src + dst + struct.pack("!IxxxB", len(icmp), 58)
+    icmp = icmp[:2] + struct.pack("!H", csum(pseudo + icmp)) + icmp[4:]
+    ip = struct.pack("!IHBB", 6 << 28, len(icmp), 58, hop) + src + dst
+    return dmac + PEER_MAC + b"\x86\xdd" + ip + icmp
+
+
+def icmp4_frame(dmac, src, dst, icmp):
+    icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), 0, 0, 64, 1, 0, src, dst)
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    return dmac + PEER_MAC + b"\x08\x00" + ip + icmp
+
+
+PEER_MAC = bytes([0x02, 0, 0, 0, 0, 0x99])
+PORT0_MAC = bytes([0x02, 0, 0, 0, 0, 1])
+
+
+def neigh_made():
+    """fuzz_neigh.c's ports: p0 198.18.0.1/24, 2001:db8::1/64, MAC 02:..:01."""
+    bcast = b"\xff" * 6
+    arp = struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + PEER_MAC + ip4("198.18.0.9") + b"\0" * 6
+    yield "arp-req", bcast + PEER_MAC + b"\x08\x06" + arp + ip4("198.18.0.1")
+    rep = struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2) + PEER_MAC + ip4("198.18.0.254") + PORT0_MAC
+    yield "arp-rep", PORT0_MAC + PEER_MAC + b"\x08\x06" + rep + ip4("198.18.0.1")
+    yield "arp-vlan", bcast + PEER_MAC + b"\x81\x00\x00\x05\x08\x06" + arp + ip4("198.18.0.1")
+    peer6, our6 = ip6("2001:db8::9"), ip6("2001:db8::1")
+    ns = b"\x87\0\0\0\0\0\0\0" + our6 + b"\x01\x01" + PEER_MAC
+    yield "ns", icmp6_frame(b"\x33\x33\xff\0\0\x01", peer6, ip6("ff02::1:ff00:1"), ns)
+    na = b"\x88\0\0\0\x60\0\0\0" + peer6 + b"\x02\x01" + PEER_MAC
+    yield "na", icmp6_frame(PORT0_MAC, peer6, our6, na)
+    yield "echo6", icmp6_frame(PORT0_MAC, peer6, our6, b"\x80\0\0\0\0\x01\0\x01hello", 64)
+    yield "echo4", icmp4_frame(PORT0_MAC, ip4("198.18.0.9"), ip4("198.18.0.1"),
+                               b"\x08\0\0\0\0\x01\0\x01hello")
+
+
 def seed_neigh(pcaps, out, src):
     n = 0
+    for name, f in neigh_made():
+        for sel in (0x00, 0x14):  # port 0; then with resolution and timers
+            write(out, "made-%s-%02x" % (name, sel), bytes([sel]) + f)
+            n += 1
     for base, k, f in frames(pcaps):
         l2 = 18 if f[12:14] == b"\x81\x00" else 14
         et = f[l2 - 2:l2]
@@ -166,11 +225,12 @@ def seed_neigh(pcaps, out, src):
     return n
 
 
-def ctl_req(op, body=b"", patch=0, picks=b"", fd=None):
-    """One fuzz_ctl.c request command: kind 0, op, patch, body, picks, fd."""
-    if fd is not None:
-        patch |= 0x40
-    cmd = b"\x00" + bytes([op, patch, len(body)]) + body + picks
+def ctl_req(op, body=b"", patches=(), fd=None):
+    """One fuzz_ctl.c request command: kind 0, op, flags, body, handle
+    patches ((word, pick): body word <- the pick-th handle answered), fd."""
+    patch = len(patches) | (0x40 if fd is not None else 0)
+    cmd = b"\x00" + bytes([op, patch, len(body)]) + body
+    cmd += b"".join(bytes([w, k]) for w, k in patches)
     if fd is not None:
         cmd += fd
     return cmd
@@ -179,21 +239,25 @@ def ctl_req(op, body=b"", patch=0, picks=b"", fd=None):
 def seed_ctl(pcaps, out, src):
     """fuzz_ctl.c programs: the verbs an application runs, in order.
     Handles of answers are picked by index (A's answers follow B's six)."""
-    opdev = ctl_req(2, b"dpdk_roce0")
-    pd = ctl_req(10)
+    # handles answered: B's OPEN_DEVICE, PD, CQ, MR (0-3), then A's from 4 on
+    opdev = ctl_req(2, b"dpdk_roce0")                     # A: 4
+    pd = ctl_req(10)                                       # A: 5
     cq = ctl_req(17, u32(0) * 2 + u32(16))                 # cqe 16, no channel
-    mr = ctl_req(12, struct.pack("<QQQQQ", 0, 0x10000, 4096, 0x10000, 0),
-                 fd=b"\x04\x01")                           # memfd 4 KiB, F_SEAL_SHRINK
-    qp = ctl_req(20, u32(0) * 2 + u32(0) * 3 + u32(0) + u32(2) + u32(0) * 4 + u32(0) * 2 +
-                 u32(4) + u32(4) + u32(1) + u32(1))
+    mr = ctl_req(12, struct.pack("<QQQQQII", 0, 0x10000, 4096, 0x10000, 0, 0, 1),
+                 patches=[(10, 5)], fd=b"\x04\x01")        # memfd 4 KiB, F_SEAL_SHRINK
+    qp = ctl_req(20, u32(0) * 6 + u32(2) + u32(0) * 5 + u32(4) + u32(4) + u32(1) + u32(1),
+                 patches=[(2, 5), (3, 6), (4, 6)])          # RC on PD 5, CQ 6
     progs = {
         "pd": opdev + pd,
         "cq": opdev + cq,
         "mr": opdev + pd + mr,
+        "mr-of-b": opdev + ctl_req(12, struct.pack("<QQQQQII", 0, 0x10000, 4096, 0x10000, 0, 0, 1),
+                                   patches=[(10, 1)], fd=b"\x04\x01"),
         "qp": opdev + pd + cq + qp,
+        "qp-modify": opdev + pd + cq + qp + ctl_req(21, u32(0) + u32(1) + u32(1), patches=[(0, 7)]),
         "channel": opdev + ctl_req(15) + cq,
-        "srq": opdev + pd + ctl_req(24, u32(0) * 2 + u32(0) + u32(16) + u32(1)),
-        "ah": opdev + pd + ctl_req(28),
+        "srq": opdev + pd + ctl_req(24, u32(0) * 2 + u32(0) + u32(16) + u32(1), patches=[(2, 5)]),
+        "ah": opdev + pd + ctl_req(28, u32(0) * 2 + u32(0), patches=[(2, 5)]),
         "query": opdev + ctl_req(3) + ctl_req(4, u32(1)) + ctl_req(5, u32(1)) + ctl_req(1),
         "defer": opdev + b"\x0d" + pd + b"\x06" + b"\x05" + cq + b"\x06",
         "reopen": opdev + pd + cq + b"\x07" + opdev + pd,
