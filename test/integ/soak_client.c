@@ -2,7 +2,7 @@
 /*
  * scripts/soak.sh's churn client: ROUNDS rounds (0: until killed) of open
  * device, alloc PD, register MRs, create a CQ with a completion channel,
- * QPS RC and UD QPs moved to INIT and RTR, an AH, then destroy everything
+ * QPS RC and UD QPs (RC to INIT, UD to RTR), an AH, then destroy everything
  * in reverse and close the device. Plain verbs through the shim, so the
  * soak can SIGKILL it in the middle of any of these calls.
  *
@@ -24,6 +24,7 @@ fail(const char *what)
 	return 1;
 }
 
+/* RC: to INIT (RTR needs a peer); UD: to RTR. */
 static int
 to_rtr(struct ibv_qp *qp, enum ibv_qp_type type)
 {
@@ -39,6 +40,8 @@ to_rtr(struct ibv_qp *qp, enum ibv_qp_type type)
 	}
 	if (ibv_modify_qp(qp, &a, mask))
 		return -1;
+	if (type != IBV_QPT_UD)
+		return 0;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
