@@ -340,6 +340,38 @@ Test(dataplane, neighbour_solicitation_and_pings_are_answered)
 
 /* ---- RoCE receive path ---- */
 
+/*
+ * Found by fuzz/fuzz_neigh.c: an echo reply was the request with its MACs
+ * swapped, so its source was whatever MAC the request was sent to (a
+ * broadcast, a multicast, another host's): a peer could make the daemon
+ * send frames as another host and poison the switches' MAC tables. The
+ * reply comes from the port's own MAC.
+ */
+Test(dataplane, an_echo_reply_comes_from_our_mac_whatever_the_request_was_sent_to)
+{
+	uint8_t f[256], echo[16] = { 128 };
+	static const uint8_t to[][6] = {
+		{ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+		{ 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 },
+		{ 0x02, 0x00, 0x00, 0x00, 0x00, 0x32 }, /* another host */
+	};
+
+	setup(1, "0");
+	for (unsigned int i = 0; i < 3; i++) {
+		inject(0, f, icmp6_frame(f, to[i], "2001:db8::12", "2001:db8::11", echo, sizeof(echo),
+					 64));
+		run();
+		size_t n = collect(0, f, sizeof(f));
+
+		if (n == 0)
+			continue; /* not answered at all: as good */
+		cr_assert_eq(n, 14 + 40 + sizeof(echo));
+		cr_expect_arr_eq(f, peer_mac, 6, "to the requester");
+		cr_expect_arr_eq(f + 6, our_mac, 6, "from our own MAC (request to %02x:..:%02x)", to[i][0],
+				 to[i][5]);
+	}
+}
+
 Test(dataplane, malformed_frames_are_dropped_and_counted)
 {
 	uint8_t f[512];
@@ -1792,7 +1824,8 @@ usr_cqe(struct usr *u)
 /* What the children tell the test (one record each way per step). */
 struct usr_msg {
 	uint32_t qpn, ah;       /* the receiver's QP and AH */
-	uint32_t status[2];     /* CQE statuses */
+	uint32_t status[2];     /* CQE statuses (99: none came) */
+	uint32_t vendor[2];     /* their detail codes */
 	uint32_t byte_len;
 	uint8_t sgid[16];       /* source GID of the GRH the receiver got */
 	double worst_ms;        /* the receiver's slowest verb while the sender misbehaves */
@@ -1928,10 +1961,13 @@ usr_sender(int to, int from)
 	t_gid4(T_IP_A, forged.dgid);
 	forged.ipv6 = 0;
 	memcpy(u.mem, "from user a, as another host", 29);
-	usr_send(&u, ah, b.qpn, &forged);
-	r.status[0] = usr_cqe(&u).status;
-	usr_send(&u, b.ah, b.qpn, &forged);    /* b's address handle */
-	r.status[1] = usr_cqe(&u).status;
+	for (int i = 0; i < 2; i++) {
+		usr_send(&u, i == 0 ? ah : b.ah, b.qpn, &forged); /* its own AH, then b's */
+		struct cqe c = usr_cqe(&u);
+
+		r.status[i] = c.status;
+		r.vendor[i] = c.vendor_err;
+	}
 	usr_tell(to, &r);
 	/* misbehave: a producer index no ring has, then a flood of requests never read */
 	__atomic_store_n(&u.sq->prod, u.sq->prod + 0x7fffffffu, __ATOMIC_RELEASE);
@@ -1982,15 +2018,16 @@ Test(app_iface, two_users_neither_spoofs_a_ud_source_nor_stalls_the_other, .time
 
 	/* the forged address vector: what went out is the daemon's, from a's own AH */
 	cr_assert(usr_hear(from_b[0], &rb), "b received");
-	cr_assert_eq(ra.status[0], WC_SUCCESS, "a's send with a forged AV completes");
+	cr_assert_eq(ra.status[0], WC_SUCCESS, "a's send with a forged AV completes (status %u, %u)",
+		     ra.status[0], ra.vendor[0]);
 	cr_assert_eq(rb.status[0], WC_SUCCESS, "b got a datagram");
 	cr_assert_eq(rb.byte_len, 40 + 64);
 	t_gid4(T_IP_A, ours);
 	t_gid4("198.18.0.99", forged);
 	cr_assert_arr_eq(rb.sgid, ours, 16, "its source is the daemon's GID");
 	cr_assert(memcmp(rb.sgid, forged, 16) != 0);
-	cr_assert_eq(ra.status[1], WC_LOC_QP_OP_ERR, "b's AH is not a's to use (status %u)",
-		     ra.status[1]);
+	cr_assert_eq(ra.status[1], WC_LOC_QP_OP_ERR, "b's AH is not a's to use (status %u, %u)",
+		     ra.status[1], ra.vendor[1]);
 
 	/* a misbehaves; b's verbs are answered at once meanwhile */
 	cr_assert(usr_hear(from_a[0], &ra), "a misbehaves");
