@@ -514,13 +514,25 @@ drop:
 	rte_pktmbuf_free(m);
 }
 
+/*
+ * An answer in place: to the requester's MAC, from the port's own (never
+ * the MAC the request was sent to: a broadcast, a multicast or another
+ * host's would go out as our source and teach switches a false location).
+ */
+static void
+reply_macs(uint8_t *f, const uint8_t ours[6])
+{
+	memcpy(f, f + 6, 6);
+	memcpy(f + 6, ours, 6);
+}
+
 static void
 echo4_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2)
 {
 	const struct port *p = &d->port[port_idx];
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + l2);
-	uint8_t dst[16], tmp[6];
+	uint8_t dst[16];
 	uint32_t ihl, tot;
 	uint8_t *icmp;
 
@@ -539,9 +551,7 @@ echo4_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 	    rte_raw_cksum(icmp, tot - ihl) != 0xffff)
 		goto drop;
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (l2 + tot)));
-	memcpy(tmp, f, 6);
-	memcpy(f, f + 6, 6);
-	memcpy(f + 6, tmp, 6);
+	reply_macs(f, p->mac);
 	uint32_t a = ip->src_addr;
 	ip->src_addr = ip->dst_addr;
 	ip->dst_addr = a;
@@ -641,9 +651,7 @@ icmp6_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 		if (icmp[1] != 0 || !port_has_ip(p, ip6->dst_addr, true))
 			goto drop;
 		rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (l2 + 40 + plen)));
-		memcpy(tmp, f, 6);
-		memcpy(f, f + 6, 6);
-		memcpy(f + 6, tmp, 6);
+		reply_macs(f, p->mac);
 		memcpy(tmp, ip6->src_addr, 16);
 		memcpy(ip6->src_addr, ip6->dst_addr, 16);
 		memcpy(ip6->dst_addr, tmp, 16);
