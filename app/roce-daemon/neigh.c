@@ -569,7 +569,8 @@ drop:
 }
 
 /* Link-layer address option @p type in ND options, or NULL. NULL with
- * *bad = true when the options are malformed (RFC 4861 7.1.1). */
+ * *bad = true when the options are malformed (RFC 4861 7.1.1), or when the
+ * address is a group address (as ARP's sender: bogus for a neighbour). */
 static const uint8_t *
 nd_option(const uint8_t *opt, uint32_t len, uint8_t type, bool *bad)
 {
@@ -583,8 +584,13 @@ nd_option(const uint8_t *opt, uint32_t len, uint8_t type, bool *bad)
 			*bad = true;
 			return NULL;
 		}
-		if (opt[0] == type && olen >= 8 && found == NULL)
+		if (opt[0] == type && olen >= 8 && found == NULL) {
+			if (opt[2] & 1) {
+				*bad = true;
+				return NULL;
+			}
 			found = opt + 2;
+		}
 		opt += olen;
 		len -= olen;
 	}
@@ -640,9 +646,11 @@ icmp6_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 		if (ip6->hop_limits != 255 || icmp[1] != 0 || plen < 24)
 			goto drop;
 		tlla = nd_option(icmp + 24, plen - 24, ND_OPT_TLLA, &bad);
-		if (bad)
+		if (tlla == NULL)
+			tlla = f + 6; /* the frame's source, which must not be a group either */
+		if (bad || (tlla[0] & 1))
 			goto drop;
-		neigh_learn(&d->neigh, port_idx, icmp + 8, tlla != NULL ? tlla : f + 6, false, now);
+		neigh_learn(&d->neigh, port_idx, icmp + 8, tlla, false, now);
 		goto drop;
 	}
 	case ICMP6_ECHO_REQUEST: {

@@ -373,6 +373,36 @@ Test(dataplane, an_echo_reply_comes_from_our_mac_whatever_the_request_was_sent_t
 	}
 }
 
+/*
+ * Found by fuzz/fuzz_neigh.c: ARP refused a multicast sender address, but a
+ * neighbour solicitation's source link-layer option (or an advertisement's
+ * target one) with the group bit set was learned: RoCE frames to that peer
+ * would have gone to a multicast MAC.
+ */
+Test(dataplane, a_multicast_link_layer_address_is_never_learned)
+{
+	uint8_t f[256], ns[32] = { 135 }, target[16], src[16];
+	uint8_t mc[6] = { 0x33, 0x33, 0xff, 0, 0, 0x11 };
+	static const uint8_t group[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+
+	setup(1, "0");
+	t_gid6("2001:db8::11", target);
+	t_gid6("2001:db8::12", src);
+	memcpy(ns + 8, target, 16);
+	ns[24] = 1; /* source link-layer address option: a group address */
+	ns[25] = 1;
+	memcpy(ns + 26, group, 6);
+	inject(0, f, icmp6_frame(f, mc, "2001:db8::12", "ff02::1:ff00:11", ns, sizeof(ns), 255));
+	run();
+	size_t n = collect(0, f, sizeof(f));
+
+	cr_expect(n == 0 || (f[0] & 1) == 0, "no advertisement to a group address");
+	struct neigh_result r = neigh_lookup(&d.neigh, 0, src);
+
+	cr_assert(r.state != NEIGH_REACHABLE || (r.mac[0] & 1) == 0,
+		  "2001:db8::12 learned at a multicast MAC");
+}
+
 Test(dataplane, malformed_frames_are_dropped_and_counted)
 {
 	uint8_t f[512];
