@@ -40,7 +40,7 @@ lib_except() {
 		[ $skip = 1 ] || echo "$d"
 	done
 }
-srcs_of() { for d in "$@"; do ls "$d"/*.c; done; }
+srcs_of() { for d in "$@"; do for f in "$d"/*.c; do [ -e "$f" ] && echo "$f"; done; done; return 0; }
 incs_of() { for d in "$@"; do printf -- '-I%s ' "$d"; done; }
 
 crc_flags="-lz"
