@@ -1019,6 +1019,7 @@ int ctl_h_QUERY_GID(const struct ctl_req *x)
 		return ENODATA;
 	memcpy(r->gid, p->gid[q->index], 16);
 	r->gid_type = p->gid_type[q->index];
+	r->ndev_ifindex = p->gid_ndev[q->index];
 	return 0;
 }
 
