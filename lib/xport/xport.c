@@ -585,8 +585,11 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	struct spsc_ring *sq = qp->cfg.sq;
 	uint32_t avail = spsc_ring_prod_acquire(sq) - qp->comp.head;
 
+	/* A producer more than a ring ahead broke the ring (the requester
+	 * fetches nothing then, xport_req.c): flush only what was fetched, or
+	 * its client's one store would keep this lcore flushing forever. */
 	if (avail > qp->sq_mask + 1)
-		avail = qp->sq_mask + 1;
+		avail = qp->req.fetch - qp->comp.head;
 	while (avail && budget) {
 		uint32_t head = qp->comp.head;
 		struct xport_swqe *w = swqe_at(qp, head);
@@ -620,7 +623,11 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	}
 	if (qp->cfg.rq) {
 		struct spsc_ring *rq = qp->cfg.rq;
-		while (budget && spsc_ring_count_in(rq, qp->rq_mask + 1)) {
+		uint32_t used = spsc_ring_prod_acquire(rq) - spsc_ring_cons_index(rq);
+
+		if (used > qp->rq_mask + 1)
+			used = 0; /* overrun: a broken ring, as the SQ's above */
+		while (budget && used--) {
 			const struct rq_wqe *rw = spsc_ring_slot_in(rq, qp->rq_mask, sizeof(*rw),
 								    spsc_ring_cons_index(rq));
 			flush_recv(qp, rw->wr_id, out, now);

@@ -570,6 +570,39 @@ Test(untrusted_rings, engine_indexes_with_trusted_geometry_only)
 	sim_fini(&s);
 }
 
+/*
+ * Found by fuzz/fuzz_xport.c: a QP in the error state whose client moved a
+ * producer index far beyond the ring flushed phantom WQEs forever (one
+ * budget per poll, out.more always set: its lcore never idled). A producer
+ * more than a ring ahead broke the ring, as the requester already decides
+ * (xport_req.c): its slots are not flushed; what was fetched still is.
+ */
+Test(untrusted_rings, an_overrun_producer_index_does_not_keep_the_flush_going)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	p.sq_size = p.rq_size = 16;
+	cr_assert_eq(sim_init(&s, &p, 7), 0);
+	for (int h = 0; h < 2; h++) {
+		struct sim_host *x = &s.h[h];
+
+		__atomic_store_n(&x->sq->prod, x->sq->prod + 0x80000000u, __ATOMIC_RELEASE);
+		__atomic_store_n(&x->rq->prod, x->rq->prod + 0x80000000u, __ATOMIC_RELEASE);
+		sim_set_state(&s, h, XPORT_STATE_ERR);
+		bool idle = false;
+		for (int i = 0; i < 64 && !idle; i++) {
+			xport_out_reset(&s.out);
+			xport_qp_poll(x->qp, s.now, &s.out);
+			idle = !s.out.more;
+		}
+		cr_assert(idle, "host %d: the error flush stops", h);
+		cr_assert_leq(xport_qp_counters(x->qp)[XPORT_CNT_CQ_OVERFLOW], 0,
+			      "host %d: no phantom completions", h);
+	}
+	sim_fini(&s);
+}
+
 /* ---- ibv_modify_qp order: sq_psn arrives with RTR -> RTS ---- */
 
 static uint32_t first_psn;
