@@ -1194,6 +1194,7 @@ dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		.srq = srq ? &srq->x : NULL,
 		.send_cq = &scq->x, .recv_cq = &rcq->x,
 		.mrs = ai->mrs[lcore],
+		.mws = ctl_mw_table(ai->ctl), /* one for all lcores (lib/qp mw.h) */
 		.ahs = ai->ahs,
 	};
 	qp_cfg(ai, q, info->sem, &q->cfg); /* RESET: no path to resolve */
@@ -1814,6 +1815,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->max_qps,
 		.max_srq = cd->max_srqs ? cd->max_srqs : 1,
 		.max_ah = AI_MAX_AH,
+		.max_mw = cd->max_mrs, /* windows: as many as MRs (gid.c reports it) */
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};

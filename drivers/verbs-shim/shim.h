@@ -262,6 +262,22 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 	return used >= cap ? 0 : cap - used;
 }
 
+/* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
+struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int shim_dealloc_mw(struct ibv_mw *mw);
+int shim_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* The bind fields of a BIND_MW WQE (ibv_post_send, ibv_wr_bind_mw). */
+static inline void shim_fill_bind(struct sq_wqe *w, const struct ibv_mw *mw, uint32_t rkey,
+				  const struct ibv_mw_bind_info *b)
+{
+	w->wr.bind.mw_rkey = mw->rkey;
+	w->wr.bind.rkey = rkey;
+	w->wr.bind.mr_lkey = b->mr ? b->mr->lkey : 0;
+	w->wr.bind.addr = b->addr;
+	w->wr.bind.length = b->length;
+	w->wr.bind.access = b->mw_access_flags;
+}
+
 /* ---- ah.c ---- */
 struct shim_ah {
 	struct ibv_ah ah;

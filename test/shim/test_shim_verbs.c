@@ -29,6 +29,8 @@
 
 #include "ctl.h"
 #include "ipc.h"
+#include "mr.h"
+#include "mw.h"
 #include "qp_fixture.h"
 
 /* Private export (rdma-core driver.h): not in the installed headers. */
@@ -475,7 +477,7 @@ Test(shim_verbs, posting_bad_flows_like_rxe)
 	swr.num_sge = 4;
 	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "more SGEs than max_send_sge");
 	swr.num_sge = 1;
-	swr.opcode = IBV_WR_LOCAL_INV;
+	swr.opcode = IBV_WR_TSO;
 	cr_assert_eq(ibv_post_send(qp, &swr, &bad_s), EINVAL, "opcode not supported");
 	swr.opcode = IBV_WR_RDMA_READ;
 	swr.send_flags |= IBV_SEND_INLINE;
@@ -558,6 +560,108 @@ Test(shim_verbs, send_wqe_fields_follow_the_opcode)
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 	cr_assert_eq(ibv_dereg_mr(mr), 0);
+}
+
+/*
+ * Memory windows: ALLOC_MW/DEALLOC_MW in the daemon, the binds and
+ * invalidations as WQEs (what the fake engine sees), and the daemon's side
+ * of a bound window: its MR cannot be deregistered (EINVAL, as rxe), its
+ * PD not deallocated (EBUSY). The engine's checks: test/engine test_mw.c.
+ */
+Test(shim_verbs, memory_windows)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(cq, IBV_QPT_RC, 8, 1);
+	static uint64_t buf[512];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf),
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	struct ibv_mw *mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_device_attr da;
+	struct sq_wqe seen[4];
+
+	cr_assert_not_null(mr);
+	cr_assert_not_null(mw1, "alloc_mw: %s", strerror(errno));
+	cr_assert_not_null(mw2);
+	cr_assert_eq(ibv_query_device(ctx, &da), 0);
+	cr_expect(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	cr_expect(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	cr_expect_gt(da.max_mw, 0);
+	cr_expect_eq(mw1->type, IBV_MW_TYPE_1);
+	cr_expect(mw_key_is_mw(mw1->rkey) && mw_key_is_mw(mw2->rkey), "window keys are no MR keys");
+	cr_expect(!mw_key_is_mw(mr->rkey));
+	cr_expect_neq(mw1->rkey, mw2->rkey);
+	to_rts(qp);
+
+	/* ibv_bind_mw (type 1): a BIND_MW WQE with the next key */
+	uint32_t old = mw1->rkey;
+	struct ibv_mw_bind mb = {
+		.wr_id = 7, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = (uintptr_t)&buf[8], .length = 256,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ },
+	};
+	cr_assert_eq(ibv_bind_mw(qp, mw1, &mb), 0);
+	cr_expect_eq(mw1->rkey, ibv_inc_rkey(old), "the window's key is the bound one");
+	mb.bind_info.mw_access_flags |= IBV_ACCESS_ZERO_BASED;
+	cr_expect_eq(ibv_bind_mw(qp, mw1, &mb), EINVAL, "type 1 windows are not zero-based");
+	cr_expect_eq(errno, EINVAL);
+	mb.bind_info.mw_access_flags &= ~(unsigned int)IBV_ACCESS_ZERO_BASED;
+	cr_expect_eq(ibv_bind_mw(qp, mw2, &mb), EINVAL, "ibv_bind_mw is for type 1 (verbs.h)");
+
+	/* type 2 through ibv_post_send, then LOCAL_INV of its key */
+	struct ibv_send_wr wr[2], *bad;
+	memset(wr, 0, sizeof(wr));
+	wr[0].opcode = IBV_WR_BIND_MW;
+	wr[0].wr_id = 8;
+	wr[0].bind_mw.mw = mw2;
+	wr[0].bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+	wr[0].bind_mw.bind_info = mb.bind_info;
+	wr[0].next = &wr[1];
+	wr[1].opcode = IBV_WR_LOCAL_INV;
+	wr[1].invalidate_rkey = wr[0].bind_mw.rkey;
+	cr_assert_eq(ibv_post_send(qp, wr, &bad), 0);
+	wr[0].bind_mw.mw = NULL;
+	wr[0].next = NULL;
+	cr_expect_eq(ibv_post_send(qp, wr, &bad), EINVAL, "BIND_MW without a window");
+	cr_assert_eq(engine_complete_sends(qp, 4, seen), 3);
+	cr_expect_eq(seen[0].opcode, IBV_WR_BIND_MW);
+	cr_expect_eq(seen[0].wr.bind.mw_rkey, old);
+	cr_expect_eq(seen[0].wr.bind.rkey, mw1->rkey);
+	cr_expect_eq(seen[0].wr.bind.mr_lkey, mr->lkey);
+	cr_expect_eq(seen[0].wr.bind.addr, (uintptr_t)&buf[8]);
+	cr_expect_eq(seen[0].wr.bind.length, 256);
+	cr_expect_eq(seen[0].wr.bind.access, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	cr_expect_eq(seen[0].num_sge, 0);
+	cr_expect_eq(seen[1].wr.bind.mw_rkey, mw2->rkey);
+	cr_expect_eq(seen[1].wr.bind.rkey, wr[0].bind_mw.rkey);
+	cr_expect_eq(seen[2].opcode, IBV_WR_LOCAL_INV);
+	cr_expect_eq(seen[2].imm_data, wr[0].bind_mw.rkey);
+
+	/* The daemon's table, as the engine leaves it after that bind. */
+	struct mw_table *mws = ctl_mw_table(ctl);
+	struct mr_table *mrs = mr_table_create(64);
+	uint32_t pdi = (pd->handle & 0xfffffu) - 1;
+	struct mw_bind_req b = {
+		.mw_key = old, .new_key = mw1->rkey, .mr_key = mr->lkey,
+		.access = IBV_ACCESS_REMOTE_WRITE, .pd = pdi, .qpn = qp->qp_num,
+		.addr = (uintptr_t)&buf[8], .length = 256,
+	};
+	cr_assert_not_null(mws);
+	cr_assert_eq(mr_reg_key(mrs, mr->lkey, pdi, (uintptr_t)buf, (uintptr_t)buf, sizeof(buf),
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND), 0);
+	pthread_mutex_lock(&srv_lock);
+	cr_assert_eq(mw_bind(mws, mrs, &b), 0);
+	pthread_mutex_unlock(&srv_lock);
+	cr_expect_eq(ibv_dereg_mr(mr), EINVAL, "not while a window is bound to it (rxe: EINVAL)");
+	cr_expect_eq(errno, EINVAL);
+	cr_expect_eq(ibv_dealloc_pd(pd), EBUSY, "its windows hold the PD");
+	cr_assert_eq(ibv_dealloc_mw(mw1), 0);
+	cr_expect_eq(mw_mr_bound(mws, mr->lkey), 0, "the dealloc unbound it");
+	cr_assert_eq(ibv_dealloc_mw(mw2), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	mr_table_destroy(mrs);
 }
 
 Test(shim_verbs, completions_flow_through_the_rings)
@@ -1312,8 +1416,6 @@ Test(shim_verbs, unsupported_verbs_say_eopnotsupp)
 
 	cr_assert_null(ibv_open_xrcd(ctx, &xa));
 	cr_assert_eq(errno, EOPNOTSUPP);
-	cr_assert_null(ibv_alloc_mw(pd, IBV_MW_TYPE_1));
-	cr_assert_eq(errno, EOPNOTSUPP);
 	cr_assert_null(ibv_alloc_td(ctx, &ta));
 	cr_assert_eq(errno, EOPNOTSUPP);
 	cr_assert_null(ibv_create_qp(pd, &qi));
@@ -1469,7 +1571,7 @@ Test(shim_verbs, every_failing_verb_sets_errno)
 	EXPECT_NULL(ibv_create_ah(pd, &aa), EINVAL); /* beyond the table */
 	EXPECT_NULL(ibv_create_cq(ctx, -1, NULL, NULL, 0), EINVAL);
 	EXPECT_NULL(ibv_reg_mr(pd, buf, sizeof(buf), 1 << 30), EINVAL);
-	EXPECT_NULL(ibv_alloc_mw(pd, IBV_MW_TYPE_1), EOPNOTSUPP);
+	EXPECT_NULL(ibv_alloc_mw(pd, (enum ibv_mw_type)3), EINVAL); /* no such type, as rxe */
 
 	/* Success leaves errno alone. */
 	EXPECT_OK_KEEPS_ERRNO(ibv_query_port(ctx, 1, &pa));
@@ -1488,6 +1590,7 @@ Test(shim_verbs, every_failing_verb_sets_errno)
 	EXPECT_FAIL(ibv_resize_cq(cq, 16), EIO, EIO);
 	EXPECT_FAIL(ibv_poll_cq(cq, 1, &(struct ibv_wc){ 0 }), -1, EIO);
 	EXPECT_NULL(ibv_alloc_pd(ctx), EIO);
+	EXPECT_NULL(ibv_alloc_mw(pd, IBV_MW_TYPE_2), EIO);
 	EXPECT_NULL(ibv_create_cq(ctx, 4, NULL, NULL, 0), EIO);
 	EXPECT_NULL(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE), EIO);
 	cr_expect_geq(checked, 40u);
