@@ -123,6 +123,9 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
 	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;
+	v->alloc_td = shim_alloc_td;
+	v->dealloc_td = shim_dealloc_td;
+	v->alloc_parent_domain = shim_alloc_parent_domain;
 	v->sz = sizeof(struct verbs_context);
 }
 

@@ -138,14 +138,6 @@ _pin(FEATURE_GAP, ('ODP is not supported - No ODP caps',),
      'test_odp.OdpTestCase.test_odp_rc_traffic',
      'test_odp.OdpTestCase.test_odp_sync_prefetch_rc_traffic',
      'test_odp.OdpTestCase.test_odp_ud_traffic')
-_pin(FEATURE_GAP, ('Parent Domain is not supported on this device',),
-     'parent domains (and thread domains): ibv_alloc_parent_domain is EOPNOTSUPP',
-     'test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_huge_page_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_mem_align_rc_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_mem_align_srq_excq_rc_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_mem_align_ud_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic')
 _pin(FEATURE_GAP, ('Extended CQ is not supported',),
      'tag matching: tm_caps are 0; the suite asks for a CQ with IBV_WC_EX_WITH_TM_INFO '
      'first, which is EOPNOTSUPP, hence the message',

@@ -664,6 +664,90 @@ Test(shim_verbs, memory_windows)
 	mr_table_destroy(mrs);
 }
 
+static int allocs_called;
+static void *pd_alloc(struct ibv_pd *p, void *c, size_t size, size_t align, uint64_t type)
+{
+	(void)p; (void)c; (void)size; (void)align; (void)type;
+	allocs_called++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
+}
+static void pd_free(struct ibv_pd *p, void *c, void *ptr, uint64_t type)
+{
+	(void)p; (void)c; (void)ptr; (void)type;
+}
+
+/*
+ * Thread and parent domains: objects made with a parent domain are its
+ * protection domain's in the daemon (a WRITE through such a QP into such
+ * an MR), and the domains hold what they name.
+ */
+Test(shim_verbs, parent_and_thread_domains)
+{
+	struct ibv_td_init_attr ta = { 0 };
+	struct ibv_td *td = ibv_alloc_td(ctx, &ta);
+	struct ibv_parent_domain_init_attr pa = {
+		.pd = pd, .td = td, .alloc = pd_alloc, .free = pd_free, .pd_context = &ta,
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+	};
+	struct ibv_pd *par;
+
+	cr_assert_not_null(td, "alloc_td: %s", strerror(errno));
+	ta.comp_mask = 1;
+	cr_assert_null(ibv_alloc_td(ctx, &ta));
+	cr_assert_eq(errno, EINVAL);
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	cr_assert_not_null(par, "alloc_parent_domain: %s", strerror(errno));
+	cr_expect_eq(par->handle, pd->handle, "it stands for its PD");
+
+	/* refused: a parent domain's parent, unknown bits, an allocator without free */
+	pa.pd = par;
+	cr_expect_null(ibv_alloc_parent_domain(ctx, &pa));
+	cr_expect_eq(errno, EINVAL);
+	pa.pd = pd;
+	pa.comp_mask = 1u << 5;
+	cr_expect_null(ibv_alloc_parent_domain(ctx, &pa));
+	cr_expect_eq(errno, EINVAL);
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+	pa.free = NULL;
+	cr_expect_null(ibv_alloc_parent_domain(ctx, &pa));
+	cr_expect_eq(errno, EINVAL);
+
+	/* objects through the parent domain */
+	struct ibv_cq_init_attr_ex cx = { .cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS,
+					  .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD, .parent_domain = pd };
+	cr_expect_null(ibv_create_cq_ex(ctx, &cx), "a CQ's domain must be a parent domain");
+	cr_expect_eq(errno, EINVAL);
+	cx.parent_domain = par;
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &cx);
+	cr_assert_not_null(cq, "create_cq_ex: %s", strerror(errno));
+	uint64_t buf[8] = { 0 };
+	struct ibv_mr *mr = ibv_reg_mr(par, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_not_null(mr, "reg_mr: %s", strerror(errno));
+	cr_expect_eq(mr->pd, par);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = ibv_cq_ex_to_cq(cq), .recv_cq = ibv_cq_ex_to_cq(cq),
+		.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(par, &ia);
+	cr_assert_not_null(qp, "create_qp: %s", strerror(errno));
+	struct ibv_mw *mw = ibv_alloc_mw(par, IBV_MW_TYPE_2);
+	cr_assert_not_null(mw);
+
+	/* what they name stays while they live */
+	cr_expect_eq(ibv_dealloc_pd(pd), EBUSY);
+	cr_expect_eq(ibv_dealloc_td(td), EBUSY);
+	cr_expect_eq(errno, EBUSY);
+	cr_assert_eq(ibv_dealloc_mw(mw), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+	cr_assert_eq(ibv_dealloc_pd(par), 0, "frees the parent domain alone");
+	cr_expect_eq(allocs_called, 0, "no buffer of ours comes from the application");
+	cr_assert_eq(ibv_dealloc_td(td), 0);
+}
+
 Test(shim_verbs, completions_flow_through_the_rings)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
@@ -1410,13 +1494,10 @@ Test(shim_verbs, import_from_a_forked_child_beside_the_parent)
 Test(shim_verbs, unsupported_verbs_say_eopnotsupp)
 {
 	struct ibv_xrcd_init_attr xa = { 0 };
-	struct ibv_td_init_attr ta = { 0 };
 	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
 	struct ibv_qp_init_attr qi = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RAW_PACKET };
 
 	cr_assert_null(ibv_open_xrcd(ctx, &xa));
-	cr_assert_eq(errno, EOPNOTSUPP);
-	cr_assert_null(ibv_alloc_td(ctx, &ta));
 	cr_assert_eq(errno, EOPNOTSUPP);
 	cr_assert_null(ibv_create_qp(pd, &qi));
 	cr_assert_eq(errno, EOPNOTSUPP);
@@ -1572,6 +1653,8 @@ Test(shim_verbs, every_failing_verb_sets_errno)
 	EXPECT_NULL(ibv_create_cq(ctx, -1, NULL, NULL, 0), EINVAL);
 	EXPECT_NULL(ibv_reg_mr(pd, buf, sizeof(buf), 1 << 30), EINVAL);
 	EXPECT_NULL(ibv_alloc_mw(pd, (enum ibv_mw_type)3), EINVAL); /* no such type, as rxe */
+	EXPECT_NULL(ibv_alloc_parent_domain(ctx, &(struct ibv_parent_domain_init_attr){ 0 }), EINVAL);
+	EXPECT_NULL(ibv_alloc_td(ctx, &(struct ibv_td_init_attr){ .comp_mask = 2 }), EINVAL);
 
 	/* Success leaves errno alone. */
 	EXPECT_OK_KEEPS_ERRNO(ibv_query_port(ctx, 1, &pa));
