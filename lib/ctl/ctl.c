@@ -226,6 +226,17 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	if (ctl == NULL)
 		return NULL;
 	ctl->cfg = *cfg;
+	for (uint32_t d = 0; d < cfg->ndevices; d++) {
+		struct ipc_device_attr *a = &ctl->cfg.dev[d].attr;
+
+		/* windows as many as the table holds; none: no window capability */
+		if (a->max_mw > cfg->limits.max_mw)
+			a->max_mw = cfg->limits.max_mw;
+		if (a->max_mw == 0)
+			a->device_cap_flags &= ~(uint32_t)(IBV_DEVICE_MEM_WINDOW |
+							   IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+							   IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	}
 	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
 	for (uint32_t d = 0; d < cfg->ndevices; d++)
