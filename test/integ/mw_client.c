@@ -20,60 +20,17 @@
  * wait has a deadline; exit 0 on success, 1 with a message otherwise.
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "verbs_client.h"
 
 #define PORT 18515
-#define GID_INDEX 1       /* the IPv4 GID, as ibv_rc_pingpong -g 1 */
 #define BUF_LEN 65536
 #define W1_OFF 4096       /* type 1 window: [W1_OFF, W1_OFF + W_LEN) of the server's buffer */
 #define W2_OFF 32768      /* type 2 window */
 #define W_LEN 8192
-#define WAIT_S 10
-
-static void
-fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("mw_client: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static uint8_t
-pattern(unsigned int id, size_t i)
-{
-	return (uint8_t)(id * 151u + i * 13u + (i >> 9));
-}
-
-static void
-fill(uint8_t *p, size_t len, unsigned int id)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = pattern(id, i);
-}
-
-static void
-expect_fill(const uint8_t *p, size_t len, unsigned int id, const char *what)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != pattern(id, i))
-			fail("%s: byte %zu is %u, expected %u", what, i, p[i], pattern(id, i));
-}
 
 /* What the two sides exchange (host byte order: both ends are this program). */
 struct info {
@@ -135,113 +92,28 @@ tcp_connect(const char *ip)
 
 /* ---- verbs ---- */
 
-struct dev {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	union ibv_gid gid;
-	uint8_t *buf;
-	struct ibv_mr *mr;
-};
-
-static void
-dev_open(struct dev *d, int access)
+/* The device and one buffer registered with @p access. */
+static uint8_t *
+buf_reg(struct dev *d, int access, struct ibv_mr **mr)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
+	uint8_t *buf = aligned_alloc(4096, BUF_LEN);
 
-	if (list == NULL || list[0] == NULL)
-		fail("no RDMA device");
-	d->ctx = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-	if (d->ctx == NULL)
-		fail("ibv_open_device: %s", strerror(errno));
-	d->pd = ibv_alloc_pd(d->ctx);
-	d->cq = ibv_create_cq(d->ctx, 64, NULL, NULL, 0);
-	d->buf = aligned_alloc(4096, BUF_LEN);
-	if (d->pd == NULL || d->cq == NULL || d->buf == NULL)
-		fail("pd/cq/buffer: %s", strerror(errno));
-	memset(d->buf, 0, BUF_LEN);
-	d->mr = ibv_reg_mr(d->pd, d->buf, BUF_LEN, access);
-	if (d->mr == NULL)
+	if (buf == NULL)
+		fail("no memory");
+	memset(buf, 0, BUF_LEN);
+	*mr = ibv_reg_mr(d->pd, buf, BUF_LEN, access);
+	if (*mr == NULL)
 		fail("ibv_reg_mr: %s", strerror(errno));
-	if (ibv_query_gid(d->ctx, 1, GID_INDEX, &d->gid))
-		fail("ibv_query_gid: %s", strerror(errno));
-}
-
-static struct ibv_qp *
-qp_new(struct dev *d)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = d->cq, .recv_cq = d->cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(d->pd, &ia);
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
-
-	if (qp == NULL)
-		fail("ibv_create_qp: %s", strerror(errno));
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				      IBV_QP_ACCESS_FLAGS))
-		fail("INIT: %s", strerror(errno));
-	return qp;
-}
-
-static void
-qp_connect(struct ibv_qp *qp, uint32_t qpn, const union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = qpn,
-		.rq_psn = 1, .max_dest_rd_atomic = 1, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = *gid, .sgid_index = GID_INDEX, .hop_limit = 64 } },
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				      IBV_QP_MIN_RNR_TIMER))
-		fail("RTR: %s", strerror(errno));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	a.timeout = 12;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-		fail("RTS: %s", strerror(errno));
-}
-
-static struct ibv_wc
-wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-
-		if (n < 0)
-			fail("ibv_poll_cq");
-		if (n == 1)
-			return wc;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > WAIT_S)
-			fail("no completion within %d s", WAIT_S);
-	}
+	return buf;
 }
 
 /* Post @p wr signaled; @return its completion's status. */
 static enum ibv_wc_status
 run(struct dev *d, struct ibv_qp *qp, struct ibv_send_wr *wr)
 {
-	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 
-	wr->send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(qp, wr, &bad))
-		fail("ibv_post_send: %s", strerror(errno));
+	post(qp, wr);
 	wc = wait_wc(d->cq);
 	if (wc.wr_id != wr->wr_id)
 		fail("completion of wr %llu, expected %llu", (unsigned long long)wc.wr_id,
@@ -258,10 +130,13 @@ server(void)
 	struct info me = { 0 }, peer;
 	struct ibv_qp *qp[2];
 	struct ibv_mw *mw1, *mw2;
+	struct ibv_mr *mr;
+	uint8_t *buf;
 	int fd;
 	char go;
 
-	dev_open(&d, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	dev_open(&d);
+	buf = buf_reg(&d, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, &mr);
 	mw1 = ibv_alloc_mw(d.pd, IBV_MW_TYPE_1);
 	mw2 = ibv_alloc_mw(d.pd, IBV_MW_TYPE_2);
 	if (mw1 == NULL || mw2 == NULL)
@@ -276,7 +151,7 @@ server(void)
 	/* type 1: ibv_bind_mw; type 2: a BIND_MW work request; both on QP 0 */
 	struct ibv_mw_bind mb = {
 		.wr_id = 1, .send_flags = IBV_SEND_SIGNALED,
-		.bind_info = { .mr = d.mr, .addr = (uintptr_t)d.buf + W1_OFF, .length = W_LEN,
+		.bind_info = { .mr = mr, .addr = (uintptr_t)buf + W1_OFF, .length = W_LEN,
 			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ },
 	};
 	if (ibv_bind_mw(qp[0], mw1, &mb))
@@ -288,27 +163,27 @@ server(void)
 	b.bind_mw.mw = mw2;
 	b.bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
 	b.bind_mw.bind_info = mb.bind_info;
-	b.bind_mw.bind_info.addr = (uintptr_t)d.buf + W2_OFF;
+	b.bind_mw.bind_info.addr = (uintptr_t)buf + W2_OFF;
 	b.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
 	if (run(&d, qp[0], &b) != IBV_WC_SUCCESS)
 		fail("type 2 bind failed");
-	fill(d.buf + W1_OFF, W_LEN, 7); /* what the client READs */
+	fill(buf + W1_OFF, W_LEN, 7); /* what the client READs */
 
 	me.qpn[0] = qp[0]->qp_num;
 	me.qpn[1] = qp[1]->qp_num;
 	me.gid = d.gid;
-	me.addr1 = (uintptr_t)d.buf + W1_OFF;
+	me.addr1 = (uintptr_t)buf + W1_OFF;
 	me.rkey1 = mw1->rkey;
-	me.addr2 = (uintptr_t)d.buf + W2_OFF;
+	me.addr2 = (uintptr_t)buf + W2_OFF;
 	me.rkey2 = b.bind_mw.rkey;
 	xfer(fd, &me, sizeof(me), 1);
 
 	xfer(fd, &go, 1, 0); /* the client wrote through both windows */
-	expect_fill(d.buf + W1_OFF + 4096, 4096, 1, "WRITE through the type 1 window");
-	expect_fill(d.buf + W2_OFF, 6000, 2, "WRITE through the type 2 window");
+	expect_fill(buf + W1_OFF + 4096, 4096, 1, "WRITE through the type 1 window");
+	expect_fill(buf + W2_OFF, 6000, 2, "WRITE through the type 2 window");
 	for (size_t i = 0; i < BUF_LEN; i++)
 		if ((i < W1_OFF || i >= W1_OFF + W_LEN) && (i < W2_OFF || i >= W2_OFF + 6000) &&
-		    d.buf[i] != 0)
+		    buf[i] != 0)
 			fail("byte %zu outside the windows changed", i);
 	struct ibv_send_wr inv = { .wr_id = 3, .opcode = IBV_WR_LOCAL_INV,
 				   .invalidate_rkey = me.rkey2 };
@@ -317,11 +192,11 @@ server(void)
 		fail("LOCAL_INV: %s", ibv_wc_status_str(wc.status));
 	xfer(fd, &go, 1, 1);
 	xfer(fd, &go, 1, 0); /* the client's violations are done */
-	if (ibv_dereg_mr(d.mr) != EINVAL)
+	if (ibv_dereg_mr(mr) != EINVAL)
 		fail("ibv_dereg_mr with a bound window did not fail with EINVAL");
 	if (ibv_dealloc_mw(mw1) || ibv_dealloc_mw(mw2))
 		fail("ibv_dealloc_mw: %s", strerror(errno));
-	if (ibv_destroy_qp(qp[0]) || ibv_destroy_qp(qp[1]) || ibv_dereg_mr(d.mr) ||
+	if (ibv_destroy_qp(qp[0]) || ibv_destroy_qp(qp[1]) || ibv_dereg_mr(mr) ||
 	    ibv_destroy_cq(d.cq) || ibv_dealloc_pd(d.pd) || ibv_close_device(d.ctx))
 		fail("teardown: %s", strerror(errno));
 	printf("mw server: OK\n");
@@ -335,10 +210,13 @@ client(const char *ip)
 	struct info me = { 0 }, peer;
 	struct ibv_qp *qp[2];
 	enum ibv_wc_status st;
+	struct ibv_mr *mr;
+	uint8_t *buf;
 	char go = 'g';
 	int fd;
 
-	dev_open(&d, IBV_ACCESS_LOCAL_WRITE);
+	dev_open(&d);
+	buf = buf_reg(&d, IBV_ACCESS_LOCAL_WRITE, &mr);
 	qp[0] = qp_new(&d);
 	qp[1] = qp_new(&d);
 	me.qpn[0] = qp[0]->qp_num;
@@ -350,21 +228,21 @@ client(const char *ip)
 	qp_connect(qp[0], peer.qpn[0], &peer.gid);
 	qp_connect(qp[1], peer.qpn[1], &peer.gid);
 
-	struct ibv_sge sg = { (uintptr_t)d.buf, 4096, d.mr->lkey };
+	struct ibv_sge sg = { (uintptr_t)buf, 4096, mr->lkey };
 	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1,
 				 .opcode = IBV_WR_RDMA_WRITE,
 				 .wr.rdma = { peer.addr1 + 4096, peer.rkey1 } };
-	fill(d.buf, 4096, 1);
+	fill(buf, 4096, 1);
 	if ((st = run(&d, qp[0], &w)) != IBV_WC_SUCCESS)
 		fail("WRITE through the type 1 window: %s", ibv_wc_status_str(st));
 	w = (struct ibv_send_wr){ .wr_id = 2, .sg_list = &sg, .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_READ, .wr.rdma = { peer.addr1, peer.rkey1 } };
-	memset(d.buf, 0, 4096);
+	memset(buf, 0, 4096);
 	if ((st = run(&d, qp[0], &w)) != IBV_WC_SUCCESS)
 		fail("READ through the type 1 window: %s", ibv_wc_status_str(st));
-	expect_fill(d.buf, 4096, 7, "READ through the type 1 window");
+	expect_fill(buf, 4096, 7, "READ through the type 1 window");
 	/* the type 2 window is the server's QP 0's (type 2B): through our QP 0 */
-	fill(d.buf, 6000, 2);
+	fill(buf, 6000, 2);
 	sg.length = 6000;
 	w = (struct ibv_send_wr){ .wr_id = 3, .sg_list = &sg, .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_WRITE, .wr.rdma = { peer.addr2, peer.rkey2 } };
@@ -393,6 +271,7 @@ client(const char *ip)
 int
 main(int argc, char **argv)
 {
+	vc_name = "mw_client";
 	if (argc == 2 && strcmp(argv[1], "server") == 0)
 		return server();
 	if (argc == 3 && strcmp(argv[1], "client") == 0)
