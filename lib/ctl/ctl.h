@@ -90,7 +90,7 @@ struct ctl_limits {
 	uint32_t max_ah;
 	/**
 	 * Memory windows (ibv_alloc_mw) of all clients; 0: none (EOPNOTSUPP).
-	 * One lib/qp window table (mw.h) for every lcore: ctl_mw_table().
+	 * One lib/xport window table (mw.h) for every lcore: ctl_mw_table().
 	 */
 	uint32_t max_mw;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
@@ -381,7 +381,7 @@ void ctl_destroy(struct ctl *ctl);
 /**
  * The memory windows every lcore's engine checks window keys in
  * (xport_qp_cfg.mws): shared by the lcores and the control thread, each
- * window under its own lock (lib/qp mw.h). NULL when limits.max_mw is 0.
+ * window under its own lock (lib/xport mw.h). NULL when limits.max_mw is 0.
  * ALLOC_MW opens a window, DEALLOC_MW and teardown close it, DEREG_MR is
  * refused while windows are bound to the MR (EINVAL, as rxe).
  */

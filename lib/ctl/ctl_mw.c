@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory windows (ibv_alloc_mw, ibv_dealloc_mw): the control plane opens
- * and closes them in the lcores' window table (lib/qp mw.h); binds and
+ * and closes them in the lcores' window table (lib/xport mw.h); binds and
  * invalidations are work requests the engine carries out, and every access
  * through a window key is checked there. Nothing here waits for an lcore:
  * the table is shared, each window under its own lock.

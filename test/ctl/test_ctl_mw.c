@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/ctl memory windows (ctl_mw.c): ALLOC_MW/DEALLOC_MW against the lcores'
- * window table (lib/qp mw.h), what a bound window holds (its MR, its PD),
+ * window table (lib/xport mw.h), what a bound window holds (its MR, its PD),
  * teardown of a closing client, a QP's destroy unbinding its type 2
  * windows, quotas, and a device configured without windows.
  */
