@@ -79,7 +79,7 @@ struct ctl_pd {
 	struct ctl_obj o;
 };
 
-/* A memory window: its state is the lcores' (lib/qp mw.h), keyed by rkey. */
+/* A memory window: its state is the lcores' (lib/xport mw.h), keyed by rkey. */
 struct ctl_mw {
 	struct ctl_obj o;
 	struct ctl_pd *pd;

@@ -287,7 +287,7 @@ struct ipc_import_mr_req { uint32_t handle; uint32_t pd; };
 struct ipc_import_mr_rsp { uint32_t lkey; uint32_t rkey; uint64_t length; };
 /** ALLOC_MW (ibv_alloc_mw): a window of @c type (1 or 2, enum ibv_mw_type) in PD @c pd. */
 struct ipc_alloc_mw_req { uint64_t user_handle; uint32_t pd; uint32_t type; };
-/** The window's handle and its first R_Key (lib/qp mw.h keys). */
+/** The window's handle and its first R_Key (lib/xport mw.h keys). */
 struct ipc_alloc_mw_rsp { uint32_t handle; uint32_t rkey; };
 struct ipc_rereg_mr_req {
 	uint32_t handle;
