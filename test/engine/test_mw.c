@@ -377,19 +377,27 @@ Test(mw_engine, type2_local_invalidate)
 		     "invalidated");
 }
 
+/* Host 0 sends 16 bytes with Invalidate of host 1's @p rkey into a receive host 1 posted. */
+static void
+send_inv(uint32_t rkey)
+{
+	struct rq_wqe r = rwqe_new(9, sim_va(&S, 1, 0), 64, S.h[1].arena_key);
+	struct sq_wqe w = wqe_new(WR_SEND_WITH_INV, 10, WR_FLAG_SIGNALED);
+
+	cr_assert(sim_post_recv(&S, 1, &r));
+	w.imm_data = rkey;
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 16, S.h[0].arena_key);
+	cr_assert(sim_post_send(&S, 0, &w));
+	wait_cqes(0, 1, 0);
+}
+
 Test(mw_engine, type2_remote_invalidate)
 {
 	uint32_t mw = mw_key_make(3, 1);
 
 	cr_assert_eq(mw_open(smws, mw, SIM_PD, MW_TYPE_2), 0);
 	uint32_t rk = bind(1, mw, 0x44, WIN_OFF, 0x100, RW);
-	struct rq_wqe r = rwqe_new(9, sim_va(&S, 1, 0), 64, S.h[1].arena_key);
-	cr_assert(sim_post_recv(&S, 1, &r));
-	struct sq_wqe w = wqe_new(WR_SEND_WITH_INV, 10, WR_FLAG_SIGNALED);
-	w.imm_data = rk;
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 16, S.h[0].arena_key);
-	cr_assert(sim_post_send(&S, 0, &w));
-	wait_cqes(0, 1, 0);
+	send_inv(rk);
 	K.want[1][1] = 1;
 	cr_assert(sim_run(&S, collect_done, &K, S.now + SIM_DEADLINE_NS));
 	cr_assert_eq(last_send_cqe(0)->status, WC_SUCCESS);
@@ -407,12 +415,7 @@ Test(mw_engine, a_type1_window_cannot_be_invalidated_remotely)
 
 	cr_assert_eq(mw_open(smws, mw, SIM_PD, MW_TYPE_1), 0);
 	uint32_t rk = bind(1, mw, 5, WIN_OFF, 0x100, RW);
-	struct rq_wqe r = rwqe_new(9, sim_va(&S, 1, 0), 64, S.h[1].arena_key);
-	cr_assert(sim_post_recv(&S, 1, &r));
-	struct sq_wqe w = wqe_new(WR_SEND_WITH_INV, 10, WR_FLAG_SIGNALED);
-	w.imm_data = rk;
-	cr_assert(sim_post_send(&S, 0, &w));
-	wait_cqes(0, 1, 0);
+	send_inv(rk);
 	cr_assert_eq(last_send_cqe(0)->status, WC_REM_INV_REQ_ERR);
 	cr_assert_eq(mw_mr_bound(smws, bind_key[1]), 1, "still bound");
 }
