@@ -34,6 +34,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "gid.h"
+#include "gid_ndev.h"
 #include "gsi.h"
 #include "mr.h"
 #include "port.h"
@@ -189,6 +190,7 @@ device_cfg(const struct daemon *d, unsigned int p, struct ctl_device_cfg *dev)
 		memcpy(pc->gid[i], port->gids.entry[i].gid, 16);
 		pc->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
 		pc->gid_valid[i] = true;
+		pc->gid_ndev[i] = gid_ndev_ifindex(pc->gid[i]);
 	}
 	pc->pkey[0] = 0xffff;
 	memcpy(pc->mac, port->mac, 6);
@@ -310,6 +312,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->client_max_qps,
 		.max_srq = cd->client_max_srqs,
 		.max_ah = cd->client_max_ahs,
+		.max_cm_ids = cd->client_max_cm_ids,
+		.max_cm_channels = cd->client_max_cm_channels,
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
 		.max_conns_per_user = cd->user_max_conns,
 	};

@@ -102,6 +102,8 @@ struct config_daemon {
 	uint32_t client_max_cqs;
 	uint32_t client_max_qps;
 	uint32_t client_max_srqs;
+	uint32_t client_max_cm_ids;
+	uint32_t client_max_cm_channels;
 	uint32_t client_max_ahs;
 	uint32_t client_max_mr_mb;        /**< registered MiB per client */
 	uint32_t user_max_conns;          /**< open connections per user (root exempt); 0: no quota */

@@ -126,6 +126,7 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->alloc_td = shim_alloc_td;
 	v->dealloc_td = shim_dealloc_td;
 	v->alloc_parent_domain = shim_alloc_parent_domain;
+	v->advise_mr = shim_advise_mr;
 	v->sz = sizeof(struct verbs_context);
 }
 

@@ -239,8 +239,10 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	}
 	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
-	for (uint32_t d = 0; d < cfg->ndevices; d++)
+	for (uint32_t d = 0; d < cfg->ndevices; d++) {
+		ctl_mr_odp_caps(&ctl->cfg.dev[d].attr);
 		ctl_devsem_build(ctl, d);
+	}
 	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
 	ctl->lcore_qps = calloc(cfg->limits.n_lcores > 1 ? cfg->limits.n_lcores : 1,
 				sizeof(*ctl->lcore_qps));
@@ -1049,6 +1051,7 @@ int ctl_h_QUERY_GID(const struct ctl_req *x)
 		return ENODATA;
 	memcpy(r->gid, p->gid[q->index], 16);
 	r->gid_type = p->gid_type[q->index];
+	r->ndev_ifindex = p->gid_ndev[q->index];
 	return 0;
 }
 

@@ -66,6 +66,8 @@ struct ctl_port_cfg {
 	uint8_t gid[CTL_GID_TBL_LEN][16];
 	uint32_t gid_type[CTL_GID_TBL_LEN]; /**< IBV_GID_TYPE_IB / IBV_GID_TYPE_ROCE_V2 */
 	bool gid_valid[CTL_GID_TBL_LEN];
+	/** ifindex of the kernel interface holding the GID's address (0: none), as ndev_ifindex */
+	uint32_t gid_ndev[CTL_GID_TBL_LEN];
 	uint16_t pkey[CTL_PKEY_TBL_LEN];
 	uint8_t mac[6];
 };
@@ -320,6 +322,8 @@ struct ctl_quota {
 	uint32_t max_srq;
 	uint32_t max_ah;
 	uint32_t max_channels;   /**< (memory windows count against max_mr) */
+	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
+	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each

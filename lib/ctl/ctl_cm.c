@@ -1164,6 +1164,8 @@ int ctl_h_CM_CREATE_ID(const struct ctl_req *x)
 			return EINVAL;
 		break;
 	default:
+		/* RDMA_PS_IPOIB among them: its Q_Key comes from the IPoIB
+		 * broadcast group's SA record (cma_set_qkey), and RoCE has no SA */
 		return EPROTONOSUPPORT;
 	}
 	id = ctl_table_alloc(&ctl->tab[CTL_KIND_CM_ID], x->conn, CTL_KIND_CM_ID, q->uid);

@@ -781,3 +781,77 @@ Test(ctl_cm, crossing_disconnects_both_report_disconnected)
 	cr_assert_eq(next_event(p.sch, 100).event, 0xffff, "exactly one");
 	pair_down(&p);
 }
+
+/*
+ * Per-client quotas on rdma_cm ids and event channels (ctl_quota): a
+ * refusal is ENOMEM and counted (quota_refused); other clients are not
+ * affected; a listener whose client is at its quota refuses a new
+ * connection on the wire (REJ consumer defined), as for a full backlog.
+ */
+Test(ctl_cm, per_client_quota_on_ids_and_channels)
+{
+	struct ctl_config cfg = base_cfg();
+	struct client a, b;
+	struct cmch ch[2], bch;
+	struct ctl_stats st0, st1;
+	struct ipc_msg m, r;
+	uint32_t ids[3], lid, extra;
+	struct cm_path f = peer_path();
+	uint8_t mad[CM_MAD_SIZE];
+	int sp[2];
+
+	ctl_destroy(ctl);
+	cfg.cm_ops = &fake_ops;
+	cfg.cm_limits.max_ids = 64;
+	cfg.cm_limits.max_channels = 16;
+	cfg.cm_limits.max_conns = 32;
+	cfg.quota.max_cm_ids = 3;
+	cfg.quota.max_cm_channels = 2;
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+	client_open(&a, true);
+	client_open(&b, true);
+	ctl_get_stats(ctl, &st0);
+
+	ch[0] = channel(&a);
+	ch[1] = channel(&a);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	req(&m, IPC_OP_CM_CREATE_CHANNEL);
+	cr_assert_eq(call(&a, &m, &sp[1], 1, &r, NULL), ENOMEM, "a third channel");
+	close(sp[0]);
+
+	for (unsigned int i = 0; i < 3; i++)
+		cr_assert_eq(create_id(&a, ch[i % 2], RDMA_PS_TCP, 0x10 + i, &ids[i]), 0);
+	cr_assert_eq(create_id(&a, ch[0], RDMA_PS_TCP, 0x20, &extra), ENOMEM, "a fourth id");
+	ctl_get_stats(ctl, &st1);
+	cr_assert_eq(st1.quota_refused - st0.quota_refused, 2, "both refusals counted");
+
+	/* another client has its own quota */
+	bch = channel(&b);
+	cr_assert_eq(create_id(&b, bch, RDMA_PS_TCP, 0x30, &extra), 0);
+
+	/* one destroyed: room for one more */
+	cr_assert_eq(simple(&a, IPC_OP_CM_DESTROY_ID, ids[2], 0), 0);
+	cr_assert_eq(create_id(&a, ch[1], RDMA_PS_TCP, 0x12, &ids[2]), 0);
+
+	/* a listener at its client's quota: the REQ is refused on the wire */
+	lid = ids[0];
+	cr_assert_eq(bind_id(&a, lid, v4("198.18.0.1", 6100)), 0);
+	cr_assert_eq(listen_id(&a, lid, 4), 0);
+	foreign_req(mad, 6100, 4242);
+	cr_assert_eq(ctl_cm_rx(ctl, &f, mad, CM_MAD_SIZE), 0);
+	cr_assert_eq(next_event(ch[0], 100).event, 0xffff, "no CONNECT_REQUEST beyond the quota");
+	cr_assert_geq(ctl_cm_counters(ctl)[CM_CTR_REJ_TX_CONSUMER], 1, "refused on the wire");
+
+	/* under the quota again: the next REQ comes through */
+	cr_assert_eq(simple(&a, IPC_OP_CM_DESTROY_ID, ids[1], 0), 0);
+	foreign_req(mad, 6100, 4243);
+	cr_assert_eq(ctl_cm_rx(ctl, &f, mad, CM_MAD_SIZE), 0);
+	expect(ch[0], RDMA_CM_EVENT_CONNECT_REQUEST);
+
+	close(ch[0].fd);
+	close(ch[1].fd);
+	close(bch.fd);
+	client_close(&b);
+	client_close(&a);
+}
