@@ -317,6 +317,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->max_qps,
 		.max_srq = cd->max_srqs ? cd->max_srqs : 1,
 		.max_ah = AI_MAX_AH,
+		.max_mw = cd->max_mrs, /* windows: as many as MRs (gid.c reports it) */
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};

@@ -91,6 +91,11 @@ struct ctl_limits {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
+	/**
+	 * Memory windows (ibv_alloc_mw) of all clients; 0: none (EOPNOTSUPP).
+	 * One lib/xport window table (mw.h) for every lcore: ctl_mw_table().
+	 */
+	uint32_t max_mw;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -121,6 +126,7 @@ static inline uint32_t ctl_qpn_lcore(const struct ctl_limits *limits, uint32_t q
 
 struct ctl;
 struct ctl_conn;
+struct mw_table;
 struct ctl_qp;
 struct ctl_cq;
 struct ctl_srq;
@@ -323,7 +329,7 @@ struct ctl_quota {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
-	uint32_t max_channels;
+	uint32_t max_channels;   /**< (memory windows count against max_mr) */
 	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
 	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
@@ -384,6 +390,15 @@ struct ctl *ctl_create(const struct ctl_config *cfg);
  * waiting for it are then freed without their destroy completing.
  */
 void ctl_destroy(struct ctl *ctl);
+
+/**
+ * The memory windows every lcore's engine checks window keys in
+ * (xport_qp_cfg.mws): shared by the lcores and the control thread, each
+ * window under its own lock (lib/xport mw.h). NULL when limits.max_mw is 0.
+ * ALLOC_MW opens a window, DEALLOC_MW and teardown close it, DEREG_MR is
+ * refused while windows are bound to the MR (EINVAL, as rxe).
+ */
+struct mw_table *ctl_mw_table(const struct ctl *ctl);
 
 /** Change one GID slot at runtime (address configured/removed). @return 0 or -errno. */
 int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ctl.h"
+#include "mw.h"
 
 /*
  * Handles: (generation << 20) | (index + 1). The generation changes every
@@ -23,6 +24,7 @@
 enum ctl_kind {
 	CTL_KIND_CM_ID,      /* rdma_cm ids first: they name QPs by number and channels */
 	CTL_KIND_CM_CHANNEL,
+	CTL_KIND_MW,         /* windows before QPs and MRs: unbinding lets the MR go */
 	CTL_KIND_QP,
 	CTL_KIND_SRQ,
 	CTL_KIND_AH,
@@ -75,6 +77,13 @@ struct ctl_shm {
 
 struct ctl_pd {
 	struct ctl_obj o;
+};
+
+/* A memory window: its state is the lcores' (lib/xport mw.h), keyed by rkey. */
+struct ctl_mw {
+	struct ctl_obj o;
+	struct ctl_pd *pd;
+	uint32_t rkey;   /* its key as opened; the binds change the low byte */
 };
 
 struct ctl_mr {
@@ -256,6 +265,8 @@ struct ctl {
 	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
 	uint64_t events_dropped; /* of closed connections */
 	uint8_t *mr_key_byte;    /* per MR slot: the random low byte of its last key */
+	uint8_t *mw_key_byte;    /* per window slot: the same for windows */
+	struct mw_table *mws;    /* the lcores' windows (ctl_mw_table()), NULL: none */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
 	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
 	uint64_t quota_refused;  /* requests over a client's quota */
@@ -293,6 +304,11 @@ void *ctl_lookup(struct ctl_conn *conn, enum ctl_kind kind, uint32_t handle);
 int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o);
 void ctl_shm_free(struct ctl_shm *shm);
 int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out);
+/* A new random low key byte unlike *@p last (stored there): MR and window keys. */
+uint8_t ctl_key_byte_next(uint8_t *last);
+
+/* ctl_mw.c */
+void ctl_mw_destroyed(struct ctl *ctl, struct ctl_mw *mw);
 
 /* ctl.c */
 void ctl_devsem_build(struct ctl *ctl, uint32_t dev);

@@ -374,17 +374,22 @@ static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t 
  * a guess is right once in 256 and each wrong one breaks the guesser's
  * connection (an R_Key violation NAK moves its QP to the error state).
  */
+uint8_t ctl_key_byte_next(uint8_t *last)
+{
+	uint8_t b = *last;
+
+	for (int i = 0; i < 8 && b == *last; i++)
+		if (getrandom(&b, 1, 0) != 1)
+			b = (uint8_t)(*last + 1 + (rand() % 255)); /* no entropy: still another */
+	if (b == *last)
+		b++;
+	*last = b;
+	return b;
+}
+
 static uint32_t ctl_mr_key(struct ctl *ctl, uint32_t index)
 {
-	uint8_t b = ctl->mr_key_byte[index];
-
-	for (int i = 0; i < 8 && b == ctl->mr_key_byte[index]; i++)
-		if (getrandom(&b, 1, 0) != 1)
-			b = (uint8_t)(ctl->mr_key_byte[index] + 1 + (rand() % 255)); /* no entropy: still another */
-	if (b == ctl->mr_key_byte[index])
-		b++;
-	ctl->mr_key_byte[index] = b;
-	return ((index + 1) << 8) | b;
+	return ((index + 1) << 8) | ctl_key_byte_next(&ctl->mr_key_byte[index]);
 }
 
 /* Would @p c's group hold more than its quota of registered bytes with @p add more (@p sub less)? */
@@ -608,6 +613,9 @@ int ctl_h_DEREG_MR(const struct ctl_req *x)
 	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, req->u.req_DEREG_MR.handle);
 
 	if (mr == NULL)
+		return EINVAL;
+	/* IBA section 10.6.7: not while windows are bound to it (rxe: EINVAL) */
+	if (!mr->invalid && mw_mr_bound(c->ctl->mws, mr->info.lkey) != 0)
 		return EINVAL;
 	return ctl_obj_destroy(c->ctl, &mr->o);
 }
@@ -1111,6 +1119,9 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	case CTL_KIND_CM_CHANNEL:
 		ctl_cm_channel_freed(ctl, o);
 		break;
+	case CTL_KIND_MW:
+		ctl_mw_destroyed(ctl, (struct ctl_mw *)o);
+		break;
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
 		break;
@@ -1153,6 +1164,7 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 		break;
 	case CTL_KIND_CHANNEL:
 	case CTL_KIND_CM_CHANNEL:
+	case CTL_KIND_MW: /* the shared table is closed at the end (ctl_mw_destroyed()) */
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
 		break;

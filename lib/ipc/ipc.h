@@ -298,6 +298,10 @@ struct ipc_import_mr_rsp { uint32_t lkey; uint32_t rkey; uint64_t length; };
  * for an IPv4 group); @c lid is ignored on RoCE.
  */
 struct ipc_mcast_req { uint32_t qp; uint16_t lid; uint16_t pad; uint8_t gid[16]; };
+/** ALLOC_MW (ibv_alloc_mw): a window of @c type (1 or 2, enum ibv_mw_type) in PD @c pd. */
+struct ipc_alloc_mw_req { uint64_t user_handle; uint32_t pd; uint32_t type; };
+/** The window's handle and its first R_Key (lib/xport mw.h keys). */
+struct ipc_alloc_mw_rsp { uint32_t handle; uint32_t rkey; };
 struct ipc_rereg_mr_req {
 	uint32_t handle;
 	uint32_t flags;      /**< IBV_REREG_MR_CHANGE_* */
@@ -458,6 +462,8 @@ enum ipc_obj_kind {
 	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)  \
 	IPC_OP(ATTACH_MCAST,   32, ipc_mcast_req,           ipc_empty,            0, 0)  \
 	IPC_OP(DETACH_MCAST,   33, ipc_mcast_req,           ipc_empty,            0, 0)  \
+	IPC_OP(ALLOC_MW,       44, ipc_alloc_mw_req,        ipc_alloc_mw_rsp,     0, 0)  \
+	IPC_OP(DEALLOC_MW,     45, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */
 
 /** Operation codes. */

@@ -68,6 +68,7 @@
 #include "ah_table.h"
 #include "dcqcn.h"
 #include "mr.h"
+#include "mw.h"
 #include "queue.h"
 #include "roce.h"
 #include "wqe.h"
@@ -243,6 +244,9 @@ struct xport_cfg {
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;
 	struct mr_table *mrs;
+	/** Memory windows of every lcore (mw.h); NULL: window keys fail
+	 *  like unknown keys, BIND_MW and LOCAL_INV of a window fail. */
+	struct mw_table *mws;
 	/** Congestion control and QoS of the QP's port; NULL: none (no ECN
 	 *  marking, no CNPs sent, CNPs ignored, the AV's traffic class as is). */
 	const struct xport_cc *cc;
@@ -335,7 +339,9 @@ enum xport_counter {
 	X(CQ_OVERFLOW, "completion queue overflow") \
 	X(FLUSHED, "flushed in the error state") \
 	X(MODIFY, "moved to error by modify_qp") \
-	X(LOC_AH, "UD address handle unknown, destroyed or of another PD")
+	X(LOC_AH, "UD address handle unknown, destroyed or of another PD") \
+	X(LOC_BIND, "memory window bind refused (window, MR, PD or access rules)") \
+	X(LOC_INV, "local invalidate refused (unknown key, type 1 window, other PD or QP)")
 
 enum xport_err {
 #define XPORT_ERR_ENUM(sym, desc) XPORT_ERR_##sym,

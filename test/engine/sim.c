@@ -518,6 +518,7 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->send_cq = &h->scq;
 		c->recv_cq = &h->rcq;
 		c->mrs = h->mrs;
+		c->mws = p->mws;
 		/* as the daemon does: created with one responder resource, sized
 		 * by the modify that brings max_dest_rd_atomic (INIT -> RTR) */
 		struct xport_cfg c1 = *c;

@@ -131,6 +131,7 @@ struct sim_params {
 	bool sq_sig_all;
 	bool ipv6;
 	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
+	struct mw_table *mws;     /* memory windows of both QPs (one daemon's), NULL: none */
 };
 
 void sim_default_params(struct sim_params *p);

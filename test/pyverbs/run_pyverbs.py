@@ -98,22 +98,9 @@ _pin(FEATURE_GAP, ('Device memory is not supported',),
      'test_mr.DeviceMemoryAPITest.test_dm_bad_registration',
      'test_mr.DeviceMemoryTest.test_dm_remote_traffic',
      'test_mr.DeviceMemoryTest.test_dm_traffic')
-_pin(FEATURE_GAP, ('Create MW is not supported',),
-     'memory windows: max_mw is 0, no IBV_DEVICE_MEM_WINDOW, ibv_alloc_mw is EOPNOTSUPP',
-     'test_mr.MWTest.test_invalidate_mw_type1',
-     'test_mr.MWTest.test_mw_type1',
-     'test_mr.MWTest.test_mw_type2',
-     'test_mr.MWTest.test_mw_type2_invalidate_dealloc',
-     'test_mr.MWTest.test_mw_type2_invalidate_local',
-     'test_mr.MWTest.test_mw_type2_invalidate_remote')
-_pin(FEATURE_GAP, ('Create memory window of type 3 is not supported',),
-     'memory windows: the bad-type check needs ibv_alloc_mw, which is EOPNOTSUPP',
-     'test_mr.MWTest.test_reg_mw_wrong_type')
 _pin(FEATURE_GAP, ('Extended QP is not supported on this device',),
-     'send_ops_flags: no IBV_QP_EX_WITH_ATOMIC_WRITE (RDMA atomic write) and no '
-     'IBV_QP_EX_WITH_BIND_MW (memory windows)',
-     'test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write',
-     'test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw')
+     'send_ops_flags: no IBV_QP_EX_WITH_ATOMIC_WRITE (RDMA atomic write)',
+     'test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write')
 _pin(FEATURE_GAP, ('Create Raw Packet QP with attrs is not supported',
                    'Create Raw Packet QP with extended attrs is not supported',
                    'Create Raw Packet QP without attrs is not supported',
@@ -133,14 +120,6 @@ _pin(FEATURE_GAP, ('Create QP type 8 is not supported',),
      'test_flow.FlowTest.test_tcp_spec_flow_traffic',
      'test_flow.FlowTest.test_udp_spec_flow_traffic',
      'test_rss_traffic.RSSTrafficTest.test_rss_traffic')
-_pin(FEATURE_GAP, ('Parent Domain is not supported on this device',),
-     'parent domains (and thread domains): ibv_alloc_parent_domain is EOPNOTSUPP',
-     'test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_huge_page_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_mem_align_rc_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_mem_align_srq_excq_rc_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_mem_align_ud_traffic',
-     'test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic')
 _pin(FEATURE_GAP, ('Extended CQ is not supported',),
      'tag matching: tm_caps are 0; the suite asks for a CQ with IBV_WC_EX_WITH_TM_INFO '
      'first, which is EOPNOTSUPP, hence the message',
