@@ -177,13 +177,13 @@ side_b_wire_build(const struct xport_frame *f, uint8_t *buf)
 __attribute__((noinline)) static size_t
 side_a_frame_build(const struct xport_frame *f, uint8_t *buf)
 {
-	return xport_frame_build(f, buf, FRAME_BUF);
+	return roce_build_gather(&f->pkt, f->seg, f->nseg, buf, FRAME_BUF);
 }
 
 __attribute__((noinline)) static size_t
 side_b_frame_build(const struct xport_frame *f, uint8_t *buf)
 {
-	return xport_frame_build(f, buf, FRAME_BUF);
+	return roce_build_gather(&f->pkt, f->seg, f->nseg, buf, FRAME_BUF);
 }
 
 __attribute__((noinline)) static enum roce_drop_reason
