@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/qp's transport engine on a worker lcore (engine_xport.h).
+ * lib/xport's transport engine on a worker lcore (engine_xport.h).
  */
 #include "engine_xport.h"
 
