@@ -237,6 +237,8 @@ roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32
 	uint32_t crc = roce_icrc_headers(buf + l3_off, hlen - l3_off);
 	uint8_t *p = buf + hlen;
 	for (uint32_t i = 0; i < nseg; i++) {
+		if (seg[i].len == 0) /* its addr may be NULL: not even memcpy(p, NULL, 0) */
+			continue;
 		memcpy(p, seg[i].addr, seg[i].len);
 		crc = roce_icrc_update(crc, p, seg[i].len);
 		p += seg[i].len;
