@@ -40,7 +40,7 @@
 #include "port.h"
 #include "worker.h"
 
-/* What CTR_LIST says about its counters; the engine's come from lib/qp. */
+/* What CTR_LIST says about its counters; the engine's come from lib/xport. */
 static const struct {
 	const char *name;
 	unsigned int scopes;

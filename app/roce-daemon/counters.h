@@ -7,9 +7,9 @@
  * - CTR_LIST, the counters the worker keeps itself (frames, drops by class,
  *   handoff, idle backoff, stalls): symbol, telemetry name, the scopes it is
  *   kept in (port, lcore, QP) and what it counts;
- * - lib/qp's XPORT_COUNTER_LIST (xport.h), the transport engine's per-QP
+ * - lib/xport's XPORT_COUNTER_LIST (xport.h), the transport engine's per-QP
  *   counters, as CTR_XPORT_<symbol> = CTR_XPORT_FIRST + XPORT_CNT_<symbol>:
- *   kept in every scope, described by lib/qp, and named "qp_" + the
+ *   kept in every scope, described by lib/xport, and named "qp_" + the
  *   lowercased symbol (DROP_STATE: "qp_drop_state"), except the few
  *   CTR_XPORT_NAMES renames that keep older telemetry names.
  * So a counter is added in one place: CTR_LIST if the worker counts it,

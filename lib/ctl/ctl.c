@@ -120,7 +120,7 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_pkeys = CTL_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
-	/* the engine paces RC requesters (lib/qp xport rate_limit_kbps) */
+	/* the engine paces RC requesters (lib/xport rate_limit_kbps) */
 	a->qp_rate_limit_min = XPORT_PACE_MIN_KBPS;
 	a->qp_rate_limit_max = XPORT_PACE_MAX_KBPS;
 	a->pacing_supported_qpts = 1u << IBV_QPT_RC;

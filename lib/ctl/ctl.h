@@ -186,7 +186,7 @@ struct ctl_srq_info {
 
 /** What the dataplane gets for an MR. */
 struct ctl_mr_info {
-	uint32_t lkey;           /**< == rkey; (slot << 8) | 8-bit generation, as lib/qp mr.h;
+	uint32_t lkey;           /**< == rkey; (slot << 8) | 8-bit generation, as lib/xport mr.h;
 				      the dataplane may choose its own in mr_create */
 	uint32_t rkey;
 	uint32_t pd;
@@ -195,7 +195,7 @@ struct ctl_mr_info {
 	uint64_t length;
 	uint64_t app_addr;       /**< the application's virtual address of iova */
 	void *local;             /**< the same bytes mapped in this process; NULL: not shared,
-				      reach them in process @p pid (fallback: lib/qp mr.h
+				      reach them in process @p pid (fallback: lib/xport mr.h
 				      indirect regions, through @p mem_fd) */
 	pid_t pid;               /**< owner process (the registering connection's peer) */
 	int mem_fd;              /**< while local is NULL: /proc/@p pid/mem opened at
@@ -270,7 +270,7 @@ enum ctl_qp_event {
  */
 struct ctl_dataplane_ops {
 	/**
-	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/qp mr_reg()
+	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/xport mr_reg()
 	 * chooses them); the application gets whatever they are on return.
 	 *
 	 * REREG_MR is mr_destroy of the old registration, then mr_create of the

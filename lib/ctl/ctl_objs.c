@@ -198,7 +198,7 @@ static bool ctl_proc_creds_are(pid_t pid, uid_t uid, gid_t gid)
  * The fallback path's access to the client @p c: an open /proc/PID/mem of
  * the process that connected. It is opened first (it pins the address
  * space the process has now: an exec later, a setuid one included, leaves
- * it pointing at the old, dead image, lib/qp mr.h), then trusted only if,
+ * it pointing at the old, dead image, lib/xport mr.h), then trusted only if,
  * after the open, the process (1) is still the one that connected (the
  * pidfd taken at connect time names a live process, so its PID was not
  * reused), (2) has the peer's user and group as real, effective and saved

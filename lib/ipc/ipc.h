@@ -27,7 +27,7 @@
  *
  * Shared memory: CQ, QP (SQ+RQ) and SRQ rings live in a memfd the daemon
  * creates and passes back in the create response (see ipc_shm.h); they are
- * lib/qp's spsc_ring carrying lib/qp's sq_wqe/rq_wqe/cqe records. MR pages
+ * lib/shm's spsc_ring carrying lib/shm's sq_wqe/rq_wqe/cqe records. MR pages
  * live in a memfd the shim creates, passes with REG_MR, and maps at the
  * application's own addresses.
  *
@@ -214,7 +214,7 @@ struct ipc_qp_attr {
 
 /**
  * Where one ring sits inside the memfd of a create response: a struct
- * spsc_ring (lib/qp queue.h) at @c offset, records follow its header.
+ * spsc_ring (lib/shm queue.h) at @c offset, records follow its header.
  */
 struct ipc_ring_desc {
 	uint64_t offset;  /**< byte offset of the ring header in the memfd */

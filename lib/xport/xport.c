@@ -933,36 +933,3 @@ xport_qp_cq_error(struct xport_qp *qp, struct xport_cq *cq, uint64_t now, struct
 	xport_qp_enter_error(qp, XPORT_ERR_CQ_OVERFLOW, out);
 	activate(qp, now, out);
 }
-
-/* ---- frame builder ----------------------------------------------------- */
-
-size_t
-xport_frame_build(const struct xport_frame *f, uint8_t *buf, size_t cap)
-{
-	size_t hlen = roce_headers_len(&f->pkt);
-	size_t pad = f->pkt.pad & 3;
-	size_t total = hlen + f->pkt.payload_len + pad + ROCE_ICRC_LEN;
-
-	if (hlen == 0 || total > cap || roce_build_headers(&f->pkt, buf, cap) != hlen)
-		return 0;
-	size_t l3 = sizeof(struct roce_eth_hdr) +
-		    (f->pkt.l3.vlan_present ? sizeof(struct roce_vlan_hdr) : 0);
-	uint32_t crc = roce_icrc_headers(buf + l3, hlen - l3);
-	uint8_t *p = buf + hlen;
-	for (uint32_t i = 0; i < f->nseg; i++) {
-		memcpy(p, f->seg[i].addr, f->seg[i].len);
-		crc = roce_icrc_update(crc, p, f->seg[i].len);
-		p += f->seg[i].len;
-	}
-	if (pad) {
-		memset(p, 0, pad);
-		crc = roce_icrc_update(crc, p, pad);
-		p += pad;
-	}
-	crc = roce_icrc_final(crc);
-	p[0] = (uint8_t)crc;
-	p[1] = (uint8_t)(crc >> 8);
-	p[2] = (uint8_t)(crc >> 16);
-	p[3] = (uint8_t)(crc >> 24);
-	return total;
-}

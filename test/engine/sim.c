@@ -186,7 +186,7 @@ flush_out(struct sim *s, int from)
 			if (depart == 0)
 				continue;
 		}
-		size_t len = xport_frame_build(fr, buf, sizeof(buf));
+		size_t len = roce_build_gather(&fr->pkt, fr->seg, fr->nseg, buf, sizeof(buf));
 		if (len == 0)
 			abort(); /* the engine produced something unbuildable */
 		s->frames_sent++;

@@ -257,7 +257,7 @@ lcores = $LCORES
 eal_args = --no-huge --no-shconf -m 256 --file-prefix=$TEL_PREFIX --no-pci
 idle = sleep
 max_qps = 256
-; 128 as rxe (the engine's limit, lib/qp XPORT_MAX_RD_ATOMIC): perftest without
+; 128 as rxe (the engine's limit, lib/xport XPORT_MAX_RD_ATOMIC): perftest without
 ; -o gives its requester the peer's max_qp_rd_atom (read_bw_defaults)
 max_rd_atomic = 128
 telemetry = yes
