@@ -103,8 +103,12 @@ else
 	not_ok "IPv4 group b -> a,a,b" "$W/v4ab.all"
 fi
 a1=$(ctr a rx_mcast_delivered); b1=$(ctr b rx_mcast_delivered)
-# a: 20 frames x 2 QPs; b: 20 x (receiver + the sender's own attached QP), looped back
-if [ $((a1 - a0)) -eq 40 ] && [ $((b1 - b0)) -eq 40 ] && [ "$(ctr b tx_mcast_loop)" -ge 20 ]; then
+# a: 20 frames x 2 QPs; b: 20 for its receiver (looped back) and up to 20
+# more for the sender's own attached QP: those copies reach it only while
+# it lives, and mckey -s destroys it right after its last send (CI saw
+# b +20 once, the helper b +40), so b's count is bounded, not exact.
+db=$((b1 - b0))
+if [ $((a1 - a0)) -eq 40 ] && [ "$db" -ge 20 ] && [ "$db" -le 40 ] && [ "$(ctr b tx_mcast_loop)" -ge 20 ]; then
 	ok "deliveries counted once per attached QP and frame (a +$((a1 - a0)), b +$((b1 - b0)))"
 else
 	echo "a +$((a1 - a0)) b +$((b1 - b0)) loop $(ctr b tx_mcast_loop)" > "$W/cnt.out"
