@@ -764,6 +764,17 @@ run_matrix() {
         for dir in rs us; do
             cname="$phase$name/$mtu/$dir"
             [[ $cname =~ $INTEROP_CASES ]] || continue
+            # perftest -R with our client against rxe's server: Debian's
+            # perftest 4.5 client dies on the REJ 8 its slow-to-relisten
+            # server causes (a freed pointer, fixed upstream in 3d9d8d0; see
+            # CM_TOOLS), on the TCG guest in most runs and on both attempts
+            # in the lead's session 7 CI runs. Our rdma_cm client side is
+            # covered against rxe by rping, ucmatose and udaddy (rs);
+            # INTEROP_PERFTEST_CM_RS=1 runs it anyway.
+            if [[ $name == send_bw_cm && $dir == rs && ${INTEROP_PERFTEST_CM_RS:-0} != 1 ]]; then
+                diag "$cname left out: Debian perftest 4.5's client crashes on REJ 8 (INTEROP_PERFTEST_CM_RS=1 runs it)"
+                continue
+            fi
             if ((SECONDS - START > INTEROP_BUDGET)); then
                 # the budget is sized for the whole matrix: a case it leaves
                 # unrun is a failure (a slower stack or host must be seen)
