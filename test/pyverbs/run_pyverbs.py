@@ -127,12 +127,6 @@ _pin(FEATURE_GAP, ('Extended CQ is not supported',),
      'test_tag_matching.TMTest.test_tm_rndv',
      'test_tag_matching.TMTest.test_tm_traffic',
      'test_tag_matching.TMTest.test_tm_unexpected_tag')
-_pin(FEATURE_GAP, ('Multicast is not supported on this device',),
-     'RDMA CM multicast: max_mcast_grp is 0 and rdma_join_multicast is ENOSYS until '
-     'multicast lands (issue 21); every other rdma_cm test runs over the rdmacm shim',
-     'test_rdmacm.CMTestCase.test_rdmacm_async_ex_leave_multicast_traffic',
-     'test_rdmacm.CMTestCase.test_rdmacm_async_ex_multicast_traffic',
-     'test_rdmacm.CMTestCase.test_rdmacm_async_multicast_traffic')
 _pin(NO_HARDWARE, ('Allocating dmabuf is not supported by /dev/dri/renderD128',
                    'Device /dev/dri/renderD128 is not present',
                    'Lack of permission to access /dev/dri/renderD128'),
