@@ -207,7 +207,7 @@ write_config() { # host
 	case $LAB_PMD in
 	af_packet)
 		# framecnt: the receive ring must hold what a peer sends without
-		# waiting for us: a QP's window of unacknowledged packets (lib/qp
+		# waiting for us: a QP's window of unacknowledged packets (lib/xport
 		# XPORT_MAX_UNACKED, 1024) plus its go-back-N resend, or 16 READ
 		# responses of 64 frames. The PMD's default (512) overflowed while a
 		# worker slept or was descheduled, and each loss cost a window

@@ -144,9 +144,10 @@ ai_dp_mr_create(void *dp, struct ctl_mr_info *mr)
 	uint32_t wait;
 	int rc;
 
-	if (mr->local == NULL) {
+	if (mr->local == NULL && !(mr->access & IBV_ACCESS_ON_DEMAND)) {
 		/* Not shared with us (doc/verbs-shim.md): the lcores copy from/to
-		 * the client's pages (process_vm_readv/writev), if we may. */
+		 * the client's pages (its /proc/PID/mem), if we may. An ODP MR
+		 * always takes this path and its pages need not exist yet. */
 		rc = mr_indirect_probe(mr->pid, mr->mem_fd, mr->app_addr);
 		if (!ai->warned_unmapped)
 			fprintf(stderr, "roce-daemon: pid %d registered memory the daemon cannot "

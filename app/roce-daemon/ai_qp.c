@@ -146,6 +146,7 @@ ai_dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		.srq = srq ? &srq->x : NULL,
 		.send_cq = &scq->x, .recv_cq = &rcq->x,
 		.mrs = ai->mrs[lcore],
+		.mws = ctl_mw_table(ai->ctl), /* one for all lcores (lib/xport mw.h) */
 		.ahs = ai->ahs,
 		.qpn = info->qpn, .pd = info->pd,
 	};

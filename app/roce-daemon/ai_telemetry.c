@@ -13,6 +13,7 @@
 #include "cm.h"
 #include "daemon.h"
 #include "gsi.h"
+#include "mcast.h"
 
 #define AI_STAT_LIST(X) \
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
@@ -119,8 +120,11 @@ void
 ai_stats_publish(struct app_iface *ai)
 {
 	struct ctl_stats st;
+	struct ctl_mcast_stats mst;
 
 	ctl_get_stats(ai->ctl, &st);
+	ctl_mcast_get_stats(ai->ctl, &mst);
+	mcast_publish_ctl(ai->d, &mst);
 #define AI_STAT_STORE(name, v) atomic_store_explicit(&ai_stats.name, (v), memory_order_relaxed);
 	AI_STAT_STORE(conns, st.conns)
 	AI_STAT_STORE(contexts, st.contexts)

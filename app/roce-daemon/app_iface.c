@@ -34,10 +34,24 @@
 #include "config.h"
 #include "daemon.h"
 #include "gid.h"
+#include "gid_ndev.h"
 #include "gsi.h"
+#include "mcast.h"
 #include "mr.h"
 #include "port.h"
 #include "wqe.h"
+
+static int
+dp_mcast_attach(void *dp, const struct ctl_mcast_info *m)
+{
+	return mcast_attach(((struct app_iface *)dp)->d, m);
+}
+
+static void
+dp_mcast_detach(void *dp, const struct ctl_mcast_info *m)
+{
+	mcast_detach(((struct app_iface *)dp)->d, m);
+}
 
 static const struct ctl_dataplane_ops ai_ops = {
 	.mr_create = ai_dp_mr_create,
@@ -53,6 +67,8 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.qp_create = ai_dp_qp_create,
 	.qp_modify = ai_dp_qp_modify,
 	.qp_destroy = ai_dp_qp_destroy,
+	.mcast_attach = dp_mcast_attach,
+	.mcast_detach = dp_mcast_detach,
 };
 
 /* ---- the lcore side: one handler per message (daemon.ctl_msg_fn) ---- */
@@ -189,6 +205,7 @@ device_cfg(const struct daemon *d, unsigned int p, struct ctl_device_cfg *dev)
 		memcpy(pc->gid[i], port->gids.entry[i].gid, 16);
 		pc->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
 		pc->gid_valid[i] = true;
+		pc->gid_ndev[i] = gid_ndev_ifindex(pc->gid[i]);
 	}
 	pc->pkey[0] = 0xffff;
 	memcpy(pc->mac, port->mac, 6);
@@ -264,6 +281,8 @@ ai_free(struct app_iface *ai)
 		free(ai->bl[i]);
 	}
 	ah_table_destroy(ai->ahs);
+	if (ai->d != NULL)
+		mcast_destroy(ai->d);
 	free(ai->ops);
 	free(ai->pd_qps);
 	free(ai->cq);
@@ -298,6 +317,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->max_qps,
 		.max_srq = cd->max_srqs ? cd->max_srqs : 1,
 		.max_ah = AI_MAX_AH,
+		.max_mw = cd->max_mrs, /* windows: as many as MRs (gid.c reports it) */
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};
@@ -309,6 +329,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->client_max_qps,
 		.max_srq = cd->client_max_srqs,
 		.max_ah = cd->client_max_ahs,
+		.max_cm_ids = cd->client_max_cm_ids,
+		.max_cm_channels = cd->client_max_cm_channels,
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
 		.max_conns_per_user = cd->user_max_conns,
 	};
@@ -359,6 +381,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 			snprintf(err, errlen, "no memory for %u MRs", cd->max_mrs);
 			goto fail;
 		}
+	}
+	if (mcast_create(d) != 0) {
+		snprintf(err, errlen, "application interface: out of memory");
+		goto fail;
 	}
 	ai->ctl = ctl_create(cfg);
 	if (ai->ctl == NULL) {
@@ -414,6 +440,7 @@ app_iface_destroy(struct app_iface *ai)
 	ai_resolve_tick(ai);
 	ctl_server_destroy(ai->srv);
 	ctl_destroy(ai->ctl);
+	mcast_destroy(d); /* after ctl_destroy: the last detaches went through it */
 	d->gsi = NULL;
 	ai_telemetry_stop();
 	for (unsigned int h = 0; h < d->n_hooks; h++) {

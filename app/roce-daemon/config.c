@@ -82,6 +82,10 @@ static const struct config_key daemon_keys[] = {
 	    "SRQs one client may hold (0: up to max_srqs)"),
 	U32("client_max_ahs", D_FIELD(client_max_ahs), 0, 1u << 20, "2048",
 	    "address handles one client may hold (0: up to the device's)"),
+	U32("client_max_cm_ids", D_FIELD(client_max_cm_ids), 0, 1u << 20, "256",
+	    "rdma_cm ids one client may hold, listeners' new connections included (0: up to the daemon's)"),
+	U32("client_max_cm_channels", D_FIELD(client_max_cm_channels), 0, 1u << 20, "64",
+	    "rdma_cm event channels one client may hold (0: up to the daemon's)"),
 	U32("client_max_mr_mb", D_FIELD(client_max_mr_mb), 0, 1u << 22, "65536",
 	    "MiB one client may register in all (0: no quota)"),
 	U32("user_max_conns", D_FIELD(user_max_conns), 0, 1024, "64",
@@ -117,7 +121,7 @@ static const struct config_key daemon_keys[] = {
 	U32("max_srqs", D_FIELD(max_srqs), 0, 1u << 20, "256", "SRQs per device"),
 	U32("max_srq_wr", D_FIELD(max_srq_wr), 1, 1u << 16, "4096", "WRs per SRQ"),
 	U32("max_inline", D_FIELD(max_inline), 0, 4096, "256", "inline data bytes per WR"),
-	/* the range is the engine's (lib/qp XPORT_MAX_RD_ATOMIC); 128 as rxe */
+	/* the range is the engine's (lib/xport XPORT_MAX_RD_ATOMIC); 128 as rxe */
 	U32("max_rd_atomic", D_FIELD(max_rd_atomic), 1, XPORT_MAX_RD_ATOMIC, "128",
 	    "outstanding RDMA READ/atomic per QP"),
 	U32("max_inflight_packets", D_FIELD(max_inflight_packets), 1, 1u << 22, "256",
@@ -166,7 +170,7 @@ static const struct config_key port_keys[] = {
 	     "dedicated (own every frame) | shared (net_af_xdp with bpf/roce_xdp.o)"),
 	BOOL("promisc", P_FIELD(promisc), "no", "enable promiscuous mode"),
 	/* congestion control and QoS: defaults as RoCE NICs and the DCQCN
-	 * paper (lib/qp/dcqcn.h, doc/congestion.md) */
+	 * paper (lib/xport/dcqcn.h, doc/congestion.md) */
 	ENUM("ecn", P_FIELD(ecn), ecn_names, "ect0",
 	     "ECN codepoint of RoCE frames (not CNPs): none|ect1|ect0; replaces the AV's ECN bits"),
 	ENUM("cc", P_FIELD(cc), cc_names, "dcqcn",

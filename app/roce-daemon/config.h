@@ -67,7 +67,7 @@ struct config_port {
 	uint32_t rx_mbuf_size;            /**< RX mbuf data room; 0: one whole frame */
 	uint32_t mode;                    /**< enum config_port_mode */
 	bool promisc;
-	/* congestion control and QoS (lib/qp struct xport_cc, doc/congestion.md) */
+	/* congestion control and QoS (lib/xport struct xport_cc, doc/congestion.md) */
 	uint32_t ecn;                     /**< ECN codepoint on data: 0 none, 1 ECT(1), 2 ECT(0) */
 	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn */
 	bool cnp;                         /**< notification point: CNPs on CE marks */
@@ -102,6 +102,8 @@ struct config_daemon {
 	uint32_t client_max_cqs;
 	uint32_t client_max_qps;
 	uint32_t client_max_srqs;
+	uint32_t client_max_cm_ids;
+	uint32_t client_max_cm_channels;
 	uint32_t client_max_ahs;
 	uint32_t client_max_mr_mb;        /**< registered MiB per client */
 	uint32_t user_max_conns;          /**< open connections per user (root exempt); 0: no quota */
@@ -185,7 +187,7 @@ struct xport_cc;
 
 /**
  * The transport engine's congestion control and QoS of port @p cp
- * (lib/qp struct xport_cc): its ECN, CNP, DSCP/priority and DCQCN keys;
+ * (lib/xport struct xport_cc): its ECN, CNP, DSCP/priority and DCQCN keys;
  * the line rate is dcqcn_line_mbps, else @p link_mbps, else
  * CONFIG_CC_LINE_MBPS_DEFAULT.
  */

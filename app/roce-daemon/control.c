@@ -18,6 +18,7 @@
 #include "capture.h"
 #include "daemon_state.h"
 #include "gsi.h"
+#include "mcast.h"
 #include "neigh.h"
 #include "port_link.h"
 #include "worker.h"
@@ -68,6 +69,8 @@ slow_input(struct daemon *d, uint16_t port, struct rte_mbuf *m, uint64_t now)
 			rte_pktmbuf_free(m);
 		return;
 	}
+	if (mcast_input(d, port, m))
+		return;
 	neigh_input(d, port, m, now);
 }
 
@@ -109,6 +112,7 @@ control_poll(struct daemon *d, uint64_t now)
 	}
 	if (d->gsi != NULL)
 		work += gsi_tick(d->gsi);
+	work += mcast_tick(d, now);
 	work += capture_drain(d);
 	return work;
 }

@@ -9,7 +9,7 @@
 #include <ctype.h>
 #include <stdio.h>
 
-/* What CTR_LIST says about its counters; the engine's come from lib/qp. */
+/* What CTR_LIST says about its counters; the engine's come from lib/xport. */
 static const struct {
 	const char *name;
 	unsigned int scopes;

@@ -35,6 +35,7 @@ struct capture;
 struct ctl_msg;
 struct engine_ops;
 struct gsi;
+struct mcast_table;
 struct rte_rcu_qsbr;
 struct worker;
 struct worker_event;
@@ -92,6 +93,8 @@ struct daemon {
 	void (*on_link)(struct daemon *d, unsigned int port, const struct link_sample *now,
 			void *arg);
 	void *on_link_arg;
+	/** UD multicast groups (mcast_table.h): written by the control thread, read by workers; NULL: none. */
+	struct mcast_table *mcast;
 };
 
 /** Add a control-loop hook. @return 0 or -ENOSPC */

@@ -24,6 +24,7 @@
 #include "gid.h"
 #include "neigh_kernel.h"
 #include "worker.h"
+#include "roce_mcast.h"
 
 
 #define ARP_LEN 28u
@@ -331,13 +332,25 @@ drop:
 	rte_pktmbuf_free(m);
 }
 
+/*
+ * An answer in place: to the requester's MAC, from the port's own (never
+ * the MAC the request was sent to: a broadcast, a multicast or another
+ * host's would go out as our source and teach switches a false location).
+ */
+static void
+reply_macs(uint8_t *f, const uint8_t ours[6])
+{
+	memcpy(f, f + 6, 6);
+	memcpy(f + 6, ours, 6);
+}
+
 static void
 echo4_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2)
 {
 	const struct port *p = &d->port[port_idx];
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + l2);
-	uint8_t dst[16], tmp[6];
+	uint8_t dst[16];
 	uint32_t ihl, tot;
 	uint8_t *icmp;
 
@@ -356,9 +369,7 @@ echo4_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 	    rte_raw_cksum(icmp, tot - ihl) != 0xffff)
 		goto drop;
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (l2 + tot)));
-	memcpy(tmp, f, 6);
-	memcpy(f, f + 6, 6);
-	memcpy(f + 6, tmp, 6);
+	reply_macs(f, p->mac);
 	uint32_t a = ip->src_addr;
 	ip->src_addr = ip->dst_addr;
 	ip->dst_addr = a;
@@ -376,7 +387,8 @@ drop:
 }
 
 /* Link-layer address option @p type in ND options, or NULL. NULL with
- * *bad = true when the options are malformed (RFC 4861 7.1.1). */
+ * *bad = true when the options are malformed (RFC 4861 7.1.1), or when the
+ * address is a group address (as ARP's sender: bogus for a neighbour). */
 static const uint8_t *
 nd_option(const uint8_t *opt, uint32_t len, uint8_t type, bool *bad)
 {
@@ -390,8 +402,13 @@ nd_option(const uint8_t *opt, uint32_t len, uint8_t type, bool *bad)
 			*bad = true;
 			return NULL;
 		}
-		if (opt[0] == type && olen >= 8 && found == NULL)
+		if (opt[0] == type && olen >= 8 && found == NULL) {
+			if (opt[2] & 1) {
+				*bad = true;
+				return NULL;
+			}
 			found = opt + 2;
+		}
 		opt += olen;
 		len -= olen;
 	}
@@ -447,9 +464,11 @@ icmp6_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 		if (ip6->hop_limits != 255 || icmp[1] != 0 || plen < 24)
 			goto drop;
 		tlla = nd_option(icmp + 24, plen - 24, ND_OPT_TLLA, &bad);
-		if (bad)
+		if (tlla == NULL)
+			tlla = f + 6; /* the frame's source, which must not be a group either */
+		if (bad || (tlla[0] & 1))
 			goto drop;
-		neigh_learn(&d->neigh, port_idx, icmp + 8, tlla != NULL ? tlla : f + 6, false, now);
+		neigh_learn(&d->neigh, port_idx, icmp + 8, tlla, false, now);
 		goto drop;
 	}
 	case ICMP6_ECHO_REQUEST: {
@@ -458,9 +477,7 @@ icmp6_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 		if (icmp[1] != 0 || !port_has_ip(p, ip6->dst_addr, true))
 			goto drop;
 		rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (l2 + 40 + plen)));
-		memcpy(tmp, f, 6);
-		memcpy(f, f + 6, 6);
-		memcpy(f + 6, tmp, 6);
+		reply_macs(f, p->mac);
 		memcpy(tmp, ip6->src_addr, 16);
 		memcpy(ip6->src_addr, ip6->dst_addr, 16);
 		memcpy(ip6->dst_addr, tmp, 16);
@@ -521,6 +538,11 @@ neigh_resolve(struct daemon *d, int worker_idx, uint16_t port_idx, const uint8_t
 
 	if (local >= 0) {
 		memcpy(mac, d->port[local].mac, 6);
+		return 0;
+	}
+	if (roce_gid_is_mcast(dgid)) {
+		/* a group: its MAC, no ARP/ND (mcast.h "Transmit") */
+		roce_mcast_mac(dgid, mac);
 		return 0;
 	}
 	if (port_idx >= d->n_ports || !neigh_next_hop(d, port_idx, dgid, nh))

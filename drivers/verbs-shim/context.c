@@ -110,7 +110,10 @@ static void shim_set_ops(struct shim_context *ctx)
 	o->post_srq_recv = shim_post_srq_recv;
 	o->poll_cq = shim_poll_cq;
 	o->req_notify_cq = shim_req_notify_cq;
-	/* alloc_mw/bind_mw stay NULL: ibv_alloc_mw then fails with EOPNOTSUPP. */
+	/* memory windows (mw.c) */
+	o->alloc_mw = shim_alloc_mw;
+	o->dealloc_mw = shim_dealloc_mw;
+	o->bind_mw = shim_bind_mw;
 
 	/* Extended ops; NULL means "not supported" (the inline verb sets EOPNOTSUPP). */
 	v->query_port = shim_query_port;
@@ -120,6 +123,10 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
 	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;
+	v->alloc_td = shim_alloc_td;
+	v->dealloc_td = shim_dealloc_td;
+	v->alloc_parent_domain = shim_alloc_parent_domain;
+	v->advise_mr = shim_advise_mr;
 	v->sz = sizeof(struct verbs_context);
 }
 

@@ -58,7 +58,8 @@ int shim_check_send_ops(enum ibv_qp_type type, uint64_t f)
 	uint64_t ok = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
 	if (type == IBV_QPT_UC || type == IBV_QPT_RC)
-		ok |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		ok |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		      IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 	if (type == IBV_QPT_RC)
 		ok |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
@@ -318,7 +319,7 @@ static bool shim_send_state_ok(enum ibv_qp_state s)
 	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR;
 }
 
-/* The WR opcode table (wqe.h): LOCAL_INV, BIND_MW, TSO, DRIVER1, ATOMIC_WRITE are not supported. */
+/* The WR opcode table (wqe.h): TSO, DRIVER1, ATOMIC_WRITE are not supported. */
 bool shim_opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
 	return wr_opcode_valid((uint32_t)op, (uint32_t)t);
@@ -332,6 +333,8 @@ static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *w
 	if (!shim_opcode_ok(t, wr->opcode) || wr->num_sge < 0)
 		return EINVAL;
 	if (t == IBV_QPT_UD && wr->wr.ud.ah == NULL)
+		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW && wr->bind_mw.mw == NULL)
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t total = 0;
@@ -379,6 +382,11 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 		w->wr.atomic.rkey = wr->wr.atomic.rkey;
 		w->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		w->wr.atomic.swap = wr->wr.atomic.swap;
+		break;
+	case WR_KIND_LOCAL:
+		w->num_sge = 0; /* the engine reads no SGEs of a local operation */
+		if (wr->opcode == IBV_WR_BIND_MW)
+			shim_fill_bind(w, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 		break;
 	default:
 		break;

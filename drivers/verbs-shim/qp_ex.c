@@ -164,14 +164,23 @@ static void shim_wr_unsupported(struct shim_qp *qp)
 static void shim_wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 			    const struct ibv_mw_bind_info *info)
 {
-	(void)mw; (void)rkey; (void)info;
-	shim_wr_unsupported(qpx_of(x));
+	struct sq_wqe *w = shim_wr_open(x, IBV_WR_BIND_MW);
+
+	if (w == NULL)
+		return;
+	if (mw == NULL || info == NULL) {
+		qpx_of(x)->wr_err = EINVAL;
+		return;
+	}
+	shim_fill_bind(w, mw, rkey, info);
 }
 
 static void shim_wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)rkey;
-	shim_wr_unsupported(qpx_of(x));
+	struct sq_wqe *w = shim_wr_open(x, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->imm_data = rkey;
 }
 
 static void shim_wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16_t mss)

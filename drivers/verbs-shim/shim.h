@@ -133,12 +133,31 @@ static inline int shim_minus1(int e)
 	return -1;
 }
 
-/* ---- pd.c ---- */
+/* ---- pd.c, domain.c ---- */
+struct shim_td {
+	struct ibv_td td;
+	uint32_t domains;             /* parent domains naming it (atomic) */
+};
+static inline struct shim_td *shim_td(struct ibv_td *t) { return (struct shim_td *)t; }
+
+/* A protection domain, or a parent domain (protection != NULL) standing for one. */
 struct shim_pd {
 	struct ibv_pd pd;
-	uint32_t handle;
+	uint32_t handle;              /* the daemon's PD: a parent domain's is its protection domain's */
+	uint32_t domains;             /* PD: parent domains naming it (atomic) */
+	struct shim_pd *protection;   /* parent domain: its protection domain */
+	struct shim_td *td;           /* parent domain: its thread domain, or NULL */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type); /* kept, never called (domain.c) */
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
 };
 static inline struct shim_pd *shim_pd(struct ibv_pd *p) { return (struct shim_pd *)p; }
+struct ibv_td *shim_alloc_td(struct ibv_context *context, struct ibv_td_init_attr *attr);
+int shim_dealloc_td(struct ibv_td *td);
+struct ibv_pd *shim_alloc_parent_domain(struct ibv_context *context,
+					struct ibv_parent_domain_init_attr *attr);
+void shim_dealloc_parent_domain(struct shim_pd *pd);
 
 /* ---- mr.c ---- */
 struct shim_backing;
@@ -146,7 +165,12 @@ struct shim_mr {
 	struct ibv_mr mr;
 	uint32_t handle;
 	struct shim_backing *backing; /* shared memfd behind the pages, NULL: fallback */
+	unsigned int access;          /* enum ibv_access_flags it was registered with */
+	bool odp;                     /* IBV_ACCESS_ON_DEMAND: never a backing */
+	struct shim_mr *odp_next;     /* in shim_odp_mrs, for ibv_advise_mr */
 };
+int shim_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		   struct ibv_sge *sg_list, uint32_t num_sge);
 
 /* ---- cq.c ---- */
 struct shim_channel;
@@ -260,6 +284,22 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 	uint32_t used = prod - cons;
 
 	return used >= cap ? 0 : cap - used;
+}
+
+/* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
+struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int shim_dealloc_mw(struct ibv_mw *mw);
+int shim_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* The bind fields of a BIND_MW WQE (ibv_post_send, ibv_wr_bind_mw). */
+static inline void shim_fill_bind(struct sq_wqe *w, const struct ibv_mw *mw, uint32_t rkey,
+				  const struct ibv_mw_bind_info *b)
+{
+	w->wr.bind.mw_rkey = mw->rkey;
+	w->wr.bind.rkey = rkey;
+	w->wr.bind.mr_lkey = b->mr ? b->mr->lkey : 0;
+	w->wr.bind.addr = b->addr;
+	w->wr.bind.length = b->length;
+	w->wr.bind.access = b->mw_access_flags;
 }
 
 /* ---- ah.c ---- */

@@ -74,7 +74,8 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	cfg->ndevices = 1;
 	cfg->limits = (struct ctl_limits){
 		.max_conns = 64, .max_pd = 256, .max_mr = 1024, .max_channels = 256,
-		.max_cq = 512, .max_qp = 512, .max_srq = 128, .max_ah = 1024, .qpn_base = 0x11,
+		.max_cq = 512, .max_qp = 512, .max_srq = 128, .max_ah = 1024, .max_mw = 1024,
+		.qpn_base = 0x11,
 	};
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->num_comp_vectors = 1;
@@ -93,7 +94,9 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_qp = cfg->limits.max_qp;
 	a->max_qp_wr = 4096;
 	a->device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_RC_RNR_NAK_GEN;
+			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->max_mw = cfg->limits.max_mw;
 	a->max_sge = WQE_MAX_SGE;
 	a->max_sge_rd = WQE_MAX_SGE;
 	a->max_cq = cfg->limits.max_cq;
@@ -107,6 +110,9 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_res_rd_atom = XPORT_MAX_RD_ATOMIC * cfg->limits.max_qp;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = cfg->limits.max_ah;
+	a->max_mcast_grp = 64;
+	a->max_mcast_qp_attach = 16;
+	a->max_total_mcast_qp_attach = 256;
 	a->max_srq = cfg->limits.max_srq;
 	a->max_srq_wr = 4096;
 	a->max_srq_sge = WQE_MAX_SGE;
@@ -114,7 +120,7 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_pkeys = CTL_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
-	/* the engine paces RC requesters (lib/qp xport rate_limit_kbps) */
+	/* the engine paces RC requesters (lib/xport rate_limit_kbps) */
 	a->qp_rate_limit_min = XPORT_PACE_MIN_KBPS;
 	a->qp_rate_limit_max = XPORT_PACE_MAX_KBPS;
 	a->pacing_supported_qpts = 1u << IBV_QPT_RC;
@@ -158,6 +164,7 @@ static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
 	[CTL_KIND_SRQ] = sizeof(struct ctl_srq),
 	[CTL_KIND_AH] = sizeof(struct ctl_ah),
 	[CTL_KIND_MR] = sizeof(struct ctl_mr),
+	[CTL_KIND_MW] = sizeof(struct ctl_mw),
 	[CTL_KIND_CQ] = sizeof(struct ctl_cq),
 	[CTL_KIND_CHANNEL] = sizeof(struct ctl_channel),
 	[CTL_KIND_PD] = sizeof(struct ctl_pd),
@@ -179,6 +186,7 @@ static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 	case CTL_KIND_SRQ: return l->max_srq;
 	case CTL_KIND_AH: return l->max_ah;
 	case CTL_KIND_MR: return l->max_mr;
+	case CTL_KIND_MW: return l->max_mw ? l->max_mw : 1; /* 0: ALLOC_MW refused */
 	case CTL_KIND_CQ: return l->max_cq;
 	case CTL_KIND_CHANNEL: return l->max_channels;
 	case CTL_KIND_PD: return l->max_pd;
@@ -202,7 +210,8 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 
 	if (cfg->ndevices == 0 || cfg->ndevices > CTL_MAX_DEVICES || cfg->limits.max_conns == 0 ||
 	    cfg->limits.n_lcores > 1024 ||
-	    cfg->limits.max_mr >= (UINT32_C(1) << 24) - 1 ||
+	    cfg->limits.max_mr >= (UINT32_C(1) << 23) - 1 || /* MR keys below mw.h's MW_KEY_FLAG */
+	    cfg->limits.max_mw > MW_MAX_CAPACITY ||
 	    cfg->limits.qpn_base < 2 || cfg->limits.qpn_base + cfg->limits.max_qp > 0xffffff) {
 		errno = EINVAL;
 		return NULL;
@@ -220,10 +229,23 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	if (ctl == NULL)
 		return NULL;
 	ctl->cfg = *cfg;
+	for (uint32_t d = 0; d < cfg->ndevices; d++) {
+		struct ipc_device_attr *a = &ctl->cfg.dev[d].attr;
+
+		/* windows as many as the table holds; none: no window capability */
+		if (a->max_mw > cfg->limits.max_mw)
+			a->max_mw = cfg->limits.max_mw;
+		if (a->max_mw == 0)
+			a->device_cap_flags &= ~(uint32_t)(IBV_DEVICE_MEM_WINDOW |
+							   IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+							   IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	}
 	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
-	for (uint32_t d = 0; d < cfg->ndevices; d++)
+	for (uint32_t d = 0; d < cfg->ndevices; d++) {
+		ctl_mr_odp_caps(&ctl->cfg.dev[d].attr);
 		ctl_devsem_build(ctl, d);
+	}
 	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
 	ctl->lcore_qps = calloc(cfg->limits.n_lcores > 1 ? cfg->limits.n_lcores : 1,
 				sizeof(*ctl->lcore_qps));
@@ -235,16 +257,29 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 			goto fail;
 	}
 	ctl->mr_key_byte = calloc(ctl->tab[CTL_KIND_MR].cap + 1, 1);
-	if (ctl->mr_key_byte == NULL)
+	ctl->mw_key_byte = calloc(ctl->tab[CTL_KIND_MW].cap + 1, 1);
+	if (ctl->mr_key_byte == NULL || ctl->mw_key_byte == NULL)
 		goto fail;
+	if (cfg->limits.max_mw != 0) {
+		ctl->mws = mw_table_create(cfg->limits.max_mw, cfg->limits.max_mr + 1);
+		if (ctl->mws == NULL)
+			goto fail;
+	}
 	rc = ctl_cm_create(ctl);
 	if (rc < 0)
 		goto fail;
+	rc = ctl_mcast_create(ctl);
+	if (rc < 0) {
+		ctl_cm_destroy(ctl);
+		goto fail;
+	}
 	return ctl;
 fail:
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);
+	free(ctl->mw_key_byte);
+	mw_table_destroy(ctl->mws);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);
@@ -265,12 +300,20 @@ void ctl_destroy(struct ctl *ctl)
 		ctl_conn_close(c);
 	}
 	ctl_cm_destroy(ctl);
+	ctl_mcast_destroy(ctl);
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);
+	free(ctl->mw_key_byte);
+	mw_table_destroy(ctl->mws);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);
+}
+
+struct mw_table *ctl_mw_table(const struct ctl *ctl)
+{
+	return ctl->mws;
 }
 
 int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,
@@ -976,6 +1019,7 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	CTL_QUOTA_MIN(max_srq, q->max_srq)
 	CTL_QUOTA_MIN(max_ah, q->max_ah)
 	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
+	CTL_QUOTA_MIN(max_total_mcast_qp_attach, q->max_mcast_attach)
 #undef CTL_QUOTA_MIN
 	return 0;
 }
@@ -1017,6 +1061,7 @@ int ctl_h_QUERY_GID(const struct ctl_req *x)
 		return ENODATA;
 	memcpy(r->gid, p->gid[q->index], 16);
 	r->gid_type = p->gid_type[q->index];
+	r->ndev_ifindex = p->gid_ndev[q->index];
 	return 0;
 }
 

@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "ctl_cm.h"
+#include "ctl_mcast.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "qp_attr.h"
@@ -66,6 +67,8 @@ struct ctl_port_cfg {
 	uint8_t gid[CTL_GID_TBL_LEN][16];
 	uint32_t gid_type[CTL_GID_TBL_LEN]; /**< IBV_GID_TYPE_IB / IBV_GID_TYPE_ROCE_V2 */
 	bool gid_valid[CTL_GID_TBL_LEN];
+	/** ifindex of the kernel interface holding the GID's address (0: none), as ndev_ifindex */
+	uint32_t gid_ndev[CTL_GID_TBL_LEN];
 	uint16_t pkey[CTL_PKEY_TBL_LEN];
 	uint8_t mac[6];
 };
@@ -88,6 +91,11 @@ struct ctl_limits {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
+	/**
+	 * Memory windows (ibv_alloc_mw) of all clients; 0: none (EOPNOTSUPP).
+	 * One lib/xport window table (mw.h) for every lcore: ctl_mw_table().
+	 */
+	uint32_t max_mw;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -118,6 +126,7 @@ static inline uint32_t ctl_qpn_lcore(const struct ctl_limits *limits, uint32_t q
 
 struct ctl;
 struct ctl_conn;
+struct mw_table;
 struct ctl_qp;
 struct ctl_cq;
 struct ctl_srq;
@@ -177,7 +186,7 @@ struct ctl_srq_info {
 
 /** What the dataplane gets for an MR. */
 struct ctl_mr_info {
-	uint32_t lkey;           /**< == rkey; (slot << 8) | 8-bit generation, as lib/qp mr.h;
+	uint32_t lkey;           /**< == rkey; (slot << 8) | 8-bit generation, as lib/xport mr.h;
 				      the dataplane may choose its own in mr_create */
 	uint32_t rkey;
 	uint32_t pd;
@@ -186,7 +195,7 @@ struct ctl_mr_info {
 	uint64_t length;
 	uint64_t app_addr;       /**< the application's virtual address of iova */
 	void *local;             /**< the same bytes mapped in this process; NULL: not shared,
-				      reach them in process @p pid (fallback: lib/qp mr.h
+				      reach them in process @p pid (fallback: lib/xport mr.h
 				      indirect regions, through @p mem_fd) */
 	pid_t pid;               /**< owner process (the registering connection's peer) */
 	int mem_fd;              /**< while local is NULL: /proc/@p pid/mem opened at
@@ -261,7 +270,7 @@ enum ctl_qp_event {
  */
 struct ctl_dataplane_ops {
 	/**
-	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/qp mr_reg()
+	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/xport mr_reg()
 	 * chooses them); the application gets whatever they are on return.
 	 *
 	 * REREG_MR is mr_destroy of the old registration, then mr_create of the
@@ -298,6 +307,13 @@ struct ctl_dataplane_ops {
 	int (*qp_modify)(void *dp, const struct ctl_qp_info *qp, const struct qp_sem *next,
 			 const struct qp_sem_effects *fx);
 	void (*qp_destroy)(void *dp, const struct ctl_qp_info *qp);
+	/**
+	 * A UD QP joined a multicast group (ctl_mcast.h); answers at once (no
+	 * ctl_dp_defer()). A nonzero errno fails the attach, nothing kept.
+	 */
+	int (*mcast_attach)(void *dp, const struct ctl_mcast_info *m);
+	/** A QP left a group (ibv_detach_mcast, or its destroy). Cannot fail. */
+	void (*mcast_detach)(void *dp, const struct ctl_mcast_info *m);
 };
 
 /**
@@ -313,8 +329,11 @@ struct ctl_quota {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
-	uint32_t max_channels;
+	uint32_t max_channels;   /**< (memory windows count against max_mr) */
+	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
+	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
 	 * connection has at most one request pending (the next is read after
@@ -371,6 +390,15 @@ struct ctl *ctl_create(const struct ctl_config *cfg);
  * waiting for it are then freed without their destroy completing.
  */
 void ctl_destroy(struct ctl *ctl);
+
+/**
+ * The memory windows every lcore's engine checks window keys in
+ * (xport_qp_cfg.mws): shared by the lcores and the control thread, each
+ * window under its own lock (lib/xport mw.h). NULL when limits.max_mw is 0.
+ * ALLOC_MW opens a window, DEALLOC_MW and teardown close it, DEREG_MR is
+ * refused while windows are bound to the MR (EINVAL, as rxe).
+ */
+struct mw_table *ctl_mw_table(const struct ctl *ctl);
 
 /** Change one GID slot at runtime (address configured/removed). @return 0 or -errno. */
 int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,

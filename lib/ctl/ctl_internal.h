@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ctl.h"
+#include "mw.h"
 
 /*
  * Handles: (generation << 20) | (index + 1). The generation changes every
@@ -23,6 +24,7 @@
 enum ctl_kind {
 	CTL_KIND_CM_ID,      /* rdma_cm ids first: they name QPs by number and channels */
 	CTL_KIND_CM_CHANNEL,
+	CTL_KIND_MW,         /* windows before QPs and MRs: unbinding lets the MR go */
 	CTL_KIND_QP,
 	CTL_KIND_SRQ,
 	CTL_KIND_AH,
@@ -75,6 +77,13 @@ struct ctl_shm {
 
 struct ctl_pd {
 	struct ctl_obj o;
+};
+
+/* A memory window: its state is the lcores' (lib/xport mw.h), keyed by rkey. */
+struct ctl_mw {
+	struct ctl_obj o;
+	struct ctl_pd *pd;
+	uint32_t rkey;   /* its key as opened; the binds change the low byte */
 };
 
 struct ctl_mr {
@@ -256,6 +265,8 @@ struct ctl {
 	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
 	uint64_t events_dropped; /* of closed connections */
 	uint8_t *mr_key_byte;    /* per MR slot: the random low byte of its last key */
+	uint8_t *mw_key_byte;    /* per window slot: the same for windows */
+	struct mw_table *mws;    /* the lcores' windows (ctl_mw_table()), NULL: none */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
 	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
 	uint64_t quota_refused;  /* requests over a client's quota */
@@ -264,6 +275,7 @@ struct ctl {
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
 	struct ctl_cm *cm;       /* rdma_cm: the lib/cm agent and its queues (ctl_cm.c) */
+	struct ctl_mcast *mcast; /* multicast membership (ctl_mcast.c) */
 };
 
 /* ctl_table.c */
@@ -292,6 +304,11 @@ void *ctl_lookup(struct ctl_conn *conn, enum ctl_kind kind, uint32_t handle);
 int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o);
 void ctl_shm_free(struct ctl_shm *shm);
 int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out);
+/* A new random low key byte unlike *@p last (stored there): MR and window keys. */
+uint8_t ctl_key_byte_next(uint8_t *last);
+
+/* ctl_mw.c */
+void ctl_mw_destroyed(struct ctl *ctl, struct ctl_mw *mw);
 
 /* ctl.c */
 void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
@@ -302,6 +319,24 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
  */
 int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct ctl_obj *o);
 int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle);
+
+/* ctl_mcast.c: multicast membership */
+int ctl_mcast_create(struct ctl *ctl);
+void ctl_mcast_destroy(struct ctl *ctl);
+/* QP @p qp is being destroyed: detach it from every group (before the dataplane's qp_destroy). */
+void ctl_mcast_qp_gone(struct ctl *ctl, struct ctl_qp *qp);
+/*
+ * rdma_cm joins of CM id @p id_handle: one per group and id; bounded in all
+ * and per client (its max_mcast_attach quota, or CTL_MCAST_CM_PER_CLIENT).
+ * @return 0 with *handle, EADDRINUSE (the id joined it already) or ENOMEM
+ */
+int ctl_mcast_cm_join(struct ctl *ctl, struct ctl_conn *owner, uint32_t id_handle,
+		      const uint8_t gid[16], uint16_t flags, uint32_t *handle);
+/* @return 0 with the join's CM id in *id_handle, or EINVAL (no such join of @p owner) */
+int ctl_mcast_cm_leave(struct ctl *ctl, struct ctl_conn *owner, uint32_t handle,
+		       uint32_t *id_handle);
+/* CM id @p id_handle goes: its joins go with it. */
+void ctl_mcast_cm_id_gone(struct ctl *ctl, uint32_t id_handle);
 
 /* ctl_cm.c: rdma_cm ids and channels in the object life cycle */
 void ctl_cm_limits_default(struct ctl_cm_limits *l);
@@ -319,5 +354,8 @@ size_t ctl_cm_channel_size(void);
 /* The rest of a QP's destroy once the dataplane let go of it. */
 void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp);
 void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_effects *fx);
+
+/** ODP capabilities (lib/ctl serves ODP MRs on the copy path: ctl_objs.c). */
+void ctl_mr_odp_caps(struct ipc_device_attr *a);
 
 #endif /* CTL_INTERNAL_H */

@@ -365,6 +365,7 @@ int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t c
 
 void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp)
 {
+	mw_qp_gone(ctl->mws, qp->info.qpn); /* its type 2 windows: a later QPN twin may not use them */
 	ctl_shm_free(&qp->shm);
 	ctl_qp_put_refs(ctl, qp);
 	ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);

@@ -143,9 +143,12 @@ static uint32_t ctl_quota_of(const struct ctl_quota *q, enum ctl_kind kind)
 	case CTL_KIND_SRQ: return q->max_srq;
 	case CTL_KIND_AH: return q->max_ah;
 	case CTL_KIND_MR: return q->max_mr;
+	case CTL_KIND_MW: return q->max_mr;
 	case CTL_KIND_CQ: return q->max_cq;
 	case CTL_KIND_CHANNEL: return q->max_channels;
 	case CTL_KIND_PD: return q->max_pd;
+	case CTL_KIND_CM_ID: return q->max_cm_ids;
+	case CTL_KIND_CM_CHANNEL: return q->max_cm_channels;
 	default: return 0;
 	}
 }

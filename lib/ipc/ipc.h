@@ -27,7 +27,7 @@
  *
  * Shared memory: CQ, QP (SQ+RQ) and SRQ rings live in a memfd the daemon
  * creates and passes back in the create response (see ipc_shm.h); they are
- * lib/qp's spsc_ring carrying lib/qp's sq_wqe/rq_wqe/cqe records. MR pages
+ * lib/shm's spsc_ring carrying lib/shm's sq_wqe/rq_wqe/cqe records. MR pages
  * live in a memfd the shim creates, passes with REG_MR, and maps at the
  * application's own addresses.
  *
@@ -52,8 +52,9 @@ extern "C" {
 #endif
 
 #define IPC_MAGIC 0x52434531u       /**< "RCE1" */
-/* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none */
-#define IPC_VERSION 2u
+/* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none
+ * 3: ipc_device_attr carries the ODP capabilities */
+#define IPC_VERSION 3u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -118,7 +119,13 @@ struct ipc_device_attr {
 	uint32_t qp_rate_limit_min;
 	uint32_t qp_rate_limit_max;
 	uint32_t pacing_supported_qpts;
-	uint32_t reserved;
+	/** ibv_odp_caps: on-demand paging (enum ibv_odp_general_caps, and
+	 *  enum ibv_odp_transport_cap_bits per transport); 0: no ODP. */
+	uint32_t odp_general_caps;
+	uint32_t odp_rc_caps;
+	uint32_t odp_uc_caps;
+	uint32_t odp_ud_caps;
+	uint32_t odp_xrc_caps;
 };
 
 /** Port attributes (ibv_port_attr). */
@@ -207,7 +214,7 @@ struct ipc_qp_attr {
 
 /**
  * Where one ring sits inside the memfd of a create response: a struct
- * spsc_ring (lib/qp queue.h) at @c offset, records follow its header.
+ * spsc_ring (lib/shm queue.h) at @c offset, records follow its header.
  */
 struct ipc_ring_desc {
 	uint64_t offset;  /**< byte offset of the ring header in the memfd */
@@ -285,6 +292,16 @@ struct ipc_reg_mr_rsp { uint32_t handle; uint32_t lkey; uint32_t rkey; uint32_t 
 /** IMPORT_MR (ibv_import_mr): the MR @c handle of the connection's group, registered in PD @c pd. */
 struct ipc_import_mr_req { uint32_t handle; uint32_t pd; };
 struct ipc_import_mr_rsp { uint32_t lkey; uint32_t rkey; uint64_t length; };
+/**
+ * ATTACH_MCAST / DETACH_MCAST (ibv_attach_mcast / ibv_detach_mcast): UD QP
+ * @c qp joins or leaves multicast group @c gid (ff00::/8, or ::ffff:224.0.0.0/4
+ * for an IPv4 group); @c lid is ignored on RoCE.
+ */
+struct ipc_mcast_req { uint32_t qp; uint16_t lid; uint16_t pad; uint8_t gid[16]; };
+/** ALLOC_MW (ibv_alloc_mw): a window of @c type (1 or 2, enum ibv_mw_type) in PD @c pd. */
+struct ipc_alloc_mw_req { uint64_t user_handle; uint32_t pd; uint32_t type; };
+/** The window's handle and its first R_Key (lib/xport mw.h keys). */
+struct ipc_alloc_mw_rsp { uint32_t handle; uint32_t rkey; };
 struct ipc_rereg_mr_req {
 	uint32_t handle;
 	uint32_t flags;      /**< IBV_REREG_MR_CHANGE_* */
@@ -443,6 +460,10 @@ enum ipc_obj_kind {
 	IPC_OP(DESTROY_AH,     29, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(IMPORT_PD,      30, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)  \
+	IPC_OP(ATTACH_MCAST,   32, ipc_mcast_req,           ipc_empty,            0, 0)  \
+	IPC_OP(DETACH_MCAST,   33, ipc_mcast_req,           ipc_empty,            0, 0)  \
+	IPC_OP(ALLOC_MW,       44, ipc_alloc_mw_req,        ipc_alloc_mw_rsp,     0, 0)  \
+	IPC_OP(DEALLOC_MW,     45, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */
 
 /** Operation codes. */

@@ -201,7 +201,7 @@ struct roce_l3 {
 
 /**
  * One parsed RoCEv2 packet: every header field in host order. Produced by
- * roce_parse(), consumed by lib/qp, and accepted back by roce_build() so a
+ * roce_parse(), consumed by lib/xport, and accepted back by roce_build() so a
  * packet rebuilt from its record is byte-identical to the original.
  */
 struct roce_pkt {
@@ -347,11 +347,31 @@ size_t roce_build_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
  * Build a complete frame: headers, pkt->payload, pad bytes (zero) and ICRC,
  * then the UDP checksum if pkt->l3.udp_csum. A record from roce_parse() is
  * rebuilt byte for byte (up to frame_len; trailing Ethernet padding is not
- * reproduced).
+ * reproduced). The same as roce_build_gather() with one segment.
  * @return frame length, or 0 if @p cap is too small, the opcode invalid, the
  *         lengths overflow IP, or payload_len > 0 with a NULL payload
  */
 size_t roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
+
+/** One piece of a frame's payload (roce_build_gather()). */
+struct roce_seg {
+	const uint8_t *addr;    /**< first byte; may be NULL only when len is 0 */
+	uint32_t len;           /**< bytes */
+};
+
+/**
+ * Build a complete frame whose payload is gathered from @p nseg segments
+ * (the transport engine's frames point into registered memory): headers,
+ * @p seg[0..nseg) in order, pad bytes (zero), ICRC (chained over each
+ * segment right after it is copied), then the UDP checksum if
+ * pkt->l3.udp_csum. pkt->payload is not read; pkt->payload_len must equal
+ * the segments' total length.
+ * @return frame length, or 0 if @p cap is too small, the opcode invalid, the
+ *         lengths overflow IP, or the segments do not add up to payload_len
+ *         (or one with len > 0 has a NULL addr)
+ */
+size_t roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t nseg,
+			 uint8_t *buf, size_t cap);
 
 /**
  * Fill @p cnp as a RoCEv2 Congestion Notification Packet (IBTA Annex A17,

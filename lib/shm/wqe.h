@@ -36,6 +36,7 @@ enum wr_kind {
 	WR_KIND_READ,       /**< remote memory to the local SGEs (wr.rdma) */
 	WR_KIND_ATOMIC,     /**< 8 bytes at remote memory (wr.atomic) */
 	WR_KIND_NONE,       /**< not supported */
+	WR_KIND_LOCAL,      /**< executed by the engine, nothing on the wire (wr.bind, imm_data) */
 };
 
 /** What sq_wqe.imm_data carries. */
@@ -78,8 +79,8 @@ enum wr_imm {
 	X(RDMA_READ, 4, READ, WR_QPT_RC, RDMA_READ, NONE, WR_WIRE_ONLY(RDMA_READ_REQUEST)) \
 	X(ATOMIC_CMP_AND_SWP, 5, ATOMIC, WR_QPT_RC, COMP_SWAP, NONE, WR_WIRE_ONLY(COMPARE_SWAP)) \
 	X(ATOMIC_FETCH_AND_ADD, 6, ATOMIC, WR_QPT_RC, FETCH_ADD, NONE, WR_WIRE_ONLY(FETCH_ADD)) \
-	X(LOCAL_INV, 7, NONE, 0, LOCAL_INV, NONE, WR_NO_WIRE) \
-	X(BIND_MW, 8, NONE, 0, BIND_MW, NONE, WR_NO_WIRE) \
+	X(LOCAL_INV, 7, LOCAL, WR_QPT_RC | WR_QPT_UC, LOCAL_INV, INV, WR_NO_WIRE) \
+	X(BIND_MW, 8, LOCAL, WR_QPT_RC | WR_QPT_UC, BIND_MW, NONE, WR_NO_WIRE) \
 	X(SEND_WITH_INV, 9, SEND, WR_QPT_RC, SEND, INV, \
 	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_INVALIDATE, SEND_ONLY_WITH_INVALIDATE))
 
@@ -165,7 +166,7 @@ wr_opcode_desc(uint32_t opcode)
 	if (opcode < WR_OPCODE_SLOTS && table[opcode].qp_types != 0)
 		d = table[opcode];
 	else if (opcode < WR_OPCODE_SLOTS)
-		d.wc_opcode = table[opcode].wc_opcode; /* LOCAL_INV, BIND_MW; WC_SEND in a gap */
+		d.wc_opcode = table[opcode].wc_opcode; /* WC_SEND in a gap */
 	return d;
 }
 
@@ -244,7 +245,7 @@ struct sq_wqe {
 	uint8_t num_sge;         /**< <= WQE_MAX_SGE */
 	uint16_t inline_len;     /**< <= WQE_MAX_INLINE, with WR_FLAG_INLINE */
 	uint32_t send_flags;     /**< enum wr_send_flag set */
-	uint32_t imm_data;       /**< *_WITH_IMM: big-endian as in ibv_send_wr; *_INV: R_Key to invalidate */
+	uint32_t imm_data;       /**< *_WITH_IMM: big-endian as in ibv_send_wr; *_INV, LOCAL_INV: R_Key to invalidate */
 	uint32_t reserved0;
 	union {
 		struct {
@@ -260,6 +261,14 @@ struct sq_wqe {
 			uint32_t rkey;
 			uint32_t reserved;
 		} atomic;
+		struct {
+			uint64_t addr;         /**< first byte of the window (MR IOVA) */
+			uint64_t length;       /**< 0: unbind (type 1) */
+			uint32_t mw_rkey;      /**< the window's current R_Key */
+			uint32_t rkey;         /**< its next R_Key: the low byte is taken */
+			uint32_t mr_lkey;      /**< the MR the window lies in */
+			uint32_t access;       /**< the window's ibv_access_flags */
+		} bind;                        /**< BIND_MW (IBA section 10.6.7) */
 		struct {
 			uint32_t remote_qpn;
 			uint32_t remote_qkey;  /**< MSB set: use the QP's own Q_Key */

@@ -585,8 +585,11 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	struct spsc_ring *sq = qp->cfg.sq;
 	uint32_t avail = spsc_ring_prod_acquire(sq) - qp->comp.head;
 
+	/* A producer more than a ring ahead broke the ring (the requester
+	 * fetches nothing then, xport_req.c): flush only what was fetched, or
+	 * its client's one store would keep this lcore flushing forever. */
 	if (avail > qp->sq_mask + 1)
-		avail = qp->sq_mask + 1;
+		avail = qp->req.fetch - qp->comp.head;
 	while (avail && budget) {
 		uint32_t head = qp->comp.head;
 		struct xport_swqe *w = swqe_at(qp, head);
@@ -620,7 +623,11 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	}
 	if (qp->cfg.rq) {
 		struct spsc_ring *rq = qp->cfg.rq;
-		while (budget && spsc_ring_count_in(rq, qp->rq_mask + 1)) {
+		uint32_t used = spsc_ring_prod_acquire(rq) - spsc_ring_cons_index(rq);
+
+		if (used > qp->rq_mask + 1)
+			used = 0; /* overrun: a broken ring, as the SQ's above */
+		while (budget && used--) {
 			const struct rq_wqe *rw = spsc_ring_slot_in(rq, qp->rq_mask, sizeof(*rw),
 								    spsc_ring_cons_index(rq));
 			flush_recv(qp, rw->wr_id, out, now);
@@ -925,37 +932,4 @@ xport_qp_cq_error(struct xport_qp *qp, struct xport_cq *cq, uint64_t now, struct
 	xport_event(out, XPORT_EV_ASYNC, ASYNC_CQ_ERR, cq->handle);
 	xport_qp_enter_error(qp, XPORT_ERR_CQ_OVERFLOW, out);
 	activate(qp, now, out);
-}
-
-/* ---- frame builder ----------------------------------------------------- */
-
-size_t
-xport_frame_build(const struct xport_frame *f, uint8_t *buf, size_t cap)
-{
-	size_t hlen = roce_headers_len(&f->pkt);
-	size_t pad = f->pkt.pad & 3;
-	size_t total = hlen + f->pkt.payload_len + pad + ROCE_ICRC_LEN;
-
-	if (hlen == 0 || total > cap || roce_build_headers(&f->pkt, buf, cap) != hlen)
-		return 0;
-	size_t l3 = sizeof(struct roce_eth_hdr) +
-		    (f->pkt.l3.vlan_present ? sizeof(struct roce_vlan_hdr) : 0);
-	uint32_t crc = roce_icrc_headers(buf + l3, hlen - l3);
-	uint8_t *p = buf + hlen;
-	for (uint32_t i = 0; i < f->nseg; i++) {
-		memcpy(p, f->seg[i].addr, f->seg[i].len);
-		crc = roce_icrc_update(crc, p, f->seg[i].len);
-		p += f->seg[i].len;
-	}
-	if (pad) {
-		memset(p, 0, pad);
-		crc = roce_icrc_update(crc, p, pad);
-		p += pad;
-	}
-	crc = roce_icrc_final(crc);
-	p[0] = (uint8_t)crc;
-	p[1] = (uint8_t)(crc >> 8);
-	p[2] = (uint8_t)(crc >> 16);
-	p[3] = (uint8_t)(crc >> 24);
-	return total;
 }

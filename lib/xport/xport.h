@@ -25,8 +25,8 @@
  * header record (struct roce_pkt, payload pointer NULL) plus up to
  * XPORT_FRAME_MAX_SEG payload segments given as host addresses into the
  * registered memory (or the engine's copy of inline data). The caller
- * either builds a contiguous frame with xport_frame_build() (headers,
- * payload, pad, ICRC), or writes the headers with roce_build_headers() and
+ * either builds a contiguous frame with lib/roce's roce_build_gather()
+ * (headers, payload, pad, ICRC), or writes the headers with roce_build_headers() and
  * attaches the segments as external buffers, chaining the ICRC with
  * roce_icrc_update(). Segments are valid until the next call into the engine
  * for the same lcore (memory registration changes only happen between calls).
@@ -68,6 +68,7 @@
 #include "ah_table.h"
 #include "dcqcn.h"
 #include "mr.h"
+#include "mw.h"
 #include "queue.h"
 #include "roce.h"
 #include "wqe.h"
@@ -243,6 +244,9 @@ struct xport_cfg {
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;
 	struct mr_table *mrs;
+	/** Memory windows of every lcore (mw.h); NULL: window keys fail
+	 *  like unknown keys, BIND_MW and LOCAL_INV of a window fail. */
+	struct mw_table *mws;
 	/** Congestion control and QoS of the QP's port; NULL: none (no ECN
 	 *  marking, no CNPs sent, CNPs ignored, the AV's traffic class as is). */
 	const struct xport_cc *cc;
@@ -335,7 +339,9 @@ enum xport_counter {
 	X(CQ_OVERFLOW, "completion queue overflow") \
 	X(FLUSHED, "flushed in the error state") \
 	X(MODIFY, "moved to error by modify_qp") \
-	X(LOC_AH, "UD address handle unknown, destroyed or of another PD")
+	X(LOC_AH, "UD address handle unknown, destroyed or of another PD") \
+	X(LOC_BIND, "memory window bind refused (window, MR, PD or access rules)") \
+	X(LOC_INV, "local invalidate refused (unknown key, type 1 window, other PD or QP)")
 
 enum xport_err {
 #define XPORT_ERR_ENUM(sym, desc) XPORT_ERR_##sym,
@@ -375,14 +381,14 @@ struct xport_event {
 	uint32_t handle;       /**< QP, CQ or SRQ handle, per type/code */
 };
 
-/** A frame to transmit: full header record + payload gather list. */
+/**
+ * A frame to transmit: full header record + payload gather list, written
+ * into a buffer by lib/roce's roce_build_gather(&f->pkt, f->seg, f->nseg, ...).
+ */
 struct xport_frame {
 	struct roce_pkt pkt;   /**< every header field; pkt.payload is NULL, payload_len/pad set */
 	uint32_t nseg;
-	struct {
-		const uint8_t *addr; /**< host address */
-		uint32_t len;
-	} seg[XPORT_FRAME_MAX_SEG];
+	struct roce_seg seg[XPORT_FRAME_MAX_SEG]; /**< host addresses; lengths sum to pkt.payload_len */
 };
 
 /** Output context of one or more engine calls; the caller flushes and resets it. */
@@ -523,13 +529,6 @@ uint32_t xport_qp_rq_psn(const struct xport_qp *qp);
 /** @return the QP's DCQCN reaction point state (tests, telemetry). */
 const struct dcqcn_rp *xport_qp_dcqcn(const struct xport_qp *qp);
 /** @} */
-
-/**
- * Build @p f into a contiguous frame: headers (roce_build_headers()),
- * gathered payload, pad and ICRC.
- * @return frame length, or 0 if @p cap is too small
- */
-size_t xport_frame_build(const struct xport_frame *f, uint8_t *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@ enum swqe_kind {
 	SWQE_WRITE = WR_KIND_WRITE,
 	SWQE_READ = WR_KIND_READ,
 	SWQE_ATOMIC = WR_KIND_ATOMIC,
+	SWQE_LOCAL = WR_KIND_LOCAL,
 };
 
 /* Engine copy of one send WQE plus its transport state. */
@@ -397,6 +398,38 @@ xport_bounce_read(struct xport_qp *qp, struct xport_out *out, const struct xport
 }
 
 /*
+ * The key check of every access: mr_check() for an MR key; a window key
+ * (mw.h) only as an R_Key, i.e. for a remote access, checked against its
+ * window, its QP and PD, then its MR. @return as mr_check()
+ */
+static inline enum mr_status
+xport_key_check(struct xport_qp *qp, uint32_t key, uint64_t iova, uint64_t len, uint32_t access,
+		uint8_t **host)
+{
+	const uint32_t remote = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+				MR_ACCESS_REMOTE_ATOMIC;
+
+	if (__builtin_expect(mw_key_is_mw(key), 0))
+		return (access & remote) ? mw_check(qp->cfg.mws, qp->cfg.mrs, key, qp->cfg.pd,
+						    qp->cfg.qpn, iova, len, access, host)
+					 : MR_ERR_KEY;
+	return mr_check(qp->cfg.mrs, key, qp->cfg.pd, iova, len, access, host);
+}
+
+/*
+ * Invalidate R_Key @p key for this QP: a type 2 window (mw_invalidate()),
+ * or an MR that may be invalidated so (mr_invalidate_remote()).
+ * @return 0 or -errno
+ */
+static inline int
+xport_invalidate(struct xport_qp *qp, uint32_t key)
+{
+	if (mw_key_is_mw(key))
+		return mw_invalidate(qp->cfg.mws, key, qp->cfg.pd, qp->cfg.qpn);
+	return mr_invalidate_remote(qp->cfg.mrs, key, qp->cfg.pd);
+}
+
+/*
  * Check [iova, iova + len) of @p key for @p access, then copy @p src there:
  * memcpy, or the fallback copy for an indirect MR.
  * @return MR_OK, or why not (MR_ERR_COPY: the fallback copy failed)
@@ -406,7 +439,7 @@ xport_mr_write(struct xport_qp *qp, uint32_t key, uint64_t iova, uint32_t access
 	       const uint8_t *src, uint32_t len)
 {
 	uint8_t *host;
-	enum mr_status st = mr_check(qp->cfg.mrs, key, qp->cfg.pd, iova, len, access, &host);
+	enum mr_status st = xport_key_check(qp, key, iova, len, access, &host);
 
 	if (__builtin_expect(st == MR_OK, 1)) {
 		memcpy(host, src, len);

@@ -28,6 +28,7 @@
 	X(CHECK_LIMITS, "rd_atomic, fence, send window, rate limit") \
 	X(BUILD, "build the next packet of the WQE") \
 	X(ADVANCE, "PSN, offset and WQE bookkeeping after a packet") \
+	X(LOCAL_OP, "bind a memory window or invalidate a key, once earlier WQEs completed") \
 	X(LOCAL_ERROR, "complete the WQE in error, QP to error") \
 	X(OUT_FULL, "exit: output context full, poll again") \
 	X(IDLE, "exit: nothing to send now")
@@ -174,6 +175,8 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		w->err = XPORT_ERR_LOC_OPCODE;
 		return;
 	}
+	if (op.kind == WR_KIND_LOCAL)
+		return; /* no payload: its SGEs, if any, are not looked at */
 	uint64_t len = 0;
 	if (is_inline) {
 		if (w->wqe.inline_len > WQE_MAX_INLINE)
@@ -222,7 +225,60 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 	ctx->w = swqe_at(qp, req->cur);
 	if (ctx->w->status != WC_SUCCESS)
 		return REQ_LOCAL_ERROR;
-	return REQ_CHECK_LIMITS;
+	return ctx->w->kind == SWQE_LOCAL ? REQ_LOCAL_OP : REQ_CHECK_LIMITS;
+}
+
+/* Carry out a BIND_MW or LOCAL_INV WQE; on failure its status says why. */
+static bool
+local_op(struct xport_qp *qp, struct xport_swqe *w)
+{
+	const struct sq_wqe *q = &w->wqe;
+
+	if (q->opcode == WR_BIND_MW) {
+		struct mw_bind_req b = {
+			.mw_key = q->wr.bind.mw_rkey,
+			.new_key = q->wr.bind.rkey,
+			.mr_key = q->wr.bind.mr_lkey,
+			.access = q->wr.bind.access,
+			.pd = qp->cfg.pd,
+			.qpn = qp->cfg.qpn,
+			.addr = q->wr.bind.addr,
+			.length = q->wr.bind.length,
+		};
+
+		if (mw_bind(qp->cfg.mws, qp->cfg.mrs, &b) == 0)
+			return true;
+		w->status = WC_MW_BIND_ERR;
+		w->err = XPORT_ERR_LOC_BIND;
+		return false;
+	}
+	if (xport_invalidate(qp, q->imm_data) == 0)
+		return true;
+	w->status = WC_LOC_QP_OP_ERR;
+	w->err = XPORT_ERR_LOC_INV;
+	return false;
+}
+
+/*
+ * A local operation runs when it reaches the head of the send queue, i.e.
+ * after every earlier WQE completed: a bind then never changes a window
+ * under an operation posted before it (IBA section 10.6.7 orders binds
+ * with the WRs around them), and its completion keeps the queue's order.
+ * It completes at once and consumes no PSN. A refused bind completes with
+ * MW_BIND_ERR, a refused invalidation with LOC_QP_OP_ERR, and the QP goes
+ * to the error state (IBA section 10.7.3 step 1: local errors).
+ */
+static enum req_step
+req_local_op(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	if (qp->comp.head != qp->req.cur)
+		return REQ_IDLE; /* the completer kicks the requester as WQEs complete */
+	if (!local_op(qp, ctx->w))
+		return REQ_LOCAL_ERROR;
+	qp->req.cur++;
+	if (!xport_sq_complete_head(qp, now, out))
+		return REQ_IDLE;
+	return REQ_GET_WQE;
 }
 
 static enum req_step
@@ -464,6 +520,9 @@ xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			break;
 		case REQ_ADVANCE:
 			step = req_advance(qp, &ctx, now, out);
+			break;
+		case REQ_LOCAL_OP:
+			step = req_local_op(qp, &ctx, now, out);
 			break;
 		case REQ_LOCAL_ERROR:
 			step = req_local_error(qp, &ctx, out);

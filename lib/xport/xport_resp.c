@@ -339,7 +339,7 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 		if (len == 0)
 			return RESP_EXECUTE; /* a zero-length RDMA checks no R_Key */
 	}
-	ctx->host_st = mr_check(qp->cfg.mrs, rkey, qp->cfg.pd, va, len, access, &ctx->host);
+	ctx->host_st = xport_key_check(qp, rkey, va, len, access, &ctx->host);
 	if (ctx->host_st != MR_OK && ctx->host_st != MR_INDIRECT)
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
 	/*
@@ -541,11 +541,11 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 static enum resp_step
 resp_complete(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
 {
-	if (HAS(ctx, INV) &&
-	    mr_invalidate_remote(qp->cfg.mrs, ctx->pkt->ieth_rkey, qp->cfg.pd) != 0) {
+	if (HAS(ctx, INV) && xport_invalidate(qp, ctx->pkt->ieth_rkey) != 0) {
 		/* SEND with Invalidate of a key we cannot invalidate: unknown, of
-		 * another PD, or one the peer may not invalidate (a region of
-		 * ibv_reg_mr, as rxe: only fast-registration MRs) */
+		 * another PD or QP, a type 1 window, or one the peer may not
+		 * invalidate (a region of ibv_reg_mr, as rxe: only
+		 * fast-registration MRs and type 2 windows) */
 		cnt_inc(qp, XPORT_CNT_INV_REFUSED);
 		ctx->recv_status = WC_REM_INV_REQ_ERR;
 		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
@@ -790,8 +790,8 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 		enum mr_status st = MR_OK;
 
 		if (len)
-			st = mr_check(qp->cfg.mrs, res->rkey, qp->cfg.pd, res->va + offset, len,
-				      MR_ACCESS_REMOTE_READ, &host);
+			st = xport_key_check(qp, res->rkey, res->va + offset, len,
+					     MR_ACCESS_REMOTE_READ, &host);
 		if (st != MR_OK && st != MR_INDIRECT) {
 			read_resource_fail(qp, res, psn);
 			return true;

@@ -30,12 +30,13 @@ import tempfile
 # on_link, ctl_msg_fn) and ai_state.h (answered) are how a lower module
 # reaches a higher one.
 DAEMON_LAYERS = [
-    ["config", "ctl_msg", "gsi_wire", "link"],           # data and pure helpers
-    ["counters", "gid", "neigh_table"],
+    ["config", "ctl_msg", "gsi_wire", "link",            # data and pure helpers
+     "mcast_table"],
+    ["counters", "gid", "gid_ndev", "neigh_table"],
     ["port"],                                            # ethdev ports
     ["daemon_state"],                                    # struct daemon
     ["worker"],                                          # the poll loops
-    ["capture", "engine_xport", "neigh_kernel", "port_link"],
+    ["capture", "engine_xport", "mcast", "neigh_kernel", "port_link"],
     ["neigh"],                                           # ARP / ND / resolution
     ["gsi"],                                             # QP1 MADs
     ["control", "telemetry"],                            # control loop, /roce/...

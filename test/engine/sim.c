@@ -186,7 +186,7 @@ flush_out(struct sim *s, int from)
 			if (depart == 0)
 				continue;
 		}
-		size_t len = xport_frame_build(fr, buf, sizeof(buf));
+		size_t len = roce_build_gather(&fr->pkt, fr->seg, fr->nseg, buf, sizeof(buf));
 		if (len == 0)
 			abort(); /* the engine produced something unbuildable */
 		s->frames_sent++;
@@ -518,6 +518,7 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->send_cq = &h->scq;
 		c->recv_cq = &h->rcq;
 		c->mrs = h->mrs;
+		c->mws = p->mws;
 		/* as the daemon does: created with one responder resource, sized
 		 * by the modify that brings max_dest_rd_atomic (INIT -> RTR) */
 		struct xport_cfg c1 = *c;

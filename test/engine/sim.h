@@ -5,7 +5,7 @@
  * Each host has one QP with its own rings (SQ, RQ or SRQ, two CQs), an MR
  * table with one large "arena" region, and a model of the timer wheel
  * (absolute expiries of the two engine timers). Frames leave an engine as
- * struct xport_frame, are built into bytes (xport_frame_build: headers,
+ * struct xport_frame, are built into bytes (roce_build_gather: headers,
  * gathered payload, pad, ICRC), go through the faulty link (seeded loss,
  * duplication, reordering, corruption, delay) and are parsed with
  * roce_parse() (so the ICRC catches corruption) before reaching the peer.
@@ -131,6 +131,7 @@ struct sim_params {
 	bool sq_sig_all;
 	bool ipv6;
 	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
+	struct mw_table *mws;     /* memory windows of both QPs (one daemon's), NULL: none */
 };
 
 void sim_default_params(struct sim_params *p);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Congestion control (lib/qp dcqcn.c, xport_cc.c):
+ * Congestion control (lib/xport dcqcn.c, xport_cc.c):
  * - dcqcn: the reaction point's rate and alpha against sequences computed
  *   by hand from the DCQCN paper's rules (section 3.1; numbers in the
  *   comments), the notification point's CNP interval;

@@ -123,7 +123,7 @@ WR_OPCODE_LIST(WR_SAME_AS_IBV)
 static const struct {
 	enum ibv_wr_opcode wr;
 	enum ibv_wc_opcode wc;
-	bool rc, uc, ud; /* as we support it: LOCAL_INV and BIND_MW nowhere */
+	bool rc, uc, ud; /* as we support it: LOCAL_INV and BIND_MW on RC and UC (IBA 10.8.2) */
 	bool imm, inv, payload_out;
 } verbs_wr[] = {
 	{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, true, true, false, false, false, true },
@@ -133,8 +133,8 @@ static const struct {
 	{ IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, true, false, false, false, false, false },
 	{ IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, true, false, false, false, false, false },
 	{ IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, true, false, false, false, false, false },
-	{ IBV_WR_LOCAL_INV, IBV_WC_LOCAL_INV, false, false, false, false, false, false },
-	{ IBV_WR_BIND_MW, IBV_WC_BIND_MW, false, false, false, false, false, false },
+	{ IBV_WR_LOCAL_INV, IBV_WC_LOCAL_INV, true, true, false, false, true, false },
+	{ IBV_WR_BIND_MW, IBV_WC_BIND_MW, true, true, false, false, false, false },
 	{ IBV_WR_SEND_WITH_INV, IBV_WC_SEND, true, false, false, false, true, true },
 };
 
@@ -190,8 +190,8 @@ Test(wr_opcodes, wire_opcodes_match_lib_roce)
 		struct wr_opcode_desc d = wr_opcode_desc(op);
 
 		for (size_t t = 0; t < 3; t++) {
-			if (!wr_opcode_valid(op, types[t]))
-				continue;
+			if (!wr_opcode_valid(op, types[t]) || d.kind == WR_KIND_LOCAL)
+				continue; /* LOCAL_INV, BIND_MW: nothing on the wire */
 			bool multi = wr_kind_sends_payload(d.kind) && types[t] != XPORT_UD;
 
 			for (unsigned int pos = multi ? 0 : 3; pos < 4; pos++) {
@@ -567,6 +567,39 @@ Test(untrusted_rings, engine_indexes_with_trusted_geometry_only)
 	for (int i = 0; i < 8; i++)
 		sim_run(&s, cqes_arrived, NULL, s.now + 1000000ull);
 	cr_assert_leq(b->rcq_ring->prod - b->rcq_ring->cons, p.cq_size);
+	sim_fini(&s);
+}
+
+/*
+ * Found by fuzz/fuzz_xport.c: a QP in the error state whose client moved a
+ * producer index far beyond the ring flushed phantom WQEs forever (one
+ * budget per poll, out.more always set: its lcore never idled). A producer
+ * more than a ring ahead broke the ring, as the requester already decides
+ * (xport_req.c): its slots are not flushed; what was fetched still is.
+ */
+Test(untrusted_rings, an_overrun_producer_index_does_not_keep_the_flush_going)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	p.sq_size = p.rq_size = 16;
+	cr_assert_eq(sim_init(&s, &p, 7), 0);
+	for (int h = 0; h < 2; h++) {
+		struct sim_host *x = &s.h[h];
+
+		__atomic_store_n(&x->sq->prod, x->sq->prod + 0x80000000u, __ATOMIC_RELEASE);
+		__atomic_store_n(&x->rq->prod, x->rq->prod + 0x80000000u, __ATOMIC_RELEASE);
+		sim_set_state(&s, h, XPORT_STATE_ERR);
+		bool idle = false;
+		for (int i = 0; i < 64 && !idle; i++) {
+			xport_out_reset(&s.out);
+			xport_qp_poll(x->qp, s.now, &s.out);
+			idle = !s.out.more;
+		}
+		cr_assert(idle, "host %d: the error flush stops", h);
+		cr_assert_leq(xport_qp_counters(x->qp)[XPORT_CNT_CQ_OVERFLOW], 0,
+			      "host %d: no phantom completions", h);
+	}
 	sim_fini(&s);
 }
 

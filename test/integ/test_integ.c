@@ -1106,6 +1106,28 @@ Test(teardown, hostile_client_hurts_only_itself)
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 
+/* ---- memory windows between the hosts (issue 19) ---- */
+
+TestSuite(mw, .fini = fini, .timeout = 120);
+
+/*
+ * mw_client: b binds a type 1 window (ibv_bind_mw) and a type 2 window
+ * (IBV_WR_BIND_MW), a writes and reads through them; the invalidated type 2
+ * key and a WRITE past the type 1 window get the remote access error NAK.
+ */
+Test(mw, windows_between_the_hosts_and_the_nak_of_a_violation)
+{
+	char srv[512], cli[512];
+
+	lab_up("itgmw");
+	snprintf(srv, sizeof(srv), "%s/test/integ/mw_client server", env("ROCE_BUILD_DIR"));
+	snprintf(cli, sizeof(cli), "%s/test/integ/mw_client client", env("ROCE_BUILD_DIR"));
+	pair('b', 'a', srv, cli, so, co, sizeof(so));
+	cr_assert_not_null(strstr(so, "mw server: OK"), "%s", so);
+	cr_assert_not_null(strstr(co, "mw client: OK"), "%s", co);
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
 /* ---- memory the shim cannot share: the daemon's copy fallback ---- */
 
 TestSuite(fallback, .fini = fini, .timeout = 120);

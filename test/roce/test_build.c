@@ -206,3 +206,89 @@ Test(build, icrc_header_split_at_every_offset)
 		}
 	}
 }
+
+/*
+ * Cut @p len bytes of payload into @p k segments at i^2/k^2 of the length
+ * (small and empty ones first, large ones last).
+ * @return k
+ */
+static uint32_t
+split(const uint8_t *base, uint32_t len, uint32_t k, struct roce_seg *seg)
+{
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t from = (uint32_t)((uint64_t)len * i * i / ((uint64_t)k * k));
+		uint32_t to = (uint32_t)((uint64_t)len * (i + 1) * (i + 1) / ((uint64_t)k * k));
+		seg[i] = (struct roce_seg){ base + from, to - from };
+	}
+	return k;
+}
+
+Test(build, gather_equals_build_for_every_split)
+{
+	static uint8_t want[4352], got[4352];
+	struct roce_seg seg[17];
+
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 131 + 7);
+	for (unsigned int op = 0; op < 256; op++) {
+		const struct roce_opcode_desc *d = roce_opcode_desc((uint8_t)op);
+		if (!d || !(d->kind & ROCE_KIND_PAYLOAD))
+			continue;
+		for (unsigned int v = 0; v < 8; v++) {
+			struct roce_pkt p = record_for((uint8_t)op, v & 1, v & 2, v & 4);
+			size_t n = roce_build(&p, want, sizeof(want));
+			cr_assert_gt(n, 0, "opcode 0x%02x variant %u", op, v);
+			p.payload = NULL; /* the gather builder must not read it */
+			for (uint32_t k = 1; k <= 17; k++) {
+				memset(got, 0x5a, sizeof(got));
+				uint32_t ns = split(payload, p.payload_len, k, seg);
+				cr_assert_eq(roce_build_gather(&p, seg, ns, got, sizeof(got)), n,
+					     "opcode 0x%02x variant %u %u segments", op, v, k);
+				cr_assert_eq(memcmp(want, got, n), 0, "opcode 0x%02x variant %u %u segments",
+					     op, v, k);
+				cr_assert_eq(got[n], 0x5a, "wrote past the frame");
+			}
+		}
+	}
+	/* no payload: no segment, or only empty ones */
+	struct roce_pkt ack = record_for(ROCE_OP_RC_ACKNOWLEDGE, false, false, false);
+	size_t n = roce_build(&ack, want, sizeof(want));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(roce_build_gather(&ack, NULL, 0, got, sizeof(got)), n);
+	cr_assert_eq(memcmp(want, got, n), 0);
+	seg[0] = (struct roce_seg){ NULL, 0 };
+	cr_assert_eq(roce_build_gather(&ack, seg, 1, got, sizeof(got)), n);
+}
+
+Test(build, gather_refuses_segments_that_do_not_add_up)
+{
+	static uint8_t buf[8192];
+	struct roce_pkt p = record_for(ROCE_OP_RC_SEND_ONLY, false, false, false);
+	size_t total = roce_headers_len(&p) + p.payload_len + (p.pad & 3) + ROCE_ICRC_LEN;
+	struct roce_seg seg[3];
+
+	/* longer than payload_len: refused before the extra bytes are written */
+	memset(buf, 0xa5, sizeof(buf));
+	split(payload, p.payload_len, 2, seg);
+	seg[2] = (struct roce_seg){ payload, 100 };
+	cr_expect_eq(roce_build_gather(&p, seg, 3, buf, sizeof(buf)), 0);
+	for (size_t i = total; i < sizeof(buf); i++)
+		cr_assert_eq(buf[i], 0xa5, "byte %zu past the frame written", i);
+	/* one segment too long by a byte */
+	seg[0] = (struct roce_seg){ payload, p.payload_len + 1 };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, sizeof(buf)), 0);
+	/* shorter than payload_len */
+	seg[0] = (struct roce_seg){ payload, p.payload_len - 1 };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, sizeof(buf)), 0);
+	cr_expect_eq(roce_build_gather(&p, NULL, 0, buf, sizeof(buf)), 0);
+	/* a NULL address with a length */
+	seg[0] = (struct roce_seg){ NULL, p.payload_len };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, sizeof(buf)), 0);
+	/* a buffer one byte short: nothing written at all */
+	memset(buf, 0xa5, sizeof(buf));
+	seg[0] = (struct roce_seg){ payload, p.payload_len };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, total - 1), 0);
+	for (size_t i = 0; i < total; i++)
+		cr_assert_eq(buf[i], 0xa5, "byte %zu written into a short buffer", i);
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, total), total);
+}

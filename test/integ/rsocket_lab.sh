@@ -1,0 +1,167 @@
+#!/bin/bash
+# rsockets end to end (issue 21): Debian's unmodified rstream, riostream
+# and rcopy (rdmacm-utils) through our librdmacm.so.1 and libibverbs.so.1
+# between the two lab hosts: blocking, non-blocking and poll-driven (async)
+# transfers of several sizes with data verification, a tiny socket buffer
+# that makes every transfer wait for buffer announcements, IPv6, riomap and
+# riowrite, a file copied with rcopy; then unmodified TCP programs over
+# Debian's librspreload.so (which calls our r* symbols): rstream in its
+# plain-sockets mode at both ends, and python3 sending a file to
+# rsocket_sink with the checksum of both ends compared; and a hostile peer
+# whose malformed control message fails its own connection (EPROTO, what
+# it sent before still read) while an rstream transfer on the same hosts
+# goes on. TAP output; needs root and rdmacm-utils (skips otherwise).
+# Run under flock -o /tmp/roce-lab.lock.
+set -uo pipefail
+
+SRC=${ROCE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${ROCE_BUILD_DIR:-$SRC/build}
+LAB="$SRC/scripts/lab.sh -b $BUILD"
+unset LD_LIBRARY_PATH # the daemons must not load the shims
+SHIMS="$BUILD/drivers/verbs-shim:$BUILD/drivers/rdmacm-shim"
+SINK="$BUILD/test/integ/rsocket_sink"
+HOSTILE="$BUILD/test/integ/rsocket_hostile"
+RSPRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+ASAN_PRE=${INTEG_CHILD_PRELOAD:-}
+W=$(mktemp -d /tmp/roce-rsocket-XXXXXX)
+L=rsck
+n=0
+failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() {
+	n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift
+	for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -30; done
+}
+cleanup() { $LAB -n $L down > /dev/null 2>&1; rm -rf "$W"; }
+trap cleanup EXIT
+
+if [ "$(id -u)" != 0 ]; then echo "1..0 # SKIP needs root (network namespaces)"; exit 0; fi
+for t in rstream riostream rcopy python3 sha256sum; do
+	command -v "$t" > /dev/null || { echo "1..0 # SKIP needs $t"; exit 0; }
+done
+[ -f "$RSPRELOAD" ] || { echo "1..0 # SKIP needs librdmacm1's librspreload.so"; exit 0; }
+echo "1..13"
+
+# run HOST [PRELOAD] -- CMD...: a program on a lab host over both shims
+run() {
+	local h=$1 pre=$2
+	shift 3
+	pre=$(echo "$ASAN_PRE${ASAN_PRE:+${pre:+:}}$pre")
+	$LAB -n $L run "$h" env LD_LIBRARY_PATH="$SHIMS" ${pre:+LD_PRELOAD=$pre} \
+		${ASAN_PRE:+ASAN_OPTIONS=${INTEG_CHILD_ASAN_OPTIONS:-}} "$@"
+}
+# pair NAME PRELOAD "SERVER CMD" "CLIENT CMD": server on a, client on b
+# (retried while nobody listens yet); both must exit 0. Outputs $W/NAME.{s,c}
+pair() {
+	local name=$1 pre=$2 srv=$3 cli=$4 pid rs rc i
+	run a "$pre" -- timeout 60 $srv > "$W/$name.s" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 20; i++)); do
+		sleep 0.5
+		run b "$pre" -- timeout 60 $cli > "$W/$name.c" 2>&1
+		rc=$?
+		grep -qiE "refused|rconnect|connect:" "$W/$name.c" || break
+	done
+	wait "$pid"
+	rs=$?
+	pair_crc=$rc
+	[ "$rc" = 0 ] && [ "$rs" = 0 ]
+}
+rstream_pair() { # NAME "OPTIONS" [PRELOAD] [SERVER ADDR]
+	local a=${4:-198.18.0.11}
+	pair "$1" "${3:-}" "rstream -b $a $2" "rstream -s $a $2"
+}
+check() { # NAME DESCRIPTION
+	if [ "$rc_pair" = 0 ]; then ok "$2"; else not_ok "$2" "$W/$1.c" "$W/$1.s"; fi
+}
+
+$LAB -n $L down > /dev/null 2>&1
+if ! $LAB -n $L up > "$W/up" 2>&1; then
+	not_ok "lab up" "$W/up"
+	exit 1
+fi
+ok "lab up"
+
+rstream_pair blk "-S 4096 -C 200 -T v"; rc_pair=$?
+check blk "rstream blocking, 4 KiB x 200 each way, verified"
+rstream_pair big "-S 1000000 -C 10 -T v"; rc_pair=$?
+check big "rstream blocking, 1 MB x 10 each way, verified"
+rstream_pair nb "-S 65536 -C 50 -T n -T v"; rc_pair=$?
+check nb "rstream non-blocking (-T n), 64 KiB x 50, verified"
+rstream_pair async "-S 100000 -C 50 -T a -T v"; rc_pair=$?
+check async "rstream async (rpoll, -T a), 100000 B x 50, verified"
+rstream_pair tiny "-B 4096 -S 30000 -C 40 -T v"; rc_pair=$?
+check tiny "rstream with 4 KiB socket buffers: every transfer waits for buffer announcements"
+rstream_pair ipv6 "-S 8192 -C 50 -T v" "" 2001:db8::11; rc_pair=$?
+check ipv6 "rstream over IPv6, verified"
+pair rio "" "riostream -b 198.18.0.11 -S 65536 -C 50 -T v" "riostream -s 198.18.0.11 -S 65536 -C 50 -T v"
+rc_pair=$?
+check rio "riostream: riomap at the receiver, riowrite into it, 64 KiB x 50, verified"
+pair rio_async "" "riostream -b 198.18.0.11 -S 4096 -C 200 -T a -T v" \
+	"riostream -s 198.18.0.11 -S 4096 -C 200 -T a -T v"
+rc_pair=$?
+check rio_async "riostream async (rpoll), 4 KiB x 200, verified"
+
+head -c 3000000 /dev/urandom > "$W/src.bin"
+# rcopy's server serves until killed: its time limit ends it, the client's exit counts
+pair rcopy "" "timeout -s INT 8 rcopy" "rcopy $W/src.bin 198.18.0.11:$W/dst.bin"
+rc_pair=$?
+[ "$pair_crc" = 0 ] && cmp -s "$W/src.bin" "$W/dst.bin" && rc_pair=0
+check rcopy "rcopy of a 3 MB file arrives byte for byte"
+
+# librspreload: unmodified TCP programs
+rstream_pair pre_rstream "-T s -S 65536 -C 50 -T v" "$RSPRELOAD"; rc_pair=$?
+check pre_rstream "rstream -T s (plain TCP sockets) through librspreload at both ends, verified"
+
+head -c 4194304 /dev/urandom > "$W/tcp.bin"
+# shellcheck disable=SC2016
+PYCLI='import socket,sys
+s=socket.create_connection((sys.argv[1],int(sys.argv[2])))
+s.sendall(open(sys.argv[3],"rb").read())
+s.shutdown(socket.SHUT_WR)
+s.close()'
+run a "" -- timeout 60 "$SINK" 198.18.0.11 7471 > "$W/tcp.out" 2> "$W/sink.err" &
+pid=$!
+for ((i = 0; i < 20; i++)); do
+	sleep 0.5
+	run b "$RSPRELOAD" -- timeout 60 /usr/bin/python3 -c "$PYCLI" 198.18.0.11 7471 "$W/tcp.bin" \
+		> "$W/py.c" 2>&1
+	rc=$?
+	grep -q "ConnectionRefused" "$W/py.c" || break
+done
+wait "$pid"
+rs=$?
+want=$(sha256sum < "$W/tcp.bin"); got=$(sha256sum < "$W/tcp.out")
+if [ "$rc" = 0 ] && [ "$rs" = 0 ] && [ "$want" = "$got" ]; then
+	ok "python3 (plain TCP) through librspreload sends 4 MiB; sha256 equal at both ends"
+else
+	echo "client $rc sink $rs; sha256 sent $want received $got ($(stat -c %s "$W/tcp.out") bytes)" > "$W/m"
+	not_ok "python3 through librspreload: 4 MiB with equal sha256" "$W/m" "$W/py.c" "$W/sink.err"
+fi
+
+# A hostile peer: valid conn data, "hello", then control message 99. Its
+# connection fails with EPROTO after the 5 bytes; rstream alongside is untouched.
+run a "" -- timeout 60 "$SINK" 198.18.0.11 7473 > "$W/hostile.out" 2> "$W/hostile.err" &
+spid=$!
+run a "" -- timeout 60 rstream -b 198.18.0.11 -S 65536 -C 100 -T v > "$W/side.s" 2>&1 &
+rpid=$!
+for ((i = 0; i < 20; i++)); do
+	sleep 0.5
+	run b "" -- timeout 30 "$HOSTILE" 198.18.0.11 7473 e0000063 > "$W/hostile.c" 2>&1
+	hrc=$?
+	grep -q "rdma_connect" "$W/hostile.c" || break
+done
+run b "" -- timeout 60 rstream -s 198.18.0.11 -S 65536 -C 100 -T v > "$W/side.c" 2>&1
+crc=$?
+wait "$spid"; src=$?
+wait "$rpid"; rrc=$?
+if [ "$hrc" = 0 ] && [ "$src" = 1 ] && [ "$(cat "$W/hostile.out")" = hello ] &&
+	grep -q "rrecv: Protocol error" "$W/hostile.err" && [ "$crc" = 0 ] && [ "$rrc" = 0 ]; then
+	ok "a malformed control message fails only its connection (EPROTO after the bytes before it)"
+else
+	echo "hostile $hrc sink $src (want 1) got '$(cat "$W/hostile.out")'; rstream client $crc server $rrc" > "$W/m"
+	not_ok "a malformed control message fails only its connection" "$W/m" "$W/hostile.c" \
+		"$W/hostile.err" "$W/side.c" "$W/side.s"
+fi
+exit $failed
