@@ -123,6 +123,42 @@ xport_req_window_acked(struct xport_qp *qp, uint32_t npsn)
 		req->window_credit = 0;
 }
 
+/*
+ * A frame with @p payload_len bytes of payload left at @p now: the next is
+ * due (payload + XPORT_PACE_OVERHEAD) x 8 bits later at xport_pace_kbps().
+ * The schedule runs from when this frame was due, not when it left, so
+ * late activations do not lower the rate; the credit a late activation
+ * may spend at once is bounded like a NIC rate limiter's burst size: by
+ * XPORT_PACE_CATCHUP_NS, and with congestion control by the port's
+ * pace_burst bytes (a descheduled sender must not dump milliseconds of
+ * rate into a shared queue).
+ */
+void
+xport_pace_charge(struct xport_qp *qp, uint64_t now, uint32_t payload_len)
+{
+	struct xport_req *req = &qp->req;
+	uint32_t kbps = xport_pace_kbps(qp);
+
+	if (!kbps)
+		return;
+	uint64_t bits = (uint64_t)(payload_len + XPORT_PACE_OVERHEAD) * 8;
+	uint64_t start = now;
+
+	if (req->pace_next > now) {
+		start = req->pace_next; /* on schedule */
+	} else if (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS) {
+		start = req->pace_next; /* catching up */
+		uint32_t burst = qp->cfg.cc ? qp->cfg.cc->pace_burst : 0;
+		if (burst) {
+			uint64_t credit_ns = (uint64_t)burst * 8 * 1000000u / kbps;
+			if (now - start > credit_ns)
+				start = now - credit_ns;
+		}
+	}
+	req->pace_next = start + bits * 1000000u / kbps;
+	xport_cc_sent(qp, bits / 8);
+}
+
 /* PSNs the next packet of @p w consumes: a READ request its response packets. */
 static uint32_t
 next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
@@ -300,12 +336,8 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
-	if (xport_pace_kbps(qp) && now < req->pace_next) {
-		if (!req->pace_wait)
-			cnt_inc(qp, XPORT_CNT_PACE_WAIT);
-		req->pace_wait = true; /* sync_timers arms the pace timer */
+	if (xport_pace_hold(qp, now))
 		return REQ_IDLE;
-	}
 	return REQ_BUILD;
 }
 
@@ -453,6 +485,8 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 			qp->comp.progress_ns = now;
 		if (psn_lt(req->psn, req->psn_max))
 			cnt_inc(qp, XPORT_CNT_RETRANSMIT_PKTS);
+		if (ctx->f->pkt.ack_req || psn_lt(req->psn, req->psn_max))
+			xport_cc_probe_sent(qp, req->psn, psn_lt(req->psn, req->psn_max), now);
 		if (ctx->f->pkt.ack_req)
 			req->pkts_since_ack_req = 0;
 		else
@@ -462,17 +496,7 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	uint32_t kbps = xport_pace_kbps(qp);
-	if (kbps) {
-		uint64_t bits = (uint64_t)(ctx->f->pkt.payload_len + XPORT_PACE_OVERHEAD) * 8;
-		uint64_t start = now;
-
-		if (req->pace_next > now ||
-		    (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS))
-			start = req->pace_next; /* on schedule, or catching up */
-		req->pace_next = start + bits * 1000000u / kbps;
-		xport_cc_sent(qp, bits / 8);
-	}
+	xport_pace_charge(qp, now, ctx->f->pkt.payload_len);
 	if (!ctx->last) {
 		req->offset += ctx->payload;
 		return REQ_GET_WQE;
