@@ -789,6 +789,29 @@ Test(bottleneck, dcqcn_no_drops_full_link_vs_none)
 
 /* ---- the pacer: burst bound and READ responses -------------------------- */
 
+/* Host 0 posts one @p opcode of @p len bytes (host 1's arena at 64 KB) and waits for its completion. */
+static void
+rdma_and_wait(uint8_t opcode, uint32_t len)
+{
+	struct sq_wqe w = wqe_new(opcode, 1, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), len, S.h[0].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1, 65536);
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &w));
+	struct collect k;
+	collect_init(&k);
+	k.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &k, S.now + 1000000000));
+	cr_expect_eq(k.c[0][0][0].status, WC_SUCCESS);
+	collect_fini(&k);
+}
+
+static void
+write_len(uint32_t len)
+{
+	rdma_and_wait(WR_RDMA_WRITE, len);
+}
+
 /* Host 0's frames of @p opcode: the largest number that left at one instant. */
 static uint32_t
 largest_burst(uint8_t opcode, int from)
@@ -817,17 +840,7 @@ late_wakeup_burst(uint32_t burst)
 	CC[0].dcqcn.line_kbps = 100000;
 	CC[0].pace_burst = burst;
 	S.faults.timer_late_ns = 1000000;
-	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 65536, S.h[0].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1, 65536);
-	w.wr.rdma.rkey = S.h[1].arena_key;
-	cr_assert(sim_post_send(&S, 0, &w));
-	struct collect k;
-	collect_init(&k);
-	k.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &k, S.now + 1000000000));
-	cr_expect_eq(k.c[0][0][0].status, WC_SUCCESS);
-	collect_fini(&k);
+	write_len(65536);
 	uint32_t b = largest_burst(ROCE_OP_RC_RDMA_WRITE_MIDDLE, 0);
 	stop();
 	return b;
@@ -857,17 +870,7 @@ Test(pace, read_responses_obey_the_rate)
 	cr_assert_eq(sim_init(&S, &p, 11), 0);
 	capture_attach(&S, &CAP);
 	S.faults.delay_ns = 1000;
-	struct sq_wqe w = wqe_new(WR_RDMA_READ, 1, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), 65536, S.h[0].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1, 65536);
-	w.wr.rdma.rkey = S.h[1].arena_key;
-	cr_assert(sim_post_send(&S, 0, &w));
-	struct collect k;
-	collect_init(&k);
-	k.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &k, S.now + 1000000000));
-	cr_expect_eq(k.c[0][0][0].status, WC_SUCCESS);
-	collect_fini(&k);
+	rdma_and_wait(WR_RDMA_READ, 65536);
 	uint64_t first = 0, last = 0;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < CAP.n; i++) {
@@ -898,22 +901,6 @@ start_delay(uint64_t target_ns)
 	CC[0].algo = XPORT_CC_DELAY;
 	delay_params_default(&CC[0].delay, LINE_KBPS);
 	CC[0].delay.target_ns = target_ns;
-}
-
-static void
-write_len(uint32_t len)
-{
-	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED);
-	wqe_add_sge(&w, sim_va(&S, 0, 0), len, S.h[0].arena_key);
-	w.wr.rdma.remote_addr = sim_va(&S, 1, 65536);
-	w.wr.rdma.rkey = S.h[1].arena_key;
-	cr_assert(sim_post_send(&S, 0, &w));
-	struct collect k;
-	collect_init(&k);
-	k.want[0][0] = 1;
-	cr_assert(sim_run(&S, collect_done, &k, S.now + 1000000000));
-	cr_expect_eq(k.c[0][0][0].status, WC_SUCCESS);
-	collect_fini(&k);
 }
 
 /*
