@@ -63,6 +63,7 @@ struct xport_req {
 	uint32_t window;       /* send window (PSNs): min_window..max_unacked */
 	uint32_t window_credit; /* PSNs acknowledged towards the next window + 1 */
 	uint64_t pace_next;    /* rate limiter: earliest time of the next frame */
+	uint64_t ack_req_ns;   /* when the last AckReq packet left (paced QPs ask often enough) */
 	uint64_t rnr_until;    /* RNR back-off end */
 	bool rnr_wait;
 	bool pace_wait;        /* held by the rate limiter */

@@ -59,6 +59,7 @@ struct req_ctx {
 	uint32_t payload;   /* payload bytes of the packet */
 	uint32_t psns;      /* PSNs the packet consumes */
 	bool last;          /* last packet of the WQE */
+	uint64_t now;       /* the activation's time */
 };
 
 _Static_assert(WR_QPT_RC == 1u << XPORT_RC && WR_QPT_UC == 1u << XPORT_UC &&
@@ -454,11 +455,17 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 						   : wqe->wr.ud.remote_qkey;
 			f->pkt.deth.src_qpn = qp->cfg.qpn;
 		} else if (qp_is_rc(qp)) {
-			/* AckReq at the end of a message, every N packets, and on the
-			 * packet that fills the window (else nothing would open it) */
+			/* AckReq at the end of a message, every N packets, on the
+			 * packet that fills the window (else nothing would open it),
+			 * and when paced every quarter of the ACK timeout: N packets
+			 * at a low rate take longer than the timeout, which would
+			 * expire with nothing lost and go back N, again and again */
 			f->pkt.ack_req = ctx->last ||
 					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
-					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window;
+					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window ||
+					 (qp->ack_timeout_ns && xport_pace_kbps(qp) &&
+					  (req->ack_req_ns == 0 ||
+					   ctx->now - req->ack_req_ns >= qp->ack_timeout_ns / 4));
 		}
 		if (xport_sg_gather(qp, w, offset, ctx->payload, out, f) != 0) {
 			w->status = WC_LOC_PROT_ERR;
@@ -487,9 +494,10 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 			cnt_inc(qp, XPORT_CNT_RETRANSMIT_PKTS);
 		if (ctx->f->pkt.ack_req || psn_lt(req->psn, req->psn_max))
 			xport_cc_probe_sent(qp, req->psn, psn_lt(req->psn, req->psn_max), now);
-		if (ctx->f->pkt.ack_req)
+		if (ctx->f->pkt.ack_req) {
 			req->pkts_since_ack_req = 0;
-		else
+			req->ack_req_ns = now;
+		} else
 			req->pkts_since_ack_req++;
 	}
 	xport_frame_commit(qp, out, ctx->f);
@@ -527,7 +535,7 @@ req_local_error(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 void
 xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
-	struct req_ctx ctx = { 0 };
+	struct req_ctx ctx = { .now = now };
 	enum req_step step = REQ_GET_WQE;
 
 	qp->req.kick = false;

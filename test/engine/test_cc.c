@@ -892,6 +892,33 @@ Test(pace, read_responses_obey_the_rate)
 	stop();
 }
 
+/*
+ * A QP paced at 1 Mb/s sends a 16 KB WRITE: 16 frames, one per
+ * (1024 + 96) x 8 / 1 Mb/s = 8.96 ms, more than the ACK timeout (4.2 ms,
+ * timeout 10). AckReq only at the message end (every 64 packets) let the
+ * timer expire with nothing lost, go back N and run out of retries (as
+ * the testbed's senders did at a cut rate); every packet that leaves a
+ * quarter of the timeout after the last AckReq asks for an ACK.
+ */
+Test(pace, slow_pacing_asks_acks_within_the_ack_timeout)
+{
+	struct sim_params p;
+
+	sim_default_params(&p);
+	p.rate_limit_kbps = 1000;
+	cr_assert_eq(sim_init(&S, &p, 11), 0);
+	capture_attach(&S, &CAP);
+	S.faults.delay_ns = 1000;
+	write_len(16384);
+	cr_expect_eq(cnt(0, XPORT_CNT_RETRANSMIT_PKTS), 0);
+	uint32_t ack_req = 0;
+	for (uint32_t i = 0; i < CAP.n; i++)
+		if (CAP.from[i] == 0 && CAP.pkt[i].ack_req)
+			ack_req++;
+	cr_expect_eq(ack_req, 16, "every frame: 8.96 ms apart > 4.2 ms / 4");
+	stop();
+}
+
 /* ---- cc = delay through the engine ------------------------------------- */
 
 static void
