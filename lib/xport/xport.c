@@ -313,9 +313,10 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 		return -ENOMEM;
 	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
 	uint16_t ip_id = qp->tmpl.l3.ip_id;
+	uint8_t algo = o->cc ? o->cc->algo : XPORT_CC_NONE;
 	qp->cfg = *cfg;
-	if (!cfg->cc || cfg->cc->algo != XPORT_CC_DCQCN)
-		xport_cc_reset(qp); /* no reaction point any more: line rate */
+	if (!cfg->cc || cfg->cc->algo == XPORT_CC_NONE || cfg->cc->algo != algo)
+		xport_cc_reset(qp); /* no (or another) reaction point: line rate */
 	derive(qp);
 	tmpl_init(qp);
 	qp->tmpl.l3.ip_id = ip_id;

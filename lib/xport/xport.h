@@ -67,6 +67,7 @@
 
 #include "ah_table.h"
 #include "dcqcn.h"
+#include "delay_cc.h"
 #include "mr.h"
 #include "mw.h"
 #include "queue.h"
@@ -159,6 +160,7 @@ enum xport_ecn {
 enum xport_cc_algo {
 	XPORT_CC_NONE = 0,     /**< CNPs are counted and ignored */
 	XPORT_CC_DCQCN = 1,    /**< DCQCN (dcqcn.h) paces the QP */
+	XPORT_CC_DELAY = 2,    /**< the RTT of ACKs against a target (delay_cc.h) paces the QP; CNPs ignored */
 };
 
 /**
@@ -182,7 +184,15 @@ struct xport_cc {
 	 * is slower than the link anyway, and pacing costs a timer per hold).
 	 */
 	bool pace_line;
+	/**
+	 * Burst size of the pacer in bytes (payload + XPORT_PACE_OVERHEAD per
+	 * frame): a late activation sends at most this much ahead of the rate,
+	 * as a NIC rate limiter's max_burst_sz. 0: up to 10 ms of the rate
+	 * (the pacer without congestion control).
+	 */
+	uint32_t pace_burst;
 	struct dcqcn_params dcqcn;
+	struct delay_params delay;  /**< cc = delay (RC QPs: the RTT needs ACKs) */
 };
 
 /**
@@ -310,8 +320,10 @@ struct xport_cfg {
 	X(CNP_RX, "CNPs received and acted on (reaction point)") \
 	X(CNP_MALFORMED, "CNPs dropped as malformed (BECN clear)") \
 	X(CNP_IGNORED, "CNPs ignored: cc = none, QP not sending (state), or from another peer/P_Key") \
-	X(CC_RATE_CUTS, "DCQCN rate cuts") \
-	X(CC_RATE_KBPS, "DCQCN current rate in kb/s (a gauge: 0 = not limited, line rate)") \
+	X(CC_RATE_CUTS, "congestion control rate cuts (DCQCN or delay)") \
+	X(CC_RATE_KBPS, "congestion control current rate in kb/s (a gauge: 0 = not limited, line rate)") \
+	X(CC_RTT_SAMPLES, "RTT samples taken for cc = delay (AckReq packet to its ACK)") \
+	X(CC_RTT_US, "last RTT sample in us (a gauge, cc = delay)") \
 	X(INV_REFUSED, "SEND with Invalidate of a key that may not be invalidated remotely") \
 	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned") \
 	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
@@ -528,6 +540,8 @@ uint32_t xport_qp_send_window(const struct xport_qp *qp);
 uint32_t xport_qp_rq_psn(const struct xport_qp *qp);
 /** @return the QP's DCQCN reaction point state (tests, telemetry). */
 const struct dcqcn_rp *xport_qp_dcqcn(const struct xport_qp *qp);
+/** @return the QP's delay-based reaction point state (cc = delay; tests, telemetry). */
+const struct delay_rp *xport_qp_delay(const struct xport_qp *qp);
 /** @} */
 
 #ifdef __cplusplus

@@ -63,6 +63,7 @@ struct xport_req {
 	uint32_t window;       /* send window (PSNs): min_window..max_unacked */
 	uint32_t window_credit; /* PSNs acknowledged towards the next window + 1 */
 	uint64_t pace_next;    /* rate limiter: earliest time of the next frame */
+	uint64_t ack_req_ns;   /* when the last AckReq packet left (paced QPs ask often enough) */
 	uint64_t rnr_until;    /* RNR back-off end */
 	bool rnr_wait;
 	bool pace_wait;        /* held by the rate limiter */
@@ -161,6 +162,9 @@ struct xport_qp {
 	uint32_t rq_mask;      /* trusted RQ geometry (cfg.rq_size - 1), 0 with an SRQ */
 	struct dcqcn_rp rp;    /* congestion control, reaction point (xport_cc.c) */
 	struct dcqcn_np np;    /* congestion control, notification point */
+	struct delay_rp dl;    /* cc = delay: reaction point */
+	uint64_t probe_ns;     /* cc = delay: when the RTT probe (probe_psn) left, 0: none out */
+	uint32_t probe_psn;    /* cc = delay: the AckReq packet being timed */
 	uint64_t cnt[XPORT_CNT_COUNT];
 };
 
@@ -271,25 +275,47 @@ void xport_cc_rx_ce(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t no
 void xport_cc_rx_cnp(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now);
 void xport_cc_timer(struct xport_qp *qp, uint64_t now);
 void xport_cc_reset(struct xport_qp *qp);
+void xport_cc_probe_sent(struct xport_qp *qp, uint32_t psn, bool retransmit, uint64_t now);
+void xport_cc_acked(struct xport_qp *qp, uint32_t psn, uint64_t now);
 
 /* ---- hot-path helpers (inline) ---- */
 
 /*
  * The requester's pacing rate in kb/s, 0 = unpaced: the lower of the QP's
- * rate limit (ibv_qp_attr.rate_limit) and its DCQCN rate (or line rate
- * with xport_cc.pace_line).
+ * rate limit (ibv_qp_attr.rate_limit) and its congestion control rate
+ * (DCQCN's or the delay-based one's; line rate with xport_cc.pace_line).
  */
 static inline uint32_t
 xport_pace_kbps(const struct xport_qp *qp)
 {
 	uint32_t limit = qp->cfg.rate_limit_kbps, cc = dcqcn_rp_rate(&qp->rp);
 
+	if (cc == 0)
+		cc = delay_rp_rate(&qp->dl); /* one of the two is active per port */
 	if (cc == 0 && qp->cfg.cc && qp->cfg.cc->pace_line)
 		cc = qp->cfg.cc->dcqcn.line_kbps;
 	if (cc == 0 || (limit != 0 && limit < cc))
 		return limit;
 	return cc;
 }
+
+/*
+ * The pacer holds the QP's next data frame (a request, or a READ response:
+ * a NIC's rate limiter paces everything the QP sends with a payload) until
+ * req.pace_next. @return true if held; sync_timers arms the PACE timer.
+ */
+static inline bool
+xport_pace_hold(struct xport_qp *qp, uint64_t now)
+{
+	if (!xport_pace_kbps(qp) || now >= qp->req.pace_next)
+		return false;
+	if (!qp->req.pace_wait)
+		cnt_inc(qp, XPORT_CNT_PACE_WAIT);
+	qp->req.pace_wait = true;
+	return true;
+}
+
+void xport_pace_charge(struct xport_qp *qp, uint64_t now, uint32_t payload_len);
 
 /* @p bytes left the requester (frame bytes as the pacer charges them): DCQCN's byte counter. */
 static inline void

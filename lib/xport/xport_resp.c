@@ -765,9 +765,20 @@ read_resource_fail(struct xport_qp *qp, struct xport_res *res, uint32_t psn)
 	r->error_code = XPORT_ERR_RESP_CLASS_C;
 }
 
-/* Emit the next response of @p res. @return false if the output is full. */
+/*
+ * READ responses go at the QP's rate as its requests do (one pacer per QP,
+ * as a NIC's rate limiter and DCQCN's reaction point see all the QP sends):
+ * in RTS/SQD, where the PACE timer runs.
+ */
 static bool
-emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
+read_resp_paced(struct xport_qp *qp)
+{
+	return qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD;
+}
+
+/* Emit the next response of @p res. @return false if the output is full or the pacer holds it. */
+static bool
+emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
 	uint32_t psn = res->next_psn;
@@ -796,6 +807,8 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 			read_resource_fail(qp, res, psn);
 			return true;
 		}
+		if (read_resp_paced(qp) && xport_pace_hold(qp, now))
+			return false;
 		f = xport_frame_new(qp, out, read_resp_opcode(first, last), psn);
 		if (!f)
 			return false;
@@ -819,6 +832,8 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 		}
 	}
 	xport_frame_commit(qp, out, f);
+	if (res->type == RES_READ && read_resp_paced(qp))
+		xport_pace_charge(qp, now, f->pkt.payload_len);
 	if (psn == res->last_psn) {
 		res->pending = false;
 		r->res_pending--;
@@ -855,7 +870,6 @@ void
 xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
-	(void)now;
 
 	if (!qp_is_rc(qp))
 		return;
@@ -871,7 +885,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			unsigned i = r->res_emit + 1 == n ? 0 : r->res_emit + 1, k;
 			if (r->res[i].pending) {
 				r->res_emit = i;
-				if (!emit_resource(qp, &r->res[i], out))
+				if (!emit_resource(qp, &r->res[i], now, out))
 					return;
 				continue;
 			}
@@ -886,7 +900,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			r->res_emit = i;
 			res = &r->res[i];
 		}
-		if (!emit_resource(qp, res, out))
+		if (!emit_resource(qp, res, now, out))
 			return;
 	}
 	if (!r->ack_pending)
