@@ -118,7 +118,8 @@ check rcopy "rcopy of a 3 MB file arrives byte for byte"
 
 # Datagram rsockets: Debian's udpong (the UD QPs found by SIDR). udpong
 # checks no data and exits 0 whatever happens; it prints its result line
-# only for a test that completed, with the server's count of what arrived.
+# only for a test whose exchanges all completed, with the server's count of
+# the one-way messages that arrived.
 # One way only: udpong's echo mode waits 1 ms for each answer and, on a
 # late one, sends the stale answer back from then on (it reads answers
 # into the message it sends), which never ends on a path slower than 1 ms
@@ -128,14 +129,22 @@ u4=$!
 run a "" -- timeout -s INT 90 udpong -b 2001:db8::11 -p 7175 -T b > "$W/udpong6.s" 2>&1 &
 u6=$!
 sleep 1
+# The line must be there (login, start and end answered: every exchange of
+# the run worked); the count is reported, not required to be all: one way,
+# udpong sends its messages in one burst without retransmission, and in
+# 3 of about 12 runs on the loaded lab some or all of a burst were lost
+# (doc/rdma-cm.md, "Datagram rsockets"); rsocket_dgram_check below requires
+# every echo, retrying a lost one.
 udpong_case() { # NAME TRANSFERS "OPTIONS" DESCRIPTION
+	local got
 	run b "" -- timeout 30 udpong $3 > "$W/$1.c" 2>&1
-	if grep -Eq "^custom +[^ ]+ +$2 " "$W/$1.c"; then ok "$4"; else not_ok "$4" "$W/$1.c"; fi
+	got=$(awk '$1 == "custom" { print $3 }' "$W/$1.c")
+	if [ -n "$got" ]; then ok "$4: the server counted $got of $2"; else not_ok "$4" "$W/$1.c"; fi
 }
 udpong_case ud_nb 200 "-s 198.18.0.11 -S 64 -C 200" \
-	"udpong one way (non-blocking), 64 B x 200: the server counted all 200"
+	"udpong one way (non-blocking), 64 B x 200"
 udpong_case ud_blk 200 "-s 198.18.0.11 -S 1000 -C 200 -T b" \
-	"udpong one way, blocking, 1000 B x 200: the server counted all 200"
+	"udpong one way, blocking, 1000 B x 200"
 udpong_case ud_async 200 "-s 198.18.0.11 -S 1016 -C 200 -T a" \
 	"udpong one way, async (rpoll), 1016 B (the largest on a 1024 MTU) x 200"
 run b "" -- timeout 60 "$DGCHECK" 198.18.0.11 7174 100 16 1000 1016 > "$W/dgc4.c" 2>&1
