@@ -133,6 +133,10 @@ struct xport_resp {
 	uint32_t res_pending;  /* resources with pending responses */
 	uint32_t res_emit;     /* slot emitting now (oldest pending), a hint */
 	struct xport_res *res; /* xport_qp.res_cap slots: storage, kept across resets */
+	/* XRC TGT: the SRQ the current request names (its XRCETH) and its handle then */
+	struct xport_srq *xsrq;
+	uint32_t xsrq_handle;
+	uint32_t xsrq_srqn;
 };
 
 struct xport_qp {
@@ -204,6 +208,44 @@ static inline bool
 qp_is_rc(const struct xport_qp *qp)
 {
 	return qp->cfg.type == XPORT_RC;
+}
+
+/*
+ * XRC TGT: the SRQ the responder works for, while the owner lcore still has
+ * it (xrc_live: an SRQ destroyed or its slot reused is not). Others: cfg.srq.
+ */
+static inline struct xport_srq *
+qp_srq(const struct xport_qp *qp)
+{
+	struct xport_srq *s = qp->resp.xsrq;
+
+	if (__builtin_expect(qp->cfg.xrc != XPORT_XRC_TGT, 1))
+		return qp->cfg.srq;
+	if (s == NULL || __atomic_load_n(&s->xrc_live, __ATOMIC_ACQUIRE) != qp->resp.xsrq_handle)
+		return NULL;
+	return s;
+}
+
+/* Receive completions go to the QP's receive CQ, or an XRC SRQ's CQ (NULL: none). */
+static inline struct xport_cq *
+qp_recv_cq(const struct xport_qp *qp)
+{
+	if (__builtin_expect(qp->cfg.xrc != XPORT_XRC_TGT, 1))
+		return qp->cfg.recv_cq;
+	struct xport_srq *s = qp_srq(qp);
+	return s ? s->cq : NULL;
+}
+
+/* The PD of responder memory checks: an XRC TGT QP has none, the SRQ's counts (9.8.2). */
+static inline uint32_t
+qp_resp_pd(const struct xport_qp *qp)
+{
+	struct xport_srq *s;
+
+	if (__builtin_expect(qp->cfg.xrc != XPORT_XRC_TGT, 1))
+		return qp->cfg.pd;
+	s = qp_srq(qp);
+	return s ? s->pd : UINT32_MAX; /* no SRQ: no key matches */
 }
 
 /* PSN arithmetic shortcuts. */
@@ -346,6 +388,9 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 		return NULL;
 	}
 	struct xport_frame *f = &out->frames[out->nframes];
+	/* XRC: the RC opcodes in the XRC class (IBTA 9.2 table 39) */
+	if (qp->cfg.xrc != XPORT_XRC_NONE && opcode < ROCE_TRANSPORT_UC)
+		opcode |= ROCE_TRANSPORT_XRC;
 	f->pkt = qp->tmpl;
 	f->pkt.opcode = opcode;
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
@@ -436,10 +481,10 @@ xport_key_check(struct xport_qp *qp, uint32_t key, uint64_t iova, uint64_t len, 
 				MR_ACCESS_REMOTE_ATOMIC;
 
 	if (__builtin_expect(mw_key_is_mw(key), 0))
-		return (access & remote) ? mw_check(qp->cfg.mws, qp->cfg.mrs, key, qp->cfg.pd,
+		return (access & remote) ? mw_check(qp->cfg.mws, qp->cfg.mrs, key, qp_resp_pd(qp),
 						    qp->cfg.qpn, iova, len, access, host)
 					 : MR_ERR_KEY;
-	return mr_check(qp->cfg.mrs, key, qp->cfg.pd, iova, len, access, host);
+	return mr_check(qp->cfg.mrs, key, qp_resp_pd(qp), iova, len, access, host);
 }
 
 /*
@@ -451,8 +496,8 @@ static inline int
 xport_invalidate(struct xport_qp *qp, uint32_t key)
 {
 	if (mw_key_is_mw(key))
-		return mw_invalidate(qp->cfg.mws, key, qp->cfg.pd, qp->cfg.qpn);
-	return mr_invalidate_remote(qp->cfg.mrs, key, qp->cfg.pd);
+		return mw_invalidate(qp->cfg.mws, key, qp_resp_pd(qp), qp->cfg.qpn);
+	return mr_invalidate_remote(qp->cfg.mrs, key, qp_resp_pd(qp));
 }
 
 /*

@@ -475,6 +475,8 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		break;
 	}
 	}
+	/* XRC INI: every request names the target's XRC SRQ (XRCETH, 9.3.5) */
+	f->pkt.xrc_srqn = w->wqe.xrc_remote_srqn & ROCE_QPN_MASK;
 	ctx->f = f;
 	return REQ_ADVANCE;
 }
