@@ -127,6 +127,8 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->dealloc_td = shim_dealloc_td;
 	v->alloc_parent_domain = shim_alloc_parent_domain;
 	v->advise_mr = shim_advise_mr;
+	v->ibv_create_flow = shim_create_flow;
+	v->ibv_destroy_flow = shim_destroy_flow;
 	v->sz = sizeof(struct verbs_context);
 }
 

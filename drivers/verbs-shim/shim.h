@@ -288,6 +288,9 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 
 /* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
 struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+/* flow.c */
+struct ibv_flow *shim_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int shim_destroy_flow(struct ibv_flow *flow);
 int shim_dealloc_mw(struct ibv_mw *mw);
 int shim_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 /* The bind fields of a BIND_MW WQE (ibv_post_send, ibv_wr_bind_mw). */
