@@ -40,13 +40,8 @@ struct ibv_flow *shim_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
 
 int shim_destroy_flow(struct ibv_flow *flow)
 {
-	struct ipc_msg req, rsp;
-	int rc;
+	int rc = shim_destroy_handle(flow->context, IPC_OP_DESTROY_FLOW, flow->handle);
 
-	shim_req(&req, IPC_OP_DESTROY_FLOW);
-	req.u.req_DESTROY_FLOW.handle = flow->handle;
-	rc = shim_destroy_rc(flow->context,
-			     shim_rpc(shim_ctx(flow->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
 		return shim_ret(rc);
 	free(flow);

@@ -99,6 +99,12 @@ static inline int shim_destroy_rc(struct ibv_context *c, int rc)
 }
 /* Start a request of @p op in @p m (zeroed body). */
 void shim_req(struct ipc_msg *m, enum ipc_op op);
+/*
+ * A destroy whose request is only the object's @p handle and whose answer
+ * has no body the shim needs (DEALLOC_MW, DESTROY_FLOW): @return 0 or an
+ * errno (shim_destroy_rc() applied); the caller frees on 0.
+ */
+int shim_destroy_handle(struct ibv_context *c, enum ipc_op op, uint32_t handle);
 /* Map a daemon-created memfd; @return address or NULL (errno set). */
 void *shim_map_shm(int fd, uint64_t size);
 /** Environment variable @p name as a decimal number <= @p max, or @p dflt if unset, empty or not one. */
