@@ -493,9 +493,11 @@ LLVMFuzzerInitialize_(void)
 	inet_pton(AF_INET, "198.18.0.1", &ip);
 	ctl_config_default(&cfg, "dpdk_roce0", mac, ip);
 	cfg.limits.n_lcores = 2;
+	cfg.limits.max_flows = 16; /* RAW_PACKET QPs and CREATE_FLOW's rule checks reachable */
 	cfg.quota = (struct ctl_quota){ .max_pd = QUOTA, .max_mr = QUOTA, .max_cq = QUOTA,
 					.max_qp = QUOTA, .max_srq = QUOTA, .max_ah = QUOTA,
-					.max_channels = QUOTA, .max_mr_bytes = 1u << 20 };
+					.max_channels = QUOTA, .max_mr_bytes = 1u << 20,
+					.max_flows = QUOTA };
 	cfg.dp_ops = &fdp_ops;
 	cfg.dp = &fdp;
 	ctl = ctl_create(&cfg);

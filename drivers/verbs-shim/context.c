@@ -45,6 +45,15 @@ void shim_req(struct ipc_msg *m, enum ipc_op op)
 	memset(&m->u, 0, ipc_op_desc(op)->req_size);
 }
 
+int shim_destroy_handle(struct ibv_context *c, enum ipc_op op, uint32_t handle)
+{
+	struct ipc_msg req, rsp;
+
+	shim_req(&req, op);
+	req.u.req_DEALLOC_MW.handle = handle; /* every such body is an ipc_handle_req */
+	return shim_destroy_rc(c, shim_rpc(shim_ctx(c), &req, NULL, 0, &rsp, NULL));
+}
+
 int shim_rpc(struct shim_context *ctx, struct ipc_msg *req, const int *fds, unsigned int nfds,
 	     struct ipc_msg *rsp, int *rfds)
 {
@@ -129,6 +138,8 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->dealloc_td = shim_dealloc_td;
 	v->alloc_parent_domain = shim_alloc_parent_domain;
 	v->advise_mr = shim_advise_mr;
+	v->ibv_create_flow = shim_create_flow;
+	v->ibv_destroy_flow = shim_destroy_flow;
 	v->sz = sizeof(struct verbs_context);
 }
 

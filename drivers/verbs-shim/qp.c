@@ -104,7 +104,8 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	if (attr->comp_mask & ~known)
 		return shim_null(EOPNOTSUPP);
 	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	    attr->qp_type != IBV_QPT_UD && !xrc)
+	    attr->qp_type != IBV_QPT_UD && !xrc &&
+	    attr->qp_type != IBV_QPT_RAW_PACKET) /* the daemon says whether it has RAW_PACKET QPs */
 		return shim_null(EOPNOTSUPP);
 	if ((rc = shim_qp_objs_ok(attr)) != 0)
 		return shim_null(rc);

@@ -99,6 +99,12 @@ static inline int shim_destroy_rc(struct ibv_context *c, int rc)
 }
 /* Start a request of @p op in @p m (zeroed body). */
 void shim_req(struct ipc_msg *m, enum ipc_op op);
+/*
+ * A destroy whose request is only the object's @p handle and whose answer
+ * has no body the shim needs (DEALLOC_MW, DESTROY_FLOW): @return 0 or an
+ * errno (shim_destroy_rc() applied); the caller frees on 0.
+ */
+int shim_destroy_handle(struct ibv_context *c, enum ipc_op op, uint32_t handle);
 /* Map a daemon-created memfd; @return address or NULL (errno set). */
 void *shim_map_shm(int fd, uint64_t size);
 /** Environment variable @p name as a decimal number <= @p max, or @p dflt if unset, empty or not one. */
@@ -301,6 +307,9 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 
 /* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
 struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+/* flow.c */
+struct ibv_flow *shim_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int shim_destroy_flow(struct ibv_flow *flow);
 int shim_dealloc_mw(struct ibv_mw *mw);
 int shim_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 /* The bind fields of a BIND_MW WQE (ibv_post_send, ibv_wr_bind_mw). */

@@ -141,6 +141,8 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev)
 	s->dev.qp_types = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
 	if (ctl->cfg.limits.max_xrcd)
 		s->dev.qp_types |= 1u << IBV_QPT_XRC_SEND | 1u << IBV_QPT_XRC_RECV;
+	if (ctl->cfg.limits.max_flows != 0)
+		s->dev.qp_types |= 1u << IBV_QPT_RAW_PACKET;
 	s->dev.port = s->port;
 	s->dev.resolve = ctl->cfg.resolve;
 	s->dev.resolve_ctx = ctl->cfg.resolve_ctx;
@@ -168,6 +170,7 @@ static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
 	[CTL_KIND_AH] = sizeof(struct ctl_ah),
 	[CTL_KIND_MR] = sizeof(struct ctl_mr),
 	[CTL_KIND_MW] = sizeof(struct ctl_mw),
+	[CTL_KIND_FLOW] = sizeof(struct ctl_flow),
 	[CTL_KIND_CQ] = sizeof(struct ctl_cq),
 	[CTL_KIND_CHANNEL] = sizeof(struct ctl_channel),
 	[CTL_KIND_PD] = sizeof(struct ctl_pd),
@@ -191,6 +194,7 @@ static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 	case CTL_KIND_AH: return l->max_ah;
 	case CTL_KIND_MR: return l->max_mr;
 	case CTL_KIND_MW: return l->max_mw ? l->max_mw : 1; /* 0: ALLOC_MW refused */
+	case CTL_KIND_FLOW: return l->max_flows ? l->max_flows : 1; /* 0: CREATE_FLOW refused */
 	case CTL_KIND_CQ: return l->max_cq;
 	case CTL_KIND_CHANNEL: return l->max_channels;
 	case CTL_KIND_PD: return l->max_pd;
@@ -247,6 +251,7 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 		if (cfg->limits.max_xrcd == 0)
 			a->device_cap_flags &= ~(uint32_t)IBV_DEVICE_XRC;
 	}
+	ctl_flow_caps(ctl);
 	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
 	for (uint32_t d = 0; d < cfg->ndevices; d++) {
@@ -363,6 +368,9 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 	st->quarantined = ctl->quarantined;
 	st->quarantined_bytes = ctl->quarantined_bytes;
 	st->qkey_refused = ctl->qkey_refused;
+	st->raw_refused = ctl->raw_refused;
+	st->flows_bad = ctl->flows_bad;
+	st->flow = ctl->tab[CTL_KIND_FLOW].nused;
 	st->quota_refused = ctl->quota_refused;
 	st->conns_refused = ctl->conns_refused;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
@@ -1024,6 +1032,7 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	if ((quota) != 0 && (quota) < a->field) \
 		a->field = (quota);
 	CTL_QUOTA_MIN(max_qp, q->max_qp)
+	CTL_QUOTA_MIN(max_raw_ethy_qp, q->max_qp)
 	CTL_QUOTA_MIN(max_cq, q->max_cq)
 	CTL_QUOTA_MIN(max_mr, q->max_mr)
 	CTL_QUOTA_MIN(max_pd, q->max_pd)

@@ -46,6 +46,7 @@
 
 #include "ctl_cm.h"
 #include "ctl_mcast.h"
+#include "flow.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "qp_attr.h"
@@ -102,6 +103,13 @@ struct ctl_limits {
 	 * XRC (IBV_DEVICE_XRC not reported, OPEN_XRCD EOPNOTSUPP).
 	 */
 	uint32_t max_xrcd;
+	/**
+	 * Flow rules (ibv_create_flow) of all clients; 0: the dataplane carries
+	 * no RAW_PACKET QPs, so neither they nor flows exist (EOPNOTSUPP) and the
+	 * device reports max_raw_ethy_qp 0. Both need CAP_NET_RAW (EPERM), as in
+	 * Linux (uverbs create_qp, create_flow).
+	 */
+	uint32_t max_flows;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -231,6 +239,21 @@ struct ctl_ah_info {
 	struct wr_av av;
 };
 
+/**
+ * What the dataplane gets for a flow rule (ibv_create_flow): frames of
+ * @c port that match @c match go to RAW_PACKET QP @c qpn (lib/flow
+ * flow_table semantics: the best priority of a port wins).
+ */
+struct ctl_flow_info {
+	uint32_t id;             /**< unique among live flows: < limits.max_flows */
+	uint32_t qpn;
+	uint32_t dev;            /**< device index in the configuration */
+	uint32_t port;           /**< device-local port 1.. */
+	uint16_t priority;       /**< lower first */
+	struct flow_match match; /**< checked (flow_match_check()) */
+	struct ctl_conn *owner;  /**< the owning connection group (its head) */
+};
+
 /** Things that happen to a QP in the dataplane (ctl_qp_event()). */
 enum ctl_qp_event {
 	CTL_QP_EV_FATAL,         /**< the engine moved the QP to ERR (cause: an ibv_event_type) */
@@ -328,6 +351,13 @@ struct ctl_dataplane_ops {
 	int (*mcast_attach)(void *dp, const struct ctl_mcast_info *m);
 	/** A QP left a group (ibv_detach_mcast, or its destroy). Cannot fail. */
 	void (*mcast_detach)(void *dp, const struct ctl_mcast_info *m);
+	/**
+	 * A flow rule steers frames to a RAW_PACKET QP from now on; answers at
+	 * once (no ctl_dp_defer()). A nonzero errno fails ibv_create_flow.
+	 */
+	int (*flow_create)(void *dp, const struct ctl_flow_info *f);
+	/** The rule is gone (ibv_destroy_flow or teardown, always before its QP). Cannot fail. */
+	void (*flow_destroy)(void *dp, const struct ctl_flow_info *f);
 };
 
 /**
@@ -348,6 +378,7 @@ struct ctl_quota {
 	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
 	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
+	uint32_t max_flows;      /**< flow rules (ibv_create_flow) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
 	 * connection has at most one request pending (the next is read after
@@ -515,6 +546,9 @@ struct ctl_stats {
 	uint64_t quarantined;    /**< objects the dataplane could not let go of (kept mapped) */
 	uint64_t quarantined_bytes; /**< their shared memory and MR mappings */
 	uint64_t qkey_refused;   /**< controlled Q_Keys asked for without CAP_NET_RAW (EPERM) */
+	uint32_t flow;           /**< flow rules */
+	uint64_t raw_refused;    /**< RAW_PACKET QPs and flows asked for without CAP_NET_RAW (EPERM) */
+	uint64_t flows_bad;      /**< flow rules refused as malformed (EINVAL, EOPNOTSUPP) */
 	uint64_t quota_refused;  /**< requests refused by a client's quota (ENOMEM) */
 	uint64_t conns_refused;  /**< connections of peers not allowed (ctl_access) */
 };

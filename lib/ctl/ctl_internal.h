@@ -20,11 +20,16 @@
 #define CTL_HANDLE_GEN_MASK 0xfffu
 #define CTL_TABLE_MAX (CTL_HANDLE_INDEX_MASK - 1)
 
+/* The dataplane's callbacks (struct ctl_dataplane_ops) and whether it has @p fn. */
+#define DP(ctl) ((ctl)->cfg.dp_ops)
+#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
+
 /* Object kinds that live in tables, in teardown order. */
 enum ctl_kind {
 	CTL_KIND_CM_ID,      /* rdma_cm ids first: they name QPs by number and channels */
 	CTL_KIND_CM_CHANNEL,
 	CTL_KIND_MW,         /* windows before QPs and MRs: unbinding lets the MR go */
+	CTL_KIND_FLOW,       /* flow rules before their RAW_PACKET QPs */
 	CTL_KIND_QP,
 	CTL_KIND_SRQ,
 	CTL_KIND_XRCD,       /* after its SRQs and TGT QPs */
@@ -85,6 +90,12 @@ struct ctl_mw {
 	struct ctl_obj o;
 	struct ctl_pd *pd;
 	uint32_t rkey;   /* its key as opened; the binds change the low byte */
+};
+
+struct ctl_flow {
+	struct ctl_obj o;
+	struct ctl_qp *qp;          /* holds a reference: DESTROY_QP is EBUSY meanwhile */
+	struct ctl_flow_info info;
 };
 
 struct ctl_mr {
@@ -292,6 +303,8 @@ struct ctl {
 	struct mw_table *mws;    /* the lcores' windows (ctl_mw_table()), NULL: none */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
 	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
+	uint64_t raw_refused;    /* RAW_PACKET QPs and flows asked for without CAP_NET_RAW */
+	uint64_t flows_bad;      /* malformed flow rules */
 	uint64_t quota_refused;  /* requests over a client's quota */
 	uint64_t conns_refused;  /* peers not allowed to connect */
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
@@ -333,6 +346,14 @@ uint8_t ctl_key_byte_next(uint8_t *last);
 
 /* ctl_mw.c */
 void ctl_mw_destroyed(struct ctl *ctl, struct ctl_mw *mw);
+
+/* ctl_flow.c */
+/* RAW_PACKET QPs may exist here (limits.max_flows); @return 0, EOPNOTSUPP or EPERM (counted). */
+int ctl_raw_allowed(struct ctl_conn *c);
+/* The destroy's end (ctl_obj_destroy_fin()): the QP's reference goes. */
+void ctl_flow_destroyed(struct ctl *ctl, struct ctl_flow *f);
+/* Device attributes and QP types when RAW_PACKET QPs exist (ctl_create()). */
+void ctl_flow_caps(struct ctl *ctl);
 
 /* ctl.c */
 void ctl_devsem_build(struct ctl *ctl, uint32_t dev);

@@ -24,9 +24,6 @@ _Static_assert((int)IPC_CQ_ARM_NEXT == (int)XPORT_CQ_ARM_NEXT &&
 	       (int)IPC_CQ_ARM_SOLICITED == (int)XPORT_CQ_ARM_SOLICITED,
 	       "the shim arms CQs with the engine's values");
 
-#define DP(ctl) ((ctl)->cfg.dp_ops)
-#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
-
 /* ---- shared memory ---- */
 
 int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out)
@@ -1180,6 +1177,9 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	case CTL_KIND_MW:
 		ctl_mw_destroyed(ctl, (struct ctl_mw *)o);
 		break;
+	case CTL_KIND_FLOW:
+		ctl_flow_destroyed(ctl, (struct ctl_flow *)o);
+		break;
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
 		break;
@@ -1219,6 +1219,10 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 		break;
 	case CTL_KIND_CM_ID:
 		ctl_cm_id_release(ctl, o);
+		break;
+	case CTL_KIND_FLOW: /* no frame for its QP from now on */
+		if (DP_HAS(ctl, flow_destroy))
+			DP(ctl)->flow_destroy(dp, &((struct ctl_flow *)o)->info);
 		break;
 	case CTL_KIND_CHANNEL:
 	case CTL_KIND_CM_CHANNEL:

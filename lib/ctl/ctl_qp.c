@@ -12,9 +12,6 @@
 #include "ctl_internal.h"
 #include "ipc_verbs.h"
 
-#define DP(ctl) ((ctl)->cfg.dp_ops)
-#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
-
 /* A CQ or SRQ without QPs is free to move to another lcore (NULL: an XRC QP has none). */
 static void ctl_cq_put(struct ctl_cq *cq)
 {
@@ -178,6 +175,8 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 		return rc;
 	srq = objs.srq;
 	no_rq = no_rq || srq != NULL;
+	if (q->qp_type == IBV_QPT_RAW_PACKET && (rc = ctl_raw_allowed(c)) != 0)
+		return rc;
 	rc = ctl_qp_place(ctl, &objs, &lcore);
 	if (rc)
 		return rc;
@@ -433,6 +432,8 @@ int ctl_h_DESTROY_QP(const struct ctl_req *x)
 
 	if (qp == NULL)
 		return EINVAL;
+	if (qp->o.refs != 0)
+		return EBUSY; /* flows steer to it: as Linux, ibv_destroy_flow first */
 	rsp->u.rsp_DESTROY_QP.events_reported = qp->o.events;
 	return ctl_obj_destroy(c->ctl, &qp->o);
 }

@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "flow.h"
 #include "wqe.h"
 
 #ifdef __cplusplus
@@ -55,8 +56,9 @@ extern "C" {
 /* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none
  * 3: ipc_device_attr carries the ODP capabilities
  * 4: XRC: OPEN_XRCD, CLOSE_XRCD (36, 37 kept for OPEN_QP); CREATE_SRQ takes a type, an XRC
- *    domain and a CQ, CREATE_QP an XRC domain */
-#define IPC_VERSION 4u
+ *    domain and a CQ, CREATE_QP an XRC domain
+ * 5: CREATE_FLOW/DESTROY_FLOW; ipc_device_attr carries the raw packet caps */
+#define IPC_VERSION 5u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -128,6 +130,10 @@ struct ipc_device_attr {
 	uint32_t odp_uc_caps;
 	uint32_t odp_ud_caps;
 	uint32_t odp_xrc_caps;
+	/** RAW_PACKET QPs (ibv_device_attr.max_raw_ethy_qp; 0: none) and
+	 *  ibv_device_attr_ex.raw_packet_caps (enum ibv_raw_packet_caps) */
+	uint32_t max_raw_ethy_qp;
+	uint32_t raw_packet_caps;
 };
 
 /** Port attributes (ibv_port_attr). */
@@ -299,6 +305,22 @@ struct ipc_import_mr_rsp { uint32_t lkey; uint32_t rkey; uint64_t length; };
  * @c qp joins or leaves multicast group @c gid (ff00::/8, or ::ffff:224.0.0.0/4
  * for an IPv4 group); @c lid is ignored on RoCE.
  */
+/**
+ * CREATE_FLOW (ibv_create_flow): steer the frames of port @c port that
+ * match @c match to RAW_PACKET QP @c qp. The shim turns the verbs specs
+ * (struct ibv_flow_spec_eth, _ipv4(_ext), _ipv6, _tcp_udp) into one
+ * lib/flow rule; the daemon checks it (flow_match_check()).
+ */
+struct ipc_create_flow_req {
+	uint64_t user_handle;
+	uint32_t qp;
+	uint32_t port;       /**< ibv_flow_attr.port */
+	uint32_t type;       /**< enum ibv_flow_attr_type: IBV_FLOW_ATTR_NORMAL only */
+	uint32_t flags;      /**< ibv_flow_attr.flags: 0 only */
+	uint32_t priority;   /**< ibv_flow_attr.priority (16 bits): lower first */
+	uint32_t reserved;
+	struct flow_match match;
+};
 struct ipc_mcast_req { uint32_t qp; uint16_t lid; uint16_t pad; uint8_t gid[16]; };
 /** ALLOC_MW (ibv_alloc_mw): a window of @c type (1 or 2, enum ibv_mw_type) in PD @c pd. */
 struct ipc_alloc_mw_req { uint64_t user_handle; uint32_t pd; uint32_t type; };
@@ -479,6 +501,8 @@ enum ipc_obj_kind {
 	IPC_OP(DETACH_MCAST,   33, ipc_mcast_req,           ipc_empty,            0, 0)  \
 	IPC_OP(OPEN_XRCD,      34, ipc_open_xrcd_req,       ipc_create_rsp,       1, 0)  \
 	IPC_OP(CLOSE_XRCD,     35, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(CREATE_FLOW,    38, ipc_create_flow_req,     ipc_create_rsp,       0, 0)  \
+	IPC_OP(DESTROY_FLOW,   39, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(ALLOC_MW,       44, ipc_alloc_mw_req,        ipc_alloc_mw_rsp,     0, 0)  \
 	IPC_OP(DEALLOC_MW,     45, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */

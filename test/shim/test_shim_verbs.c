@@ -1622,6 +1622,37 @@ Test(shim_verbs, unsupported_verbs_say_eopnotsupp)
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
 
+/*
+ * ibv_create_flow reaches the daemon (the verbs_context op, the specs
+ * turned into a rule): a server without raw packet QPs (limits.max_flows 0)
+ * says EOPNOTSUPP; a malformed spec list is refused in the shim (EINVAL).
+ */
+Test(shim_verbs, create_flow_reaches_the_daemon)
+{
+	struct {
+		struct ibv_flow_attr attr;
+		struct ibv_flow_spec_eth eth;
+	} fa = { .attr = { .type = IBV_FLOW_ATTR_NORMAL, .size = sizeof(fa), .num_of_specs = 1,
+			   .port = 1 },
+		 .eth = { .type = IBV_FLOW_SPEC_ETH, .size = sizeof(struct ibv_flow_spec_eth) } };
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qi = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *qp = ibv_create_qp(pd, &qi);
+
+	cr_assert_not_null(qp);
+	errno = 0;
+	cr_assert_null(ibv_create_flow(qp, &fa.attr));
+	cr_assert_eq(errno, EOPNOTSUPP, "errno %d", errno);
+	fa.attr.num_of_specs = 2; /* the second one beyond attr.size */
+	errno = 0;
+	cr_assert_null(ibv_create_flow(qp, &fa.attr));
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
 Test(shim_verbs_nodaemon, empty_list_without_daemon)
 {
 	struct ibv_device **list;
