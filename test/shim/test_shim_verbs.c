@@ -1106,6 +1106,30 @@ Test(shim_verbs, completion_channel_and_resize)
 	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
 }
 
+/* A UD QP from RESET to RTS. */
+static void ud_to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+}
+
+/* An AH to 198.18.0.2 (IPv4-mapped GID) from GID index 1. */
+static void ud_ah_attr(struct ibv_ah_attr *aa)
+{
+	*aa = (struct ibv_ah_attr){ .is_global = 1, .port_num = 1,
+				    .grh = { .sgid_index = 1, .hop_limit = 64 } };
+	aa->grh.dgid.raw[10] = aa->grh.dgid.raw[11] = 0xff;
+	aa->grh.dgid.raw[12] = 198;
+	aa->grh.dgid.raw[13] = 18;
+	aa->grh.dgid.raw[15] = 2;
+}
+
 Test(shim_verbs, srq_and_ud_address_handles)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
@@ -1137,27 +1161,17 @@ Test(shim_verbs, srq_and_ud_address_handles)
 	cr_assert_eq(ibv_post_recv(qp, &rwr, &bad_r), EINVAL, "the QP's receives go to the SRQ");
 	cr_assert_eq(ibv_destroy_srq(srq), EBUSY);
 
-	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .sgid_index = 1, .hop_limit = 64 } };
+	struct ibv_ah_attr aa;
 	struct ibv_ah *ah;
 
-	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
-	aa.grh.dgid.raw[12] = 198;
-	aa.grh.dgid.raw[13] = 18;
-	aa.grh.dgid.raw[15] = 2;
+	ud_ah_attr(&aa);
 	ah = ibv_create_ah(pd, &aa);
 	cr_assert_not_null(ah);
 	aa.is_global = 0;
 	cr_assert_null(ibv_create_ah(pd, &aa), "RoCE needs a GRH");
 	cr_assert_eq(errno, EINVAL);
 
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
-
-	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
-	a.qp_state = IBV_QPS_RTR;
-	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	ud_to_rts(qp);
 	struct ibv_send_wr swr = { .wr_id = 9, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad_s;
 	struct sq_wqe seen;
 
@@ -1192,27 +1206,17 @@ Test(shim_verbs, srq_and_ud_address_handles)
 static struct ibv_qp *ud_qp_rts(struct ibv_cq *cq)
 {
 	struct ibv_qp *qp = make_qp(cq, IBV_QPT_UD, 8, 1);
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
 
-	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					   IBV_QP_QKEY), 0);
-	a.qp_state = IBV_QPS_RTR;
-	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	a.qp_state = IBV_QPS_RTS;
-	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	ud_to_rts(qp);
 	return qp;
 }
 
 static struct ibv_ah *ud_ah(void)
 {
-	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
-				  .grh = { .sgid_index = 1, .hop_limit = 64 } };
+	struct ibv_ah_attr aa;
 	struct ibv_ah *ah;
 
-	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
-	aa.grh.dgid.raw[12] = 198;
-	aa.grh.dgid.raw[13] = 18;
-	aa.grh.dgid.raw[15] = 2;
+	ud_ah_attr(&aa);
 	ah = ibv_create_ah(pd, &aa);
 	cr_assert_not_null(ah, "create_ah: %s", strerror(errno));
 	return ah;
@@ -1248,12 +1252,21 @@ static void *late_lcore(void *arg)
 	return NULL;
 }
 
-static pthread_t late_lcore_start(void)
+/*
+ * Post @p n sends through @p ah, then destroy the QP (@p qp_goes) or the AH
+ * while the lcore fetches late. @return the WQEs not yet fetched when the
+ * daemon destroyed it.
+ */
+static int64_t unfetched_at_destroy(struct ibv_qp *qp, struct ibv_ah *ah, unsigned int n,
+				    bool qp_goes)
 {
 	pthread_t t;
 
+	ud_post_unsignaled(qp, ah, n);
 	cr_assert_eq(pthread_create(&t, NULL, late_lcore, ud_watch.sq), 0);
-	return t;
+	cr_assert_eq(qp_goes ? ibv_destroy_qp(qp) : ibv_destroy_ah(ah), 0);
+	pthread_join(t, NULL);
+	return qp_goes ? ud_watch.at_qp_destroy : ud_watch.at_ah_destroy;
 }
 
 static double ms_since(const struct timespec *t0)
@@ -1276,24 +1289,15 @@ Test(shim_verbs, ud_sends_are_fetched_before_their_ah_or_qp_goes)
 	struct ibv_qp *qp = ud_qp_rts(cq);
 	struct ibv_qp *idle = ud_qp_rts(cq);
 	struct ibv_ah *ah = ud_ah();
-	pthread_t lcore;
+	int64_t left;
 
-	ud_post_unsignaled(qp, ah, 3);
-	lcore = late_lcore_start();
-	cr_assert_eq(ibv_destroy_ah(ah), 0);
-	pthread_join(lcore, NULL);
-	cr_assert_eq(ud_watch.at_ah_destroy, 0,
-		     "%lld WQEs not yet fetched when the daemon destroyed their AH",
-		     (long long)ud_watch.at_ah_destroy);
-
+	left = unfetched_at_destroy(qp, ah, 3, false);
+	cr_assert_eq(left, 0, "%lld WQEs not yet fetched when the daemon destroyed their AH",
+		     (long long)left);
 	ah = ud_ah();
-	ud_post_unsignaled(qp, ah, 2);
-	lcore = late_lcore_start();
-	cr_assert_eq(ibv_destroy_qp(qp), 0);
-	pthread_join(lcore, NULL);
-	cr_assert_eq(ud_watch.at_qp_destroy, 0,
-		     "%lld WQEs not yet fetched when the daemon destroyed their QP",
-		     (long long)ud_watch.at_qp_destroy);
+	left = unfetched_at_destroy(qp, ah, 2, true);
+	cr_assert_eq(left, 0, "%lld WQEs not yet fetched when the daemon destroyed their QP",
+		     (long long)left);
 
 	/* Nothing pending: no wait at all. */
 	struct timespec t0;
