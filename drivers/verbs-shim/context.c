@@ -154,6 +154,7 @@ static struct shim_context *shim_context_alloc(int fd)
 	}
 	pthread_mutex_init(&ctx->rpc_lock, NULL);
 	pthread_mutex_init(&ctx->live_lock, NULL);
+	pthread_mutex_init(&ctx->ud_lock, NULL);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->seq = atomic_fetch_add(&shim_seq_base, 0x10000);
 	ctx->import_fd = -1;
@@ -172,6 +173,7 @@ static void shim_context_free(struct shim_context *ctx)
 		close(ctx->import_fd);
 	pthread_mutex_destroy(&ctx->rpc_lock);
 	pthread_mutex_destroy(&ctx->live_lock);
+	pthread_mutex_destroy(&ctx->ud_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx->live);
 	free(ctx);

@@ -183,6 +183,8 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		shim_qp_ex_init(qp, attr->send_ops_flags);
 	}
 	shim_live_add(context, &qp->qp);
+	if (qp->qp.qp_type == IBV_QPT_UD)
+		shim_ud_add(qp);
 	return &qp->qp;
 }
 
@@ -309,11 +311,18 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	uint32_t events;
 	int rc;
 
+	if (ibqp->qp_type == IBV_QPT_UD) {
+		shim_ud_drain_qp(qp); /* its posted sends go out first, as a NIC's would */
+		shim_ud_del(qp);      /* no ibv_destroy_ah waits for it once it is gone */
+	}
 	shim_req(&req, IPC_OP_DESTROY_QP);
 	req.u.req_DESTROY_QP.handle = qp->handle;
 	rc = shim_destroy_rc(ibqp->context, shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL));
-	if (rc)
+	if (rc) {
+		if (ibqp->qp_type == IBV_QPT_UD)
+			shim_ud_add(qp);
 		return shim_ret(rc);
+	}
 	events = shim_live_del(ibqp->context, ibqp, &qp->async_events);
 	if (!shim_ctx(ibqp->context)->dead)
 		shim_wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, events);

@@ -67,6 +67,8 @@ struct shim_context {
 	pthread_mutex_t live_lock;
 	void **live;
 	uint32_t nlive, live_cap;
+	pthread_mutex_t ud_lock;   /* ud_qps, and their ud_wait/ud_target (drain.c) */
+	struct shim_qp *ud_qps;    /* live UD QPs, whose SQs drain before an AH goes */
 };
 
 static inline struct shim_context *shim_ctx(struct ibv_context *c)
@@ -281,6 +283,10 @@ struct shim_qp {
 	uint32_t wr_pending;          /* WQEs written after prod */
 	struct sq_wqe *wr_cur;        /* the WQE wr_set_* complete */
 	int wr_err;                   /* first error, reported by wr_complete */
+	/* UD QPs only, under the context's ud_lock (drain.c) */
+	struct shim_qp *ud_next;
+	bool ud_wait;                 /* shim_ud_drain_pd waits for ud_target */
+	uint32_t ud_target;           /* SQ producer index when ibv_destroy_ah was called */
 };
 static inline struct shim_qp *shim_qp(struct ibv_qp *q) { return (struct shim_qp *)q; }
 int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
@@ -304,6 +310,19 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 
 	return used >= cap ? 0 : cap - used;
 }
+
+/* ---- drain.c: UD send queues drain before their AH or QP goes ---- */
+/* Enter/leave the context's list of live UD QPs (create, destroy). */
+void shim_ud_add(struct shim_qp *qp);
+void shim_ud_del(struct shim_qp *qp);
+/*
+ * Before the daemon destroys an AH of @p pd: wait until every UD QP of that
+ * PD in RTS has completed the WQEs posted so far. Bounded; returns at once
+ * when nothing is pending or the daemon connection is gone.
+ */
+void shim_ud_drain_pd(struct ibv_pd *pd);
+/* The same for the SQ of @p qp alone, before the daemon destroys it (UD in RTS only). */
+void shim_ud_drain_qp(struct shim_qp *qp);
 
 /* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
 struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
