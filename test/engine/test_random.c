@@ -329,11 +329,16 @@ struct mix_result {
 	uint64_t timeouts_seq_naks; /* ACK timeouts + PSN sequence NAKs, both sides */
 };
 
+/* Non-NULL: run_mix() runs on this sim, sim_reset() instead of sim_init(). */
+static struct sim *reused_sim;
+
 /* One randomized run: a few batches in both directions. */
 static struct mix_result
 run_mix(uint64_t seed, uint32_t batches, uint32_t max_fault_ppm)
 {
-	struct sim s;
+	static struct sim own;
+	struct sim *sp = reused_sim != NULL ? reused_sim : &own;
+#define s (*sp)
 	struct sim_params p;
 	struct mix_result res = { 0 };
 	sim_default_params(&p);
@@ -354,7 +359,7 @@ run_mix(uint64_t seed, uint32_t batches, uint32_t max_fault_ppm)
 	p.timeout = (uint8_t)(6 + sim_below(&g, 6));
 	p.ipv6 = sim_below(&g, 2);
 	p.sq_sig_all = sim_below(&g, 8) == 0;
-	cr_assert_eq(sim_init(&s, &p, seed), 0);
+	cr_assert_eq(reused_sim != NULL ? sim_reset(&s, &p, seed) : sim_init(&s, &p, seed), 0);
 	uint32_t f = max_fault_ppm ? (uint32_t)sim_below(&g, max_fault_ppm + 1) : 0;
 	s.faults = (struct sim_faults){
 		.loss_ppm = f / 2,
@@ -440,8 +445,10 @@ run_mix(uint64_t seed, uint32_t batches, uint32_t max_fault_ppm)
 		res.timeouts_seq_naks += xport_qp_counters(s.h[h].qp)[XPORT_CNT_RETRY_TIMEOUT] +
 					 xport_qp_counters(s.h[h].qp)[XPORT_CNT_NAK_SEQ_TX];
 	collect_fini(&k);
-	sim_fini(&s);
+	if (reused_sim == NULL)
+		sim_fini(&s);
 	return res;
+#undef s
 }
 
 Test(random, clean_link, .timeout = 120)
@@ -481,4 +488,46 @@ Test(random, same_seed_same_trace, .timeout = 120)
 	cr_assert_eq(a.trace, b.trace, "same seed, same trace");
 	cr_assert_eq(a.frames, b.frames);
 	cr_assert_neq(a.trace, c.trace, "another seed, another trace");
+}
+
+/*
+ * sim_reset() (the xport fuzz target's per-input reset) leaves nothing of the
+ * sim before: a run on a reset sim, after another run and in-flight frames,
+ * posted WRs, armed timers, a scribbled ring and a QP in ERR, replays exactly
+ * as on a fresh sim_init().
+ */
+Test(random, a_reset_sim_replays_like_a_fresh_one, .timeout = 120)
+{
+	static struct sim s;
+	struct sim_params p;
+	struct mix_result fresh = run_mix(4242, 2, 80000);
+
+	sim_default_params(&p);
+	p.srq = true;
+	p.arena_len = 1u << 16;
+	cr_assert_eq(sim_init(&s, &p, 7), 0);
+	reused_sim = &s;
+	struct mix_result other = run_mix(4243, 2, 80000);
+	cr_assert_neq(other.trace, fresh.trace);
+	/* leave it dirty: WRs posted and half sent, frames and timers pending */
+	for (uint64_t i = 0; i < 8; i++) {
+		struct sq_wqe w = { .wr_id = i, .opcode = WR_RDMA_WRITE, .num_sge = 1 };
+
+		w.sg_list[0] = (struct wr_sge){ .addr = sim_va(&s, 0, 0), .length = 3000,
+						.lkey = s.h[0].arena_key };
+		w.wr.rdma.remote_addr = sim_va(&s, 1, 4096);
+		w.wr.rdma.rkey = s.h[1].arena_key;
+		cr_assert(sim_post_send(&s, 0, &w));
+	}
+	sim_poll(&s);
+	cr_assert_gt(s.heap_len, 0, "frames in flight");
+	__atomic_store_n(&s.h[1].sq->prod, 0xdeadbeefu, __ATOMIC_RELEASE);
+	sim_set_state(&s, 1, XPORT_STATE_ERR);
+	struct mix_result again = run_mix(4242, 2, 80000);
+	reused_sim = NULL;
+	sim_fini(&s);
+	cr_assert_eq(again.trace, fresh.trace, "a reset sim replays as a fresh one");
+	cr_assert_eq(again.frames, fresh.frames);
+	cr_assert_eq(again.msgs, fresh.msgs);
+	cr_assert_eq(again.retransmits, fresh.retransmits);
 }
