@@ -504,7 +504,7 @@ Test(random, a_reset_sim_replays_like_a_fresh_one, .timeout = 120)
 
 	sim_default_params(&p);
 	p.srq = true;
-	p.arena_len = 1u << 16;
+	p.arena_len = ARENA; /* as run_mix's: the reset reuses every block */
 	cr_assert_eq(sim_init(&s, &p, 7), 0);
 	reused_sim = &s;
 	struct mix_result other = run_mix(4243, 2, 80000);
@@ -524,10 +524,50 @@ Test(random, a_reset_sim_replays_like_a_fresh_one, .timeout = 120)
 	__atomic_store_n(&s.h[1].sq->prod, 0xdeadbeefu, __ATOMIC_RELEASE);
 	sim_set_state(&s, 1, XPORT_STATE_ERR);
 	struct mix_result again = run_mix(4242, 2, 80000);
-	reused_sim = NULL;
-	sim_fini(&s);
 	cr_assert_eq(again.trace, fresh.trace, "a reset sim replays as a fresh one");
 	cr_assert_eq(again.frames, fresh.frames);
 	cr_assert_eq(again.msgs, fresh.msgs);
 	cr_assert_eq(again.retransmits, fresh.retransmits);
+
+	/* and state for state: dirty it again, reset, compare with a fresh one */
+	static struct sim n;
+	cr_assert(sim_post_send(&s, 0, &(struct sq_wqe){ .opcode = WR_SEND }));
+	sim_poll(&s);
+	sim_set_state(&s, 0, XPORT_STATE_ERR);
+	s.h[0].arena[100] = 0x55;
+	s.h[1].arena[ARENA - 1] = 0x55;
+	p.srq = false;
+	cr_assert_eq(sim_reset(&s, &p, 9), 0);
+	cr_assert_eq(sim_init(&n, &p, 9), 0);
+	cr_assert_eq(s.heap_len, 0);
+	cr_assert_eq(s.now, n.now);
+	cr_assert_eq(s.rng, n.rng);
+	cr_assert_eq(s.trace, n.trace);
+	cr_assert_eq(s.frames_sent, n.frames_sent);
+	for (int h = 0; h < 2; h++) {
+		struct sim_host *a = &s.h[h], *b = &n.h[h];
+
+		cr_assert_eq(xport_qp_state(a->qp), xport_qp_state(b->qp));
+		cr_assert_eq(xport_qp_sq_psn(a->qp), xport_qp_sq_psn(b->qp));
+		cr_assert_eq(xport_qp_rq_psn(a->qp), xport_qp_rq_psn(b->qp));
+		cr_assert_arr_eq(xport_qp_counters(a->qp), xport_qp_counters(b->qp),
+				 XPORT_CNT_COUNT * sizeof(uint64_t));
+		cr_assert_arr_eq(a->timer_at, b->timer_at, sizeof(a->timer_at));
+		cr_assert_eq(a->ring.n, 0);
+		cr_assert_eq(a->qp_errors, b->qp_errors);
+		cr_assert_eq(a->arena_key == 0, b->arena_key == 0);
+		cr_assert((a->rq == NULL) == (b->rq == NULL) && a->srq_ring == NULL);
+		cr_assert_eq(spsc_ring_count(a->sq), 0);
+		cr_assert_eq(spsc_ring_count(a->rq), 0);
+		cr_assert_eq(spsc_ring_count(a->rcq_ring), 0);
+		cr_assert_eq(spsc_ring_count(a->scq_ring), 0);
+		uint64_t nonzero = 0;
+
+		for (uint64_t i = 0; i < a->arena_len; i++)
+			nonzero += a->arena[i] != 0;
+		cr_assert_eq(nonzero, 0, "host %d: %lu arena bytes not zero", h, (unsigned long)nonzero);
+	}
+	sim_fini(&n);
+	reused_sim = NULL;
+	sim_fini(&s);
 }
