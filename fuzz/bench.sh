@@ -35,7 +35,7 @@ row() { # target rc
 	[ -n "$t" ] || t=$(( ${execs:-0} / (${rate:-1} > 0 ? ${rate:-1} : 1) ))
 	cpu=$(cat "$work/$1.cpu" 2>/dev/null)
 	cpurate=?
-	[ -n "$cpu" ] && [ "${execs:-0}" -gt 0 ] && cpurate=$(awk -v e="$execs" -v c="$cpu" 'BEGIN { printf "%d", c > 0 ? e / c : 0 }')
+	[ -n "$cpu" ] && [ "${execs:-0}" -gt 0 ] && cpurate=$(awk -v e="$execs" -v c="$cpu" 'BEGIN { printf "%d", (c > 0 ? e / c : 0) }')
 	load=$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "?" }' "$work/$1.load")
 	printf '| %s | %s | %s s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "${execs:-?}" "$t" "${rate:-?}" \
 		"$cpurate" "$load" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$found"
