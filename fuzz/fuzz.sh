@@ -86,16 +86,17 @@ mkdir -p "$work/corpus"
 bin="$work/fuzz_$target"
 # shellcheck disable=SC2086
 set -- "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined $(incs_of $dirs) $files $crc_flags $extra -o "$bin"
+	-fno-sanitize-recover=undefined $(incs_of $dirs) $files $crc_flags $extra
+cmd="$*"
 # The binary of an earlier run in WORK_DIR is kept if it was built by the
 # same command and no source or header is newer (clang under ASan takes
 # minutes for lib/ on a loaded machine; bench.sh and the suite reuse it).
 stale=1
-if [ -x "$bin" ] && [ "$(cat "$work/build.cmd" 2>/dev/null)" = "$*" ]; then
+if [ -x "$bin" ] && [ "$(cat "$work/build.cmd" 2>/dev/null)" = "$cmd" ]; then
 	# shellcheck disable=SC2086
 	[ -z "$(find $files $dirs -maxdepth 1 -name '*.[ch]' -newer "$bin" | head -1)" ] && stale=0
 fi
-if [ $stale = 1 ] && ! { rm -f "$bin" "$work/build.cmd"; "$@" 2>"$work/build.log"; }; then
+if [ $stale = 1 ] && ! { rm -f "$bin" "$work/build.cmd"; "$@" -o "$bin" 2>"$work/build.log"; }; then
 	if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return d[0] + (int)n; }' |
 		"$cc" -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null; then
 		echo "fuzz: $cc has no libFuzzer runtime, skipping"
@@ -104,7 +105,7 @@ if [ $stale = 1 ] && ! { rm -f "$bin" "$work/build.cmd"; "$@" 2>"$work/build.log
 	cat "$work/build.log"
 	exit 1
 fi
-[ $stale = 0 ] || echo "$*" > "$work/build.cmd"
+[ $stale = 0 ] || echo "$cmd" > "$work/build.cmd"
 /usr/bin/python3 "$here/seeds.py" "$target" "$pcaps" "$work/corpus" "$src"
 
 limit="-max_total_time=$secs"
