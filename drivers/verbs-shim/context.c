@@ -122,6 +122,8 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_cq_ex = shim_create_cq_ex;
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
+	v->open_xrcd = shim_open_xrcd;
+	v->close_xrcd = shim_close_xrcd;
 	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;
 	v->alloc_td = shim_alloc_td;
 	v->dealloc_td = shim_dealloc_td;

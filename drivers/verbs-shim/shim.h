@@ -217,6 +217,19 @@ uint32_t shim_live_del(struct ibv_context *context, void *obj, const uint32_t *e
 void shim_wait_async_acks(pthread_mutex_t *m, pthread_cond_t *cv, const uint32_t *acked,
 			  uint32_t reported);
 
+/* ---- xrcd.c ---- */
+struct shim_xrcd {
+	struct {                      /* shaped like rdma-core's verbs_xrcd */
+		struct ibv_xrcd xrcd;
+		uint32_t comp_mask;
+		uint32_t handle;
+	} v;
+	uint32_t handle;              /* OPEN_XRCD's */
+};
+static inline struct shim_xrcd *shim_xrcd(struct ibv_xrcd *x) { return (struct shim_xrcd *)x; }
+struct ibv_xrcd *shim_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
+int shim_close_xrcd(struct ibv_xrcd *xrcd);
+
 /* ---- srq.c ---- */
 struct shim_srq {
 	struct {                      /* shaped like rdma-core's verbs_srq */

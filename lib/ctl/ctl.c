@@ -75,7 +75,7 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	cfg->limits = (struct ctl_limits){
 		.max_conns = 64, .max_pd = 256, .max_mr = 1024, .max_channels = 256,
 		.max_cq = 512, .max_qp = 512, .max_srq = 128, .max_ah = 1024, .max_mw = 1024,
-		.qpn_base = 0x11,
+		.max_xrcd = 64, .qpn_base = 0x11,
 	};
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->num_comp_vectors = 1;
@@ -95,7 +95,7 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_qp_wr = 4096;
 	a->device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
 	a->max_mw = cfg->limits.max_mw;
 	a->max_sge = WQE_MAX_SGE;
 	a->max_sge_rd = WQE_MAX_SGE;
@@ -139,6 +139,8 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev)
 	s->dev.pacing.supported_qpts = d->attr.pacing_supported_qpts;
 	s->dev.max_inline_data = d->attr.max_inline_data;
 	s->dev.qp_types = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
+	if (ctl->cfg.limits.max_xrcd)
+		s->dev.qp_types |= 1u << IBV_QPT_XRC_SEND | 1u << IBV_QPT_XRC_RECV;
 	s->dev.port = s->port;
 	s->dev.resolve = ctl->cfg.resolve;
 	s->dev.resolve_ctx = ctl->cfg.resolve_ctx;
@@ -162,6 +164,7 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev)
 static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
 	[CTL_KIND_QP] = sizeof(struct ctl_qp),
 	[CTL_KIND_SRQ] = sizeof(struct ctl_srq),
+	[CTL_KIND_XRCD] = sizeof(struct ctl_xrcd),
 	[CTL_KIND_AH] = sizeof(struct ctl_ah),
 	[CTL_KIND_MR] = sizeof(struct ctl_mr),
 	[CTL_KIND_MW] = sizeof(struct ctl_mw),
@@ -184,6 +187,7 @@ static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 	switch (k) {
 	case CTL_KIND_QP: return l->max_qp;
 	case CTL_KIND_SRQ: return l->max_srq;
+	case CTL_KIND_XRCD: return l->max_xrcd ? l->max_xrcd : 1; /* 0: OPEN_XRCD refused */
 	case CTL_KIND_AH: return l->max_ah;
 	case CTL_KIND_MR: return l->max_mr;
 	case CTL_KIND_MW: return l->max_mw ? l->max_mw : 1; /* 0: ALLOC_MW refused */
@@ -239,11 +243,16 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 			a->device_cap_flags &= ~(uint32_t)(IBV_DEVICE_MEM_WINDOW |
 							   IBV_DEVICE_MEM_WINDOW_TYPE_2A |
 							   IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+		/* XRC as the configuration allows; none: no XRC capability */
+		if (cfg->limits.max_xrcd == 0)
+			a->device_cap_flags &= ~(uint32_t)IBV_DEVICE_XRC;
 	}
 	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
 	for (uint32_t d = 0; d < cfg->ndevices; d++) {
 		ctl_mr_odp_caps(&ctl->cfg.dev[d].attr);
+		if (cfg->limits.max_xrcd == 0)
+			ctl->cfg.dev[d].attr.odp_xrc_caps = 0;
 		ctl_devsem_build(ctl, d);
 	}
 	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
@@ -258,7 +267,7 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	}
 	ctl->mr_key_byte = calloc(ctl->tab[CTL_KIND_MR].cap + 1, 1);
 	ctl->mw_key_byte = calloc(ctl->tab[CTL_KIND_MW].cap + 1, 1);
-	if (ctl->mr_key_byte == NULL || ctl->mw_key_byte == NULL)
+	if (ctl->mr_key_byte == NULL || ctl->mw_key_byte == NULL || ctl_xrc_init(ctl) != 0)
 		goto fail;
 	if (cfg->limits.max_mw != 0) {
 		ctl->mws = mw_table_create(cfg->limits.max_mw, cfg->limits.max_mr + 1);
@@ -279,6 +288,7 @@ fail:
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);
 	free(ctl->mw_key_byte);
+	ctl_xrc_fini(ctl);
 	mw_table_destroy(ctl->mws);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
@@ -305,6 +315,7 @@ void ctl_destroy(struct ctl *ctl)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);
 	free(ctl->mw_key_byte);
+	ctl_xrc_fini(ctl);
 	mw_table_destroy(ctl->mws);
 	free(ctl->conns);
 	free(ctl->lcore_qps);

@@ -96,6 +96,12 @@ struct ctl_limits {
 	 * One lib/xport window table (mw.h) for every lcore: ctl_mw_table().
 	 */
 	uint32_t max_mw;
+	/**
+	 * XRC domains (ibv_open_xrcd) of all clients, the XRCD handles of
+	 * every client counted (a domain shared by two contexts is two); 0: no
+	 * XRC (IBV_DEVICE_XRC not reported, OPEN_XRCD EOPNOTSUPP).
+	 */
+	uint32_t max_xrcd;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -116,6 +122,9 @@ struct ctl_limits {
  *    next free one with qpn % n_lcores == that lcore;
  *  - if they are bound to different lcores, ibv_create_qp fails with EINVAL
  *    (such a QP would need two producers on one CQ ring).
+ *  - XRC: an XRC domain is bound to one lcore while it has XRC SRQs or
+ *    XRC_RECV QPs (a TGT QP reaches every SRQ of its domain); an XRC SRQ
+ *    binds its CQ there too, and a TGT QP goes there.
  * @{ */
 /** @return the lcore of QPN @p qpn under @p limits. */
 static inline uint32_t ctl_qpn_lcore(const struct ctl_limits *limits, uint32_t qpn)
@@ -148,9 +157,11 @@ struct ctl_ring_info {
 struct ctl_qp_info {
 	uint32_t qpn;
 	uint32_t qp_type;        /**< enum ibv_qp_type */
-	uint32_t pd;             /**< PD index: MR/AH/QP with equal pd may be used together */
-	uint32_t send_cqn;       /**< CQ numbers (see ctl_cq_info.cqn) */
+	uint32_t pd;             /**< PD index: MR/AH/QP with equal pd may be used together
+				      (XRC_RECV: UINT32_MAX, its SRQs' PDs count) */
+	uint32_t send_cqn;       /**< CQ numbers (see ctl_cq_info.cqn); UINT32_MAX: none (XRC) */
 	uint32_t recv_cqn;
+	uint32_t xrcd;           /**< XRC_RECV: its XRC domain number (1..); 0: none */
 	uint32_t srqn;           /**< UINT32_MAX: no SRQ */
 	uint32_t port;           /**< device-local port 1.. of the QP's device */
 	uint32_t dev;            /**< device index in the configuration */
@@ -174,8 +185,11 @@ struct ctl_cq_info {
 
 /** What the dataplane gets for an SRQ. */
 struct ctl_srq_info {
-	uint32_t srqn;
+	uint32_t srqn;           /**< also the number XRC requests name it by (XRCETH) */
 	uint32_t pd;
+	uint32_t xrcd;           /**< XRC SRQ: its domain number (1..); 0: a basic SRQ */
+	uint32_t cqn;            /**< XRC SRQ: the CQ of its completions; else UINT32_MAX */
+	uint32_t lcore;          /**< XRC SRQ: the lcore of its domain (QP placement) */
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;      /**< 0: disarmed; raise IBV_EVENT_SRQ_LIMIT_REACHED once below */
@@ -329,7 +343,7 @@ struct ctl_quota {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
-	uint32_t max_channels;   /**< (memory windows count against max_mr) */
+	uint32_t max_channels;   /**< (memory windows are bounded by max_mr, XRCD handles by max_pd) */
 	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
 	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */

@@ -53,8 +53,10 @@ extern "C" {
 
 #define IPC_MAGIC 0x52434531u       /**< "RCE1" */
 /* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none
- * 3: ipc_device_attr carries the ODP capabilities */
-#define IPC_VERSION 3u
+ * 3: ipc_device_attr carries the ODP capabilities
+ * 4: XRC: OPEN_XRCD, CLOSE_XRCD (36, 37 kept for OPEN_QP); CREATE_SRQ takes a type, an XRC
+ *    domain and a CQ, CREATE_QP an XRC domain */
+#define IPC_VERSION 4u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -341,14 +343,14 @@ struct ipc_resize_cq_req { uint32_t handle; uint32_t cqe; };
 
 struct ipc_create_qp_req {
 	uint64_t user_handle;
-	uint32_t pd;
-	uint32_t send_cq;
-	uint32_t recv_cq;
+	uint32_t pd;          /**< IPC_HANDLE_NONE for XRC_RECV */
+	uint32_t send_cq;     /**< IPC_HANDLE_NONE for XRC_RECV */
+	uint32_t recv_cq;     /**< IPC_HANDLE_NONE for XRC_SEND and XRC_RECV */
 	uint32_t srq;         /**< or IPC_HANDLE_NONE */
 	uint32_t qp_type;     /**< enum ibv_qp_type */
 	uint32_t sq_sig_all;
 	uint32_t create_flags;
-	uint32_t pad;
+	uint32_t xrcd;        /**< XRC_RECV: its XRC domain (OPEN_XRCD handle); else IPC_HANDLE_NONE */
 	uint64_t send_ops_flags;
 	struct ipc_qp_cap cap;
 	uint32_t pad2;
@@ -378,6 +380,10 @@ struct ipc_create_srq_req {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;
+	uint32_t srq_type;    /**< enum ibv_srq_type: IBV_SRQT_BASIC or IBV_SRQT_XRC */
+	uint32_t xrcd;        /**< IBV_SRQT_XRC: its XRC domain (OPEN_XRCD handle) */
+	uint32_t cq;          /**< IBV_SRQT_XRC: the CQ of its receive completions */
+	uint32_t pad;
 };
 /** SRQ create answer; fd 0 is the ring memfd. */
 struct ipc_create_srq_rsp {
@@ -389,6 +395,15 @@ struct ipc_create_srq_rsp {
 	struct ipc_ring_desc ring;
 };
 struct ipc_modify_srq_req { uint32_t handle; uint32_t mask; uint32_t max_wr; uint32_t srq_limit; };
+
+/**
+ * OPEN_XRCD (ibv_open_xrcd(3)): fd 0, if any, names the domain by its inode:
+ * every context of the device that opens the same inode shares one XRC
+ * domain. oflags: O_CREAT (create it if the inode has none; required
+ * without an fd), O_EXCL (fail if it exists). Answer: ipc_create_rsp
+ * {handle, domain number}.
+ */
+struct ipc_open_xrcd_req { uint32_t oflags; uint32_t pad; };
 struct ipc_query_srq_rsp { uint32_t max_wr; uint32_t max_sge; uint32_t srq_limit; uint32_t pad; };
 
 struct ipc_create_ah_req { uint64_t user_handle; uint32_t pd; uint32_t pad; struct ipc_ah_attr attr; };
@@ -462,6 +477,8 @@ enum ipc_obj_kind {
 	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)  \
 	IPC_OP(ATTACH_MCAST,   32, ipc_mcast_req,           ipc_empty,            0, 0)  \
 	IPC_OP(DETACH_MCAST,   33, ipc_mcast_req,           ipc_empty,            0, 0)  \
+	IPC_OP(OPEN_XRCD,      34, ipc_open_xrcd_req,       ipc_create_rsp,       1, 0)  \
+	IPC_OP(CLOSE_XRCD,     35, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(ALLOC_MW,       44, ipc_alloc_mw_req,        ipc_alloc_mw_rsp,     0, 0)  \
 	IPC_OP(DEALLOC_MW,     45, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */

@@ -503,6 +503,15 @@ host_av(struct wr_av *av, int self, bool ipv6)
 	av->traffic_class = 0x02;
 }
 
+/* Host 1's XRC SRQ lookup (xport_cfg.xrc_srq): one SRQ, SIM_XRC_SRQN. */
+static struct xport_srq *
+sim_xrc_srq(void *ctx, uint32_t srqn)
+{
+	struct sim_host *h = ctx;
+
+	return srqn == SIM_XRC_SRQN ? &h->srq : NULL;
+}
+
 /* sim_init() with the blocks of @p pool (NULL: none) reused where they fit. */
 static int
 sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_pool *pool)
@@ -566,7 +575,21 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 		c->max_unacked = p->max_unacked;
 		c->sq = h->sq;
 		c->sq_size = p->sq_size;
-		if (p->srq && i == 1) {
+		if (p->xrcd) {
+			/* XRC: host 0 sends only (INI), host 1 receives into its XRC SRQ (TGT) */
+			c->xrc = i == 0 ? XPORT_XRC_INI : XPORT_XRC_TGT;
+			if (i == 1) {
+				h->srq_ring = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
+				h->srq = (struct xport_srq){
+					.ring = h->srq_ring, .size = p->rq_size, .handle = 77,
+					.cq = &h->rcq, .pd = SIM_PD, .xrc_live = 77,
+					.xrcd = p->xrc_srq_xrcd ? p->xrc_srq_xrcd : p->xrcd,
+				};
+				c->xrcd = p->xrcd;
+				c->xrc_srq = sim_xrc_srq;
+				c->xrc_ctx = h;
+			}
+		} else if (p->srq && i == 1) {
 			h->srq_ring = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
 			h->srq = (struct xport_srq){ .ring = h->srq_ring, .size = p->rq_size,
 						     .handle = 77 };
@@ -576,8 +599,8 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 			c->rq = h->rq;
 			c->rq_size = p->rq_size;
 		}
-		c->send_cq = &h->scq;
-		c->recv_cq = &h->rcq;
+		c->send_cq = p->xrcd && i == 1 ? NULL : &h->scq;
+		c->recv_cq = p->xrcd ? NULL : &h->rcq;
 		c->mrs = h->mrs;
 		c->mws = p->mws;
 		/* as the daemon does: created with one responder resource, sized

@@ -134,7 +134,16 @@ struct sim_params {
 	bool ipv6;
 	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
 	struct mw_table *mws;     /* memory windows of both QPs (one daemon's), NULL: none */
+	/*
+	 * XRC (nonzero): host 0's QP is an XRC INI QP, host 1's an XRC TGT QP
+	 * of domain xrcd, whose XRC SRQ (number SIM_XRC_SRQN, domain
+	 * xrc_srq_xrcd or else xrcd, CQ: host 1's recv CQ) is its only one.
+	 */
+	uint32_t xrcd;
+	uint32_t xrc_srq_xrcd;
 };
+
+#define SIM_XRC_SRQN 0x42
 
 void sim_default_params(struct sim_params *p);
 /* Create both hosts, QPs in RTS. @return 0 */
