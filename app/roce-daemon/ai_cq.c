@@ -254,14 +254,8 @@ ai_dp_srq_destroy(void *dp, const struct ctl_srq_info *srq)
 	}
 	op->srqn = srq->srqn;
 	m.u.srq.x = &s->x;
-	if (ai_send(ai, s->lcore, op, &m) != 0) {
-		ai->destroys_held++;
-		ai_op_free(ai, op);
-		ctl_dp_destroy_failed(ai->ctl);
-		return;
-	}
-	if (ai_op_return(ai, op) != 0)
-		ctl_dp_destroy_failed(ai->ctl);
+	/* not sent: TGT QPs may still reach it, lib/ctl keeps its ring and CQ */
+	ai_send_release(ai, s->lcore, op, &m);
 }
 
 /* Bind CQ @p c to @p lcore for one more QP reference; the first reference sets the engine view up. */

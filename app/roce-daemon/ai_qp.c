@@ -247,21 +247,14 @@ ai_dp_qp_destroy(void *dp, const struct ctl_qp_info *info)
 	}
 	op->qpn = info->qpn;
 	qp_msg(&m, CTL_MSG_QP_DESTROY, q, &q->cfg, -1, 0);
-	if (ai_send(ai, qp_lcore(ai, info->qpn), op, &m) != 0) {
-		/*
-		 * No room even in the release reserve: the QP stays on its lcore,
-		 * so lib/ctl must never free its rings (nor its CQs' and SRQ's).
-		 * Its PD stays counted on that lcore (MRs of the PD still wait
-		 * for it); a new QP under its QPN is refused there (EEXIST).
-		 */
+	/*
+	 * No room even in the release reserve: the QP stays on its lcore, so
+	 * lib/ctl must never free its rings (nor its CQs' and SRQ's). Its PD
+	 * stays counted on that lcore (MRs of the PD still wait for it); a new
+	 * QP under its QPN is refused there (EEXIST).
+	 */
+	if (ai_send_release(ai, qp_lcore(ai, info->qpn), op, &m) != 0)
 		q->info = NULL;
-		ai->destroys_held++;
-		ai_op_free(ai, op);
-		ctl_dp_destroy_failed(ai->ctl);
-		return;
-	}
-	if (ai_op_return(ai, op) != 0)
-		ctl_dp_destroy_failed(ai->ctl);
 }
 
 /* QP_CREATE answered: an lcore that refused holds nothing. */
