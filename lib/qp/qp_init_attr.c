@@ -29,8 +29,11 @@ check_type(enum ibv_qp_type type, const struct qp_sem_device *dev)
 	case IBV_QPT_UD:
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_XRC_SEND:
-	case IBV_QPT_XRC_RECV:
 		return (dev->qp_types & (1u << type)) ? 0 : EOPNOTSUPP;
+	case IBV_QPT_XRC_RECV:
+		/* Linux (uverbs create_qp) wants the XRC domain first: a device
+		 * without XRC has none to name, so EINVAL (the oracle's answer) */
+		return (dev->qp_types & (1u << type)) ? 0 : EINVAL;
 	case IBV_QPT_DRIVER:
 		return EOPNOTSUPP;
 	default:
