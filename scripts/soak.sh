@@ -11,7 +11,7 @@
 #     -b  build directory [ROCE_BUILD_DIR, default build]
 #     -n  lab name (default rsoak)
 #
-# The lab's link goes through a relay (lab.sh -R: test/interop/lossy_link,
+# In the full scope the lab's link goes through a relay (lab.sh -R: test/interop/lossy_link,
 # this kernel has no sch_netem). For the middle third of the duration it
 # drops, duplicates and reorders 5 % each of the RoCEv2 frames in both
 # directions (SOAK_LOSSY, lossy_link's arguments); the first and last thirds
@@ -51,7 +51,12 @@ while getopts "t:sb:n:" o; do
 	*) echo "usage: soak.sh [-t SECONDS] [-s] [-b BUILD] [-n LAB]" >&2; exit 2 ;;
 	esac
 done
-LAB="$SRC/scripts/lab.sh -b $BUILD -n $NAME -R"
+# the relay only where the link turns lossy (full scope): the short mode's
+# clean link is the plain veth, as before the relay existed (a user-space
+# hop on a loaded 2-core CI machine stalled a client in the lead's run)
+RELAY=
+[ "$SCOPE" = full ] && RELAY=-R
+LAB="$SRC/scripts/lab.sh -b $BUILD -n $NAME $RELAY"
 CLIENT=$BUILD/test/integ/soak_client
 LOSSY=${SOAK_LOSSY:---loss 5 --dup 5 --reorder 5 --seed 16}
 RSS_SLACK=${SOAK_RSS_SLACK_KB:-16384}
@@ -308,6 +313,7 @@ else
 fi
 # what the relay did while it was lossy (its counts, printed when it stopped)
 RELAY_LOG=${LAB_STATE:-/tmp/roce-lab}/$NAME/relay.log
+[ -f "$RELAY_LOG" ] || RELAY_LOG=/dev/null
 sed -n '/^relay: -/,/^relay:/p' "$RELAY_LOG" | sed 's/^/# /'
 read -r dropped dups reord < <(sed -n '/^relay: -/,/^relay:/p' "$RELAY_LOG" | awk -F'[ =]' '
 	/frames=/ { for (i = 1; i <= NF; i++) { if ($i == "dropped") d += $(i+1)
