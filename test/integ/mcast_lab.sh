@@ -67,7 +67,7 @@ mckey_round() {
 	local name=$1 count=$2 grp=$3 sender=$4 recv=$5 h i=0 pids=() rc=0 bind base t0=$SECONDS tj
 	# an earlier round's QPs leave as their processes end: let them go
 	# (bounded), then count what is attached and wait for ours on top
-	local until=$((SECONDS + 10))
+	local until=$((SECONDS + 5))
 	while [ $SECONDS -lt $until ] && [ "$(( $(ctr a attached) + $(ctr b attached) ))" -gt 0 ]; do
 		sleep 0.1
 	done
@@ -82,7 +82,7 @@ mckey_round() {
 	# the receivers have joined (their QPs attached) before the sender sends
 	# (bounded in time, not in polls: one telemetry poll is slow on a busy host)
 	local want=$i
-	until=$((SECONDS + 25))
+	until=$((SECONDS + 10))
 	while [ $SECONDS -lt $until ]; do
 		[ "$(( $(ctr a attached) + $(ctr b attached) ))" -ge "$((base + want))" ] && break
 		sleep 0.1
