@@ -73,15 +73,6 @@ def _pin(label, messages, reason, *test_ids):
         PINNED_SKIPS['tests.' + tid] = (label, messages, reason)
 
 
-_pin(FEATURE_GAP, ('Create XRCD is not supported',),
-     'XRC: no IBV_DEVICE_XRC, ibv_open_xrcd is EOPNOTSUPP',
-     'test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap',
-     'test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add',
-     'test_cqex.CqExTestCase.test_xrc_traffic_cq_ex',
-     'test_odp.OdpTestCase.test_odp_xrc_traffic',   # needs ODP too; XRC fails first
-     'test_qpex.QpExTestCase.test_qp_ex_xrc_send',
-     'test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm',
-     'test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic')
 _pin(FEATURE_GAP, ('Device memory is not supported',),
      'device memory: max_dm_size is 0, ibv_alloc_dm is EOPNOTSUPP',
      'test_device.DMTest.test_create_dm',
