@@ -11,12 +11,14 @@ meson reports an ERROR without a reason. So:
   1. no test source calls cr_log_warn (log the retry with cr_log_info;
      cr_log_error only where the test fails anyway);
   2. every Criterion test registered in the build runs with
-     --tap=/dev/stdout: TAP on stdout for meson, Criterion's own log on
-     stderr, where CI's report (scripts/ci_report.py) shows its tail;
+     --tap=/dev/stdout (crit_tap), which the default test setup's wrapper
+     scripts/crit_tap.sh turns into clean TAP on stdout for meson and
+     everything else (Criterion's log, the cases' output) on stderr, where
+     CI's report (scripts/ci_report.py) shows its tail;
   3. a suite's .fini never calls cr_assert or cr_expect: Criterion ignores
      a failure there (the test stays "ok", the exit status 0); a check in a
      teardown uses t_fini_check() (test/daemon/helpers.h), which aborts.
-Cases 4 to 9 run criterion_probe (test/ci/criterion_probe.c) and check that
+Cases 4 to 11 run criterion_probe (test/ci/criterion_probe.c) and check that
 the installed Criterion still behaves as the rules assume.
 
 Usage: check_criterion.py SRC_ROOT BUILD_ROOT PROBE
@@ -28,6 +30,7 @@ import subprocess
 import sys
 
 SRC, BUILD, PROBE = sys.argv[1:4]
+WRAP = os.path.join(SRC, 'scripts', 'crit_tap.sh')
 TAP_OUT = '--tap=/dev/stdout'
 WARN = re.compile(r'\bcr_log_warn\s*\(|\bcr_log\s*\(\s*CR_LOG_WARNING\b')
 SCANNED = ('test', 'fuzz', 'bench')
@@ -93,17 +96,20 @@ def criterion_tests():
             if t['cmd'] and links_criterion(t['cmd'][0])]
 
 
-def probe(case, tap=TAP_OUT):
-    p = subprocess.run([PROBE, tap, '-j1', f'--filter=probe/{case}'], capture_output=True,
-                       text=True, timeout=30)
+def probe(case, tap=TAP_OUT, wrap=True):
+    """Run one probe case as meson does (through the wrapper) or bare."""
+    cmd = ([WRAP] if wrap else []) + [PROBE, tap, '-j1', f'--filter=probe/{case}']
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     lines = [line for line in p.stdout.splitlines() if re.match(r'(not )?ok\b', line)]
     ran = [line for line in lines if '# SKIP' not in line]
     all_ok = len(ran) == 1 and ran[0].startswith('ok ')
-    return p.returncode, all_ok, p.stderr, f'exit {p.returncode}\n{p.stdout}{p.stderr}'
+    tap_only = all(re.match(r'(TAP version|1\.\.|#|(not )?ok\b)', line)
+                   for line in p.stdout.splitlines() if line.strip())
+    return p.returncode, all_ok and tap_only, p.stderr, f'exit {p.returncode}\n{p.stdout}{p.stderr}'
 
 
 print('TAP version 13')
-print('1..9')
+print('1..11')
 
 hits = warn_calls()
 result(not hits, 'no test source logs a Criterion warning (it turns a pass into exit 1)',
@@ -133,7 +139,15 @@ rc, ok, err, out = probe('dies_in_fini')
 result(rc == 1 and ok and 'crashed during its setup or teardown' in err,
        'a signal in the teardown: every line ok, exit 1, the reason on stderr', out)
 
-rc, ok, err, out = probe('logs_warn', tap='--tap')
+rc, ok, err, out = probe('prints_to_stdout')
+result(rc == 0 and ok and 'probe: a line of the case on stdout' in err,
+       "a case's own stdout goes to stderr: stdout is TAP only", out)
+
+rc, ok, err, out = probe('logs_warn', wrap=False)
+result(rc == 1 and '[WARN] probe: a warning line' in out and 'probe::logs_warn' in out,
+       f'without the wrapper {TAP_OUT} still shows the warning (on stdout or stderr)', out)
+
+rc, ok, err, out = probe('logs_warn', tap='--tap', wrap=False)
 result(rc == 1 and ok and 'WARN' not in err,
        'plain --tap: the same exit 1 with nothing on stderr (why rule 2)', out)
 rc, ok, err, out = probe('fails_in_fini')

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <signal.h>
+#include <stdio.h>
 
 Test(probe, passes)
 {
@@ -17,6 +18,12 @@ Test(probe, passes)
 Test(probe, logs_info)
 {
 	cr_log_info("probe: an info line");
+	cr_assert(1);
+}
+
+Test(probe, prints_to_stdout)
+{
+	printf("probe: a line of the case on stdout\n");
 	cr_assert(1);
 }
 
