@@ -101,7 +101,7 @@ mckey_round() {
 	# "SUM MS" of each wait: what was attached, and how long it took
 	echo "# round $name: $((SECONDS - t0)) s (earlier QPs gone: ${gone:-?} ms; $i receivers attached: ${joined:-?} ms over a base of $base)"
 	# what the sender's daemon made of its sends (a failure shows it)
-	echo "== sender host $h: $(tel "$h" /roce/port/stats,0 | tr -d '{}"' | tr ',' '\n' |
+	echo "== sender host $h: $($TEL show "$L-$h" /roce/port/stats,0 | tr ' ' '\n' |
 		grep -E 'ud_ah_invalid|tx_mcast|rx_mcast|drop' | tr '\n' ' ')" >> "$W/$name.all"
 	return $rc
 }
