@@ -411,12 +411,16 @@ relay_net_up() {
 	relay_start
 }
 
-relay_pid() {
+# The PID recorded in file $1 if that process is alive and its command line
+# still matches $2 (a reused PID does not).
+recorded_pid() {
 	local pid
-	pid=$(cat "$STATE/relay.pid" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "lossy_link.*$(ifname ra)" &&
+	pid=$(cat "$1" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+		tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$2" &&
 		echo "$pid"
 }
+
+relay_pid() { recorded_pid "$STATE/relay.pid" "lossy_link.*$(ifname ra)"; }
 
 relay_stop() {
 	local pid i
@@ -495,12 +499,7 @@ owner_pid() {
 }
 
 # PID of the lab's watchdog if it is alive and still ours.
-watchdog_pid() {
-	local pid
-	pid=$(cat "$STATE/watchdog.pid" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "lab.sh.* -n $LAB_NAME _watch " &&
-		echo "$pid"
-}
+watchdog_pid() { recorded_pid "$STATE/watchdog.pid" "lab.sh.* -n $LAB_NAME _watch "; }
 
 watchdog_start() { # owner-pid; the watchdog records itself before the lab is made
 	local start k
