@@ -467,16 +467,18 @@ net_down() {
 
 # ---- the owner (LAB_OWNER): the lab goes down when it ends ----
 
-# Start time of live process $1 (/proc/PID/stat field 22: a reused PID has
-# another); fails for a process that is gone or a zombie.
-proc_start() {
-	local stat
+# Field $2 of live process $1's /proc/PID/stat (6: its session, 22: its
+# start time, which a reused PID does not share); fails for a process that
+# is gone or a zombie.
+proc_stat() {
+	local stat n=$(($2 - 2))
 	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
 	stat=${stat##*) } # the command may hold spaces and parentheses
 	set -- $stat
 	[ "$1" != Z ] || return 1
-	echo "${20}"
+	echo "${!n}"
 }
+proc_start() { proc_stat "$1" 22; }
 
 # The PID LAB_OWNER names, or nothing (no owner).
 owner_pid() {
@@ -484,7 +486,7 @@ owner_pid() {
 	case ${LAB_OWNER:-} in
 	"") return 0 ;;
 	session)
-		sid=$(ps -o sid= -p $$ 2>/dev/null | tr -d ' ')
+		sid=$(proc_stat $$ 6)
 		# a session whose leader is gone (or init's) has no owner to follow
 		if [ -z "$sid" ] || [ "$sid" -le 1 ] || ! proc_start "$sid" > /dev/null; then
 			echo "lab.sh: LAB_OWNER=session: session leader ${sid:-?} is gone; the lab has no owner" >&2
