@@ -57,7 +57,10 @@ tel() { $LAB telemetry "$1" "$2" 2>/dev/null; }
 # Counters through roce_tel.py: one process and one telemetry connection per
 # read or wait (a `lab.sh telemetry | python3` pipeline per counter took 2 to
 # 8 s on a loaded host, and the rounds' bounded waits ran out on it).
-TEL="python3 $SRC/test/integ/roce_tel.py"
+# The system's python3 without site (stdlib only): a `python3` found first in
+# PATH may be a version manager's shim that costs ~2 s per start on a busy host.
+PY=$(command -v /usr/bin/python3 || command -v python3)
+TEL="$PY -S $SRC/test/integ/roce_tel.py"
 # one counter of /roce/mcast or /roce/port/stats,0 on host $1
 ctr() {
 	local path=/roce/mcast
@@ -181,7 +184,7 @@ run b timeout 30 mckey -m 239.1.2.6 -b 198.18.0.12 -C 1 > "$W/q.r.out" 2>&1 &
 QR=$!
 mcast_wait attached ge 1 10 b > /dev/null
 q0=$(ctr b queries_answered)
-ip netns exec "$L-a" python3 - "$L-a" <<'PY' > "$W/query.out" 2>&1
+ip netns exec "$L-a" "$PY" -S - "$L-a" <<'PY' > "$W/query.out" 2>&1
 import socket, struct, sys
 def csum(b):
     s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
