@@ -93,8 +93,9 @@ mckey_round() {
 		pids+=($!)
 	done
 	# the receivers have joined (their QPs attached) before the sender sends;
-	# a bound, not a pause: they attach within a second or two of their start
-	joined=$(mcast_wait attached ge $((base + i)) 10 a b)
+	# a bound, not a pause: they attach within ~50 ms of their start (the
+	# bound was 25 s, then 10 s, while each read took seconds)
+	joined=$(mcast_wait attached ge $((base + i)) 5 a b)
 	set -- $sender
 	h=$1; shift
 	[ "$h" = a ] && bind=$A_ADDR || bind=$B_ADDR
@@ -182,7 +183,7 @@ fi
 # a general IGMPv2 query from the link while b has a member: b answers with a report
 run b timeout 30 mckey -m 239.1.2.6 -b 198.18.0.12 -C 1 > "$W/q.r.out" 2>&1 &
 QR=$!
-mcast_wait attached ge 1 10 b > /dev/null
+mcast_wait attached ge 1 5 b > /dev/null
 q0=$(ctr b queries_answered)
 ip netns exec "$L-a" "$PY" -S - "$L-a" <<'PY' > "$W/query.out" 2>&1
 import socket, struct, sys
