@@ -96,6 +96,8 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	/* IBTA 1.5: ATOMIC WRITE and FLUSH of global visibility (no pmem) */
+	a->device_cap_flags_ex = QP_DEVICE_ATOMIC_WRITE | QP_DEVICE_FLUSH_GLOBAL;
 	a->max_mw = cfg->limits.max_mw;
 	a->max_sge = WQE_MAX_SGE;
 	a->max_sge_rd = WQE_MAX_SGE;

@@ -105,7 +105,7 @@ int ctl_h_DEALLOC_PD(const struct ctl_req *x)
 #define CTL_MR_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                 \
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-			     CTL_MR_HINTS)
+			     QP_ACCESS_FLUSH_GLOBAL | QP_ACCESS_FLUSH_PERSISTENT | CTL_MR_HINTS)
 
 /*
  * On-demand paging. An ODP MR is never shared through a memfd: the lcores
@@ -160,6 +160,9 @@ static int ctl_mr_check_odp(uint32_t access, unsigned int nfds)
 static int ctl_mr_check_access(uint32_t access)
 {
 	if (access & ~(uint32_t)CTL_MR_ACCESS_KNOWN)
+		return EINVAL;
+	/* no persistent memory here: as rxe refuses FLUSH_PERSISTENT off pmem */
+	if (access & QP_ACCESS_FLUSH_PERSISTENT)
 		return EINVAL;
 	/* IBA 10.6.3.1: remote write/atomic need local write. */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&

@@ -192,10 +192,11 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		}
 	}
 	if (len > (1u << 31) || (type == XPORT_UD && len > qp->mtu) ||
-	    (w->kind == SWQE_ATOMIC && len != 8))
+	    ((w->kind == SWQE_ATOMIC || w->kind == SWQE_ATOMIC_WRITE) && len != 8) ||
+	    (w->kind == SWQE_FLUSH && len != 0))
 		goto len_err;
 	w->length = (uint32_t)len;
-	if (w->kind != SWQE_ATOMIC && len)
+	if (w->kind != SWQE_ATOMIC && w->kind != SWQE_ATOMIC_WRITE && len)
 		w->npkts = (uint32_t)((len + qp->mtu - 1) >> qp->mtu_shift);
 	return;
 len_err:
@@ -288,9 +289,9 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 	const struct xport_swqe *w = ctx->w;
 
 	if (qp_is_rc(qp)) {
-		bool rd_atomic = w->kind == SWQE_READ || w->kind == SWQE_ATOMIC;
-		/* at most max_rd_atomic READ/ATOMIC outstanding (initiator depth) */
-		if (rd_atomic && req->rd_inflight >= qp->cfg.max_rd_atomic)
+		/* at most max_rd_atomic READ/ATOMIC (and ATOMIC WRITE/FLUSH, which
+		 * take a responder resource too) outstanding: initiator depth */
+		if (wr_kind_rd_atomic(w->kind) && req->rd_inflight >= qp->cfg.max_rd_atomic)
 			return REQ_IDLE;
 		/* fence: wait for every prior READ/ATOMIC to complete */
 		if ((w->wqe.send_flags & WR_FLAG_FENCE) && req->offset == 0 && req->rd_inflight)
@@ -319,7 +320,7 @@ build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
 	bool last = ctx->last;
 	struct roce_pkt *p = &f->pkt;
 
-	if (first && w->kind == SWQE_WRITE) {
+	if (first && (w->kind == SWQE_WRITE || w->kind == SWQE_ATOMIC_WRITE)) {
 		p->reth.va = wqe->wr.rdma.remote_addr;
 		p->reth.rkey = wqe->wr.rdma.rkey;
 		p->reth.length = w->length;
@@ -397,6 +398,23 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		f->pkt.ack_req = true;
 		f->pkt.payload_len = 0;
 		ctx->payload = 8;
+		ctx->psns = 1;
+		ctx->last = true;
+		break;
+	}
+	case SWQE_FLUSH: {
+		/* IBTA 1.5 FLUSH: FETH + RETH, no payload; answered by an empty READ response */
+		f = xport_frame_new(qp, out, data_opcode_of(qp, w, true, true), req->psn);
+		if (!f)
+			return REQ_OUT_FULL;
+		f->pkt.feth.placement = w->wqe.wr.flush.type;
+		f->pkt.feth.selectivity = w->wqe.wr.flush.level;
+		f->pkt.reth.va = w->wqe.wr.flush.remote_addr;
+		f->pkt.reth.rkey = w->wqe.wr.flush.rkey;
+		f->pkt.reth.length = w->wqe.wr.flush.length;
+		f->pkt.ack_req = true;
+		f->pkt.payload_len = 0;
+		ctx->payload = 0;
 		ctx->psns = 1;
 		ctx->last = true;
 		break;
@@ -481,7 +499,7 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->offset = 0;
 	req->cur++;
 	if (rc) {
-		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+		if (wr_kind_rd_atomic(w->kind))
 			req->rd_inflight++;
 	} else {
 		/* UC/UD: no response will come, complete now */
@@ -552,7 +570,7 @@ xport_req_rewind(struct xport_qp *qp, uint32_t psn)
 		w = swqe_at(qp, idx);
 		if (!w->started || psn_le(psn, w->last_psn))
 			break;
-		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+		if (wr_kind_rd_atomic(w->kind))
 			req->rd_inflight++;
 		w = NULL;
 	}

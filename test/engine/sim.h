@@ -77,7 +77,7 @@ struct sim_host {
 	struct ah_table *ahs;     /* SIM_AH: cfg.av, PD SIM_PD */
 	uint8_t *arena;
 	uint64_t arena_len;
-	uint32_t arena_key;       /* all access rights, PD SIM_PD */
+	uint32_t arena_key;       /* all access rights (FLUSH_GLOBAL too), PD SIM_PD */
 	uint64_t arena_iova;      /* application VA of arena[0] */
 	struct spsc_ring *sq, *rq, *srq_ring, *scq_ring, *rcq_ring;
 	struct xport_cq scq, rcq;
@@ -132,6 +132,7 @@ struct sim_params {
 	bool ipv6;
 	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
 	struct mw_table *mws;     /* memory windows of both QPs (one daemon's), NULL: none */
+	uint32_t qp_access;       /* QP access flags of both; 0: remote write, read, atomic */
 };
 
 void sim_default_params(struct sim_params *p);
