@@ -127,6 +127,10 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->dealloc_td = shim_dealloc_td;
 	v->alloc_parent_domain = shim_alloc_parent_domain;
 	v->advise_mr = shim_advise_mr;
+	/* device memory (dm.c) */
+	v->alloc_dm = shim_alloc_dm;
+	v->free_dm = shim_free_dm;
+	v->reg_dm_mr = shim_reg_dm_mr;
 	v->sz = sizeof(struct verbs_context);
 }
 

@@ -169,6 +169,12 @@ struct shim_mr {
 	bool odp;                     /* IBV_ACCESS_ON_DEMAND: never a backing */
 	struct shim_mr *odp_next;     /* in shim_odp_mrs, for ibv_advise_mr */
 };
+/* ---- dm.c ---- */
+struct ibv_dm *shim_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
+int shim_free_dm(struct ibv_dm *dm);
+struct ibv_mr *shim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset, size_t length,
+			      unsigned int access);
+
 int shim_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		   struct ibv_sge *sg_list, uint32_t num_sge);
 

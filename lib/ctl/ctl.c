@@ -167,6 +167,7 @@ static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
 	[CTL_KIND_AH] = sizeof(struct ctl_ah),
 	[CTL_KIND_MR] = sizeof(struct ctl_mr),
 	[CTL_KIND_MW] = sizeof(struct ctl_mw),
+	[CTL_KIND_DM] = sizeof(struct ctl_dm),
 	[CTL_KIND_CQ] = sizeof(struct ctl_cq),
 	[CTL_KIND_CHANNEL] = sizeof(struct ctl_channel),
 	[CTL_KIND_PD] = sizeof(struct ctl_pd),
@@ -189,6 +190,7 @@ static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 	case CTL_KIND_AH: return l->max_ah;
 	case CTL_KIND_MR: return l->max_mr;
 	case CTL_KIND_MW: return l->max_mw ? l->max_mw : 1; /* 0: ALLOC_MW refused */
+	case CTL_KIND_DM: return l->max_mr; /* bounded by bytes (max_dm_bytes) first */
 	case CTL_KIND_CQ: return l->max_cq;
 	case CTL_KIND_CHANNEL: return l->max_channels;
 	case CTL_KIND_PD: return l->max_pd;
@@ -355,6 +357,8 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 	st->quarantined_bytes = ctl->quarantined_bytes;
 	st->qkey_refused = ctl->qkey_refused;
 	st->quota_refused = ctl->quota_refused;
+	st->dm = ctl->tab[CTL_KIND_DM].nused;
+	st->dm_bytes = ctl->dm_bytes;
 	st->conns_refused = ctl->conns_refused;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
 	st->mr = ctl->tab[CTL_KIND_MR].nused;
@@ -1010,6 +1014,7 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	const struct ctl_quota *q = &c->ctl->cfg.quota;
 
 	*a = ctl_dev(c)->attr;
+	a->max_dm_size = c->ctl->cfg.limits.max_dm_size; /* ctl_dm.c */
 	/* this client's limits: the device's, or its quota where smaller */
 #define CTL_QUOTA_MIN(field, quota) \
 	if ((quota) != 0 && (quota) < a->field) \
@@ -1021,6 +1026,7 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	CTL_QUOTA_MIN(max_srq, q->max_srq)
 	CTL_QUOTA_MIN(max_ah, q->max_ah)
 	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
+	CTL_QUOTA_MIN(max_dm_size, q->max_dm_bytes)
 	CTL_QUOTA_MIN(max_total_mcast_qp_attach, q->max_mcast_attach)
 #undef CTL_QUOTA_MIN
 	return 0;

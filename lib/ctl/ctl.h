@@ -96,6 +96,12 @@ struct ctl_limits {
 	 * One lib/xport window table (mw.h) for every lcore: ctl_mw_table().
 	 */
 	uint32_t max_mw;
+	/**
+	 * Device memory (ibv_alloc_dm): bytes of all clients together, and
+	 * the largest one allocation (QUERY_DEVICE's max_dm_size); 0: none.
+	 */
+	uint64_t max_dm_bytes;
+	uint64_t max_dm_size;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -333,6 +339,7 @@ struct ctl_quota {
 	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
 	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	uint64_t max_dm_bytes;   /**< bytes of all its device memory (ibv_alloc_dm) */
 	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
@@ -503,6 +510,8 @@ struct ctl_stats {
 	uint64_t qkey_refused;   /**< controlled Q_Keys asked for without CAP_NET_RAW (EPERM) */
 	uint64_t quota_refused;  /**< requests refused by a client's quota (ENOMEM) */
 	uint64_t conns_refused;  /**< connections of peers not allowed (ctl_access) */
+	uint32_t dm;             /**< device memory allocations (ibv_alloc_dm) */
+	uint64_t dm_bytes;       /**< their bytes (limits.max_dm_bytes bounds them) */
 };
 
 /** Fill @p st. */

@@ -98,9 +98,6 @@ _pin(FEATURE_GAP, ('Device memory is not supported',),
      'test_mr.DeviceMemoryAPITest.test_dm_bad_registration',
      'test_mr.DeviceMemoryTest.test_dm_remote_traffic',
      'test_mr.DeviceMemoryTest.test_dm_traffic')
-_pin(FEATURE_GAP, ('Extended QP is not supported on this device',),
-     'send_ops_flags: no IBV_QP_EX_WITH_ATOMIC_WRITE (RDMA atomic write)',
-     'test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write')
 _pin(FEATURE_GAP, ('Create Raw Packet QP with attrs is not supported',
                    'Create Raw Packet QP with extended attrs is not supported',
                    'Create Raw Packet QP without attrs is not supported',
