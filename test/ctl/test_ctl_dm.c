@@ -40,7 +40,7 @@ fake_mr_destroy(void *dp, const struct ctl_mr_info *mr)
 	mr_destroys++;
 }
 
-static const struct ctl_dp_ops fake_dp = {
+static const struct ctl_dataplane_ops fake_dp = {
 	.mr_create = fake_mr_create,
 	.mr_destroy = fake_mr_destroy,
 };
@@ -239,7 +239,8 @@ Test(ctl_dm, reg_dm_mr_rules)
 	cr_assert_eq(reg_dm_mr(&a, pd, d.handle, 0, 0, zb, NULL), EINVAL, "empty");
 	cr_assert_eq(reg_dm_mr(&a, pd, e.handle, 0, 100, zb, NULL), EINVAL, "b's DM");
 	cr_assert_eq(reg_dm_mr(&a, pdb, d.handle, 0, 100, zb, NULL), EINVAL, "b's PD");
-	cr_assert_eq(reg_dm_mr(&a, pd, d.handle, 0, 100, zb | IBV_ACCESS_REMOTE_WRITE, NULL), EINVAL,
+	cr_assert_eq(reg_dm_mr(&a, pd, d.handle, 0, 100,
+			       IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE, NULL), EINVAL,
 		     "remote write without local write");
 	cr_assert_eq(mr_creates, 0, "nothing reached the dataplane");
 	cr_assert_eq(reg_dm_mr(&a, pd, d.handle, 0, 100, zb | IBV_ACCESS_REMOTE_READ, NULL), 0);
