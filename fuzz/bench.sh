@@ -2,7 +2,10 @@
 # Run every libFuzzer target (fuzz/fuzz.sh) for RUNS executions (default
 # 10 M) or SECONDS (default 14400) each, whichever comes first, one after
 # the other under nice, and print a Markdown table of what each did:
-# executions, time, exec/s, coverage (cov, ft), corpus size and findings.
+# executions, time, exec/s (of the wall clock, and per second of the
+# fuzzer's own CPU time: what the machine's load does not change), the
+# load average during the run (the mean of the 1-minute figure sampled every
+# 10 s), coverage (cov, ft), corpus size and findings.
 # doc/security.md records these figures.
 #
 # usage: fuzz/bench.sh [RUNS] [SECONDS] [WORK_DIR] [TARGET...]
@@ -30,15 +33,27 @@ row() { # target rc
 	[ "$2" = 0 ] || found="$(ls "$work/$1" | grep -E '^(crash|timeout|leak|oom)-' | head -3 | tr '\n' ' ')"
 	t=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
 	[ -n "$t" ] || t=$(( ${execs:-0} / (${rate:-1} > 0 ? ${rate:-1} : 1) ))
-	printf '| %s | %s | %s s | %s | %s | %s | %s | %s |\n' "$1" "${execs:-?}" "$t" "${rate:-?}" \
-		"${cov:-?}" "${ft:-?}" "${corp:-?}" "$found"
+	cpu=$(cat "$work/$1.cpu" 2>/dev/null)
+	cpurate=?
+	[ -n "$cpu" ] && [ "${execs:-0}" -gt 0 ] && cpurate=$(awk -v e="$execs" -v c="$cpu" 'BEGIN { printf "%d", (c > 0 ? e / c : 0) }')
+	load=$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "?" }' "$work/$1.load")
+	printf '| %s | %s | %s s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "${execs:-?}" "$t" "${rate:-?}" \
+		"$cpurate" "$load" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$found"
 }
 
-echo "| target | executions | time | exec/s | cov | ft | corpus | findings |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| target | executions | time | exec/s | exec per CPU-second | load average | cov | ft | corpus | findings |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for t in $targets; do
-	nice "$here/fuzz.sh" "$t" "$secs" "$here/../../shared/rxe-peer/pcaps" "$work/$t" "$runs" \
-		> "$work/$t.out" 2>&1
-	row "$t" $?
+	: > "$work/$t.load"
+	mkdir -p "$work/$t"
+	(while :; do cut -d' ' -f1 /proc/loadavg >> "$work/$t.load"; sleep 10; done) &
+	sampler=$!
+	# the fuzzer's CPU time (user + system): fuzz.sh's "fuzz: cpu" line
+	FUZZ_CPU_FILE="$work/$t.cpu" nice "$here/fuzz.sh" "$t" "$secs" \
+		"$here/../../shared/rxe-peer/pcaps" "$work/$t" "$runs" > "$work/$t.out" 2>&1
+	rc=$?
+	kill "$sampler"
+	wait "$sampler" 2>/dev/null
+	row "$t" $rc
 done
 echo "(work dir $work)"

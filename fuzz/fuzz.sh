@@ -68,13 +68,13 @@ ctl)
 	maxlen=16384 ;;
 config)
 	dirs="$src/app/roce-daemon $(lib_except)"
-	files="$here/fuzz_config.c $(find "$src/lib" -name dcqcn.c)" # it includes config.c
+	files="$here/fuzz_config.c $(find "$src/lib" -name dcqcn.c -o -name delay_cc.c)" # it includes config.c
 	extra="$(pkg-config --cflags --libs inih)"
 	maxlen=8192 ;;
 neigh)
 	if ! pkg-config --exists libdpdk; then echo "fuzz: no DPDK, skipping"; exit 77; fi
 	dirs="$src/app/roce-daemon $(lib_except)"
-	files="$here/fuzz_neigh.c $(for f in neigh neigh_kernel gid config; do echo "$src/app/roce-daemon/$f.c"; done) $(find "$src/lib" -name dcqcn.c -o -name roce_mcast.c -o -name roce_csum.c)"
+	files="$here/fuzz_neigh.c $(for f in neigh neigh_kernel gid config; do echo "$src/app/roce-daemon/$f.c"; done) $(find "$src/lib" -name dcqcn.c -o -name delay_cc.c -o -name roce_mcast.c -o -name roce_csum.c)"
 	extra="$(pkg-config --cflags --libs libdpdk inih) -Wno-unused-command-line-argument"
 	maxlen=9100 ;;
 *)
@@ -85,9 +85,18 @@ esac
 mkdir -p "$work/corpus"
 bin="$work/fuzz_$target"
 # shellcheck disable=SC2086
-if ! "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined $(incs_of $dirs) $files $crc_flags $extra \
-	-o "$bin" 2>"$work/build.log"; then
+set -- "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined $(incs_of $dirs) $files $crc_flags $extra
+cmd="$*"
+# The binary of an earlier run in WORK_DIR is kept if it was built by the
+# same command and no source or header is newer (clang under ASan takes
+# minutes for lib/ on a loaded machine; bench.sh and the suite reuse it).
+stale=1
+if [ -x "$bin" ] && [ "$(cat "$work/build.cmd" 2>/dev/null)" = "$cmd" ]; then
+	# shellcheck disable=SC2086
+	[ -z "$(find $files $dirs -maxdepth 1 -name '*.[ch]' -newer "$bin" | head -1)" ] && stale=0
+fi
+if [ $stale = 1 ] && ! { rm -f "$bin" "$work/build.cmd"; "$@" -o "$bin" 2>"$work/build.log"; }; then
 	if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return d[0] + (int)n; }' |
 		"$cc" -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null; then
 		echo "fuzz: $cc has no libFuzzer runtime, skipping"
@@ -96,14 +105,22 @@ if ! "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 	cat "$work/build.log"
 	exit 1
 fi
+[ $stale = 0 ] || echo "$cmd" > "$work/build.cmd"
 /usr/bin/python3 "$here/seeds.py" "$target" "$pcaps" "$work/corpus" "$src"
 
 limit="-max_total_time=$secs"
 [ -n "$runs" ] && limit="$limit -runs=$runs"
 echo "fuzz: $bin for ${secs}s${runs:+ or $runs runs}, work dir $work"
+# FUZZ_CPU_FILE: where to write the fuzzer's CPU seconds (user + system; bench.sh)
+cpu_file=${FUZZ_CPU_FILE:-/dev/null}
+timer=""
+[ -x /usr/bin/time ] && timer="/usr/bin/time -f %U_%S -o $work/time.out"
+rc=0
 # shellcheck disable=SC2086
-"$bin" $limit -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen \
-	-print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1 || {
+$timer "$bin" $limit -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen -print_final_stats=1 \
+	-artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1 || rc=$?
+awk -F_ '/^[0-9.]+_[0-9.]+$/ { print $1 + $2 }' "$work/time.out" 2>/dev/null > "$cpu_file" || true
+[ $rc = 0 ] || {
 	tail -40 "$work/fuzz.log"
 	echo "fuzz: FAILED, artifacts in $work"
 	exit 1

@@ -493,9 +493,20 @@ LLVMFuzzerInitialize_(void)
 	inet_pton(AF_INET, "198.18.0.1", &ip);
 	ctl_config_default(&cfg, "dpdk_roce0", mac, ip);
 	cfg.limits.n_lcores = 2;
+	cfg.limits.max_flows = 16; /* RAW_PACKET QPs and CREATE_FLOW's rule checks reachable */
+	/*
+	 * Tables of 4 quotas per kind (A, B, and A's earlier connections whose
+	 * teardown a deferred destroy holds): lib/ctl's teardown scans a table
+	 * per object it destroys, and the defaults' thousands of slots made
+	 * that most of an execution. Full tables are one more path fuzzed.
+	 */
+	cfg.limits.max_pd = cfg.limits.max_mr = cfg.limits.max_channels = 4 * QUOTA;
+	cfg.limits.max_cq = cfg.limits.max_qp = cfg.limits.max_srq = 4 * QUOTA;
+	cfg.limits.max_ah = cfg.limits.max_mw = 4 * QUOTA;
 	cfg.quota = (struct ctl_quota){ .max_pd = QUOTA, .max_mr = QUOTA, .max_cq = QUOTA,
 					.max_qp = QUOTA, .max_srq = QUOTA, .max_ah = QUOTA,
-					.max_channels = QUOTA, .max_mr_bytes = 1u << 20 };
+					.max_channels = QUOTA, .max_mr_bytes = 1u << 20,
+					.max_flows = QUOTA };
 	cfg.dp_ops = &fdp_ops;
 	cfg.dp = &fdp;
 	ctl = ctl_create(&cfg);

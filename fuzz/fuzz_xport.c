@@ -8,6 +8,9 @@
  * indexes overwritten, time running (the two engines then talk: timers,
  * retransmissions, responses), state changes and MR churn.
  *
+ * One sim serves every input: sim_reset() makes it new, keeping only its
+ * allocations (test_random proves a reset sim replays as a fresh one).
+ *
  * The first byte picks the QP type (RC, UC, UD), an SRQ on host 1, the path
  * MTU. Host 1's arena is cut into regions with different rights:
  *   [ 0K, 16K)  all rights (receive buffers)        key 0
@@ -455,7 +458,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p.timeout = 1 + (data[0] >> 6);
 	p.retry_cnt = 2;
 	p.rnr_retry = 2;
-	CHECK(sim_init(&f->s, &p, 1) == 0);
+	/* one sim for every input, reset (sim.h: as fresh, allocations kept) */
+	static bool live;
+	CHECK((live ? sim_reset(&f->s, &p, 1) : sim_init(&f->s, &p, 1)) == 0);
+	live = true;
 	regs_setup(f);
 	for (unsigned int steps = 0; f->p < f->end && steps < 256; steps++) {
 		uint8_t op = take8(f);
@@ -491,6 +497,5 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_memory(f);
 	check_psns(f);
 	check_cqes(f);
-	sim_fini(&f->s);
 	return 0;
 }

@@ -82,6 +82,7 @@ static const struct ctl_dataplane_ops ai_ops = {
 #define AI_LCORE_FN_MR_DEREG ai_lcore_mr_dereg
 #define AI_LCORE_FN_CQ_RESIZE ai_lcore_cq_resize
 #define AI_LCORE_FN_SRQ_LIMIT ai_lcore_srq_limit
+#define AI_LCORE_FN_SRQ_DETACH ai_lcore_srq_detach
 
 static const ai_lcore_fn ai_lcore_fns[CTL_MSG_COUNT] = {
 #define AI_LCORE_FN(sym, name) [CTL_MSG_##sym] = AI_LCORE_FN_##sym,
@@ -105,6 +106,7 @@ ai_lcore_run(struct worker *w, struct ctl_msg *m, void *arg)
 #define AI_ANSWERED_MR_DEREG ai_mr_dereg_answered
 #define AI_ANSWERED_CQ_RESIZE ai_cq_resize_answered
 #define AI_ANSWERED_SRQ_LIMIT ai_srq_limit_answered
+#define AI_ANSWERED_SRQ_DETACH ai_srq_detached
 #define AI_ANSWERED_AH_RESOLVE ai_ah_resolved
 #define AI_ANSWERED_QP_RESOLVE ai_qp_resolved
 #define AI_ANSWERED_QP_CREATE ai_qp_created
@@ -320,6 +322,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_mw = cd->max_mrs, /* windows: as many as MRs (gid.c reports it) */
 		.max_dm_bytes = (uint64_t)cd->max_dm_kb << 10,
 		.max_dm_size = (uint64_t)cd->dm_size_kb << 10,
+		.max_xrcd = cd->max_pds, /* XRC domain handles: as many as PDs */
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};

@@ -69,7 +69,7 @@ struct config_port {
 	bool promisc;
 	/* congestion control and QoS (lib/xport struct xport_cc, doc/congestion.md) */
 	uint32_t ecn;                     /**< ECN codepoint on data: 0 none, 1 ECT(1), 2 ECT(0) */
-	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn */
+	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn, 2 delay */
 	bool cnp;                         /**< notification point: CNPs on CE marks */
 	uint32_t cnp_interval_us;
 	uint32_t dscp;                    /**< DSCP when the AV's traffic class has none */
@@ -86,6 +86,11 @@ struct config_port {
 	uint32_t dcqcn_min_mbps;          /**< floor of the rate */
 	uint32_t dcqcn_line_mbps;         /**< line rate, 0: the link speed */
 	bool dcqcn_pace_line;             /**< pace at line rate while not limited */
+	uint32_t pace_burst_bytes;        /**< pacer burst size, 0: 10 ms of the rate */
+	uint32_t delay_target_us;         /**< cc = delay: target RTT */
+	uint32_t delay_ai_mbps;           /**< cc = delay: additive increase per RTT sample */
+	uint32_t delay_beta_pct;          /**< cc = delay: decrease scale beta */
+	uint32_t delay_max_md_pct;        /**< cc = delay: largest cut per RTT */
 	unsigned int line;                /**< line of the [port] header, for errors */
 };
 

@@ -101,7 +101,7 @@ gid_device_attr(const struct config *cfg, const uint8_t mac[6], uint8_t phys_por
 	attr->max_qp_wr = d->max_qp_wr;
 	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 				 IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_MEM_WINDOW |
-				 IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
 	/* IBTA 1.5 (lib/xport): ATOMIC WRITE, FLUSH of global visibility (no pmem) */
 	attr->device_cap_flags_ex = QP_DEVICE_ATOMIC_WRITE | QP_DEVICE_FLUSH_GLOBAL;
 	attr->max_mw = d->max_mrs; /* app_iface: limits.max_mw */

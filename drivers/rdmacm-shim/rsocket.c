@@ -7,8 +7,9 @@
  * no other open() can take while the rsocket lives (librspreload relies on
  * that).
  *
- * Only SOCK_STREAM over AF_INET/AF_INET6 is served; SOCK_DGRAM and AF_IB
- * fail with ENOTSUP (doc/rdma-cm.md, "rsockets").
+ * SOCK_STREAM and SOCK_DGRAM (rsocket_dgram.c) over AF_INET/AF_INET6 are
+ * served; AF_IB fails
+ * with ENOTSUP (doc/rdma-cm.md, "rsockets").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -128,6 +129,8 @@ static void rsk_unmap(void *p, size_t len)
 
 void rsk_free(struct rsk *rs)
 {
+	rsk_ka_remove(rs);
+	rsk_dg_free(rs); /* its QPs before the CQ they share */
 	if (rs->cm != NULL && rs->cm->qp != NULL)
 		rdma_destroy_qp(rs->cm);
 	rsk_free_iomaps(rs);
@@ -194,13 +197,14 @@ RCM_EXPORT int rsocket(int domain, int type, int protocol)
 	int stype = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct rsk *rs;
 
-	if ((domain != AF_INET && domain != AF_INET6) || stype != SOCK_STREAM ||
-	    (protocol && protocol != IPPROTO_TCP))
+	if ((domain != AF_INET && domain != AF_INET6) ||
+	    !((stype == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP)) ||
+	      (stype == SOCK_DGRAM && (!protocol || protocol == IPPROTO_UDP))))
 		return rcm_err(ENOTSUP);
 	rs = rsk_alloc(NULL, domain);
 	if (rs == NULL)
 		return rcm_err(ENOMEM);
-	if (rdma_create_id(NULL, &rs->cm, rs, RDMA_PS_TCP)) {
+	if (stype == SOCK_DGRAM ? rsk_dg_open(rs) : rdma_create_id(NULL, &rs->cm, rs, RDMA_PS_TCP)) {
 		int e = errno;
 
 		rsk_free(rs);
@@ -231,6 +235,11 @@ RCM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	if (addr == NULL || addrlen < sizeof(sa_family_t) || addrlen < rcm_addrlen(addr))
 		return rcm_err(EINVAL);
 	pthread_mutex_lock(&rs->lock);
+	if (rs->dg != NULL) {
+		rc = rsk_dg_bind(rs, addr, addrlen);
+		pthread_mutex_unlock(&rs->lock);
+		return rc;
+	}
 	if (rs->state != RSK_INIT) {
 		pthread_mutex_unlock(&rs->lock);
 		return rcm_err(EINVAL);
@@ -249,6 +258,8 @@ RCM_EXPORT int rlisten(int socket, int backlog)
 
 	if (rs == NULL)
 		return -1;
+	if (rs->dg != NULL)
+		return rcm_err(EOPNOTSUPP); /* as listen(2) on a UDP socket */
 	pthread_mutex_lock(&rs->lock);
 	if (rs->state == RSK_LISTENING)
 		goto out;
@@ -279,6 +290,12 @@ RCM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	pthread_mutex_unlock(&ls->rlock);
 	if (rs == NULL)
 		return -1;
+	if (rs->so_opts & (1ull << SO_KEEPALIVE)) {
+		/* inherited from the listener, as the option itself */
+		pthread_mutex_lock(&rs->lock);
+		rsk_ka_set(rs, true);
+		pthread_mutex_unlock(&rs->lock);
+	}
 	if (addr != NULL && addrlen != NULL)
 		rgetpeername(rs->fd, addr, addrlen);
 	return rs->fd;
@@ -298,6 +315,11 @@ RCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrl
 	if (need == 0 || addrlen < need)
 		return rcm_err(need == 0 ? EAFNOSUPPORT : EINVAL);
 	pthread_mutex_lock(&rs->lock);
+	if (rs->dg != NULL) {
+		rc = rsk_dg_connect(rs, addr, addrlen);
+		pthread_mutex_unlock(&rs->lock);
+		return rc;
+	}
 	if (rs->state == RSK_INIT || rs->state == RSK_BOUND) {
 		memcpy(&rs->dst, addr, need);
 		rs->state = RSK_OPENING;
@@ -373,6 +395,8 @@ RCM_EXPORT int rshutdown(int socket, int how)
 
 	if (rs == NULL)
 		return -1;
+	if (rs->dg != NULL)
+		return 0; /* no connection to shut (librdmacm: nothing for a datagram socket) */
 	pthread_mutex_lock(&rs->lock);
 	if (!(rs->state & (RSK_CONNECTED | RSK_DISCONNECTED | RSK_ERROR))) {
 		pthread_mutex_unlock(&rs->lock);
@@ -417,6 +441,8 @@ RCM_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrle
 
 	if (rs == NULL)
 		return -1;
+	if (rs->dg != NULL)
+		return rsk_dg_peer(rs, addr, addrlen);
 	/* an accept still completing already knows its peer */
 	if (!(rs->state & (RSK_CONNECTED | RSK_DISCONNECTED | RSK_ERROR | RSK_OPENING)))
 		return rcm_err(ENOTCONN);
@@ -505,6 +531,9 @@ static int rsk_set_sol_socket(struct rsk *rs, int optname, const void *optval, s
 			rs->sbuf_size = rsk_bufsize(v);
 		break;
 	case SO_KEEPALIVE:
+		if (rs->dg == NULL && rsk_ka_set(rs, v != 0))
+			return -1;
+		break;
 	case SO_OOBINLINE:
 		break;
 	default:
@@ -525,6 +554,8 @@ static int rsk_set_tcp(struct rsk *rs, int optname, const void *optval, socklen_
 		if (v <= 0)
 			return rcm_err(EINVAL);
 		rs->keepalive_time = (uint32_t)v;
+		if (rs->so_opts & (1ull << SO_KEEPALIVE))
+			return rsk_ka_set(rs, true); /* counted from now */
 		return 0;
 	case TCP_KEEPCNT:
 	case TCP_KEEPINTVL:
@@ -654,7 +685,7 @@ static int rsk_get_sol_socket(struct rsk *rs, int optname, void *optval, socklen
 		rs->err = 0;
 		return 0;
 	case SO_TYPE:
-		return rsk_put_int(optval, optlen, SOCK_STREAM);
+		return rsk_put_int(optval, optlen, rs->dg != NULL ? SOCK_DGRAM : SOCK_STREAM);
 	default:
 		return rcm_err(ENOTSUP);
 	}

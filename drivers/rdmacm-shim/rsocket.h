@@ -25,7 +25,8 @@
  * receive-side checks; no verbs, unit-tested), rsocket.c (the socket table
  * and the socket calls), rsocket_conn.c (the endpoint: QP, CQ, buffers;
  * connect and accept), rsocket_data.c (completions, send, receive), and
- * rsocket_poll.c (rpoll, rselect).
+ * rsocket_poll.c (rpoll, rselect), rsocket_keepalive.c (SO_KEEPALIVE),
+ * rsocket_dgram.c and rsocket_dgram_wire.c (SOCK_DGRAM).
  */
 #ifndef RCM_RSOCKET_H
 #define RCM_RSOCKET_H
@@ -33,7 +34,10 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -144,7 +148,9 @@ _Static_assert(sizeof(struct rsk_iomap) == 24, "rsockets iomap entries are 24 by
 	X(msg_overrun)                                                                             \
 	X(msg_queue)                                                                               \
 	X(msg_credits)                                                                             \
-	X(msg_iomap)
+	X(msg_iomap)                                                                               \
+	X(ds_hdr)                                                                                  \
+	X(ds_dests)
 
 enum rsk_bad {
 	RSK_OK = 0,
@@ -220,6 +226,28 @@ bool rsk_rx_has_data(const struct rsk_rx *rx);
  * @p peek leaves them unread. @return bytes copied.
  */
 size_t rsk_rx_read(struct rsk_rx *rx, const uint8_t *rbuf, uint8_t *buf, size_t len, bool peek);
+
+/* ---- datagram rsockets: the wire (rsocket_dgram_wire.c) ----
+ *
+ * Every UD message of a datagram rsocket starts with librdmacm's ds header
+ * (the sender's address and port) and uses Q_Key RDMA_UDP_QKEY; a slot is
+ * 2048 bytes (its RS_SNDLOWAT) with the header. rsocket_dgram.c has how a
+ * destination's QP is found (SIDR).
+ */
+#define RSK_DS_HDR4 8u       /* version 4, length, port, IPv4 */
+#define RSK_DS_HDR6 24u      /* version 6, length, port, flowinfo, IPv6 */
+#define RSK_DS_MSG 2048u     /* a message slot: ds header + data */
+#define RSK_DS_GRH 40u       /* the GRH before every UD receive */
+
+/** Write the ds header of a datagram from @p from (AF_INET/AF_INET6); @return its length, 0 if neither. */
+uint32_t rsk_ds_hdr_build(uint8_t *out, const struct sockaddr *from);
+/**
+ * Check the ds header at the start of a received message of @p len bytes;
+ * the sender's address into @p from (may be NULL). @return RSK_OK (then
+ * *@p hdr_len is the header's length) or RSK_BAD_ds_hdr, counted.
+ */
+enum rsk_bad rsk_ds_hdr_parse(const uint8_t *msg, size_t len, struct sockaddr_storage *from,
+			      uint32_t *hdr_len);
 
 /* ---- the socket (rsocket.c, rsocket_conn.c, rsocket_data.c) ---- */
 
@@ -298,6 +326,8 @@ struct rsk {
 
 	/* receive side */
 	struct rsk_rx rx;
+
+	struct rsk_dgram *dg;           /* SOCK_DGRAM (rsocket_dgram.c); NULL for a stream */
 };
 
 /* rsocket.c */
@@ -307,6 +337,23 @@ void rsk_remove(struct rsk *rs);
 struct rsk *rsk_alloc(const struct rsk *inherit, int domain);
 void rsk_free(struct rsk *rs);
 bool rsk_nonblocking(const struct rsk *rs, int flags);
+
+/* rsocket_dgram.c: datagram sockets (lock taken inside unless said) */
+int rsk_dg_open(struct rsk *rs);              /* its id (RDMA_PS_UDP): rs->cm, rs->fd */
+void rsk_dg_free(struct rsk *rs);             /* before the CQ goes */
+int rsk_dg_bind(struct rsk *rs, const struct sockaddr *addr, socklen_t len);
+int rsk_dg_connect(struct rsk *rs, const struct sockaddr *addr, socklen_t len);
+int rsk_dg_peer(struct rsk *rs, struct sockaddr *addr, socklen_t *len);
+ssize_t rsk_dg_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt, int flags,
+		     const struct sockaddr *to, socklen_t tolen);
+ssize_t rsk_dg_recv(struct rsk *rs, void *buf, size_t len, int flags, struct sockaddr *from,
+		    socklen_t *fromlen);
+short rsk_dg_revents(struct rsk *rs, short events);       /* lock held */
+int rsk_dg_wait_fds(struct rsk *rs, struct pollfd *out);  /* lock held; at most 2 */
+
+/* rsocket_keepalive.c: SO_KEEPALIVE's KEEPALIVE every keepalive_time seconds */
+int rsk_ka_set(struct rsk *rs, bool on);      /* rs->lock held; on again: reschedule */
+void rsk_ka_remove(struct rsk *rs);           /* before rs is freed */
 
 /* rsocket_iomap.c */
 /* Send the riomap()s not announced yet (lock held); 0 or -1 with errno. */

@@ -544,6 +544,8 @@ static ssize_t rsk_send_common(int socket, const struct iovec *iov, int iovcnt, 
 		return rcm_err(EBADF);
 	if (iovcnt < 0 || (iovcnt > 0 && iov == NULL))
 		return rcm_err(EINVAL);
+	if (rs->dg != NULL)
+		return rsk_dg_sendv(rs, iov, iovcnt, flags, NULL, 0);
 	pthread_mutex_lock(&rs->slock);
 	pthread_mutex_lock(&rs->lock);
 	n = rsk_ready(rs);
@@ -568,7 +570,11 @@ RCM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 RCM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 			   const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	(void)addrlen;
+	struct rsk *rs = rsk_get(socket);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	if (rs != NULL && rs->dg != NULL)
+		return rsk_dg_sendv(rs, &iov, 1, flags, dest_addr, addrlen);
 	if (dest_addr != NULL)
 		return rcm_err(EISCONN); /* a stream socket: the peer is fixed */
 	return rsend(socket, buf, len, flags);
@@ -580,6 +586,9 @@ RCM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 		return rcm_err(EFAULT);
 	if (msg->msg_control && msg->msg_controllen)
 		return rcm_err(ENOTSUP);
+	if (msg->msg_name != NULL && rsk_get(socket) != NULL && rsk_get(socket)->dg != NULL)
+		return rsk_dg_sendv(rsk_get(socket), msg->msg_iov, (int)msg->msg_iovlen, flags,
+				    msg->msg_name, msg->msg_namelen);
 	return rsk_send_common(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
 }
 
@@ -634,6 +643,8 @@ static ssize_t rsk_recv_common(int socket, void *buf, size_t len, int flags)
 		return 0;
 	if (buf == NULL)
 		return rcm_err(EFAULT);
+	if (rs->dg != NULL)
+		return rsk_dg_recv(rs, buf, len, flags, NULL, NULL);
 	pthread_mutex_lock(&rs->rlock);
 	pthread_mutex_lock(&rs->lock);
 	n = rsk_ready(rs);
@@ -654,8 +665,13 @@ RCM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 RCM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 			     struct sockaddr *src_addr, socklen_t *addrlen)
 {
-	ssize_t n = rrecv(socket, buf, len, flags);
+	struct rsk *rs = rsk_get(socket);
+	ssize_t n;
 
+	if (rs != NULL && rs->dg != NULL)
+		return buf == NULL && len ? rcm_err(EFAULT)
+					  : rsk_dg_recv(rs, buf, len, flags, src_addr, addrlen);
+	n = rrecv(socket, buf, len, flags);
 	if (n > 0 && src_addr != NULL && addrlen != NULL)
 		rgetpeername(socket, src_addr, addrlen);
 	return n;

@@ -85,7 +85,7 @@ RCM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, 
 	if (buf == NULL || len == 0 || (prot & ~(PROT_WRITE | PROT_NONE)))
 		return rcm_err(EINVAL);
 	pthread_mutex_lock(&rs->lock);
-	if (rs->cm->qp == NULL) {
+	if (rs->dg != NULL || rs->cm->qp == NULL) {
 		/* librdmacm needs the endpoint's PD: a connected (or connecting) socket */
 		offset = rcm_err(EINVAL);
 		goto out;
@@ -245,7 +245,7 @@ RCM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offs
 
 	if (rs == NULL)
 		return (size_t)rcm_err(EBADF);
-	if (offset < 0 || (count && buf == NULL))
+	if (offset < 0 || (count && buf == NULL) || rs->dg != NULL)
 		return (size_t)rcm_err(EINVAL);
 	pthread_mutex_lock(&rs->slock);
 	pthread_mutex_lock(&rs->lock);

@@ -58,6 +58,11 @@ static short rsk_revents(struct rsk *rs, short events)
 	short rev = 0;
 
 	pthread_mutex_lock(&rs->lock);
+	if (rs->dg != NULL) {
+		rev = rsk_dg_revents(rs, events);
+		pthread_mutex_unlock(&rs->lock);
+		return rev;
+	}
 	if (rs->state & RSK_OPENING)
 		rsk_do_connect(rs);
 	if (rs->state & (RSK_CONNECTED | RSK_DISCONNECTED | RSK_ERROR))
@@ -76,6 +81,11 @@ static int rsk_wait_fds(struct rsk *rs, struct pollfd *out)
 	int n = 0;
 
 	pthread_mutex_lock(&rs->lock);
+	if (rs->dg != NULL) {
+		n = rsk_dg_wait_fds(rs, out);
+		pthread_mutex_unlock(&rs->lock);
+		return n;
+	}
 	if (rs->cq != NULL && (rs->state & RSK_CONNECTED)) {
 		rsk_arm(rs);
 		out[n++] = (struct pollfd){ .fd = rs->cch->fd, .events = POLLIN };

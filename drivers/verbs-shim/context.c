@@ -45,6 +45,15 @@ void shim_req(struct ipc_msg *m, enum ipc_op op)
 	memset(&m->u, 0, ipc_op_desc(op)->req_size);
 }
 
+int shim_destroy_handle(struct ibv_context *c, enum ipc_op op, uint32_t handle)
+{
+	struct ipc_msg req, rsp;
+
+	shim_req(&req, op);
+	req.u.req_DEALLOC_MW.handle = handle; /* every such body is an ipc_handle_req */
+	return shim_destroy_rc(c, shim_rpc(shim_ctx(c), &req, NULL, 0, &rsp, NULL));
+}
+
 int shim_rpc(struct shim_context *ctx, struct ipc_msg *req, const int *fds, unsigned int nfds,
 	     struct ipc_msg *rsp, int *rfds)
 {
@@ -122,6 +131,8 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_cq_ex = shim_create_cq_ex;
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
+	v->open_xrcd = shim_open_xrcd;
+	v->close_xrcd = shim_close_xrcd;
 	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;
 	v->alloc_td = shim_alloc_td;
 	v->dealloc_td = shim_dealloc_td;
@@ -131,6 +142,8 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->alloc_dm = shim_alloc_dm;
 	v->free_dm = shim_free_dm;
 	v->reg_dm_mr = shim_reg_dm_mr;
+	v->ibv_create_flow = shim_create_flow;
+	v->ibv_destroy_flow = shim_destroy_flow;
 	v->sz = sizeof(struct verbs_context);
 }
 
@@ -145,6 +158,7 @@ static struct shim_context *shim_context_alloc(int fd)
 	}
 	pthread_mutex_init(&ctx->rpc_lock, NULL);
 	pthread_mutex_init(&ctx->live_lock, NULL);
+	pthread_mutex_init(&ctx->ud_lock, NULL);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->seq = atomic_fetch_add(&shim_seq_base, 0x10000);
 	ctx->import_fd = -1;
@@ -163,6 +177,7 @@ static void shim_context_free(struct shim_context *ctx)
 		close(ctx->import_fd);
 	pthread_mutex_destroy(&ctx->rpc_lock);
 	pthread_mutex_destroy(&ctx->live_lock);
+	pthread_mutex_destroy(&ctx->ud_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx->live);
 	free(ctx);

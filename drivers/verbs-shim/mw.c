@@ -40,12 +40,8 @@ struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 int shim_dealloc_mw(struct ibv_mw *mw)
 {
-	struct ipc_msg req, rsp;
-	int rc;
+	int rc = shim_destroy_handle(mw->context, IPC_OP_DEALLOC_MW, mw->handle);
 
-	shim_req(&req, IPC_OP_DEALLOC_MW);
-	req.u.req_DEALLOC_MW.handle = mw->handle;
-	rc = shim_destroy_rc(mw->context, shim_rpc(shim_ctx(mw->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
 		return shim_ret(rc);
 	free(mw);

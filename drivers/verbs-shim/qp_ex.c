@@ -189,10 +189,15 @@ static void shim_wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, ui
 	shim_wr_unsupported(qpx_of(x));
 }
 
+/* XRC INI: the target's XRC SRQ of the WR just opened (XRCETH). */
 static void shim_wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
 {
-	(void)srqn;
-	shim_wr_unsupported(qpx_of(x));
+	struct shim_qp *qp = qpx_of(x);
+
+	if (qp->qp.qp_type != IBV_QPT_XRC_SEND)
+		shim_wr_unsupported(qp);
+	else if (qp->wr_cur != NULL)
+		qp->wr_cur->xrc_remote_srqn = srqn;
 }
 
 /* IBTA 1.5 ATOMIC WRITE: the 8 bytes travel inline in the WQE, whatever max_inline_data is. */

@@ -67,6 +67,8 @@ struct shim_context {
 	pthread_mutex_t live_lock;
 	void **live;
 	uint32_t nlive, live_cap;
+	pthread_mutex_t ud_lock;   /* ud_qps, and their ud_wait/ud_target (drain.c) */
+	struct shim_qp *ud_qps;    /* live UD QPs, whose SQs drain before an AH goes */
 };
 
 static inline struct shim_context *shim_ctx(struct ibv_context *c)
@@ -99,6 +101,12 @@ static inline int shim_destroy_rc(struct ibv_context *c, int rc)
 }
 /* Start a request of @p op in @p m (zeroed body). */
 void shim_req(struct ipc_msg *m, enum ipc_op op);
+/*
+ * A destroy whose request is only the object's @p handle and whose answer
+ * has no body the shim needs (DEALLOC_MW, DESTROY_FLOW): @return 0 or an
+ * errno (shim_destroy_rc() applied); the caller frees on 0.
+ */
+int shim_destroy_handle(struct ibv_context *c, enum ipc_op op, uint32_t handle);
 /* Map a daemon-created memfd; @return address or NULL (errno set). */
 void *shim_map_shm(int fd, uint64_t size);
 /** Environment variable @p name as a decimal number <= @p max, or @p dflt if unset, empty or not one. */
@@ -223,6 +231,19 @@ uint32_t shim_live_del(struct ibv_context *context, void *obj, const uint32_t *e
 void shim_wait_async_acks(pthread_mutex_t *m, pthread_cond_t *cv, const uint32_t *acked,
 			  uint32_t reported);
 
+/* ---- xrcd.c ---- */
+struct shim_xrcd {
+	struct {                      /* shaped like rdma-core's verbs_xrcd */
+		struct ibv_xrcd xrcd;
+		uint32_t comp_mask;
+		uint32_t handle;
+	} v;
+	uint32_t handle;              /* OPEN_XRCD's */
+};
+static inline struct shim_xrcd *shim_xrcd(struct ibv_xrcd *x) { return (struct shim_xrcd *)x; }
+struct ibv_xrcd *shim_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
+int shim_close_xrcd(struct ibv_xrcd *xrcd);
+
 /* ---- srq.c ---- */
 struct shim_srq {
 	struct {                      /* shaped like rdma-core's verbs_srq */
@@ -268,6 +289,10 @@ struct shim_qp {
 	uint32_t wr_pending;          /* WQEs written after prod */
 	struct sq_wqe *wr_cur;        /* the WQE wr_set_* complete */
 	int wr_err;                   /* first error, reported by wr_complete */
+	/* UD QPs only, under the context's ud_lock (drain.c) */
+	struct shim_qp *ud_next;
+	bool ud_wait;                 /* shim_ud_drain_pd waits for ud_target */
+	uint32_t ud_target;           /* SQ producer index when ibv_destroy_ah was called */
 };
 static inline struct shim_qp *shim_qp(struct ibv_qp *q) { return (struct shim_qp *)q; }
 int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
@@ -292,8 +317,24 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 	return used >= cap ? 0 : cap - used;
 }
 
+/* ---- drain.c: UD send queues drain before their AH or QP goes ---- */
+/* Enter/leave the context's list of live UD QPs (create, destroy). */
+void shim_ud_add(struct shim_qp *qp);
+void shim_ud_del(struct shim_qp *qp);
+/*
+ * Before the daemon destroys an AH of @p pd: wait until every UD QP of that
+ * PD in RTS has completed the WQEs posted so far. Bounded; returns at once
+ * when nothing is pending or the daemon connection is gone.
+ */
+void shim_ud_drain_pd(struct ibv_pd *pd);
+/* The same for the SQ of @p qp alone, before the daemon destroys it (UD in RTS only). */
+void shim_ud_drain_qp(struct shim_qp *qp);
+
 /* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
 struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+/* flow.c */
+struct ibv_flow *shim_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int shim_destroy_flow(struct ibv_flow *flow);
 int shim_dealloc_mw(struct ibv_mw *mw);
 int shim_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 /* The bind fields of a BIND_MW WQE (ibv_post_send, ibv_wr_bind_mw). */

@@ -46,6 +46,7 @@
 
 #include "ctl_cm.h"
 #include "ctl_mcast.h"
+#include "flow.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "qp_attr.h"
@@ -102,6 +103,19 @@ struct ctl_limits {
 	 */
 	uint64_t max_dm_bytes;
 	uint64_t max_dm_size;
+	/**
+	 * XRC domains (ibv_open_xrcd) of all clients, the XRCD handles of
+	 * every client counted (a domain shared by two contexts is two); 0: no
+	 * XRC (IBV_DEVICE_XRC not reported, OPEN_XRCD EOPNOTSUPP).
+	 */
+	uint32_t max_xrcd;
+	/**
+	 * Flow rules (ibv_create_flow) of all clients; 0: the dataplane carries
+	 * no RAW_PACKET QPs, so neither they nor flows exist (EOPNOTSUPP) and the
+	 * device reports max_raw_ethy_qp 0. Both need CAP_NET_RAW (EPERM), as in
+	 * Linux (uverbs create_qp, create_flow).
+	 */
+	uint32_t max_flows;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -122,6 +136,9 @@ struct ctl_limits {
  *    next free one with qpn % n_lcores == that lcore;
  *  - if they are bound to different lcores, ibv_create_qp fails with EINVAL
  *    (such a QP would need two producers on one CQ ring).
+ *  - XRC: an XRC domain is bound to one lcore while it has XRC SRQs or
+ *    XRC_RECV QPs (a TGT QP reaches every SRQ of its domain); an XRC SRQ
+ *    binds its CQ there too, and a TGT QP goes there.
  * @{ */
 /** @return the lcore of QPN @p qpn under @p limits. */
 static inline uint32_t ctl_qpn_lcore(const struct ctl_limits *limits, uint32_t qpn)
@@ -154,9 +171,11 @@ struct ctl_ring_info {
 struct ctl_qp_info {
 	uint32_t qpn;
 	uint32_t qp_type;        /**< enum ibv_qp_type */
-	uint32_t pd;             /**< PD index: MR/AH/QP with equal pd may be used together */
-	uint32_t send_cqn;       /**< CQ numbers (see ctl_cq_info.cqn) */
+	uint32_t pd;             /**< PD index: MR/AH/QP with equal pd may be used together
+				      (XRC_RECV: UINT32_MAX, its SRQs' PDs count) */
+	uint32_t send_cqn;       /**< CQ numbers (see ctl_cq_info.cqn); UINT32_MAX: none (XRC) */
 	uint32_t recv_cqn;
+	uint32_t xrcd;           /**< XRC_RECV: its XRC domain number (1..); 0: none */
 	uint32_t srqn;           /**< UINT32_MAX: no SRQ */
 	uint32_t port;           /**< device-local port 1.. of the QP's device */
 	uint32_t dev;            /**< device index in the configuration */
@@ -180,8 +199,11 @@ struct ctl_cq_info {
 
 /** What the dataplane gets for an SRQ. */
 struct ctl_srq_info {
-	uint32_t srqn;
+	uint32_t srqn;           /**< also the number XRC requests name it by (XRCETH) */
 	uint32_t pd;
+	uint32_t xrcd;           /**< XRC SRQ: its domain number (1..); 0: a basic SRQ */
+	uint32_t cqn;            /**< XRC SRQ: the CQ of its completions; else UINT32_MAX */
+	uint32_t lcore;          /**< XRC SRQ: the lcore of its domain (QP placement) */
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;      /**< 0: disarmed; raise IBV_EVENT_SRQ_LIMIT_REACHED once below */
@@ -221,6 +243,21 @@ struct ctl_ah_info {
 	 * (destination MAC). The application copies it into every UD WQE.
 	 */
 	struct wr_av av;
+};
+
+/**
+ * What the dataplane gets for a flow rule (ibv_create_flow): frames of
+ * @c port that match @c match go to RAW_PACKET QP @c qpn (lib/flow
+ * flow_table semantics: the best priority of a port wins).
+ */
+struct ctl_flow_info {
+	uint32_t id;             /**< unique among live flows: < limits.max_flows */
+	uint32_t qpn;
+	uint32_t dev;            /**< device index in the configuration */
+	uint32_t port;           /**< device-local port 1.. */
+	uint16_t priority;       /**< lower first */
+	struct flow_match match; /**< checked (flow_match_check()) */
+	struct ctl_conn *owner;  /**< the owning connection group (its head) */
 };
 
 /** Things that happen to a QP in the dataplane (ctl_qp_event()). */
@@ -320,6 +357,13 @@ struct ctl_dataplane_ops {
 	int (*mcast_attach)(void *dp, const struct ctl_mcast_info *m);
 	/** A QP left a group (ibv_detach_mcast, or its destroy). Cannot fail. */
 	void (*mcast_detach)(void *dp, const struct ctl_mcast_info *m);
+	/**
+	 * A flow rule steers frames to a RAW_PACKET QP from now on; answers at
+	 * once (no ctl_dp_defer()). A nonzero errno fails ibv_create_flow.
+	 */
+	int (*flow_create)(void *dp, const struct ctl_flow_info *f);
+	/** The rule is gone (ibv_destroy_flow or teardown, always before its QP). Cannot fail. */
+	void (*flow_destroy)(void *dp, const struct ctl_flow_info *f);
 };
 
 /**
@@ -335,12 +379,13 @@ struct ctl_quota {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
-	uint32_t max_channels;   /**< (memory windows count against max_mr) */
+	uint32_t max_channels;   /**< (memory windows are bounded by max_mr, XRCD handles by max_pd) */
 	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
 	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
 	uint64_t max_dm_bytes;   /**< bytes of all its device memory (ibv_alloc_dm) */
 	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
+	uint32_t max_flows;      /**< flow rules (ibv_create_flow) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
 	 * connection has at most one request pending (the next is read after
@@ -508,6 +553,9 @@ struct ctl_stats {
 	uint64_t quarantined;    /**< objects the dataplane could not let go of (kept mapped) */
 	uint64_t quarantined_bytes; /**< their shared memory and MR mappings */
 	uint64_t qkey_refused;   /**< controlled Q_Keys asked for without CAP_NET_RAW (EPERM) */
+	uint32_t flow;           /**< flow rules */
+	uint64_t raw_refused;    /**< RAW_PACKET QPs and flows asked for without CAP_NET_RAW (EPERM) */
+	uint64_t flows_bad;      /**< flow rules refused as malformed (EINVAL, EOPNOTSUPP) */
 	uint64_t quota_refused;  /**< requests refused by a client's quota (ENOMEM) */
 	uint64_t conns_refused;  /**< connections of peers not allowed (ctl_access) */
 	uint32_t dm;             /**< device memory allocations (ibv_alloc_dm) */

@@ -20,13 +20,19 @@
 #define CTL_HANDLE_GEN_MASK 0xfffu
 #define CTL_TABLE_MAX (CTL_HANDLE_INDEX_MASK - 1)
 
+/* The dataplane's callbacks (struct ctl_dataplane_ops) and whether it has @p fn. */
+#define DP(ctl) ((ctl)->cfg.dp_ops)
+#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
+
 /* Object kinds that live in tables, in teardown order. */
 enum ctl_kind {
 	CTL_KIND_CM_ID,      /* rdma_cm ids first: they name QPs by number and channels */
 	CTL_KIND_CM_CHANNEL,
 	CTL_KIND_MW,         /* windows before QPs and MRs: unbinding lets the MR go */
+	CTL_KIND_FLOW,       /* flow rules before their RAW_PACKET QPs */
 	CTL_KIND_QP,
 	CTL_KIND_SRQ,
+	CTL_KIND_XRCD,       /* after its SRQs and TGT QPs */
 	CTL_KIND_AH,
 	CTL_KIND_MR,
 	CTL_KIND_DM,         /* device memory after the MRs registered on it */
@@ -100,6 +106,12 @@ struct ctl_dm {
 	uint64_t length;     /* as asked (the mapping is rounded up to pages) */
 };
 
+struct ctl_flow {
+	struct ctl_obj o;
+	struct ctl_qp *qp;          /* holds a reference: DESTROY_QP is EBUSY meanwhile */
+	struct ctl_flow_info info;
+};
+
 struct ctl_mr {
 	struct ctl_obj o;
 	struct ctl_pd *pd;
@@ -132,20 +144,42 @@ struct ctl_cq {
 	struct ctl_cq_info info;
 };
 
+/*
+ * An XRC domain (ctl_xrc.c): shared by every XRCD handle of the device that
+ * opened the same inode (or private to one handle without an inode).
+ */
+struct ctl_xdom {
+	uint32_t handles;        /* XRCD handles naming it; 0: free slot */
+	uint32_t users;          /* its XRC SRQs and TGT QPs (they bind its lcore) */
+	uint32_t lcore;          /* CTL_LCORE_NONE while users == 0 */
+	int dev;
+	bool has_inode;
+	uint64_t st_dev, st_ino;
+};
+
+/* An XRCD handle: one context's name for a domain (ctl->xdoms[dom]). */
+struct ctl_xrcd {
+	struct ctl_obj o;        /* refs: its SRQs and TGT QPs */
+	uint32_t dom;
+};
+
 struct ctl_srq {
 	struct ctl_obj o;
-	uint32_t lcore;          /* as ctl_cq.lcore */
+	uint32_t lcore;          /* as ctl_cq.lcore; an XRC SRQ: its domain's, for its life */
 	struct ctl_pd *pd;
+	struct ctl_xrcd *xrcd;   /* XRC SRQ: its domain handle and its CQ; else NULL */
+	struct ctl_cq *cq;
 	struct ctl_shm shm;
 	struct ctl_srq_info info;
 };
 
 struct ctl_qp {
 	struct ctl_obj o;
-	struct ctl_pd *pd;
-	struct ctl_cq *scq;
-	struct ctl_cq *rcq;
+	struct ctl_pd *pd;       /* NULL: XRC_RECV */
+	struct ctl_cq *scq;      /* NULL: XRC_RECV */
+	struct ctl_cq *rcq;      /* NULL: XRC_SEND, XRC_RECV */
 	struct ctl_srq *srq;
+	struct ctl_xrcd *xrcd;   /* XRC_RECV: its domain handle */
 	struct ctl_shm shm;
 	struct ctl_qp_info info;
 	struct qp_sem sem;       /* lib/qp: the attributes query reports */
@@ -288,6 +322,8 @@ struct ctl {
 	struct mw_table *mws;    /* the lcores' windows (ctl_mw_table()), NULL: none */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
 	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
+	uint64_t raw_refused;    /* RAW_PACKET QPs and flows asked for without CAP_NET_RAW */
+	uint64_t flows_bad;      /* malformed flow rules */
 	uint64_t quota_refused;  /* requests over a client's quota */
 	uint64_t conns_refused;  /* peers not allowed to connect */
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
@@ -296,6 +332,7 @@ struct ctl {
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
 	struct ctl_cm *cm;       /* rdma_cm: the lib/cm agent and its queues (ctl_cm.c) */
 	struct ctl_mcast *mcast; /* multicast membership (ctl_mcast.c) */
+	struct ctl_xdom *xdoms;  /* XRC domains (limits.max_xrcd slots; number = index + 1) */
 };
 
 /* ctl_table.c */
@@ -329,6 +366,14 @@ uint8_t ctl_key_byte_next(uint8_t *last);
 
 /* ctl_mw.c */
 void ctl_mw_destroyed(struct ctl *ctl, struct ctl_mw *mw);
+
+/* ctl_flow.c */
+/* RAW_PACKET QPs may exist here (limits.max_flows); @return 0, EOPNOTSUPP or EPERM (counted). */
+int ctl_raw_allowed(struct ctl_conn *c);
+/* The destroy's end (ctl_obj_destroy_fin()): the QP's reference goes. */
+void ctl_flow_destroyed(struct ctl *ctl, struct ctl_flow *f);
+/* Device attributes and QP types when RAW_PACKET QPs exist (ctl_create()). */
+void ctl_flow_caps(struct ctl *ctl);
 
 /* ctl.c */
 void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
@@ -370,7 +415,24 @@ void ctl_cm_channel_freed(struct ctl *ctl, struct ctl_obj *o);
 size_t ctl_cm_id_size(void);
 size_t ctl_cm_channel_size(void);
 
+/* ctl_xrc.c: XRC domains */
+int ctl_xrc_init(struct ctl *ctl);
+void ctl_xrc_fini(struct ctl *ctl);
+/* The last of an XRCD handle before its slot is freed. */
+void ctl_xrcd_freed(struct ctl *ctl, struct ctl_xrcd *h);
+/* Its domain's number for the dataplane (1..). */
+uint32_t ctl_xrcd_num(const struct ctl_xrcd *h);
+/* The lcore its domain is bound to, or CTL_LCORE_NONE. */
+uint32_t ctl_xrcd_lcore(const struct ctl *ctl, const struct ctl_xrcd *h);
+/* One more SRQ or TGT QP of the domain, on @p lcore; and one less. */
+void ctl_xrcd_bind(struct ctl *ctl, struct ctl_xrcd *h, uint32_t lcore);
+void ctl_xrcd_unbind(struct ctl *ctl, struct ctl_xrcd *h);
+
 /* ctl_qp.c */
+/* The lcore with the fewest QPs (QP placement). */
+uint32_t ctl_lcore_least(const struct ctl *ctl);
+/* Merge one object's binding into @p lcore. @return false on a conflict. */
+bool ctl_place_with(uint32_t bound, uint32_t *lcore);
 /* The rest of a QP's destroy once the dataplane let go of it. */
 void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp);
 void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_effects *fx);

@@ -17,9 +17,6 @@
 #include "ctl_internal.h"
 #include "roce_mcast.h"
 
-#define DP(ctl) ((ctl)->cfg.dp_ops)
-#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
-
 struct ctl_mcast_grp {
 	bool used;
 	uint32_t dev;

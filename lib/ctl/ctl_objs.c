@@ -24,9 +24,6 @@ _Static_assert((int)IPC_CQ_ARM_NEXT == (int)XPORT_CQ_ARM_NEXT &&
 	       (int)IPC_CQ_ARM_SOLICITED == (int)XPORT_CQ_ARM_SOLICITED,
 	       "the shim arms CQs with the engine's values");
 
-#define DP(ctl) ((ctl)->cfg.dp_ops)
-#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
-
 /* ---- shared memory ---- */
 
 int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out)
@@ -116,7 +113,7 @@ int ctl_h_DEALLOC_PD(const struct ctl_req *x)
  * access to an unmapped range does). Nothing is pinned or mapped by the
  * daemon, so ODP bytes are not charged to the registered-bytes quota.
  * Implicit ODP (address 0, length UINT64_MAX) covers the whole address
- * space of the process. XRC has no ODP until XRC exists.
+ * space of the process. XRC, RC to the engine, has RC's capabilities.
  */
 void ctl_mr_odp_caps(struct ipc_device_attr *a)
 {
@@ -126,7 +123,8 @@ void ctl_mr_odp_caps(struct ipc_device_attr *a)
 	a->odp_rc_caps = all | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
 	a->odp_uc_caps = all | IBV_ODP_SUPPORT_WRITE;
 	a->odp_ud_caps = all;
-	a->odp_xrc_caps = 0;
+	/* XRC is RC with an XRCETH: its memory is reached the same way */
+	a->odp_xrc_caps = a->odp_rc_caps;
 }
 
 static bool ctl_mr_is_odp(uint32_t access)
@@ -338,7 +336,8 @@ static void ctl_quarantine(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_QP: {
 		struct ctl_qp *qp = (struct ctl_qp *)o;
 
-		qp->pd->o.refs++; /* for good: its index is never given to another PD */
+		if (qp->pd != NULL) /* for good: its index is never given to another PD */
+			qp->pd->o.refs++;
 		ctl_quarantine_shm(ctl, &qp->shm);
 		if (qp->scq != NULL)
 			ctl_quarantine_shm(ctl, &qp->scq->shm);
@@ -356,6 +355,8 @@ static void ctl_quarantine(struct ctl *ctl, struct ctl_obj *o)
 		break;
 	case CTL_KIND_SRQ:
 		ctl_quarantine_shm(ctl, &((struct ctl_srq *)o)->shm);
+		if (((struct ctl_srq *)o)->cq != NULL) /* an XRC SRQ writes its CQ */
+			ctl_quarantine_shm(ctl, &((struct ctl_srq *)o)->cq->shm);
 		break;
 	default:
 		break;
@@ -914,11 +915,52 @@ int ctl_h_DESTROY_CQ(const struct ctl_req *x)
 
 /* ---- SRQ ---- */
 
+/* An XRC SRQ lets go of its domain's lcore and its CQ. */
+static void ctl_srq_xrc_put(struct ctl *ctl, struct ctl_srq *srq)
+{
+	if (srq->xrcd == NULL)
+		return;
+	ctl_xrcd_unbind(ctl, srq->xrcd);
+	if (--srq->cq->o.refs == 0)
+		srq->cq->lcore = CTL_LCORE_NONE;
+}
+
+/*
+ * An XRC SRQ (IBV_SRQT_XRC): its domain handle and CQ, and the lcore of
+ * the domain, which its CQ must be on too (ctl.h "QP placement").
+ */
+static int ctl_srq_xrc_get(struct ctl *ctl, struct ctl_conn *c, const struct ipc_create_srq_req *q,
+			   struct ctl_srq *srq)
+{
+	struct ctl_xrcd *xrcd = ctl_lookup(c, CTL_KIND_XRCD, q->xrcd);
+	struct ctl_cq *cq = ctl_lookup(c, CTL_KIND_CQ, q->cq);
+	uint32_t lcore;
+
+	if (xrcd == NULL || cq == NULL)
+		return EINVAL;
+	lcore = ctl_xrcd_lcore(ctl, xrcd);
+	if (!ctl_place_with(cq->lcore, &lcore))
+		return EINVAL;
+	if (lcore == CTL_LCORE_NONE)
+		lcore = ctl_lcore_least(ctl);
+	ctl_xrcd_bind(ctl, xrcd, lcore);
+	cq->o.refs++;
+	cq->lcore = lcore;
+	srq->xrcd = xrcd;
+	srq->cq = cq;
+	srq->lcore = lcore;
+	srq->info.xrcd = ctl_xrcd_num(xrcd);
+	srq->info.cqn = cq->info.cqn;
+	srq->info.lcore = lcore;
+	return 0;
+}
+
 static int ctl_create_srq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_srq *srq = (struct ctl_srq *)p->obj;
 
 	if (rc) {
+		ctl_srq_xrc_put(ctl, srq);
 		srq->pd->o.refs--;
 		ctl_shm_free(&srq->shm);
 		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
@@ -948,9 +990,16 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 	if (pd == NULL || q->max_wr == 0 || q->max_wr > a->max_srq_wr || q->max_sge > a->max_srq_sge ||
 	    q->max_sge > WQE_MAX_SGE || q->srq_limit > q->max_wr)
 		return EINVAL;
+	if (q->srq_type != IBV_SRQT_BASIC && q->srq_type != IBV_SRQT_XRC)
+		return q->srq_type == IBV_SRQT_TM ? EOPNOTSUPP : EINVAL;
 	srq = ctl_table_alloc(&ctl->tab[CTL_KIND_SRQ], c, CTL_KIND_SRQ, q->user_handle);
 	if (srq == NULL)
 		return ENOMEM;
+	srq->info.cqn = UINT32_MAX;
+	if (q->srq_type == IBV_SRQT_XRC && (rc = ctl_srq_xrc_get(ctl, c, q, srq)) != 0) {
+		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
+		return rc;
+	}
 	/* As QPs (lib/qp qp_sem_create): max_wr becomes 2^k - 1, the ring 2^k. */
 	max_sge = q->max_sge ? q->max_sge : 1;
 	entries = ipc_pow2_roundup(q->max_wr + 1);
@@ -958,12 +1007,14 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 	size = ipc_ring_bytes(entries, stride);
 	rc = ctl_shm_alloc(&srq->shm, "roce-srq", size, &fd);
 	if (rc) {
+		ctl_srq_xrc_put(ctl, srq);
 		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
 		return rc;
 	}
 	ctl_ring_setup(&srq->shm, 0, entries, stride, &srq->info.ring, &r->ring);
 	srq->pd = pd;
-	srq->lcore = CTL_LCORE_NONE;
+	if (srq->xrcd == NULL)
+		srq->lcore = CTL_LCORE_NONE;
 	srq->info.srqn = srq->o.index + 1;
 	srq->info.pd = pd->o.index;
 	srq->info.max_wr = entries - 1;
@@ -1147,9 +1198,13 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 		struct ctl_srq *srq = (struct ctl_srq *)o;
 
 		ctl_shm_free(&srq->shm);
+		ctl_srq_xrc_put(ctl, srq);
 		srq->pd->o.refs--;
 		break;
 	}
+	case CTL_KIND_XRCD:
+		ctl_xrcd_freed(ctl, (struct ctl_xrcd *)o);
+		break;
 	case CTL_KIND_AH:
 		((struct ctl_ah *)o)->pd->o.refs--;
 		break;
@@ -1185,6 +1240,9 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 		break;
 	case CTL_KIND_MW:
 		ctl_mw_destroyed(ctl, (struct ctl_mw *)o);
+		break;
+	case CTL_KIND_FLOW:
+		ctl_flow_destroyed(ctl, (struct ctl_flow *)o);
 		break;
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
@@ -1226,9 +1284,14 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_CM_ID:
 		ctl_cm_id_release(ctl, o);
 		break;
+	case CTL_KIND_FLOW: /* no frame for its QP from now on */
+		if (DP_HAS(ctl, flow_destroy))
+			DP(ctl)->flow_destroy(dp, &((struct ctl_flow *)o)->info);
+		break;
 	case CTL_KIND_CHANNEL:
 	case CTL_KIND_CM_CHANNEL:
 	case CTL_KIND_DM: /* no dataplane object: its MRs are gone (refs) */
+	case CTL_KIND_XRCD: /* the dataplane knows domains by number only */
 	case CTL_KIND_MW: /* the shared table is closed at the end (ctl_mw_destroyed()) */
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:

@@ -247,6 +247,7 @@ struct roce_pkt {
 	struct { uint32_t qkey; uint32_t src_qpn; uint8_t resv; } deth;
 	uint32_t imm;           /**< ImmDt, as on the wire (big-endian value in host int) */
 	uint32_t ieth_rkey;
+	uint32_t xrc_srqn;      /**< XRCETH: the XRC SRQ the request is for (24 bits) */
 	/* payload: points into the parsed frame (or the caller's buffer when building) */
 	const uint8_t *payload;
 	uint32_t payload_len;   /**< without pad */
@@ -269,7 +270,7 @@ roce_pkt_has(const struct roce_pkt *pkt, enum roce_hdr_bit bit)
  * length, ethertype, IP header length, IP version, IPv4 IHL, IPv4 header
  * checksum, IP total length vs frame, IPv4 fragment, protocol UDP, UDP
  * length/port, UDP checksum when non-zero, BTH length, TVer, opcode validity
- * (RC/UC/UD/CNP only), extension header lengths, payload/pad rules, ICRC.
+ * (RC/UC/UD/XRC/CNP only), extension header lengths, payload/pad rules, ICRC.
  * The IP length, not @p len, bounds the packet: trailing Ethernet padding
  * (frames padded to 60 bytes) is ignored. Never reads past frame[len - 1].
  *

@@ -156,6 +156,8 @@ write_ext(const struct roce_pkt *pkt, const struct roce_opcode_desc *desc, uint8
 		memcpy(bth + desc->offset[__builtin_ctz(ROCE_HDR_IMMDT)], &pkt->imm, 4);
 	if (desc->hdrs & ROCE_HDR_IETH)
 		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_IETH)], pkt->ieth_rkey);
+	if (desc->hdrs & ROCE_HDR_XRCETH)
+		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_XRCETH)], pkt->xrc_srqn & ROCE_QPN_MASK);
 	if (desc->hdrs & ROCE_HDR_CNP)
 		memset(bth + desc->offset[__builtin_ctz(ROCE_HDR_CNP)], 0, 16);
 }

@@ -236,6 +236,8 @@ parse_ext(const uint8_t *bth, const struct roce_opcode_desc *desc, struct roce_p
 		memcpy(&pkt->imm, bth + desc->offset[__builtin_ctz(ROCE_HDR_IMMDT)], 4);
 	if (desc->hdrs & ROCE_HDR_IETH)
 		pkt->ieth_rkey = rd32(bth + desc->offset[__builtin_ctz(ROCE_HDR_IETH)]);
+	if (desc->hdrs & ROCE_HDR_XRCETH) /* 8 reserved bits, then the XRC SRQ number */
+		pkt->xrc_srqn = rd32(bth + desc->offset[__builtin_ctz(ROCE_HDR_XRCETH)]) & ROCE_QPN_MASK;
 }
 
 /* Payload and pad rules (IBTA 9.2.1 pad, 9.7.4 / C9-20 lengths per opcode). */

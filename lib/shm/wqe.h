@@ -264,7 +264,7 @@ struct sq_wqe {
 	uint16_t inline_len;     /**< <= WQE_MAX_INLINE, with WR_FLAG_INLINE */
 	uint32_t send_flags;     /**< enum wr_send_flag set */
 	uint32_t imm_data;       /**< *_WITH_IMM: big-endian as in ibv_send_wr; *_INV, LOCAL_INV: R_Key to invalidate */
-	uint32_t reserved0;
+	uint32_t xrc_remote_srqn; /**< XRC INI QPs: the target's XRC SRQ (ibv_send_wr qp_type.xrc.remote_srqn) */
 	union {
 		struct {
 			uint64_t remote_addr;

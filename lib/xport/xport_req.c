@@ -59,6 +59,7 @@ struct req_ctx {
 	uint32_t payload;   /* payload bytes of the packet */
 	uint32_t psns;      /* PSNs the packet consumes */
 	bool last;          /* last packet of the WQE */
+	uint64_t now;       /* the activation's time */
 };
 
 _Static_assert(WR_QPT_RC == 1u << XPORT_RC && WR_QPT_UC == 1u << XPORT_UC &&
@@ -123,6 +124,42 @@ xport_req_window_acked(struct xport_qp *qp, uint32_t npsn)
 		req->window_credit = 0;
 }
 
+/*
+ * A frame with @p payload_len bytes of payload left at @p now: the next is
+ * due (payload + XPORT_PACE_OVERHEAD) x 8 bits later at xport_pace_kbps().
+ * The schedule runs from when this frame was due, not when it left, so
+ * late activations do not lower the rate; the credit a late activation
+ * may spend at once is bounded like a NIC rate limiter's burst size: by
+ * XPORT_PACE_CATCHUP_NS, and with congestion control by the port's
+ * pace_burst bytes (a descheduled sender must not dump milliseconds of
+ * rate into a shared queue).
+ */
+void
+xport_pace_charge(struct xport_qp *qp, uint64_t now, uint32_t payload_len)
+{
+	struct xport_req *req = &qp->req;
+	uint32_t kbps = xport_pace_kbps(qp);
+
+	if (!kbps)
+		return;
+	uint64_t bits = (uint64_t)(payload_len + XPORT_PACE_OVERHEAD) * 8;
+	uint64_t start = now;
+
+	if (req->pace_next > now) {
+		start = req->pace_next; /* on schedule */
+	} else if (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS) {
+		start = req->pace_next; /* catching up */
+		uint32_t burst = qp->cfg.cc ? qp->cfg.cc->pace_burst : 0;
+		if (burst) {
+			uint64_t credit_ns = (uint64_t)burst * 8 * 1000000u / kbps;
+			if (now - start > credit_ns)
+				start = now - credit_ns;
+		}
+	}
+	req->pace_next = start + bits * 1000000u / kbps;
+	xport_cc_sent(qp, bits / 8);
+}
+
 /* PSNs the next packet of @p w consumes: a READ request its response packets. */
 static uint32_t
 next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
@@ -132,6 +169,22 @@ next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
 	if (w->kind != SWQE_READ || rest == 0)
 		return 1;
 	return (rest + qp->mtu - 1) >> qp->mtu_shift;
+}
+
+/*
+ * @p opcode is valid on the QP's type and, on an XRC INI QP, its request has
+ * an XRC twin (IBTA Vol. 1 9.2 table 39): the IBTA 1.5 ATOMIC WRITE and
+ * FLUSH have none here (nor in Linux rxe, which has no XRC).
+ */
+static bool
+wr_opcode_ok(const struct xport_qp *qp, uint32_t opcode)
+{
+	uint8_t only = wire_opcode[opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY];
+
+	if (!wr_opcode_valid(opcode, qp->cfg.type))
+		return false;
+	return qp->cfg.xrc == XPORT_XRC_NONE || only == 0 ||
+	       roce_opcode_desc((uint8_t)(only | ROCE_TRANSPORT_XRC)) != NULL;
 }
 
 /* Copy WQE @p idx from the ring into the shadow and validate it. */
@@ -166,7 +219,7 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		return;
 	}
 	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
-	bool ok_op = wr_opcode_valid(w->wqe.opcode, type);
+	bool ok_op = wr_opcode_ok(qp, w->wqe.opcode);
 
 	w->kind = ok_op ? op.kind : SWQE_SEND;
 	bool is_inline = (w->wqe.send_flags & WR_FLAG_INLINE) != 0;
@@ -301,12 +354,8 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
-	if (xport_pace_kbps(qp) && now < req->pace_next) {
-		if (!req->pace_wait)
-			cnt_inc(qp, XPORT_CNT_PACE_WAIT);
-		req->pace_wait = true; /* sync_timers arms the pace timer */
+	if (xport_pace_hold(qp, now))
 		return REQ_IDLE;
-	}
 	return REQ_BUILD;
 }
 
@@ -440,11 +489,17 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 						   : wqe->wr.ud.remote_qkey;
 			f->pkt.deth.src_qpn = qp->cfg.qpn;
 		} else if (qp_is_rc(qp)) {
-			/* AckReq at the end of a message, every N packets, and on the
-			 * packet that fills the window (else nothing would open it) */
+			/* AckReq at the end of a message, every N packets, on the
+			 * packet that fills the window (else nothing would open it),
+			 * and when paced every quarter of the ACK timeout: N packets
+			 * at a low rate take longer than the timeout, which would
+			 * expire with nothing lost and go back N, again and again */
 			f->pkt.ack_req = ctx->last ||
 					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
-					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window;
+					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window ||
+					 (qp->ack_timeout_ns && xport_pace_kbps(qp) &&
+					  (req->ack_req_ns == 0 ||
+					   ctx->now - req->ack_req_ns >= qp->ack_timeout_ns / 4));
 		}
 		if (xport_sg_gather(qp, w, offset, ctx->payload, out, f) != 0) {
 			w->status = WC_LOC_PROT_ERR;
@@ -454,6 +509,8 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		break;
 	}
 	}
+	/* XRC INI: every request names the target's XRC SRQ (XRCETH, 9.3.5) */
+	f->pkt.xrc_srqn = w->wqe.xrc_remote_srqn & ROCE_QPN_MASK;
 	ctx->f = f;
 	return REQ_ADVANCE;
 }
@@ -471,26 +528,19 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 			qp->comp.progress_ns = now;
 		if (psn_lt(req->psn, req->psn_max))
 			cnt_inc(qp, XPORT_CNT_RETRANSMIT_PKTS);
-		if (ctx->f->pkt.ack_req)
+		if (ctx->f->pkt.ack_req || psn_lt(req->psn, req->psn_max))
+			xport_cc_probe_sent(qp, req->psn, psn_lt(req->psn, req->psn_max), now);
+		if (ctx->f->pkt.ack_req) {
 			req->pkts_since_ack_req = 0;
-		else
+			req->ack_req_ns = now;
+		} else
 			req->pkts_since_ack_req++;
 	}
 	xport_frame_commit(qp, out, ctx->f);
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	uint32_t kbps = xport_pace_kbps(qp);
-	if (kbps) {
-		uint64_t bits = (uint64_t)(ctx->f->pkt.payload_len + XPORT_PACE_OVERHEAD) * 8;
-		uint64_t start = now;
-
-		if (req->pace_next > now ||
-		    (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS))
-			start = req->pace_next; /* on schedule, or catching up */
-		req->pace_next = start + bits * 1000000u / kbps;
-		xport_cc_sent(qp, bits / 8);
-	}
+	xport_pace_charge(qp, now, ctx->f->pkt.payload_len);
 	if (!ctx->last) {
 		req->offset += ctx->payload;
 		return REQ_GET_WQE;
@@ -521,7 +571,7 @@ req_local_error(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 void
 xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
-	struct req_ctx ctx = { 0 };
+	struct req_ctx ctx = { .now = now };
 	enum req_step step = REQ_GET_WQE;
 
 	qp->req.kick = false;

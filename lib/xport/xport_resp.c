@@ -16,6 +16,10 @@
  * C (invalid request, access, length, operational) -> NAK then QP error;
  * D (duplicate not in the resources) -> silent drop. UC/UD never NAK:
  * they drop (and count).
+ *
+ * XRC (IBTA 9.8.2): a TGT QP runs its requests as RC (xport.c hands their
+ * RC twins over); the XRCETH picks the SRQ, whose receive WQEs, CQ and PD
+ * serve the message (qp_srq(), qp_recv_cq(), qp_resp_pd()).
  */
 #include <string.h>
 
@@ -24,6 +28,7 @@
 #define RESP_STEP_LIST(X) \
 	X(CHECK_PSN, "new, duplicate or out of sequence") \
 	X(CHECK_OP_SEQ, "FIRST/MIDDLE/LAST order") \
+	X(CHECK_XRC, "XRC TGT: the XRCETH names a live SRQ of the QP's domain") \
 	X(CHECK_OP_VALID, "QP access flags; UD Q_Key") \
 	X(CHECK_RESOURCE, "receive WQE for SEND and WRITE-with-immediate; READ/ATOMIC resource") \
 	X(CHECK_LENGTH, "payload vs MTU, message vs buffer and RETH, atomic alignment") \
@@ -124,7 +129,7 @@ static bool
 take_recv(struct xport_qp *qp, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
-	struct xport_srq *srq = qp->cfg.srq;
+	struct xport_srq *srq = qp_srq(qp);
 	struct spsc_ring *ring = srq ? srq->ring : qp->cfg.rq;
 	uint32_t size = srq ? srq_slots(srq) : qp->rq_mask + 1;
 
@@ -206,7 +211,7 @@ resp_check_op_seq(struct xport_qp *qp, struct resp_ctx *ctx)
 		break;
 	}
 	if (ok)
-		return RESP_CHECK_OP_VALID;
+		return qp->cfg.xrc == XPORT_XRC_TGT ? RESP_CHECK_XRC : RESP_CHECK_OP_VALID;
 	if (qp_is_rc(qp)) {
 		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
 		return RESP_CLASS_C;
@@ -217,6 +222,40 @@ resp_check_op_seq(struct xport_qp *qp, struct resp_ctx *ctx)
 		return RESP_CHECK_OP_VALID;
 	}
 	return RESP_UC_DROP;
+}
+
+/*
+ * XRC TGT (IBTA 9.8.2, 9.3.5): the XRCETH names the XRC SRQ of the request.
+ * An SRQ that does not exist (or is being destroyed) or belongs to another
+ * XRC domain than the QP is an invalid request (class C: NAK, the QP goes
+ * to error); so is a message whose packets name different SRQs.
+ */
+static enum resp_step
+resp_check_xrc(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	struct xport_resp *r = &qp->resp;
+	uint32_t srqn = ctx->pkt->xrc_srqn;
+	struct xport_srq *s;
+	uint32_t live;
+
+	if (!HAS(ctx, FIRST)) {
+		if (qp_srq(qp) != NULL && qp->resp.xsrq_srqn == srqn)
+			return RESP_CHECK_OP_VALID;
+		goto refuse;
+	}
+	s = qp->cfg.xrc_srq(qp->cfg.xrc_ctx, srqn);
+	live = s ? __atomic_load_n(&s->xrc_live, __ATOMIC_ACQUIRE) : 0;
+	/* xrc_live first: the rest of the SRQ is read only once it is ours */
+	if (live == 0 || s->xrcd != qp->cfg.xrcd)
+		goto refuse;
+	r->xsrq = s;
+	r->xsrq_handle = live;
+	r->xsrq_srqn = srqn;
+	return RESP_CHECK_OP_VALID;
+refuse:
+	cnt_inc(qp, XPORT_CNT_NAK_XRC_SRQ_TX);
+	ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
+	return RESP_CLASS_C;
 }
 
 static enum resp_step
@@ -608,11 +647,12 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 {
 	struct xport_resp *r = &qp->resp;
 	const struct roce_pkt *pkt = ctx->pkt;
-	struct cqe *c = xport_cq_reserve(qp, qp->cfg.recv_cq, out);
+	struct xport_cq *cq = qp_recv_cq(qp);
+	struct cqe *c = cq ? xport_cq_reserve(qp, cq, out) : NULL;
 
 	r->have_recv = false;
 	if (!c)
-		return false; /* CQ overflow: the QP is in error */
+		return false; /* CQ overflow: the QP is in error (or its XRC SRQ went) */
 	uint32_t flags = 0, imm = 0;
 	if (status == WC_SUCCESS) {
 		if (HAS(ctx, IMM)) {
@@ -637,7 +677,7 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 		.wc_flags = flags,
 		.timestamp = now,
 	};
-	xport_cq_commit(qp->cfg.recv_cq, c, pkt->se, out);
+	xport_cq_commit(cq, c, pkt->se, out);
 	return true;
 }
 
@@ -796,6 +836,9 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 		case RESP_CHECK_OP_SEQ:
 			step = resp_check_op_seq(qp, &ctx);
 			break;
+		case RESP_CHECK_XRC:
+			step = resp_check_xrc(qp, &ctx);
+			break;
 		case RESP_CHECK_OP_VALID:
 			step = resp_check_op_valid(qp, &ctx);
 			break;
@@ -874,9 +917,20 @@ read_resource_fail(struct xport_qp *qp, struct xport_res *res, uint32_t psn)
 	r->error_code = XPORT_ERR_RESP_CLASS_C;
 }
 
-/* Emit the next response of @p res. @return false if the output is full. */
+/*
+ * READ responses go at the QP's rate as its requests do (one pacer per QP,
+ * as a NIC's rate limiter and DCQCN's reaction point see all the QP sends):
+ * in RTS/SQD, where the PACE timer runs.
+ */
 static bool
-emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
+read_resp_paced(struct xport_qp *qp)
+{
+	return qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD;
+}
+
+/* Emit the next response of @p res. @return false if the output is full or the pacer holds it. */
+static bool
+emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
 	uint32_t psn = res->next_psn;
@@ -905,6 +959,8 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 			read_resource_fail(qp, res, psn);
 			return true;
 		}
+		if (read_resp_paced(qp) && xport_pace_hold(qp, now))
+			return false;
 		f = xport_frame_new(qp, out, read_resp_opcode(first, last), psn);
 		if (!f)
 			return false;
@@ -928,6 +984,8 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 		}
 	}
 	xport_frame_commit(qp, out, f);
+	if (res->type == RES_READ && read_resp_paced(qp))
+		xport_pace_charge(qp, now, f->pkt.payload_len);
 	if (psn == res->last_psn) {
 		res->pending = false;
 		r->res_pending--;
@@ -964,7 +1022,6 @@ void
 xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
-	(void)now;
 
 	if (!qp_is_rc(qp))
 		return;
@@ -980,7 +1037,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			unsigned i = r->res_emit + 1 == n ? 0 : r->res_emit + 1, k;
 			if (r->res[i].pending) {
 				r->res_emit = i;
-				if (!emit_resource(qp, &r->res[i], out))
+				if (!emit_resource(qp, &r->res[i], now, out))
 					return;
 				continue;
 			}
@@ -995,7 +1052,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			r->res_emit = i;
 			res = &r->res[i];
 		}
-		if (!emit_resource(qp, res, out))
+		if (!emit_resource(qp, res, now, out))
 			return;
 	}
 	if (!r->ack_pending)

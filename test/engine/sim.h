@@ -85,6 +85,8 @@ struct sim_host {
 	uint32_t cq_arm;          /* arm word of the recv CQ */
 	struct xport_cfg cfg;
 	struct xport_qp *qp;
+	size_t qp_mem_len;        /* bytes of the QP's memory (xport_qp_init) */
+	uint32_t rq_size;         /* slots of its RQ or SRQ ring */
 	uint64_t timer_at[XPORT_TIMER_COUNT];
 	uint32_t qp_errors;       /* XPORT_EV_QP_ERROR events seen */
 	uint32_t async[32];       /* async events seen, by code */
@@ -133,12 +135,30 @@ struct sim_params {
 	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
 	struct mw_table *mws;     /* memory windows of both QPs (one daemon's), NULL: none */
 	uint32_t qp_access;       /* QP access flags of both; 0: remote write, read, atomic */
+	/*
+	 * XRC (nonzero): host 0's QP is an XRC INI QP, host 1's an XRC TGT QP
+	 * of domain xrcd, whose XRC SRQ (number SIM_XRC_SRQN, domain
+	 * xrc_srq_xrcd or else xrcd, CQ: host 1's recv CQ) is its only one.
+	 */
+	uint32_t xrcd;
+	uint32_t xrc_srq_xrcd;
 };
+
+#define SIM_XRC_SRQN 0x42
 
 void sim_default_params(struct sim_params *p);
 /* Create both hosts, QPs in RTS. @return 0 */
 int sim_init(struct sim *s, const struct sim_params *p, uint64_t seed);
 void sim_fini(struct sim *s);
+/*
+ * sim_init() again on a sim of sim_init() or sim_reset(), keeping its
+ * allocations (QP memory, arenas, rings) where @p p needs the same sizes:
+ * every QP, table, ring, timer, counter and in-flight frame is new, reused
+ * memory zeroed as sim_init() leaves it. For loops of many short sims (the
+ * xport fuzz target); test_random proves a reset sim replays as a fresh one.
+ * @return 0
+ */
+int sim_reset(struct sim *s, const struct sim_params *p, uint64_t seed);
 
 uint64_t sim_rand(struct sim *s);
 /* uniform in [0, n) */

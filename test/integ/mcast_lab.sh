@@ -64,25 +64,40 @@ ctr() {
 # mckey_round NAME COUNT GROUP "SENDER_HOST SENDER_ARGS" "RECEIVER_HOST..." : receivers
 # join first, then the sender; every process must exit 0 within 40 s.
 mckey_round() {
-	local name=$1 count=$2 grp=$3 sender=$4 recv=$5 h i=0 pids=() rc=0 bind
+	local name=$1 count=$2 grp=$3 sender=$4 recv=$5 h i=0 pids=() rc=0 bind base t0=$SECONDS tj
+	# an earlier round's QPs leave as their processes end: let them go
+	# (bounded), then count what is attached and wait for ours on top
+	local until=$((SECONDS + 5))
+	while [ $SECONDS -lt $until ] && [ "$(( $(ctr a attached) + $(ctr b attached) ))" -gt 0 ]; do
+		sleep 0.1
+	done
+	base=$(( $(ctr a attached) + $(ctr b attached) ))
 	for h in $recv; do
 		i=$((i + 1))
 		[ "$h" = a ] && bind=$A_ADDR || bind=$B_ADDR
-		run "$h" timeout 40 mckey -m "$grp" -b "$bind" -C "$count" > "$W/$name.r$i.out" 2>&1 &
+		# line-buffered: a receiver that times out still shows how far it got
+		run "$h" timeout 40 stdbuf -oL mckey -m "$grp" -b "$bind" -C "$count" > "$W/$name.r$i.out" 2>&1 &
 		pids+=($!)
 	done
 	# the receivers have joined (their QPs attached) before the sender sends
-	local want=$i k
-	for ((k = 0; k < 100; k++)); do
-		[ "$(( $(ctr a attached) + $(ctr b attached) ))" -ge "$want" ] && break
+	# (bounded in time, not in polls: one telemetry poll is slow on a busy host)
+	local want=$i
+	until=$((SECONDS + 10))
+	while [ $SECONDS -lt $until ]; do
+		[ "$(( $(ctr a attached) + $(ctr b attached) ))" -ge "$((base + want))" ] && break
 		sleep 0.1
 	done
+	tj=$SECONDS
 	set -- $sender
 	h=$1; shift
 	[ "$h" = a ] && bind=$A_ADDR || bind=$B_ADDR
-	run "$h" timeout 30 mckey -m "$grp" -b "$bind" -s -C "$count" "$@" > "$W/$name.s.out" 2>&1 || rc=1
+	run "$h" timeout 30 stdbuf -oL mckey -m "$grp" -b "$bind" -s -C "$count" "$@" > "$W/$name.s.out" 2>&1 || rc=1
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done
-	cat "$W/$name".*.out > "$W/$name.all"
+	for f in "$W/$name".*.out; do echo "== ${f##*/}"; cat "$f"; done > "$W/$name.all"
+	echo "# round $name: $((SECONDS - t0)) s ($((tj - t0)) s until the receivers were attached)"
+	# what the sender's daemon made of its sends (a failure shows it)
+	echo "== sender host $h: $(tel "$h" /roce/port/stats,0 | tr -d '{}"' | tr ',' '\n' |
+		grep -E 'ud_ah_invalid|tx_mcast|rx_mcast|drop' | tr '\n' ' ')" >> "$W/$name.all"
 	return $rc
 }
 

@@ -572,6 +572,30 @@ Test(hosts, ibverbs_pingpongs)
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 
+/*
+ * Debian's unmodified ibv_xsrq_pingpong: XRC domains, XRC SRQs, XRC INI and
+ * TGT QPs, XRCETH on the wire. It prints no rate, only "success" at the end.
+ */
+static void
+run_xsrq(char sh, char ch, const char *args, unsigned int iters)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "ibv_xsrq_pingpong -g 1 -n %u %s", iters, args);
+	pair(sh, ch, cmd, cmd, so, co, sizeof(so));
+	cr_assert_not_null(strstr(so, "success"), "%s server:\n%s", cmd, so);
+	cr_assert_not_null(strstr(co, "success"), "%s client:\n%s", cmd, co);
+}
+
+Test(hosts, xsrq_pingpong)
+{
+	cr_assert(have("ibv_xsrq_pingpong"), "needs ibverbs-utils' ibv_xsrq_pingpong");
+	lab_up("itgxr");
+	run_xsrq('a', 'b', "", 500);
+	run_xsrq('a', 'b', "-e -s 3000", 200);
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
 Test(hosts, perftest)
 {
 	lab_up("itgpt");

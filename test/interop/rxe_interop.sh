@@ -83,7 +83,14 @@ export RXE_PEER_TOPOLOGY=veth
 # unwinding through libgcc_s.so.1; the image lacks it ("libgcc_s.so.1 must be
 # installed for pthread_exit to work", then abort). Debian 12's, as the image's.
 LIBGCC_S=/lib/x86_64-linux-gnu/libgcc_s.so.1
-export RXE_EXTRA_FILES="$INTEROP_PROBE=/usr/bin/rdma_probe${INTEROP_RDMACM_SHIM_DIR:+ $LIBGCC_S=$LIBGCC_S}"
+# rstream and mckey (rdmacm-utils) are not in the guest image: the host's
+# (the same Debian librdmacm1 the guest has) are added for the rsockets and
+# multicast cases.
+RCM_EXTRA=
+for t in rstream mckey; do
+    [[ -x /usr/bin/$t ]] && RCM_EXTRA="$RCM_EXTRA /usr/bin/$t=/usr/bin/$t"
+done
+export RXE_EXTRA_FILES="$INTEROP_PROBE=/usr/bin/rdma_probe${INTEROP_RDMACM_SHIM_DIR:+ $LIBGCC_S=$LIBGCC_S$RCM_EXTRA}"
 
 NS=$RXE_PEER_NS
 W=$INTEROP_WORK
@@ -521,6 +528,8 @@ TOOLS=(
     "rping|cmu|rping -s -a @A -p @P -C 10 -v -V||rping -c -a @A -p @P -C 10 -v -V"
     "ucmatose|cmu|ucmatose -b @A -p @P -c 2 -C 5||ucmatose -s @A -p @P -c 2 -C 5"
     "udaddy|cmu|udaddy -b @A -c 2 -C 5||udaddy -s @A -c 2 -C 5"
+    "rstream|cmr|rstream -b @A -p @P -S 8192 -C 50 -T v||rstream -s @A -p @P -S 8192 -C 50 -T v"
+    "mckey|cmm|mckey -m 239.1.2.21 -b @L -C 10||mckey -m 239.1.2.21 -b @L -s -C 10"
     "probe|probe|rdma_probe @D -g @G -m @M -s @S -T 8 -r 20 -p @P"
     "probe_noevents|probe|rdma_probe @D -g @G -m @M -s @S -T 8 -r 20 -E -t write_bad_rkey,write_verify -p @P"
     "probe_data|probe|rdma_probe @D -g @G -m @M -s @S -T 20 -r 20 -t write_verify,read_verify,send_verify,atomic_verify -p @P"
@@ -528,7 +537,10 @@ TOOLS=(
 MAIN_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw read_bw_defaults send_bw atomic_fadd atomic_cas write_lat probe probe_noevents"
 # rdma_cm: our IB CM on QP1 against the guest kernel's, through our
 # librdmacm.so.1 (kind cm: perftest -R, one command for both ends; kind cmu:
-# the rdmacm-utils programs, "server||client", @A the server's address).
+# the rdmacm-utils programs, "server||client", @A the server's address, @L
+# the side's own; kind cmr: rstream, verified (-T v), rsockets' protocol
+# against stock rsockets; kind cmm: mckey, the receiver joins first, the
+# sender starts 3 s later, both must exit 0).
 # INTEROP_RDMACM=0 leaves them out. perftest 4.5's -R server listens again
 # for its data connection only after the handshake over its first one; when
 # our client's REQ beats the slow guest's second listen, the guest kernel
@@ -536,7 +548,7 @@ MAIN_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw read_bw_default
 # just freed (fixed upstream after 4.5-0.17: perftest 3d9d8d0) and dies
 # (SIGBUS: a freed pointer); run_pair reruns that case, reported, when the
 # REJ 8 is in our client's output (the evidence, with that of an lcore stall).
-CM_TOOLS="send_bw_cm rping ucmatose udaddy"
+CM_TOOLS="send_bw_cm rping ucmatose udaddy rstream mckey"
 if [[ ${INTEROP_RDMACM:-1} == 1 && -n $INTEROP_RDMACM_SHIM_DIR ]]; then
     MAIN_TOOLS="$MAIN_TOOLS $CM_TOOLS"
 fi
@@ -567,9 +579,9 @@ HOST_GID=1
 fill() {
     local t=$1 mtu=$3
     if [[ $2 == guest ]]; then
-        t=${t//@D/-d rxe0}; t=${t//@G/$GUEST_GID}
+        t=${t//@D/-d rxe0}; t=${t//@G/$GUEST_GID}; t=${t//@L/$GUEST_IP}
     else
-        t=${t//@D /}; t=${t//@G/$HOST_GID}; t=${t/#rdma_probe/$INTEROP_PROBE}
+        t=${t//@D /}; t=${t//@G/$HOST_GID}; t=${t/#rdma_probe/$INTEROP_PROBE}; t=${t//@L/$DAEMON_IP}
     fi
     t=${t//@M/$mtu}; t=${t//@U/$mtu}; t=${t//@S/$((3 * mtu - 72))}; t=${t//@P/$tcp_port}
     echo "$t"
@@ -584,6 +596,8 @@ check_out() {
     bw|cm) grep -qE '^ *[0-9]+[[:space:]]+[0-9]+([[:space:]]+([0-9.]+|inf)){3}' "$2" ;;
     # rdmacm-utils: ucmatose/udaddy end with "test complete", rping -v prints each ping
     cmu) grep -qE 'test complete|ping data: rdma-ping-' "$2" && ! grep -qiE 'error|fail' "$2" ;;
+    # rstream's result line (printed only for a transfer that completed and, -T v, verified)
+    cmr) grep -qE '^custom +[0-9]' "$2" && ! grep -qiE 'error|fail' "$2" ;;
     *) return 0 ;;
     esac
 }
@@ -618,7 +632,7 @@ run_pair() {
     tcp_port=$((tcp_port + 1))
     # the client's last argument: the server's address (kind cmu: in @A)
     local gpeer=" $KERNEL_IP" hpeer=" $GUEST_IP"
-    if [[ $kind == cmu ]]; then
+    if [[ $kind == cmu || $kind == cmr || $kind == cmm ]]; then
         # "server||client"; @A: the server's address
         local srv=${tmpl%%||*} cli=${tmpl#*||} a=$GUEST_IP
         [[ $dir == us ]] && a=$DAEMON_IP
@@ -639,6 +653,8 @@ run_pair() {
         if ! wait_guest "^### BEGIN $gname " 30; then
             why="guest did not start the case"
         fi
+        # mckey: the guest's receiver joins before our sender sends
+        [[ $kind == cmm ]] && sleep 3
         # our client, retried while the guest's server is not listening yet
         for i in $(seq 60); do
             # shellcheck disable=SC2086
@@ -666,7 +682,7 @@ run_pair() {
         hpid=$!
         for i in $(seq 100); do
             # an rdma_cm server (kind cm*) listens on no TCP port: give it a second
-            [[ $kind == cm* ]] && { sleep 1; break; }
+            [[ $kind == cm* ]] && { sleep $([[ $kind == cmm ]] && echo 3 || echo 1); break; }
             nsx ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q . && break
             alive "$hpid" || break
             sleep 0.1

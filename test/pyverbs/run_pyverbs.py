@@ -73,15 +73,6 @@ def _pin(label, messages, reason, *test_ids):
         PINNED_SKIPS['tests.' + tid] = (label, messages, reason)
 
 
-_pin(FEATURE_GAP, ('Create XRCD is not supported',),
-     'XRC: no IBV_DEVICE_XRC, ibv_open_xrcd is EOPNOTSUPP',
-     'test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap',
-     'test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add',
-     'test_cqex.CqExTestCase.test_xrc_traffic_cq_ex',
-     'test_odp.OdpTestCase.test_odp_xrc_traffic',   # needs ODP too; XRC fails first
-     'test_qpex.QpExTestCase.test_qp_ex_xrc_send',
-     'test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm',
-     'test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic')
 _pin(FEATURE_GAP, ('Create Raw Packet QP with attrs is not supported',
                    'Create Raw Packet QP with extended attrs is not supported',
                    'Create Raw Packet QP without attrs is not supported',
@@ -127,8 +118,6 @@ _pin(NO_HARDWARE, ('Allocating dmabuf is not supported by /dev/dri/renderD128',
 _pin(NO_HARDWARE, ('cuda-python 12.0+ must be installed to run CUDA tests',),
      'CUDA dma-buf: needs an NVIDIA GPU and cuda-python, which Debian does not package',
      'test_cuda_dmabuf.DmabufCudaTest.test_cuda_dmabuf_rdma_write_traffic')
-
-
 
 
 def log(*a):

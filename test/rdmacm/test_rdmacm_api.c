@@ -188,8 +188,9 @@ Test(args, multicast_bad_args)
 }
 
 /*
- * rsockets without a daemon: no device (ENODEV, as rdma_create_id); what
- * librdmacm does not serve (datagram, AF_IB): ENOTSUP; a descriptor that is
+ * rsockets without a daemon: no device (ENODEV, as rdma_create_id; a
+ * datagram socket too, at once rather than at its first send); what
+ * librdmacm does not serve (AF_IB, other types and protocols): ENOTSUP; a descriptor that is
  * not an rsocket: EBADF, as librdmacm's index lookup.
  */
 Test(args, rsockets_without_a_daemon)
@@ -206,7 +207,10 @@ Test(args, rsockets_without_a_daemon)
 	} while (0)
 	cr_assert_geq(fd, 0);
 	EXPECT_ERRNO(rsocket(AF_INET, SOCK_STREAM, 0), ENODEV);
-	EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, 0), ENOTSUP);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, 0), ENODEV);
+	EXPECT_ERRNO(rsocket(AF_INET6, SOCK_DGRAM, IPPROTO_UDP), ENODEV);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, IPPROTO_TCP), ENOTSUP);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_RAW, 0), ENOTSUP);
 	EXPECT_ERRNO(rsocket(AF_IB, SOCK_STREAM, 0), ENOTSUP);
 	EXPECT_ERRNO(rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), ENOTSUP);
 	EXPECT_ERRNO(rbind(fd, (struct sockaddr *)&sin, sizeof(sin)), EBADF);

@@ -12,9 +12,12 @@
  *    more bytes than announced, more messages than credits, a credit limit
  *    beyond its window, an iomap index we never offered, a message without
  *    an immediate is the caller's) are refused, counted by reason, and
- *    change nothing.
+ *    change nothing;
+ *  - datagram rsockets: the ds header byte for byte, malformed ones
+ *    refused and counted.
  */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <endian.h>
 #include <string.h>
 
@@ -247,4 +250,58 @@ Test(wire, hostile_messages_refused_and_counted)
 	r = rsk_rx_msg(&f.rx, rsk_msg(RSK_OP_CTRL, RSK_CTRL_KEEPALIVE), 0, RQ);
 	cr_assert(r.ctrl);
 	cr_assert_eq(r.ctrl_msg, RSK_CTRL_KEEPALIVE);
+}
+
+/* ---- datagram rsockets (rsocket_dgram_wire.c) ---- */
+
+Test(dgram, ds_header_layout_both_families)
+{
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(7174),
+				  .sin_addr.s_addr = htonl(0xc612000b) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(9),
+				   .sin6_flowinfo = htonl(0x12345) };
+	const uint8_t want4[8] = { 4, 8, 0x1c, 0x06, 198, 18, 0, 11 };
+	struct sockaddr_storage back;
+	uint8_t out[RSK_DS_HDR6];
+	uint32_t len = 0;
+
+	cr_assert_eq(rsk_ds_hdr_build(out, (struct sockaddr *)&a4), RSK_DS_HDR4);
+	cr_assert_arr_eq(out, want4, 8);
+	cr_assert_eq(rsk_ds_hdr_parse(out, 8, &back, &len), RSK_OK);
+	cr_assert_eq(len, 8u);
+	cr_assert_eq(((struct sockaddr_in *)&back)->sin_port, a4.sin_port);
+	cr_assert_eq(((struct sockaddr_in *)&back)->sin_addr.s_addr, a4.sin_addr.s_addr);
+
+	inet_pton(AF_INET6, "2001:db8::11", &a6.sin6_addr);
+	cr_assert_eq(rsk_ds_hdr_build(out, (struct sockaddr *)&a6), RSK_DS_HDR6);
+	cr_assert_eq(out[0], 6);
+	cr_assert_eq(out[1], 24);
+	cr_assert_eq(out[2], 0);
+	cr_assert_eq(out[3], 9);
+	cr_assert_eq(out[7], 0x45); /* flowinfo, network order */
+	cr_assert_eq(out[8], 0x20);
+	cr_assert_eq(out[23], 0x11);
+	cr_assert_eq(rsk_ds_hdr_parse(out, 30, &back, &len), RSK_OK);
+	cr_assert_eq(len, 24u);
+	cr_assert_eq(back.ss_family, AF_INET6);
+	cr_assert_eq(memcmp(&((struct sockaddr_in6 *)&back)->sin6_addr, &a6.sin6_addr, 16), 0);
+	cr_assert_eq(((struct sockaddr_in6 *)&back)->sin6_flowinfo, a6.sin6_flowinfo);
+}
+
+Test(dgram, bad_ds_headers_refused_and_counted)
+{
+	uint8_t m[32] = { 4, 8 };
+	uint64_t before = bad(RSK_BAD_ds_hdr);
+	uint32_t len = 99;
+
+	cr_assert_eq(rsk_ds_hdr_parse(m, 7, NULL, &len), RSK_BAD_ds_hdr);   /* short */
+	m[0] = 5;
+	cr_assert_eq(rsk_ds_hdr_parse(m, 32, NULL, &len), RSK_BAD_ds_hdr);  /* version */
+	m[0] = 4;
+	m[1] = 24;
+	cr_assert_eq(rsk_ds_hdr_parse(m, 32, NULL, &len), RSK_BAD_ds_hdr);  /* v4 with v6 length */
+	m[0] = 6;
+	cr_assert_eq(rsk_ds_hdr_parse(m, 20, NULL, &len), RSK_BAD_ds_hdr);  /* v6 cut short */
+	cr_assert_eq(len, 99u);
+	cr_assert_eq(bad(RSK_BAD_ds_hdr), before + 4);
 }

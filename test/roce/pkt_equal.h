@@ -59,6 +59,7 @@ pkt_diff(const struct roce_pkt *a, const struct roce_pkt *b)
 	SAME(deth.resv);
 	SAME(imm);
 	SAME(ieth_rkey);
+	SAME(xrc_srqn);
 	SAME(payload);
 	SAME(payload_len);
 	SAME(icrc);

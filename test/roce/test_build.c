@@ -39,6 +39,7 @@ record_for(uint8_t op, bool ipv6, bool vlan, bool udp_csum)
 		.deth = { ROCE_GSI_QKEY, 0x000001, 0 },
 		.imm = htobe32(0xc0ffee11),
 		.ieth_rkey = 0x0badcafe,
+		.xrc_srqn = 0x00abcdef,
 		.payload = payload,
 	};
 	test_gids(&p, ipv6);
@@ -113,6 +114,7 @@ Test(build, every_opcode_round_trips)
 			if (!(d->hdrs & ROCE_HDR_DETH)) memset(&in.deth, 0, sizeof(in.deth));
 			if (!(d->hdrs & ROCE_HDR_IMMDT)) in.imm = 0;
 			if (!(d->hdrs & ROCE_HDR_IETH)) in.ieth_rkey = 0;
+			if (!(d->hdrs & ROCE_HDR_XRCETH)) in.xrc_srqn = 0;
 			if (!vlan) in.l3.vlan_tci = 0;
 			if (!ipv6) in.l3.flow_label = 0;
 			else in.l3.ip_id = 0;
