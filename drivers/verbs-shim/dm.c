@@ -6,8 +6,8 @@
  *
  * Our device memory is memory the daemon owns (lib/ctl ctl_dm.c): ALLOC_DM
  * answers with a memfd, mapped here; the copies are memcpy on that mapping
- * with the rules of a NIC's memory window (mlx5): offset and length
- * multiples of 4 bytes, inside the allocation, else EINVAL. MRs over it
+ * with the rules of a NIC's memory window (mlx5): inside the allocation,
+ * else EFAULT, offset and length multiples of 4 bytes, else EINVAL. MRs over it
  * (REG_DM_MR) are zero-based, as rdma-core requires (IBV_ACCESS_ZERO_BASED):
  * address 0 of the MR is byte dm_offset of the DM.
  */
@@ -34,19 +34,28 @@ static struct shim_dm *shim_dm(struct ibv_dm *dm)
 	return (struct shim_dm *)dm;
 }
 
-/* The copy rules: 4-byte granules inside the allocation. */
-static bool shim_dm_range_ok(const struct shim_dm *d, uint64_t off, size_t len)
+/*
+ * The copy rules, in rdma-core's mlx5 order: inside the allocation (else
+ * EFAULT), then 4-byte granules (else EINVAL). @return 0 or the errno; the
+ * verbs return it and set errno to it (ibv_memcpy_to_dm(3): "the value of
+ * errno on failure").
+ */
+static int shim_dm_range_check(const struct shim_dm *d, uint64_t off, size_t len)
 {
-	return off % SHIM_DM_ALIGN == 0 && len % SHIM_DM_ALIGN == 0 && off <= d->length &&
-	       len <= d->length - off;
+	if (off > d->length || len > d->length - off)
+		return EFAULT;
+	if (off % SHIM_DM_ALIGN != 0 || len % SHIM_DM_ALIGN != 0)
+		return EINVAL;
+	return 0;
 }
 
 static int shim_memcpy_to_dm(struct ibv_dm *dm, uint64_t off, const void *host, size_t len)
 {
 	struct shim_dm *d = shim_dm(dm);
+	int rc = shim_dm_range_check(d, off, len);
 
-	if (!shim_dm_range_ok(d, off, len))
-		return shim_ret(EINVAL);
+	if (rc)
+		return shim_ret(rc);
 	memcpy(d->map + off, host, len);
 	return 0;
 }
@@ -54,9 +63,10 @@ static int shim_memcpy_to_dm(struct ibv_dm *dm, uint64_t off, const void *host, 
 static int shim_memcpy_from_dm(void *host, struct ibv_dm *dm, uint64_t off, size_t len)
 {
 	struct shim_dm *d = shim_dm(dm);
+	int rc = shim_dm_range_check(d, off, len);
 
-	if (!shim_dm_range_ok(d, off, len))
-		return shim_ret(EINVAL);
+	if (rc)
+		return shim_ret(rc);
 	memcpy(host, d->map + off, len);
 	return 0;
 }

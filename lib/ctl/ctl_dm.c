@@ -9,8 +9,10 @@
  * REG_DM_MR (ctl_objs.c) point into the daemon's mapping, so the lcores
  * reach it as any shared MR. What a client may hold is bounded three ways:
  * one allocation by limits.max_dm_size (QUERY_DEVICE's max_dm_size), a
- * group by quota.max_dm_bytes, the daemon by limits.max_dm_bytes; a refusal
- * is ENOMEM and counted (quota_refused). ctl_get_stats() reports the
+ * group by quota.max_dm_bytes, the daemon by limits.max_dm_bytes. A length
+ * beyond max_dm_size is EINVAL (as rdma-core's mlx5 provider answers before
+ * asking the kernel); a quota or the cap reached is ENOMEM, counted
+ * (quota_refused), as a NIC whose memory is taken. ctl_get_stats() reports the
  * allocations and their bytes (/roce/app/stats dm, dm_bytes).
  */
 #include <errno.h>
@@ -74,7 +76,7 @@ int ctl_h_ALLOC_DM(const struct ctl_req *x)
 	if (ctl->cfg.limits.max_dm_size == 0)
 		return EOPNOTSUPP;
 	if (q->length > ctl->cfg.limits.max_dm_size)
-		return ENOMEM; /* as a NIC whose memory is smaller */
+		return EINVAL; /* beyond max_dm_size: as rdma-core's mlx5_alloc_dm */
 	size = ctl_dm_map_size(q->length);
 	if (!ctl_dm_bytes_ok(c, size))
 		return ENOMEM;

@@ -160,13 +160,14 @@ static int ctl_mr_check_access(uint32_t access)
 {
 	if (access & ~(uint32_t)CTL_MR_ACCESS_KNOWN)
 		return EINVAL;
-	/* no persistent memory here: as rxe refuses FLUSH_PERSISTENT off pmem */
-	if (access & QP_ACCESS_FLUSH_PERSISTENT)
-		return EINVAL;
 	/* IBA 10.6.3.1: remote write/atomic need local write. */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
+	/* no persistent memory, so no IB_DEVICE_FLUSH_PERSISTENT: EOPNOTSUPP, as
+	 * Linux's ib_check_mr_access() answers a flush access the device lacks */
+	if (access & QP_ACCESS_FLUSH_PERSISTENT)
+		return EOPNOTSUPP;
 	return 0;
 }
 
