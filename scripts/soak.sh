@@ -137,7 +137,17 @@ loop() {
 		124) stalls=$((stalls + 1)); cp "$W/$name.last" "$W/$name.stall" ;;
 		137) ;; # SIGKILLed by the killer: expected
 		99) runs=$((runs - 1)) ;; # clean_only rested: not a run
-		*) fails=$((fails + 1)); cp "$W/$name.last" "$W/$name.fail" ;;
+		*)
+			# perftest could not calibrate its own clock (a process descheduled
+			# while it samples; test_integ.c perftest_clock_failed()): says
+			# nothing about the stack, not a run; recorded for the CI table
+			if grep -q "Correlation coefficient r^2" "$W/$name.last"; then
+				runs=$((runs - 1))
+				[ -n "${ROCE_RETRY_LOG:-}" ] &&
+					echo "soak	$name: perftest could not calibrate its clock (r^2 < 0.9)" >> "$ROCE_RETRY_LOG"
+			else
+				fails=$((fails + 1)); cp "$W/$name.last" "$W/$name.fail"
+			fi ;;
 		esac
 	done
 	echo "$runs $fails $stalls $max" > "$W/$name.result"
@@ -185,6 +195,8 @@ perf() {
 	local rc=$?
 	wait $sp
 	local rs=$?
+	# the server's words join the client's in the loop's record
+	[ $rs = 0 ] || sed 's/^/server: /' "$W/perf-$port.srv"
 	[ $rc = 0 ] && rc=$rs
 	return $rc
 }
@@ -262,6 +274,7 @@ killer_half() {
 }
 
 if [ "$SCOPE" = full ]; then echo "1..7"; else echo "1..6"; fi
+$LAB down > /dev/null 2>&1 # a lab an earlier run left behind
 if ! $LAB up > "$W/up.log" 2>&1; then
 	not_ok "lab up" "$W/up.log"
 	exit 1

@@ -877,6 +877,56 @@ static int join(struct client *cl, uint32_t id, struct ipc_cm_addr a, uint16_t f
 	return rc;
 }
 
+/*
+ * mckey's receiver: rdma_bind_addr, rdma_resolve_addr to the group with a
+ * timeout (mckey: 2000 ms), join, attach its QP, then wait for data. The
+ * resolve timer must not outlive the resolution: long past the timeout, no
+ * further event, the join is still counted and the QP still attached; the
+ * leave and the detach then find them.
+ */
+Test(ctl_cm, multicast_join_outlives_the_resolve_timeout)
+{
+	static const uint8_t mgid[16] = { [10] = 0xff, [11] = 0xff, 239, 1, 2, 3 };
+	struct client a;
+	struct cmch ch;
+	struct ipc_create_qp_rsp qp;
+	struct ipc_msg m, r;
+	struct ctl_mcast_stats st;
+	uint32_t id, mc;
+
+	client_open(&a, true);
+	ch = channel(&a);
+	cr_assert_eq(create_id(&a, ch, RDMA_PS_UDP, 9, &id), 0);
+	cr_assert_eq(bind_id(&a, id, v4("198.18.0.1", 0)), 0);
+	wire.resolve_rc = 0; /* the dataplane answers a group's MAC at once */
+	cr_assert_eq(resolve_addr(&a, id, v4("239.1.2.3", 0), 50), 0);
+	expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	cr_assert_eq(create_qp(&a, alloc_pd(&a), create_cq(&a, 8, IPC_HANDLE_NONE), IBV_QPT_UD,
+			       &qp), 0);
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, &mc), 0);
+	expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+	req(&m, IPC_OP_ATTACH_MCAST);
+	m.u.req_ATTACH_MCAST.qp = qp.handle;
+	memcpy(m.u.req_ATTACH_MCAST.gid, mgid, 16);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	/* four times the resolve timeout, the CM ticking all along */
+	cr_assert_eq(next_event(ch, 200).event, 0xffff, "no event after the join");
+	ctl_mcast_get_stats(ctl, &st);
+	cr_assert_eq(st.cm_joins, 1, "the join is still counted");
+	cr_assert_eq(st.attached, 1, "the QP is still attached");
+	cr_assert_eq(st.groups, 1);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc, 0), 0, "the join is still there");
+	req(&m, IPC_OP_DETACH_MCAST);
+	m.u.req_ATTACH_MCAST.qp = qp.handle;
+	memcpy(m.u.req_ATTACH_MCAST.gid, mgid, 16);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0, "the QP was still attached");
+	ctl_mcast_get_stats(ctl, &st);
+	cr_assert_eq(st.cm_joins, 0);
+	cr_assert_eq(st.attached, 0);
+	close(ch.fd);
+	client_close(&a);
+}
+
 Test(ctl_cm, multicast_join_and_leave)
 {
 	static const uint8_t mgid[16] = { [10] = 0xff, [11] = 0xff, 239, 1, 2, 3 };

@@ -54,24 +54,34 @@ run() { # host cmd...: a program on the host through both shims
 	$LAB run "$h" env "LD_LIBRARY_PATH=$SHIMS" "${PRE[@]}" "$@"
 }
 tel() { $LAB telemetry "$1" "$2" 2>/dev/null; }
+# Counters through roce_tel.py: one process and one telemetry connection per
+# read or wait (a `lab.sh telemetry | python3` pipeline per counter took 2 to
+# 8 s on a loaded host, and the rounds' bounded waits ran out on it).
+TEL="python3 $SRC/test/integ/roce_tel.py"
 # one counter of /roce/mcast or /roce/port/stats,0 on host $1
 ctr() {
 	local path=/roce/mcast
 	case $2 in rx_* | tx_*) path=/roce/port/stats,0 ;; esac
-	tel "$1" "$path" | python3 -c "import json,sys; d=json.load(sys.stdin); print(list(d.values())[0]['$2'])"
+	$TEL get "$L-$1" "$path" "$2"
+}
+# mcast_wait KEY OP N SECONDS HOST...: until the sum of /roce/mcast KEY over
+# the hosts is OP N (roce_tel.py wait), polled every 50 ms; prints "SUM MS"
+mcast_wait() {
+	local key=$1 op=$2 v=$3 s=$4 h hosts=()
+	shift 4
+	for h in "$@"; do hosts+=("$L-$h"); done
+	$TEL wait /roce/mcast "$key" "$op" "$v" "$s" "${hosts[@]}"
 }
 
 # mckey_round NAME COUNT GROUP "SENDER_HOST SENDER_ARGS" "RECEIVER_HOST..." : receivers
 # join first, then the sender; every process must exit 0 within 40 s.
 mckey_round() {
-	local name=$1 count=$2 grp=$3 sender=$4 recv=$5 h i=0 pids=() rc=0 bind base t0=$SECONDS tj
+	local name=$1 count=$2 grp=$3 sender=$4 recv=$5 h i=0 pids=() rc=0 bind base t0=$SECONDS
+	local gone joined
 	# an earlier round's QPs leave as their processes end: let them go
 	# (bounded), then count what is attached and wait for ours on top
-	local until=$((SECONDS + 5))
-	while [ $SECONDS -lt $until ] && [ "$(( $(ctr a attached) + $(ctr b attached) ))" -gt 0 ]; do
-		sleep 0.1
-	done
-	base=$(( $(ctr a attached) + $(ctr b attached) ))
+	gone=$(mcast_wait attached eq 0 5 a b)
+	base=$($TEL sum /roce/mcast attached "$L-a" "$L-b")
 	for h in $recv; do
 		i=$((i + 1))
 		[ "$h" = a ] && bind=$A_ADDR || bind=$B_ADDR
@@ -79,22 +89,17 @@ mckey_round() {
 		run "$h" timeout 40 stdbuf -oL mckey -m "$grp" -b "$bind" -C "$count" > "$W/$name.r$i.out" 2>&1 &
 		pids+=($!)
 	done
-	# the receivers have joined (their QPs attached) before the sender sends
-	# (bounded in time, not in polls: one telemetry poll is slow on a busy host)
-	local want=$i
-	until=$((SECONDS + 10))
-	while [ $SECONDS -lt $until ]; do
-		[ "$(( $(ctr a attached) + $(ctr b attached) ))" -ge "$((base + want))" ] && break
-		sleep 0.1
-	done
-	tj=$SECONDS
+	# the receivers have joined (their QPs attached) before the sender sends;
+	# a bound, not a pause: they attach within a second or two of their start
+	joined=$(mcast_wait attached ge $((base + i)) 10 a b)
 	set -- $sender
 	h=$1; shift
 	[ "$h" = a ] && bind=$A_ADDR || bind=$B_ADDR
 	run "$h" timeout 30 stdbuf -oL mckey -m "$grp" -b "$bind" -s -C "$count" "$@" > "$W/$name.s.out" 2>&1 || rc=1
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done
 	for f in "$W/$name".*.out; do echo "== ${f##*/}"; cat "$f"; done > "$W/$name.all"
-	echo "# round $name: $((SECONDS - t0)) s ($((tj - t0)) s until the receivers were attached)"
+	# "SUM MS" of each wait: what was attached, and how long it took
+	echo "# round $name: $((SECONDS - t0)) s (earlier QPs gone: ${gone:-?} ms; $i receivers attached: ${joined:-?} ms over a base of $base)"
 	# what the sender's daemon made of its sends (a failure shows it)
 	echo "== sender host $h: $(tel "$h" /roce/port/stats,0 | tr -d '{}"' | tr ',' '\n' |
 		grep -E 'ud_ah_invalid|tx_mcast|rx_mcast|drop' | tr '\n' ' ')" >> "$W/$name.all"
@@ -161,6 +166,8 @@ l1=$(ctr b tx_mcast_loop)
 if [ $((l1 - l0)) -eq 20 ]; then ok "send-only: looped once per frame to b's receiver"; else
 	echo "loop +$((l1 - l0))" > "$W/so.out"; not_ok "send-only loop count" "$W/so.out"; fi
 
+# (a QP that goes with its process's connection leaves within a tick or two)
+mcast_wait attached eq 0 5 a b > /dev/null
 if [ "$(ctr a attached)" = 0 ] && [ "$(ctr b attached)" = 0 ] && [ "$(ctr a groups)" = 0 ] &&
    [ "$(ctr b groups)" = 0 ] && [ "$(ctr a ctl_cm_joins)" = 0 ]; then
 	ok "every leave detached: no group, no attachment, no rdma_cm join left"
@@ -172,7 +179,7 @@ fi
 # a general IGMPv2 query from the link while b has a member: b answers with a report
 run b timeout 30 mckey -m 239.1.2.6 -b 198.18.0.12 -C 1 > "$W/q.r.out" 2>&1 &
 QR=$!
-for ((k = 0; k < 100; k++)); do [ "$(ctr b attached)" -ge 1 ] && break; sleep 0.1; done
+mcast_wait attached ge 1 10 b > /dev/null
 q0=$(ctr b queries_answered)
 ip netns exec "$L-a" python3 - "$L-a" <<'PY' > "$W/query.out" 2>&1
 import socket, struct, sys
@@ -190,7 +197,7 @@ ip = bytearray(struct.pack("!BBHHHBBH4s4s4s", 0x46, 0xc0, 24 + 8, 0, 0, 1, 2, 0,
 ip[10:12] = struct.pack("!H", csum(bytes(ip)))
 s.send(bytes([1, 0, 0x5e, 0, 0, 1]) + src + b"\x08\x00" + bytes(ip) + bytes(igmp))
 PY
-for ((k = 0; k < 50; k++)); do [ "$(ctr b queries_answered)" -gt "$q0" ] && break; sleep 0.1; done
+mcast_wait queries_answered gt "$q0" 5 b > /dev/null
 if [ "$(ctr b queries_answered)" -gt "$q0" ]; then ok "an IGMPv2 general query is answered"; else
 	tel b /roce/mcast >> "$W/query.out"; not_ok "IGMP query answered" "$W/query.out"; fi
 run a timeout 20 mckey -m 239.1.2.6 -b 198.18.0.11 -s -C 1 > "$W/q.s.out" 2>&1
@@ -217,7 +224,7 @@ fi
 
 if run a timeout 30 "$BUILD/test/integ/mcast_client" limits > "$W/limits.out" 2>&1 &&
    [ "$(ctr a ctl_refused_groups)" -ge 8 ] && [ "$(ctr a ctl_refused_group_full)" -ge 1 ] &&
-   [ "$(ctr a ctl_refused_bad)" -ge 4 ] && [ "$(ctr a attached)" = 0 ]; then
+   [ "$(ctr a ctl_refused_bad)" -ge 4 ] && mcast_wait attached eq 0 5 a > /dev/null; then
 	ok "join flood and oversubscribed group: ENOMEM, counted; bad attaches EINVAL"
 else
 	tel a /roce/mcast >> "$W/limits.out"

@@ -279,35 +279,6 @@ lab_telemetry(void)
 }
 
 /*
- * Record an excused rerun for the CI table: Criterion's TAP output drops a
- * test's own output and its cr_log lines, so scripts/ci_report.py reads
- * ROCE_RETRY_LOG (meson-logs/retried.txt, "TEST<TAB>what") instead.
- */
-static void
-retry_record(const char *what, const char *why)
-{
-	const char *path = getenv("ROCE_RETRY_LOG");
-	FILE *f = path ? fopen(path, "a") : NULL;
-
-	if (f) {
-		fprintf(f, "integ\t%s: %s\n", what, why);
-		fclose(f);
-	}
-}
-
-/*
- * perftest calibrates its cycle counter against gettimeofday() before it
- * reports (get_cpu_mhz(): a linear fit of samples); a process descheduled
- * while it samples gets r^2 < 0.9, prints this and exits 1 with "Can't
- * produce a report", whatever the transfer did, even with -F.
- */
-static bool
-perftest_clock_failed(const char *o)
-{
-	return strstr(o, "Correlation coefficient r^2") != NULL;
-}
-
-/*
  * A program that exhausted its transport retries is a failure, unless a
  * daemon's lcore stalled past the retry budget meanwhile (@p stalls_before:
  * lab_stalls_long() when it started): then @return true to run it once more.
@@ -323,7 +294,7 @@ retries_excused(const char *what, const char *o1, const char *o2, long long stal
 	if (perftest_clock_failed(o1) || perftest_clock_failed(o2)) {
 		cr_assert(may_rerun, "%s: perftest could not calibrate its clock twice\n%s\n%s",
 			  what, o1, o2);
-		retry_record(what, "perftest could not calibrate its clock (r^2 < 0.9)");
+		retry_record("integ", what, "perftest could not calibrate its clock (r^2 < 0.9)");
 		return true;
 	}
 	if (!retries_exhausted(o1) && !retries_exhausted(o2))
@@ -338,7 +309,7 @@ retries_excused(const char *what, const char *o1, const char *o2, long long stal
 	char why[96];
 
 	snprintf(why, sizeof(why), "stalls_long +%lld (transport retries exhausted)", grew);
-	retry_record(what, why);
+	retry_record("integ", what, why);
 	return true;
 }
 
