@@ -46,6 +46,15 @@
 #             impairments (this kernel has no sch_netem); af_packet only
 #   -S HOSTS  `up` starts only these daemons, in this order: "b" or "ba"
 #             [LAB_START, default ab]; `start` the others later
+#   LAB_OWNER `up` ties the lab to a process (environment only): a PID, or
+#             "session": the leader of lab.sh's session (under `meson test`,
+#             the test itself: meson starts each test with setsid). A
+#             watchdog (its own session, STATE/watchdog.pid) looks every
+#             0.5 s and, once the owner has ended (a SIGKILL included: meson's
+#             timeout kills the test's whole process group), takes the lab
+#             down as `down` does. Unset (an interactive `up`): no owner, the
+#             lab stays until `down`. test/meson.build sets "session" for
+#             every test (its default test setup)
 #   LAB_MAX_QPS  the daemons' max_qps (environment only, default 256)
 #   LAB_NICE  the daemons' nice value (environment only, default -5): a
 #             dataplane that waits for a CPU behind busy applications stops
@@ -402,12 +411,16 @@ relay_net_up() {
 	relay_start
 }
 
-relay_pid() {
+# The PID recorded in file $1 if that process is alive and its command line
+# still matches $2 (a reused PID does not).
+recorded_pid() {
 	local pid
-	pid=$(cat "$STATE/relay.pid" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "lossy_link.*$(ifname ra)" &&
+	pid=$(cat "$1" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+		tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$2" &&
 		echo "$pid"
 }
+
+relay_pid() { recorded_pid "$STATE/relay.pid" "lossy_link.*$(ifname ra)"; }
 
 relay_stop() {
 	local pid i
@@ -452,6 +465,81 @@ net_down() {
 	return 0
 }
 
+# ---- the owner (LAB_OWNER): the lab goes down when it ends ----
+
+# Field $2 of live process $1's /proc/PID/stat (6: its session, 22: its
+# start time, which a reused PID does not share); fails for a process that
+# is gone or a zombie.
+proc_stat() {
+	local stat n=$(($2 - 2))
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) } # the command may hold spaces and parentheses
+	set -- $stat
+	[ "$1" != Z ] || return 1
+	echo "${!n}"
+}
+proc_start() { proc_stat "$1" 22; }
+
+# The PID LAB_OWNER names, or nothing (no owner).
+owner_pid() {
+	local sid
+	case ${LAB_OWNER:-} in
+	"") return 0 ;;
+	session)
+		sid=$(proc_stat $$ 6)
+		# a session whose leader is gone (or init's) has no owner to follow
+		if [ -z "$sid" ] || [ "$sid" -le 1 ] || ! proc_start "$sid" > /dev/null; then
+			echo "lab.sh: LAB_OWNER=session: session leader ${sid:-?} is gone; the lab has no owner" >&2
+			return 0
+		fi
+		echo "$sid" ;;
+	*)
+		[[ $LAB_OWNER =~ ^[0-9]+$ ]] && proc_start "$LAB_OWNER" > /dev/null ||
+			die "LAB_OWNER '$LAB_OWNER': not a live PID (or 'session')"
+		echo "$LAB_OWNER" ;;
+	esac
+}
+
+# PID of the lab's watchdog if it is alive and still ours.
+watchdog_pid() { recorded_pid "$STATE/watchdog.pid" "lab.sh.* -n $LAB_NAME _watch "; }
+
+watchdog_start() { # owner-pid; the watchdog records itself before the lab is made
+	local start k
+	start=$(proc_start "$1") || { echo "lab.sh: owner $1 is gone" >&2; return 1; }
+	echo "owner $1 (start $start)" > "$STATE/watchdog.log"
+	setsid "$BASH" "$0" -n "$LAB_NAME" _watch "$1" "$start" < /dev/null >> "$STATE/watchdog.log" 2>&1 &
+	for ((k = 0; k < 100; k++)); do
+		watchdog_pid > /dev/null && return 0
+		sleep 0.05
+	done
+	echo "lab.sh: the owner's watchdog did not start" >&2
+	return 1
+}
+
+watchdog_stop() {
+	local pid
+	pid=$(watchdog_pid) || return 0
+	[ "$pid" = $$ ] && return 0 # the watchdog's own `down`
+	kill -TERM "$pid" 2>/dev/null
+	rm -f "$STATE/watchdog.pid"
+}
+
+# (internal) the watchdog: until owner $1 (start time $2) ends or the lab goes
+# down, look every 0.5 s; then `down`. Its own session: a kill of the owner's
+# process group does not reach it.
+cmd_watch() {
+	local owner=$1 start=$2
+	echo $$ > "$STATE/watchdog.pid"
+	while [ "$(proc_start "$owner")" = "$start" ]; do
+		[ "$(cat "$STATE/watchdog.pid" 2>/dev/null)" = $$ ] || exit 0 # down, or another lab
+		sleep 0.5
+	done
+	echo "$(date -u +%T) owner $owner ended: taking lab $LAB_NAME down"
+	cmd_down
+	echo "$(date -u +%T) down: exit status $?"
+	rm -f "$STATE/watchdog.pid"
+}
+
 fail_up() {
 	echo "lab.sh: up failed, tearing down" >&2
 	cmd_down > /dev/null 2>&1
@@ -459,6 +547,7 @@ fail_up() {
 }
 
 cmd_up() {
+	local owner
 	[ "$(id -u)" = 0 ] || die "must run as root (network namespaces)"
 	if ns_exists a || ns_exists b || ns_exists r; then
 		die "lab $LAB_NAME is already up (scripts/lab.sh -n $LAB_NAME down)"
@@ -476,6 +565,8 @@ cmd_up() {
 		echo "LAB_MTU=$LAB_MTU"; echo "LAB_WORKERS=$LAB_WORKERS"; echo "LAB_RELAY=$LAB_RELAY"
 	} > "$STATE/lab.env"
 	trap fail_up INT TERM
+	owner=$(owner_pid) || fail_up
+	[ -z "$owner" ] || watchdog_start "$owner" || fail_up
 	net_up || fail_up
 	if [ "$LAB_NO_DAEMONS" != 1 ]; then
 		write_config a
@@ -507,6 +598,9 @@ cmd_down() {
 	done
 	net_down
 	rm -f "$STATE"/*.sock
+	# last: a `down` killed half-way (meson SIGTERMs a test that timed out,
+	# then SIGKILLs its group 0.5 s later) leaves the watchdog to finish it
+	watchdog_stop
 	return $rc
 }
 
@@ -547,6 +641,7 @@ cmd_status() {
 		echo "relay: netns $(ns r) $(ifname ra) <-> $(ifname rb) ($pid, $(grep '^relay:' \
 			"$STATE/relay.log" 2>/dev/null | tail -1))"
 	fi
+	pid=$(watchdog_pid) && echo "owner: $(head -1 "$STATE/watchdog.log") (watchdog pid $pid)"
 	echo "state: $STATE ($LAB_PMD, mtu $LAB_MTU, $LAB_WORKERS worker(s), build $BUILD)"
 }
 
@@ -582,5 +677,6 @@ status) cmd_status ;;
 run) cmd_run "$@" ;;
 telemetry) cmd_telemetry "$@" ;;
 relay) cmd_relay "$@" ;;
+_watch) [ $# -eq 2 ] || die "usage: (internal) lab.sh -n NAME _watch PID START"; cmd_watch "$@" ;;
 *) usage >&2; exit 1 ;;
 esac

@@ -20,7 +20,7 @@
 	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
 	X(cq_signals_dropped) X(events_coalesced) X(destroys_held) X(quarantined) \
 	X(quarantined_bytes) X(qkey_refused) X(quota_refused) X(conns_refused) \
-	X(flow) X(raw_refused) X(flows_bad)
+	X(flow) X(raw_refused) X(flows_bad) X(dm) X(dm_bytes)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -151,6 +151,8 @@ ai_stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(qkey_refused, st.qkey_refused)
 	AI_STAT_STORE(quota_refused, st.quota_refused)
 	AI_STAT_STORE(conns_refused, st.conns_refused)
+	AI_STAT_STORE(dm, st.dm)
+	AI_STAT_STORE(dm_bytes, st.dm_bytes)
 	AI_STAT_STORE(flow, st.flow)
 	AI_STAT_STORE(raw_refused, st.raw_refused)
 	AI_STAT_STORE(flows_bad, st.flows_bad)

@@ -320,6 +320,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_srq = cd->max_srqs ? cd->max_srqs : 1,
 		.max_ah = AI_MAX_AH,
 		.max_mw = cd->max_mrs, /* windows: as many as MRs (gid.c reports it) */
+		.max_dm_bytes = (uint64_t)cd->max_dm_kb << 10,
+		.max_dm_size = (uint64_t)cd->dm_size_kb << 10,
 		.max_xrcd = cd->max_pds, /* XRC domain handles: as many as PDs */
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
@@ -335,6 +337,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_cm_ids = cd->client_max_cm_ids,
 		.max_cm_channels = cd->client_max_cm_channels,
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
+		.max_dm_bytes = (uint64_t)cd->client_max_dm_kb << 10,
 		.max_conns_per_user = cd->user_max_conns,
 	};
 	if (ai_access(cd, &cfg->access, err, errlen) != 0) {

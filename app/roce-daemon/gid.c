@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mcast_table.h"
+#include "qp_attr.h"
 #include "roce.h"
 #include "xport.h"
 
@@ -101,6 +102,8 @@ gid_device_attr(const struct config *cfg, const uint8_t mac[6], uint8_t phys_por
 	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 				 IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_MEM_WINDOW |
 				 IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
+	/* IBTA 1.5 (lib/xport): ATOMIC WRITE, FLUSH of global visibility (no pmem) */
+	attr->device_cap_flags_ex = QP_DEVICE_ATOMIC_WRITE | QP_DEVICE_FLUSH_GLOBAL;
 	attr->max_mw = d->max_mrs; /* app_iface: limits.max_mw */
 	attr->max_sge = d->max_sge;
 	attr->max_sge_rd = d->max_sge;

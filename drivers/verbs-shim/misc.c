@@ -282,16 +282,4 @@ SHIM_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, ui
 	return shim_mcast(IPC_OP_DETACH_MCAST, qp, gid, lid);
 }
 
-/* ---- device memory import (IBVERBS_1.13): not supported ---- */
-
-SHIM_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
-{
-	(void)context;
-	(void)dm_handle;
-	return shim_null(EOPNOTSUPP);
-}
-
-SHIM_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
-	(void)dm;
-}
+/* device memory import (IBVERBS_1.13): dm.c */

@@ -67,7 +67,8 @@ int shim_check_send_ops(enum ibv_qp_type type, uint64_t f)
 		      IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 	if (type == IBV_QPT_RC)
 		ok |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
+		      IBV_QP_EX_WITH_ATOMIC_WRITE;
 	return (f & ~ok) ? EOPNOTSUPP : 0;
 }
 
@@ -365,11 +366,22 @@ static bool shim_send_state_ok(enum ibv_qp_state s)
 	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR;
 }
 
-/* The WR opcode table (wqe.h): TSO, DRIVER1, ATOMIC_WRITE are not supported. */
+/*
+ * The WR opcode table (wqe.h): TSO and DRIVER1 are not supported. FLUSH
+ * (14, rdma-core 45's IBV_WR_FLUSH) is the engine's, but struct
+ * ibv_send_wr of rdma-core 44 cannot carry its placement type and
+ * selectivity, and its ibv_qp_ex has no wr_flush: no application reaches it.
+ */
 bool shim_opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
-	if (t == IBV_QPT_XRC_SEND) /* an XRC INI QP sends as RC (IBTA 9.8.2) */
+	if ((uint32_t)op == WR_FLUSH)
+		return false;
+	if (t == IBV_QPT_XRC_SEND) { /* an XRC INI QP sends as RC (IBTA 9.8.2) */
+		/* IBTA 1.5 ATOMIC WRITE has no XRC opcode in the engine (nor in rxe) */
+		if ((uint32_t)op == WR_ATOMIC_WRITE)
+			return false;
 		t = IBV_QPT_RC;
+	}
 	return wr_opcode_valid((uint32_t)op, (uint32_t)t);
 }
 
@@ -422,6 +434,7 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 	switch (op.kind) {
 	case WR_KIND_WRITE:
 	case WR_KIND_READ:
+	case WR_KIND_ATOMIC_WRITE: /* its 8 bytes are the SGEs' (or inline) */
 		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		w->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;

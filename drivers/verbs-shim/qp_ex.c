@@ -200,11 +200,20 @@ static void shim_wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
 		qp->wr_cur->xrc_remote_srqn = srqn;
 }
 
+/* IBTA 1.5 ATOMIC WRITE: the 8 bytes travel inline in the WQE, whatever max_inline_data is. */
 static void shim_wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr,
 				 const void *data)
 {
-	(void)rkey; (void)raddr; (void)data;
-	shim_wr_unsupported(qpx_of(x));
+	struct sq_wqe *w = shim_wr_open(x, IBV_WR_ATOMIC_WRITE);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = raddr;
+		memcpy(w->inline_data, data, 8);
+		w->inline_len = 8;
+		w->num_sge = 0;
+		w->send_flags |= IBV_SEND_INLINE;
+	}
 }
 
 static void shim_wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)

@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -57,6 +58,14 @@ struct shim_context {
 	int import_fd;             /* ibv_import_device's cmd_fd, ours to close; -1: opened */
 	pthread_mutex_t rpc_lock;  /* one request in flight per connection */
 	uint32_t seq;
+	/*
+	 * The connection requests travel on: cmd_fd in the process that opened
+	 * the context; in a forked child that calls through it, a connection of
+	 * the child's own in cmd_fd's group (shim_rpc), with its async socket.
+	 */
+	int rpc_fd;
+	int rpc_async_fd;          /* the child's connection's async socket; -1: none */
+	pid_t rpc_pid;             /* the process rpc_fd is for */
 	struct ipc_device_attr attr; /* cached at open, for post-path limits */
 	bool async_eof;            /* the async socket saw EOF (daemon gone), reported once */
 	_Atomic bool dead;         /* the daemon connection broke: requests fail with EIO */
@@ -177,6 +186,12 @@ struct shim_mr {
 	bool odp;                     /* IBV_ACCESS_ON_DEMAND: never a backing */
 	struct shim_mr *odp_next;     /* in shim_odp_mrs, for ibv_advise_mr */
 };
+/* ---- dm.c ---- */
+struct ibv_dm *shim_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
+int shim_free_dm(struct ibv_dm *dm);
+struct ibv_mr *shim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset, size_t length,
+			      unsigned int access);
+
 int shim_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		   struct ibv_sge *sg_list, uint32_t num_sge);
 

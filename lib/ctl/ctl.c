@@ -96,6 +96,8 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
+	/* IBTA 1.5: ATOMIC WRITE and FLUSH of global visibility (no pmem) */
+	a->device_cap_flags_ex = QP_DEVICE_ATOMIC_WRITE | QP_DEVICE_FLUSH_GLOBAL;
 	a->max_mw = cfg->limits.max_mw;
 	a->max_sge = WQE_MAX_SGE;
 	a->max_sge_rd = WQE_MAX_SGE;
@@ -170,6 +172,7 @@ static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
 	[CTL_KIND_AH] = sizeof(struct ctl_ah),
 	[CTL_KIND_MR] = sizeof(struct ctl_mr),
 	[CTL_KIND_MW] = sizeof(struct ctl_mw),
+	[CTL_KIND_DM] = sizeof(struct ctl_dm),
 	[CTL_KIND_FLOW] = sizeof(struct ctl_flow),
 	[CTL_KIND_CQ] = sizeof(struct ctl_cq),
 	[CTL_KIND_CHANNEL] = sizeof(struct ctl_channel),
@@ -194,6 +197,7 @@ static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 	case CTL_KIND_AH: return l->max_ah;
 	case CTL_KIND_MR: return l->max_mr;
 	case CTL_KIND_MW: return l->max_mw ? l->max_mw : 1; /* 0: ALLOC_MW refused */
+	case CTL_KIND_DM: return l->max_mr; /* bounded by bytes (max_dm_bytes) first */
 	case CTL_KIND_FLOW: return l->max_flows ? l->max_flows : 1; /* 0: CREATE_FLOW refused */
 	case CTL_KIND_CQ: return l->max_cq;
 	case CTL_KIND_CHANNEL: return l->max_channels;
@@ -372,6 +376,8 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 	st->flows_bad = ctl->flows_bad;
 	st->flow = ctl->tab[CTL_KIND_FLOW].nused;
 	st->quota_refused = ctl->quota_refused;
+	st->dm = ctl->tab[CTL_KIND_DM].nused;
+	st->dm_bytes = ctl->dm_bytes;
 	st->conns_refused = ctl->conns_refused;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
 	st->mr = ctl->tab[CTL_KIND_MR].nused;
@@ -1027,6 +1033,7 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	const struct ctl_quota *q = &c->ctl->cfg.quota;
 
 	*a = ctl_dev(c)->attr;
+	a->max_dm_size = c->ctl->cfg.limits.max_dm_size; /* ctl_dm.c */
 	/* this client's limits: the device's, or its quota where smaller */
 #define CTL_QUOTA_MIN(field, quota) \
 	if ((quota) != 0 && (quota) < a->field) \
@@ -1039,6 +1046,7 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	CTL_QUOTA_MIN(max_srq, q->max_srq)
 	CTL_QUOTA_MIN(max_ah, q->max_ah)
 	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
+	CTL_QUOTA_MIN(max_dm_size, q->max_dm_bytes)
 	CTL_QUOTA_MIN(max_total_mcast_qp_attach, q->max_mcast_attach)
 #undef CTL_QUOTA_MIN
 	return 0;

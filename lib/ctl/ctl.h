@@ -98,6 +98,12 @@ struct ctl_limits {
 	 */
 	uint32_t max_mw;
 	/**
+	 * Device memory (ibv_alloc_dm): bytes of all clients together, and
+	 * the largest one allocation (QUERY_DEVICE's max_dm_size); 0: none.
+	 */
+	uint64_t max_dm_bytes;
+	uint64_t max_dm_size;
+	/**
 	 * XRC domains (ibv_open_xrcd) of all clients, the XRCD handles of
 	 * every client counted (a domain shared by two contexts is two); 0: no
 	 * XRC (IBV_DEVICE_XRC not reported, OPEN_XRCD EOPNOTSUPP).
@@ -377,6 +383,7 @@ struct ctl_quota {
 	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
 	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	uint64_t max_dm_bytes;   /**< bytes of all its device memory (ibv_alloc_dm) */
 	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
 	uint32_t max_flows;      /**< flow rules (ibv_create_flow) */
 	/**
@@ -551,6 +558,8 @@ struct ctl_stats {
 	uint64_t flows_bad;      /**< flow rules refused as malformed (EINVAL, EOPNOTSUPP) */
 	uint64_t quota_refused;  /**< requests refused by a client's quota (ENOMEM) */
 	uint64_t conns_refused;  /**< connections of peers not allowed (ctl_access) */
+	uint32_t dm;             /**< device memory allocations (ibv_alloc_dm) */
+	uint64_t dm_bytes;       /**< their bytes (limits.max_dm_bytes bounds them) */
 };
 
 /** Fill @p st. */

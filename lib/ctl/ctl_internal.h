@@ -35,6 +35,7 @@ enum ctl_kind {
 	CTL_KIND_XRCD,       /* after its SRQs and TGT QPs */
 	CTL_KIND_AH,
 	CTL_KIND_MR,
+	CTL_KIND_DM,         /* device memory after the MRs registered on it */
 	CTL_KIND_CQ,
 	CTL_KIND_CHANNEL,
 	CTL_KIND_PD,
@@ -92,6 +93,19 @@ struct ctl_mw {
 	uint32_t rkey;   /* its key as opened; the binds change the low byte */
 };
 
+/*
+ * Device memory (ctl_dm.c): a memfd the daemon creates and maps; the
+ * client maps it too (ALLOC_DM/IMPORT_DM send it), MRs of REG_DM_MR point
+ * into the daemon's mapping. Charged to its group's dm_bytes and the
+ * daemon's (ctl.dm_bytes) until freed.
+ */
+struct ctl_dm {
+	struct ctl_obj o;
+	struct ctl_shm shm;  /* the daemon's mapping, whole pages */
+	int fd;              /* the memfd, kept for IMPORT_DM */
+	uint64_t length;     /* as asked (the mapping is rounded up to pages) */
+};
+
 struct ctl_flow {
 	struct ctl_obj o;
 	struct ctl_qp *qp;          /* holds a reference: DESTROY_QP is EBUSY meanwhile */
@@ -101,6 +115,7 @@ struct ctl_flow {
 struct ctl_mr {
 	struct ctl_obj o;
 	struct ctl_pd *pd;
+	struct ctl_dm *dm;  /* REG_DM_MR: the device memory it lies in (a reference), else NULL */
 	void *map;          /* mapping of the client's memfd, or NULL */
 	size_t map_len;
 	/*
@@ -254,6 +269,7 @@ struct ctl_conn {
 	uint32_t nobjs;   /* head only: objects of the group */
 	uint32_t nkind[CTL_KIND_COUNT]; /* head only: ... per kind (quotas) */
 	uint64_t mr_bytes; /* head only: bytes registered (quota) */
+	uint64_t dm_bytes; /* head only: bytes of device memory (quota) */
 	uint32_t npend;   /* head only: dataplane operations of the group in flight */
 	uint64_t events_dropped;
 	struct ctl_pend pend; /* its request; the head's also serves teardown steps */
@@ -279,6 +295,9 @@ struct ctl_req {
 };
 
 typedef int ctl_handler_fn(const struct ctl_req *x);
+
+/* ctl_dm.c: release a destroyed DM's memory, fd and charge. */
+void ctl_dm_destroyed(struct ctl *ctl, struct ctl_dm *dm);
 
 #define CTL_HANDLER_DECL(sym, val, rq, rs, rqfd, rsfd) ctl_handler_fn ctl_h_##sym;
 IPC_OPS(CTL_HANDLER_DECL)
@@ -308,6 +327,7 @@ struct ctl {
 	uint64_t quota_refused;  /* requests over a client's quota */
 	uint64_t conns_refused;  /* peers not allowed to connect */
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
+	uint64_t dm_bytes;       /* device memory of all clients (limits.max_dm_bytes) */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
 	struct ctl_cm *cm;       /* rdma_cm: the lib/cm agent and its queues (ctl_cm.c) */

@@ -102,7 +102,7 @@ int ctl_h_DEALLOC_PD(const struct ctl_req *x)
 #define CTL_MR_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                 \
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-			     CTL_MR_HINTS)
+			     QP_ACCESS_FLUSH_GLOBAL | QP_ACCESS_FLUSH_PERSISTENT | CTL_MR_HINTS)
 
 /*
  * On-demand paging. An ODP MR is never shared through a memfd: the lcores
@@ -144,9 +144,10 @@ static uint64_t ctl_mr_charge(uint32_t access, uint64_t length)
 	return ctl_mr_is_odp(access) ? 0 : length;
 }
 
+/* (an MR in device memory maps nothing: the DM is charged, to dm_bytes) */
 static uint64_t ctl_mr_charged(const struct ctl_mr *mr)
 {
-	return ctl_mr_charge(mr->info.access, mr->info.length);
+	return mr->dm != NULL ? 0 : ctl_mr_charge(mr->info.access, mr->info.length);
 }
 
 /* An ODP MR takes no memfd: the copy path is what makes it on-demand. */
@@ -163,6 +164,10 @@ static int ctl_mr_check_access(uint32_t access)
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
+	/* no persistent memory, so no IB_DEVICE_FLUSH_PERSISTENT: EOPNOTSUPP, as
+	 * Linux's ib_check_mr_access() answers a flush access the device lacks */
+	if (access & QP_ACCESS_FLUSH_PERSISTENT)
+		return EOPNOTSUPP;
 	return 0;
 }
 
@@ -313,6 +318,11 @@ static void ctl_quarantine_mr(struct ctl *ctl, struct ctl_mr *mr)
 		return;
 	mr->held = true;
 	mr->pd->o.refs++; /* for good: the lcore's copy names the PD's index */
+	if (mr->dm != NULL) {
+		/* and points into the DM's mapping: that stays too */
+		mr->dm->o.refs++;
+		ctl_quarantine_shm(ctl, &mr->dm->shm);
+	}
 	ctl->quarantined++;
 	ctl->quarantined_bytes += mr->map_len;
 }
@@ -412,6 +422,8 @@ static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	if (rc) {
 		mr->o.owner->mr_bytes -= ctl_mr_charged(mr);
 		mr->pd->o.refs--;
+		if (mr->dm != NULL)
+			mr->dm->o.refs--;
 		ctl_mr_unmap(mr);
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
 		return rc;
@@ -464,6 +476,55 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 	mr->info.pid = c->pid;
 	c->group->mr_bytes += ctl_mr_charged(mr); /* given back by a refusal or the destroy */
 	pd->o.refs++; /* held while the dataplane decides, so the PD cannot go meanwhile */
+	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
+}
+
+/*
+ * ibv_reg_dm_mr: [offset, offset + length) of a DM, zero-based (rdma-core
+ * requires IBV_ACCESS_ZERO_BASED), in the daemon's mapping of the DM: the
+ * lcores reach it directly. The MR holds a reference on the DM (FREE_DM is
+ * EBUSY meanwhile, as the kernel's) and charges nothing to mr_bytes.
+ */
+int ctl_h_REG_DM_MR(const struct ctl_req *x)
+{
+	struct ctl_conn *c = x->conn;
+	const struct ipc_reg_dm_mr_req *q = &x->req->u.req_REG_DM_MR;
+	struct ctl *ctl = c->ctl;
+	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+	struct ctl_dm *dm = ctl_lookup(c, CTL_KIND_DM, q->dm);
+	struct ctl_mr *mr;
+	int rc;
+
+	if (pd == NULL || dm == NULL || !(q->access & IBV_ACCESS_ZERO_BASED) ||
+	    (q->access & IBV_ACCESS_ON_DEMAND))
+		return EINVAL;
+	rc = ctl_mr_check_access(q->access);
+	if (rc)
+		return rc;
+	/* inside the DM, as ib_uverbs_reg_dm_mr() checks; 0 bytes are allowed
+	 * there (pyverbs' test_create_dm_mr registers some): an MR nothing fits in */
+	if (q->offset > dm->length || q->length > dm->length - q->offset)
+		return EINVAL;
+	mr = ctl_table_alloc(&ctl->tab[CTL_KIND_MR], c, CTL_KIND_MR, q->user_handle);
+	if (mr == NULL)
+		return ENOMEM;
+	mr->map = NULL;
+	mr->map_len = 0;
+	mr->dm = dm;
+	mr->pd = pd;
+	mr->info.local = (uint8_t *)dm->shm.map + q->offset;
+	mr->info.mem_fd = -1;
+	mr->info.lkey = ctl_mr_key(ctl, mr->o.index);
+	mr->info.rkey = mr->info.lkey;
+	mr->info.pd = pd->o.index;
+	mr->info.access = q->access & ~(uint32_t)CTL_MR_HINTS;
+	mr->info.iova = 0;
+	mr->info.length = q->length;
+	mr->info.app_addr = 0;
+	mr->info.pid = c->pid;
+	pd->o.refs++;
+	dm->o.refs++;
 	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
 	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
 }
@@ -557,7 +618,8 @@ int ctl_h_REREG_MR(const struct ctl_req *x)
 	struct ctl_mr next;
 	int rc;
 
-	if (mr == NULL || mr->invalid || q->flags == 0 ||
+	/* an MR in device memory is not re-registered (ibv_rereg_mr knows no DM) */
+	if (mr == NULL || mr->invalid || mr->dm != NULL || q->flags == 0 ||
 	    (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
 		return EINVAL;
 	pd = mr->pd;
@@ -1154,9 +1216,14 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 
 		ctl_mr_unmap(mr);
 		mr->pd->o.refs--;
+		if (mr->dm != NULL)
+			mr->dm->o.refs--;
 		o->owner->mr_bytes -= ctl_mr_charged(mr);
 		break;
 	}
+	case CTL_KIND_DM:
+		ctl_dm_destroyed(ctl, (struct ctl_dm *)o);
+		break;
 	case CTL_KIND_CQ: {
 		struct ctl_cq *cq = (struct ctl_cq *)o;
 
@@ -1226,6 +1293,7 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 		break;
 	case CTL_KIND_CHANNEL:
 	case CTL_KIND_CM_CHANNEL:
+	case CTL_KIND_DM: /* no dataplane object: its MRs are gone (refs) */
 	case CTL_KIND_XRCD: /* the dataplane knows domains by number only */
 	case CTL_KIND_MW: /* the shared table is closed at the end (ctl_mw_destroyed()) */
 	case CTL_KIND_PD:

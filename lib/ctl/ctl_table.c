@@ -145,6 +145,7 @@ static uint32_t ctl_quota_of(const struct ctl_quota *q, enum ctl_kind kind)
 	case CTL_KIND_AH: return q->max_ah;
 	case CTL_KIND_MR: return q->max_mr;
 	case CTL_KIND_MW: return q->max_mr;
+	case CTL_KIND_DM: return q->max_mr;
 	case CTL_KIND_FLOW: return q->max_flows;
 	case CTL_KIND_CQ: return q->max_cq;
 	case CTL_KIND_CHANNEL: return q->max_channels;

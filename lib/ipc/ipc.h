@@ -57,8 +57,9 @@ extern "C" {
  * 3: ipc_device_attr carries the ODP capabilities
  * 4: XRC: OPEN_XRCD, CLOSE_XRCD (36, 37 kept for OPEN_QP); CREATE_SRQ takes a type, an XRC
  *    domain and a CQ, CREATE_QP an XRC domain
- * 5: CREATE_FLOW/DESTROY_FLOW; ipc_device_attr carries the raw packet caps */
-#define IPC_VERSION 5u
+ * 5: CREATE_FLOW/DESTROY_FLOW; ipc_device_attr carries the raw packet caps
+ * 6: device memory (ALLOC_DM, FREE_DM, REG_DM_MR, IMPORT_DM: 46-49; max_dm_size) */
+#define IPC_VERSION 6u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -134,6 +135,9 @@ struct ipc_device_attr {
 	 *  ibv_device_attr_ex.raw_packet_caps (enum ibv_raw_packet_caps) */
 	uint32_t max_raw_ethy_qp;
 	uint32_t raw_packet_caps;
+	uint32_t pad_dm;
+	/** ibv_device_attr_ex.max_dm_size: the largest ALLOC_DM; 0: no device memory */
+	uint64_t max_dm_size;
 };
 
 /** Port attributes (ibv_port_attr). */
@@ -326,6 +330,30 @@ struct ipc_mcast_req { uint32_t qp; uint16_t lid; uint16_t pad; uint8_t gid[16];
 struct ipc_alloc_mw_req { uint64_t user_handle; uint32_t pd; uint32_t type; };
 /** The window's handle and its first R_Key (lib/xport mw.h keys). */
 struct ipc_alloc_mw_rsp { uint32_t handle; uint32_t rkey; };
+/**
+ * ALLOC_DM (ibv_alloc_dm): @c length bytes of device memory. Ours is memory
+ * the daemon owns: a memfd it creates, maps and passes back (fd 0 of the
+ * answer) for the shim to map; bounded by max_dm_size, a per-client quota
+ * and a global cap. @c comp_mask must be 0 (struct ibv_alloc_dm_attr).
+ */
+struct ipc_alloc_dm_req {
+	uint64_t user_handle;
+	uint64_t length;
+	uint32_t log_align_req; /**< at most the page size's log (the memfd is page aligned) */
+	uint32_t comp_mask;
+};
+/** ALLOC_DM and IMPORT_DM answer: fd 0 is the memfd, @c map_size bytes (whole pages). */
+struct ipc_alloc_dm_rsp { uint32_t handle; uint32_t pad; uint64_t length; uint64_t map_size; };
+/** REG_DM_MR (ibv_reg_dm_mr): [@c offset, + @c length) of DM @c dm, zero-based, in PD @c pd. */
+struct ipc_reg_dm_mr_req {
+	uint64_t user_handle;
+	uint64_t offset;
+	uint64_t length;
+	uint32_t pd;
+	uint32_t dm;
+	uint32_t access;     /**< enum ibv_access_flags; IBV_ACCESS_ZERO_BASED required */
+	uint32_t pad;
+};
 struct ipc_rereg_mr_req {
 	uint32_t handle;
 	uint32_t flags;      /**< IBV_REREG_MR_CHANGE_* */
@@ -505,6 +533,10 @@ enum ipc_obj_kind {
 	IPC_OP(DESTROY_FLOW,   39, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(ALLOC_MW,       44, ipc_alloc_mw_req,        ipc_alloc_mw_rsp,     0, 0)  \
 	IPC_OP(DEALLOC_MW,     45, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(ALLOC_DM,       46, ipc_alloc_dm_req,        ipc_alloc_dm_rsp,     0, 1)  \
+	IPC_OP(FREE_DM,        47, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(REG_DM_MR,      48, ipc_reg_dm_mr_req,       ipc_reg_mr_rsp,       0, 0)  \
+	IPC_OP(IMPORT_DM,      49, ipc_handle_req,          ipc_alloc_dm_rsp,     0, 1)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */
 
 /** Operation codes. */

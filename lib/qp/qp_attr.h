@@ -31,6 +31,21 @@
 
 #include <infiniband/verbs.h>
 
+/**
+ * @name IBTA 1.5 FLUSH and ATOMIC WRITE names rdma-core 44 lacks
+ * The values of rdma-core 45's verbs.h (IBV_ACCESS_FLUSH_GLOBAL/_PERSISTENT)
+ * and of the kernel's IB_UVERBS_DEVICE_FLUSH_GLOBAL/_PERSISTENT and
+ * IB_UVERBS_DEVICE_ATOMIC_WRITE (device_cap_flags_ex), which is what an
+ * application built against newer headers passes and tests.
+ * @{
+ */
+#define QP_ACCESS_FLUSH_GLOBAL (1u << 8)
+#define QP_ACCESS_FLUSH_PERSISTENT (1u << 9)
+#define QP_DEVICE_FLUSH_GLOBAL (1ULL << 38)
+#define QP_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
+#define QP_DEVICE_ATOMIC_WRITE (1ULL << 40)
+/** @} */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

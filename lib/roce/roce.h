@@ -128,6 +128,21 @@ _Static_assert(sizeof(struct roce_deth) == 8, "DETH is 8 bytes");
 _Static_assert(sizeof(struct roce_ipv4_hdr) == 20, "IPv4 header is 20 bytes");
 _Static_assert(sizeof(struct roce_ipv6_hdr) == 40, "IPv6 header is 40 bytes");
 
+/**
+ * FLUSH extended transport header (IBTA 1.5, 4 bytes before the RETH; Linux
+ * rxe_hdr.h feth): bits 3:0 placement type, bits 5:4 selectivity, the rest
+ * reserved.
+ */
+enum roce_feth {
+	ROCE_FETH_PLT_MASK = 0x0000000f,
+	ROCE_FETH_SEL_MASK = 0x00000030,
+	ROCE_FETH_SEL_SHIFT = 4,
+	ROCE_FLUSH_GLOBAL = 1u << 0,     /**< placement type: global visibility */
+	ROCE_FLUSH_PERSISTENT = 1u << 1, /**< placement type: persistence */
+	ROCE_FLUSH_RANGE = 0,            /**< selectivity: the RETH's range */
+	ROCE_FLUSH_MR = 1,               /**< selectivity: the whole region of the R_Key */
+};
+
 /** AETH syndromes (IBTA 9.7.5.1.3; Linux rxe_hdr.h). */
 enum roce_aeth_syndrome {
 	ROCE_AETH_TYPE_MASK = 0xe0,
@@ -223,6 +238,9 @@ struct roce_pkt {
 	/* extension headers: valid when roce_pkt_has(pkt, ROCE_HDR_x) */
 	uint16_t hdrs;          /**< enum roce_hdr_bit set, from the opcode */
 	struct { uint64_t va; uint32_t rkey; uint32_t length; } reth;
+	/** FETH: placement type (ROCE_FLUSH_GLOBAL | _PERSISTENT), selectivity
+	 *  (ROCE_FLUSH_RANGE/_MR), the other bits (kept for rebuild) */
+	struct { uint8_t placement; uint8_t selectivity; uint32_t resv; } feth;
 	struct { uint8_t syndrome; uint32_t msn; } aeth;
 	struct { uint64_t va; uint32_t rkey; uint64_t swap_add; uint64_t compare; } atmeth;
 	uint64_t atmack_orig;
@@ -259,7 +277,8 @@ roce_pkt_has(const struct roce_pkt *pkt, enum roce_hdr_bit bit)
  * Payload/pad rules: opcodes without payload (READ request, ACK, atomics,
  * CNP) must have none and pad 0; otherwise payload + pad is a multiple of 4,
  * pad <= payload + pad, and FIRST/MIDDLE packets have pad 0 and a non-empty
- * payload. The path-MTU size of FIRST/MIDDLE is a QP check, not done here.
+ * payload; ATOMIC WRITE carries exactly 8 bytes, unpadded. The path-MTU size
+ * of FIRST/MIDDLE is a QP check, not done here.
  *
  * @param frame  frame bytes
  * @param len    frame length

@@ -128,6 +128,12 @@ write_ext(const struct roce_pkt *pkt, const struct roce_opcode_desc *desc, uint8
 		wr32(p, pkt->deth.qkey);
 		wr32(p + 4, (uint32_t)pkt->deth.resv << 24 | (pkt->deth.src_qpn & ROCE_QPN_MASK));
 	}
+	if (desc->hdrs & ROCE_HDR_FETH)
+		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_FETH)],
+		     (pkt->feth.resv & ~(uint32_t)(ROCE_FETH_PLT_MASK | ROCE_FETH_SEL_MASK)) |
+			     ((uint32_t)pkt->feth.selectivity << ROCE_FETH_SEL_SHIFT &
+			      ROCE_FETH_SEL_MASK) |
+			     (pkt->feth.placement & ROCE_FETH_PLT_MASK));
 	if (desc->hdrs & ROCE_HDR_RETH) {
 		p = bth + desc->offset[__builtin_ctz(ROCE_HDR_RETH)];
 		wr64(p, pkt->reth.va);

@@ -26,7 +26,11 @@ enum roce_hdr_bit {
 	ROCE_HDR_IETH = 1u << 7,   /**< R_Key to invalidate */
 	ROCE_HDR_CNP = 1u << 8,    /**< 16 reserved bytes of a CNP */
 	ROCE_HDR_XRCETH = 1u << 9, /**< XRC: the target XRC SRQ number; ranks after DETH */
+	ROCE_HDR_FETH = 1u << 10,  /**< FLUSH: placement type, selectivity (IBTA 1.5); ranks before RETH */
 };
+
+/** Number of extension header bits (the length of roce_opcode_desc.offset). */
+#define ROCE_HDR_BITS 11
 
 /** What an opcode is and does; independent of the header bits. */
 enum roce_kind_bit {
@@ -44,6 +48,8 @@ enum roce_kind_bit {
 	ROCE_KIND_IMM = 1u << 11,     /**< completes with immediate data */
 	ROCE_KIND_INV = 1u << 12,     /**< completes with invalidate */
 	ROCE_KIND_CNP = 1u << 13,
+	ROCE_KIND_ATOMIC_WRITE = 1u << 14, /**< RDMA ATOMIC WRITE: 8 bytes stored at once */
+	ROCE_KIND_FLUSH = 1u << 15,        /**< RDMA FLUSH: make earlier writes visible/persistent */
 };
 
 /** Transport prefixes (top three bits of the opcode). */
@@ -90,6 +96,10 @@ enum roce_transport {
 	OP(RC_FETCH_ADD, 0x14, ROCE_HDR_ATMETH, ROCE_KIND_REQUEST | ROCE_KIND_ATOMIC | ROCE_KIND_FIRST | ROCE_KIND_LAST) \
 	OP(RC_SEND_LAST_WITH_INVALIDATE, 0x16, ROCE_HDR_IETH, ROCE_K_REQ_SEND | ROCE_KIND_LAST | ROCE_KIND_INV) \
 	OP(RC_SEND_ONLY_WITH_INVALIDATE, 0x17, ROCE_HDR_IETH, ROCE_K_REQ_SEND | ROCE_KIND_FIRST | ROCE_KIND_LAST | ROCE_KIND_INV) \
+	/* RC, IBTA 1.5 (Linux rxe since 6.2); both are answered by an empty \
+	 * RDMA READ RESPONSE ONLY carrying the AETH */ \
+	OP(RC_FLUSH, 0x1c, ROCE_HDR_FETH | ROCE_HDR_RETH, ROCE_KIND_REQUEST | ROCE_KIND_FLUSH | ROCE_KIND_FIRST | ROCE_KIND_LAST) \
+	OP(RC_ATOMIC_WRITE, 0x1d, ROCE_HDR_RETH, ROCE_KIND_REQUEST | ROCE_KIND_ATOMIC_WRITE | ROCE_KIND_PAYLOAD | ROCE_KIND_FIRST | ROCE_KIND_LAST) \
 	/* UC */ \
 	OP(UC_SEND_FIRST, 0x20, 0, ROCE_K_REQ_SEND | ROCE_KIND_FIRST) \
 	OP(UC_SEND_MIDDLE, 0x21, 0, ROCE_K_REQ_SEND | ROCE_KIND_MIDDLE) \
@@ -147,7 +157,7 @@ struct roce_opcode_desc {
 	uint16_t hdrs;         /**< enum roce_hdr_bit set */
 	uint16_t kind;         /**< enum roce_kind_bit set */
 	uint8_t hdr_len;       /**< BTH + extension headers, bytes */
-	uint8_t offset[10];    /**< offset of each ext header from BTH start, by bit index */
+	uint8_t offset[ROCE_HDR_BITS]; /**< offset of each ext header from BTH start, by bit index */
 };
 
 /** Descriptor table indexed by opcode; entries with name == NULL are invalid. */

@@ -37,6 +37,8 @@ enum wr_kind {
 	WR_KIND_ATOMIC,     /**< 8 bytes at remote memory (wr.atomic) */
 	WR_KIND_NONE,       /**< not supported */
 	WR_KIND_LOCAL,      /**< executed by the engine, nothing on the wire (wr.bind, imm_data) */
+	WR_KIND_ATOMIC_WRITE, /**< 8 payload bytes stored at once at remote memory (wr.rdma) */
+	WR_KIND_FLUSH,      /**< remote placement of earlier writes (wr.flush), no payload */
 };
 
 /** What sq_wqe.imm_data carries. */
@@ -82,7 +84,9 @@ enum wr_imm {
 	X(LOCAL_INV, 7, LOCAL, WR_QPT_RC | WR_QPT_UC, LOCAL_INV, INV, WR_NO_WIRE) \
 	X(BIND_MW, 8, LOCAL, WR_QPT_RC | WR_QPT_UC, BIND_MW, NONE, WR_NO_WIRE) \
 	X(SEND_WITH_INV, 9, SEND, WR_QPT_RC, SEND, INV, \
-	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_INVALIDATE, SEND_ONLY_WITH_INVALIDATE))
+	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_INVALIDATE, SEND_ONLY_WITH_INVALIDATE)) \
+	X(FLUSH, 14, FLUSH, WR_QPT_RC, FLUSH, NONE, WR_WIRE_ONLY(FLUSH)) \
+	X(ATOMIC_WRITE, 15, ATOMIC_WRITE, WR_QPT_RC, ATOMIC_WRITE, NONE, WR_WIRE_ONLY(ATOMIC_WRITE))
 
 /** Send work request opcodes (= enum ibv_wr_opcode). */
 enum wr_opcode {
@@ -136,6 +140,8 @@ enum wc_opcode {
 	WC_FETCH_ADD = 4,
 	WC_BIND_MW = 5,
 	WC_LOCAL_INV = 6,
+	WC_FLUSH = 8,            /**< IBV_WC_FLUSH of rdma-core 45 (44 does not name it) */
+	WC_ATOMIC_WRITE = 9,
 	WC_RECV = 1 << 7,
 	WC_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
 };
@@ -181,7 +187,19 @@ wr_opcode_valid(uint32_t opcode, uint32_t qp_type)
 static inline bool
 wr_kind_sends_payload(uint8_t kind)
 {
-	return kind == WR_KIND_SEND || kind == WR_KIND_WRITE;
+	return kind == WR_KIND_SEND || kind == WR_KIND_WRITE || kind == WR_KIND_ATOMIC_WRITE;
+}
+
+/**
+ * @return true if work requests of @p kind use a responder resource at the
+ * peer, so count against max_rd_atomic (initiator depth) and wait for a
+ * response: READ, ATOMIC and, as in Linux rxe, ATOMIC WRITE and FLUSH
+ */
+static inline bool
+wr_kind_rd_atomic(uint8_t kind)
+{
+	return kind == WR_KIND_READ || kind == WR_KIND_ATOMIC || kind == WR_KIND_ATOMIC_WRITE ||
+	       kind == WR_KIND_FLUSH;
 }
 
 /** Completion flags (= enum ibv_wc_flags). */
@@ -261,6 +279,14 @@ struct sq_wqe {
 			uint32_t rkey;
 			uint32_t reserved;
 		} atomic;
+		struct {
+			uint64_t remote_addr;  /**< RANGE: first byte to flush */
+			uint32_t rkey;
+			uint32_t length;       /**< RANGE: bytes (RETH DMA length) */
+			uint8_t type;          /**< placement type: 1 global, 2 persistent (set of) */
+			uint8_t level;         /**< selectivity: 0 range, 1 the whole region */
+			uint8_t reserved[14];
+		} flush;                       /**< FLUSH (IBTA 1.5; ibv_wr_flush of rdma-core 45) */
 		struct {
 			uint64_t addr;         /**< first byte of the window (MR IOVA) */
 			uint64_t length;       /**< 0: unbind (type 1) */

@@ -495,7 +495,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			ok = false;
 		}
 	}
-	if ((w->kind == SWQE_READ || w->kind == SWQE_ATOMIC) &&
+	if (wr_kind_rd_atomic(w->kind) &&
 	    (int32_t)(qp->req.cur - head) > 0 && qp->req.rd_inflight)
 		qp->req.rd_inflight--;
 	qp->req.kick = true; /* a limit (rd_atomic, fence, window) may have opened */

@@ -360,6 +360,8 @@ struct xport_cfg {
 	X(CC_RTT_US, "last RTT sample in us (a gauge, cc = delay)") \
 	X(INV_REFUSED, "SEND with Invalidate of a key that may not be invalidated remotely") \
 	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned") \
+	X(ATOMIC_WRITE_RX, "RDMA ATOMIC WRITEs executed (IBTA 1.5)") \
+	X(FLUSH_RX, "RDMA FLUSHes executed (IBTA 1.5)") \
 	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
 
 /** Counter indices. */

@@ -35,6 +35,8 @@ enum swqe_kind {
 	SWQE_READ = WR_KIND_READ,
 	SWQE_ATOMIC = WR_KIND_ATOMIC,
 	SWQE_LOCAL = WR_KIND_LOCAL,
+	SWQE_ATOMIC_WRITE = WR_KIND_ATOMIC_WRITE,
+	SWQE_FLUSH = WR_KIND_FLUSH,
 };
 
 /* Engine copy of one send WQE plus its transport state. */
@@ -80,11 +82,15 @@ struct xport_comp {
 	uint64_t progress_ns;  /* last forward progress (ACK timer base) */
 };
 
-/* Responder resource: one READ or ATOMIC kept for replay of duplicates. */
+/* Responder resource: one READ, ATOMIC, ATOMIC WRITE or FLUSH kept for
+ * replay of duplicates. */
 enum res_type {
 	RES_FREE = 0,
 	RES_READ,
 	RES_ATOMIC,
+	/* ATOMIC WRITE or FLUSH, executed once: answered (and replayed) by an
+	 * empty RDMA READ RESPONSE ONLY with the AETH (IBTA 1.5, as rxe) */
+	RES_EMPTY_READ_RESP,
 };
 
 struct xport_res {
@@ -478,7 +484,8 @@ xport_key_check(struct xport_qp *qp, uint32_t key, uint64_t iova, uint64_t len, 
 		uint8_t **host)
 {
 	const uint32_t remote = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
-				MR_ACCESS_REMOTE_ATOMIC;
+				MR_ACCESS_REMOTE_ATOMIC | MR_ACCESS_FLUSH_GLOBAL |
+				MR_ACCESS_FLUSH_PERSISTENT;
 
 	if (__builtin_expect(mw_key_is_mw(key), 0))
 		return (access & remote) ? mw_check(qp->cfg.mws, qp->cfg.mrs, key, qp_resp_pd(qp),

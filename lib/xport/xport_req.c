@@ -171,6 +171,22 @@ next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
 	return (rest + qp->mtu - 1) >> qp->mtu_shift;
 }
 
+/*
+ * @p opcode is valid on the QP's type and, on an XRC INI QP, its request has
+ * an XRC twin (IBTA Vol. 1 9.2 table 39): the IBTA 1.5 ATOMIC WRITE and
+ * FLUSH have none here (nor in Linux rxe, which has no XRC).
+ */
+static bool
+wr_opcode_ok(const struct xport_qp *qp, uint32_t opcode)
+{
+	uint8_t only = wire_opcode[opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY];
+
+	if (!wr_opcode_valid(opcode, qp->cfg.type))
+		return false;
+	return qp->cfg.xrc == XPORT_XRC_NONE || only == 0 ||
+	       roce_opcode_desc((uint8_t)(only | ROCE_TRANSPORT_XRC)) != NULL;
+}
+
 /* Copy WQE @p idx from the ring into the shadow and validate it. */
 static void
 fetch_wqe(struct xport_qp *qp, uint32_t idx)
@@ -203,7 +219,7 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		return;
 	}
 	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
-	bool ok_op = wr_opcode_valid(w->wqe.opcode, type);
+	bool ok_op = wr_opcode_ok(qp, w->wqe.opcode);
 
 	w->kind = ok_op ? op.kind : SWQE_SEND;
 	bool is_inline = (w->wqe.send_flags & WR_FLAG_INLINE) != 0;
@@ -229,10 +245,11 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		}
 	}
 	if (len > (1u << 31) || (type == XPORT_UD && len > qp->mtu) ||
-	    (w->kind == SWQE_ATOMIC && len != 8))
+	    ((w->kind == SWQE_ATOMIC || w->kind == SWQE_ATOMIC_WRITE) && len != 8) ||
+	    (w->kind == SWQE_FLUSH && len != 0))
 		goto len_err;
 	w->length = (uint32_t)len;
-	if (w->kind != SWQE_ATOMIC && len)
+	if (w->kind != SWQE_ATOMIC && w->kind != SWQE_ATOMIC_WRITE && len)
 		w->npkts = (uint32_t)((len + qp->mtu - 1) >> qp->mtu_shift);
 	return;
 len_err:
@@ -325,9 +342,9 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 	const struct xport_swqe *w = ctx->w;
 
 	if (qp_is_rc(qp)) {
-		bool rd_atomic = w->kind == SWQE_READ || w->kind == SWQE_ATOMIC;
-		/* at most max_rd_atomic READ/ATOMIC outstanding (initiator depth) */
-		if (rd_atomic && req->rd_inflight >= qp->cfg.max_rd_atomic)
+		/* at most max_rd_atomic READ/ATOMIC (and ATOMIC WRITE/FLUSH, which
+		 * take a responder resource too) outstanding: initiator depth */
+		if (wr_kind_rd_atomic(w->kind) && req->rd_inflight >= qp->cfg.max_rd_atomic)
 			return REQ_IDLE;
 		/* fence: wait for every prior READ/ATOMIC to complete */
 		if ((w->wqe.send_flags & WR_FLAG_FENCE) && req->offset == 0 && req->rd_inflight)
@@ -352,7 +369,7 @@ build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
 	bool last = ctx->last;
 	struct roce_pkt *p = &f->pkt;
 
-	if (first && w->kind == SWQE_WRITE) {
+	if (first && (w->kind == SWQE_WRITE || w->kind == SWQE_ATOMIC_WRITE)) {
 		p->reth.va = wqe->wr.rdma.remote_addr;
 		p->reth.rkey = wqe->wr.rdma.rkey;
 		p->reth.length = w->length;
@@ -430,6 +447,23 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		f->pkt.ack_req = true;
 		f->pkt.payload_len = 0;
 		ctx->payload = 8;
+		ctx->psns = 1;
+		ctx->last = true;
+		break;
+	}
+	case SWQE_FLUSH: {
+		/* IBTA 1.5 FLUSH: FETH + RETH, no payload; answered by an empty READ response */
+		f = xport_frame_new(qp, out, data_opcode_of(qp, w, true, true), req->psn);
+		if (!f)
+			return REQ_OUT_FULL;
+		f->pkt.feth.placement = w->wqe.wr.flush.type;
+		f->pkt.feth.selectivity = w->wqe.wr.flush.level;
+		f->pkt.reth.va = w->wqe.wr.flush.remote_addr;
+		f->pkt.reth.rkey = w->wqe.wr.flush.rkey;
+		f->pkt.reth.length = w->wqe.wr.flush.length;
+		f->pkt.ack_req = true;
+		f->pkt.payload_len = 0;
+		ctx->payload = 0;
 		ctx->psns = 1;
 		ctx->last = true;
 		break;
@@ -515,7 +549,7 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->offset = 0;
 	req->cur++;
 	if (rc) {
-		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+		if (wr_kind_rd_atomic(w->kind))
 			req->rd_inflight++;
 	} else {
 		/* UC/UD: no response will come, complete now */
@@ -586,7 +620,7 @@ xport_req_rewind(struct xport_qp *qp, uint32_t psn)
 		w = swqe_at(qp, idx);
 		if (!w->started || psn_le(psn, w->last_psn))
 			break;
-		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+		if (wr_kind_rd_atomic(w->kind))
 			req->rd_inflight++;
 		w = NULL;
 	}

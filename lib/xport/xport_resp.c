@@ -34,6 +34,8 @@
 	X(CHECK_LENGTH, "payload vs MTU, message vs buffer and RETH, atomic alignment") \
 	X(CHECK_RKEY, "R_Key, PD, access, range before any byte moves") \
 	X(EXECUTE, "place data, run the atomic, record the READ") \
+	X(ATOMIC_WRITE, "store the 8 bytes at once, owe the empty READ response") \
+	X(FLUSH, "order every earlier write before the response, owe it") \
 	X(COMPLETE, "receive completion at the end of the message") \
 	X(ACKNOWLEDGE, "owe an ACK when AckReq is set") \
 	X(DUPLICATE, "re-ACK SEND/WRITE, replay READ/ATOMIC from the resources") \
@@ -66,6 +68,19 @@ xport_resp_step_name(unsigned step)
 
 /* Test an opcode property of the packet being processed. */
 #define HAS(ctx, KIND) (((ctx)->kind & ROCE_KIND_##KIND) != 0)
+
+/* Requests that take a responder resource (replayed, never executed twice). */
+#define ROCE_KIND_RESOURCE \
+	(ROCE_KIND_READ | ROCE_KIND_ATOMIC | ROCE_KIND_ATOMIC_WRITE | ROCE_KIND_FLUSH)
+
+/* MR/QP access an RDMA FLUSH of placement type @p plt needs (IBTA 1.5; rxe
+ * check_qp_attr_access, check_rkey). */
+static uint32_t
+flush_access(uint8_t plt)
+{
+	return ((plt & ROCE_FLUSH_GLOBAL) ? MR_ACCESS_FLUSH_GLOBAL : 0) |
+	       ((plt & ROCE_FLUSH_PERSISTENT) ? MR_ACCESS_FLUSH_PERSISTENT : 0);
+}
 
 struct resp_ctx {
 	const struct roce_pkt *pkt;
@@ -258,8 +273,10 @@ resp_check_op_valid(struct xport_qp *qp, struct resp_ctx *ctx)
 	}
 	/* every WRITE packet, not only the FIRST: modify_qp may take the right
 	 * away mid-message (rxe check_op_valid: RXE_WRITE_MASK) */
-	if HAS(ctx, WRITE)
+	if (HAS(ctx, WRITE) || HAS(ctx, ATOMIC_WRITE))
 		need = MR_ACCESS_REMOTE_WRITE;
+	else if HAS(ctx, FLUSH)
+		need = flush_access(ctx->pkt->feth.placement);
 	else if HAS(ctx, READ)
 		need = MR_ACCESS_REMOTE_READ;
 	else if HAS(ctx, ATOMIC)
@@ -288,7 +305,7 @@ resp_check_resource(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out 
 			r->msg = RESP_MSG_NONE;
 		return qp->cfg.type == XPORT_UC ? RESP_UC_DROP : RESP_DROP;
 	}
-	if (HAS(ctx, READ) || HAS(ctx, ATOMIC)) {
+	if (ctx->kind & ROCE_KIND_RESOURCE) {
 		/* the oldest resource is reused (rxe get_rsp_res). Still sending its
 		 * original responses = more RD/ATOMIC than max_dest_rd_atomic; a
 		 * queued replay is stale: a new PSN means the requester moved past it. */
@@ -324,6 +341,20 @@ resp_check_length(struct xport_qp *qp, struct resp_ctx *ctx)
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
 	if HAS(ctx, READ)
 		return RESP_CHECK_RKEY;
+	if HAS(ctx, ATOMIC_WRITE) {
+		/* IBTA 1.5: 8 bytes (the parser checked the payload), naturally aligned */
+		if (pkt->reth.length != 8 || (pkt->reth.va & 7))
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+		return RESP_CHECK_RKEY;
+	}
+	if HAS(ctx, FLUSH) {
+		/* a placement type of neither or unknown bits, a reserved selectivity */
+		uint8_t plt = pkt->feth.placement;
+		if (plt == 0 || (plt & ~(ROCE_FLUSH_GLOBAL | ROCE_FLUSH_PERSISTENT)) ||
+		    pkt->feth.selectivity > ROCE_FLUSH_MR)
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+		return RESP_CHECK_RKEY;
+	}
 	if HAS(ctx, ATOMIC) {
 		if (pkt->atmeth.va & 7) /* misaligned atomic -> invalid request */
 			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
@@ -370,6 +401,21 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 		rkey = pkt->atmeth.rkey;
 		len = 8;
 		access = MR_ACCESS_REMOTE_ATOMIC;
+	} else if HAS(ctx, FLUSH) {
+		va = pkt->reth.va;
+		rkey = pkt->reth.rkey;
+		len = pkt->reth.length;
+		access = flush_access(pkt->feth.placement);
+		if (pkt->feth.selectivity == ROCE_FLUSH_MR) {
+			/* the whole region: key, PD and access, no range (rxe: an MR
+			 * key; a window key is refused) */
+			const struct mr_entry *e = mw_key_is_mw(rkey) ? NULL
+					: mr_lookup(qp->cfg.mrs, rkey);
+			va = e ? e->iova : 0;
+			len = 0;
+			if (!e)
+				return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
+		}
 	} else {
 		va = pkt->reth.va;
 		rkey = pkt->reth.rkey;
@@ -378,6 +424,7 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 		if (len == 0)
 			return RESP_EXECUTE; /* a zero-length RDMA checks no R_Key */
 	}
+	/* a FLUSH of a range checks its R_Key even when the range is empty */
 	ctx->host_st = xport_key_check(qp, rkey, va, len, access, &ctx->host);
 	if (ctx->host_st != MR_OK && ctx->host_st != MR_INDIRECT)
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
@@ -388,11 +435,13 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 	 * SIGBUS on arm64). Misaligned: invalid request, as rxe does for the
 	 * virtual address it maps (IBA 9.4.5 ATOMIC: naturally aligned).
 	 */
-	if (HAS(ctx, ATOMIC) && ((uintptr_t)ctx->host & 7) != 0) {
+	if ((HAS(ctx, ATOMIC) || HAS(ctx, ATOMIC_WRITE)) && ((uintptr_t)ctx->host & 7) != 0) {
 		cnt_inc(qp, XPORT_CNT_ATOMIC_HOST_MISALIGNED);
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
 	}
-	return RESP_EXECUTE;
+	if HAS(ctx, ATOMIC_WRITE)
+		return RESP_ATOMIC_WRITE;
+	return HAS(ctx, FLUSH) ? RESP_FLUSH : RESP_EXECUTE;
 }
 
 /* The 40-byte GRH at the head of a UD receive buffer: the
@@ -538,6 +587,60 @@ op_err:
 	return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_OP_ERR);
 }
 
+/* Record the executed ATOMIC WRITE or FLUSH at @p psn; its response is owed. */
+static enum resp_step
+owe_empty_read_resp(struct xport_qp *qp, uint32_t psn)
+{
+	struct xport_res res = {
+		.type = RES_EMPTY_READ_RESP, .pending = true,
+		.first_psn = psn, .last_psn = psn, .next_psn = psn,
+	};
+
+	record_resource(qp, &res);
+	qp->resp.epsn = roce_psn_add(psn, 1);
+	qp->resp.msn++;
+	return RESP_DONE;
+}
+
+/*
+ * RDMA ATOMIC WRITE (IBTA 1.5; rxe atomic_write_reply): the 8 payload bytes,
+ * as they are on the wire, replace the aligned word in one store, so a
+ * reader on the application's CPU sees the old or the new value, never a
+ * mix. Executed once; a duplicate replays the response only.
+ */
+static enum resp_step
+resp_atomic_write(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	uint64_t v;
+
+	memcpy(&v, pkt->payload, sizeof(v));
+	if (__builtin_expect(ctx->host_st == MR_OK, 1))
+		__atomic_store_n((uint64_t *)(void *)ctx->host, v, __ATOMIC_SEQ_CST);
+	else if (xport_fallback(qp, mr_indirect_write(qp->cfg.mrs, pkt->reth.rkey, ctx->host,
+						      &v, sizeof(v))) != MR_OK)
+		/* one pwrite of the owner's memory: not atomic against its CPU (mr.h) */
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
+	cnt_inc(qp, XPORT_CNT_ATOMIC_WRITE_RX);
+	return owe_empty_read_resp(qp, pkt->psn);
+}
+
+/*
+ * RDMA FLUSH (IBTA 1.5; rxe process_flush). Every earlier request of this
+ * QP was placed by a CPU store of this lcore into ordinary memory, so
+ * global visibility is a full fence before the response leaves. There is
+ * no persistent memory here: a region never gets FLUSH_PERSISTENT access
+ * (the daemon refuses it at registration, as rxe does off pmem), so a
+ * persistent flush fails its key check with a remote access error.
+ */
+static enum resp_step
+resp_flush(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	cnt_inc(qp, XPORT_CNT_FLUSH_RX);
+	return owe_empty_read_resp(qp, ctx->pkt->psn);
+}
+
 static bool
 post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_t now,
 	      struct xport_out *out)
@@ -651,8 +754,8 @@ resp_duplicate(struct xport_qp *qp, struct resp_ctx *ctx)
 		cnt_inc(qp, XPORT_CNT_DUP_READ_REPLAY);
 		return RESP_DONE;
 	}
-	/* ATOMIC: replay the saved result, never execute again */
-	res = find_resource(qp, RES_ATOMIC, pkt->psn);
+	/* ATOMIC (ATOMIC WRITE, FLUSH): replay the saved response, never execute again */
+	res = find_resource(qp, HAS(ctx, ATOMIC) ? RES_ATOMIC : RES_EMPTY_READ_RESP, pkt->psn);
 	if (!res)
 		return RESP_DROP;
 	if (!res->pending) {
@@ -750,6 +853,12 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 			break;
 		case RESP_EXECUTE:
 			step = resp_execute(qp, &ctx);
+			break;
+		case RESP_ATOMIC_WRITE:
+			step = resp_atomic_write(qp, &ctx);
+			break;
+		case RESP_FLUSH:
+			step = resp_flush(qp, &ctx);
 			break;
 		case RESP_COMPLETE:
 			step = resp_complete(qp, &ctx, now, out);

@@ -113,7 +113,8 @@ xport_cfg_from_sem(const struct xport_cfg *cur, const struct qp_sem *sem,
 	c.max_rd_atomic = rd_atomic(a->max_rd_atomic, 0);
 	c.max_dest_rd_atomic = rd_atomic(a->max_dest_rd_atomic, 1);
 	c.access_flags = a->qp_access_flags &
-			 (MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC);
+			 (MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC |
+			  MR_ACCESS_FLUSH_GLOBAL | MR_ACCESS_FLUSH_PERSISTENT);
 	c.sq_sig_all = sem->init.sq_sig_all != 0;
 	c.rate_limit_kbps = a->rate_limit;
 	c.max_unacked = port->max_unacked;

@@ -531,7 +531,7 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 		h->arena_iova = 0x10000000ull * (uint64_t)(i + 1);
 		mr_reg(h->mrs, SIM_PD, (uintptr_t)h->arena, h->arena_iova, h->arena_len,
 		       MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
-			       MR_ACCESS_REMOTE_ATOMIC,
+			       MR_ACCESS_REMOTE_ATOMIC | MR_ACCESS_FLUSH_GLOBAL,
 		       &h->arena_key);
 		h->rq_size = p->rq_size;
 		h->sq = ring_new(pool, p->sq_size, sizeof(struct sq_wqe));
@@ -566,8 +566,9 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 		c->max_rd_atomic = p->max_rd_atomic;
 		c->max_dest_rd_atomic = p->max_dest_rd_atomic ? p->max_dest_rd_atomic
 							      : XPORT_MAX_RD_ATOMIC;
-		c->access_flags = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
-				  MR_ACCESS_REMOTE_ATOMIC;
+		c->access_flags = p->qp_access ? p->qp_access
+					       : MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+							 MR_ACCESS_REMOTE_ATOMIC;
 		c->sq_sig_all = p->sq_sig_all;
 		c->rate_limit_kbps = p->rate_limit_kbps;
 		c->cc = p->cc[i];

@@ -77,7 +77,7 @@ struct sim_host {
 	struct ah_table *ahs;     /* SIM_AH: cfg.av, PD SIM_PD */
 	uint8_t *arena;
 	uint64_t arena_len;
-	uint32_t arena_key;       /* all access rights, PD SIM_PD */
+	uint32_t arena_key;       /* all access rights (FLUSH_GLOBAL too), PD SIM_PD */
 	uint64_t arena_iova;      /* application VA of arena[0] */
 	struct spsc_ring *sq, *rq, *srq_ring, *scq_ring, *rcq_ring;
 	struct xport_cq scq, rcq;
@@ -134,6 +134,7 @@ struct sim_params {
 	bool ipv6;
 	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
 	struct mw_table *mws;     /* memory windows of both QPs (one daemon's), NULL: none */
+	uint32_t qp_access;       /* QP access flags of both; 0: remote write, read, atomic */
 	/*
 	 * XRC (nonzero): host 0's QP is an XRC INI QP, host 1's an XRC TGT QP
 	 * of domain xrcd, whose XRC SRQ (number SIM_XRC_SRQN, domain

@@ -177,3 +177,44 @@ Test(xrc, ini_drops_requests_and_tgt_drops_responses)
 	sim_inject(&S, 1, &rc);
 	cr_assert_eq(cnt(1)[XPORT_CNT_DROP_TRANSPORT], 1);
 }
+
+/*
+ * The IBTA 1.5 ATOMIC WRITE and FLUSH have no XRC opcode here (Linux rxe has
+ * no XRC at all): an XRC INI QP completes them with a local QP operation
+ * error and sends nothing (without the check the engine built 0xbd/0xbc,
+ * which name no opcode, and crashed).
+ */
+static void
+expect_local_op_error(struct sq_wqe *w)
+{
+	w->xrc_remote_srqn = SIM_XRC_SRQN;
+	cr_assert(sim_post_send(&S, 0, w));
+	K.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &K, SIM_DEADLINE_NS));
+	cr_assert_eq(K.c[0][0][0].status, WC_LOC_QP_OP_ERR, "status %u", K.c[0][0][0].status);
+	cr_assert_eq(CAP.n, 0, "nothing on the wire");
+}
+
+Test(xrc, atomic_write_is_a_local_op_error_on_an_ini_qp)
+{
+	up_xrc(3, 0);
+	struct sq_wqe w = wqe_new(WR_ATOMIC_WRITE, 40, WR_FLAG_SIGNALED);
+
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1, 64);
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	expect_local_op_error(&w);
+}
+
+Test(xrc, flush_is_a_local_op_error_on_an_ini_qp)
+{
+	up_xrc(3, 0);
+	struct sq_wqe w = wqe_new(WR_FLUSH, 41, WR_FLAG_SIGNALED);
+
+	w.wr.flush.remote_addr = sim_va(&S, 1, 64);
+	w.wr.flush.rkey = S.h[1].arena_key;
+	w.wr.flush.length = 8;
+	w.wr.flush.type = 1;  /* global visibility */
+	w.wr.flush.level = 0; /* a range */
+	expect_local_op_error(&w);
+}

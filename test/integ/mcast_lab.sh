@@ -57,7 +57,10 @@ tel() { $LAB telemetry "$1" "$2" 2>/dev/null; }
 # Counters through roce_tel.py: one process and one telemetry connection per
 # read or wait (a `lab.sh telemetry | python3` pipeline per counter took 2 to
 # 8 s on a loaded host, and the rounds' bounded waits ran out on it).
-TEL="python3 $SRC/test/integ/roce_tel.py"
+# The system's python3 without site (stdlib only): a `python3` found first in
+# PATH may be a version manager's shim that costs ~2 s per start on a busy host.
+PY=$(command -v /usr/bin/python3 || command -v python3)
+TEL="$PY -S $SRC/test/integ/roce_tel.py"
 # one counter of /roce/mcast or /roce/port/stats,0 on host $1
 ctr() {
 	local path=/roce/mcast
@@ -90,8 +93,9 @@ mckey_round() {
 		pids+=($!)
 	done
 	# the receivers have joined (their QPs attached) before the sender sends;
-	# a bound, not a pause: they attach within a second or two of their start
-	joined=$(mcast_wait attached ge $((base + i)) 10 a b)
+	# a bound, not a pause: they attach within ~50 ms of their start (the
+	# bound was 25 s, then 10 s, while each read took seconds)
+	joined=$(mcast_wait attached ge $((base + i)) 5 a b)
 	set -- $sender
 	h=$1; shift
 	[ "$h" = a ] && bind=$A_ADDR || bind=$B_ADDR
@@ -101,7 +105,7 @@ mckey_round() {
 	# "SUM MS" of each wait: what was attached, and how long it took
 	echo "# round $name: $((SECONDS - t0)) s (earlier QPs gone: ${gone:-?} ms; $i receivers attached: ${joined:-?} ms over a base of $base)"
 	# what the sender's daemon made of its sends (a failure shows it)
-	echo "== sender host $h: $(tel "$h" /roce/port/stats,0 | tr -d '{}"' | tr ',' '\n' |
+	echo "== sender host $h: $($TEL show "$L-$h" /roce/port/stats,0 | tr ' ' '\n' |
 		grep -E 'ud_ah_invalid|tx_mcast|rx_mcast|drop' | tr '\n' ' ')" >> "$W/$name.all"
 	return $rc
 }
@@ -179,9 +183,9 @@ fi
 # a general IGMPv2 query from the link while b has a member: b answers with a report
 run b timeout 30 mckey -m 239.1.2.6 -b 198.18.0.12 -C 1 > "$W/q.r.out" 2>&1 &
 QR=$!
-mcast_wait attached ge 1 10 b > /dev/null
+mcast_wait attached ge 1 5 b > /dev/null
 q0=$(ctr b queries_answered)
-ip netns exec "$L-a" python3 - "$L-a" <<'PY' > "$W/query.out" 2>&1
+ip netns exec "$L-a" "$PY" -S - "$L-a" <<'PY' > "$W/query.out" 2>&1
 import socket, struct, sys
 def csum(b):
     s = sum(struct.unpack("!%dH" % (len(b) // 2), b))

@@ -5,6 +5,8 @@
   roce_tel.py get PREFIX CMD KEY...
       print the KEYs of CMD's answer (e.g. /roce/mcast attached), one line,
       space-separated
+  roce_tel.py show PREFIX CMD
+      print every KEY=VALUE of CMD's answer, one line, space-separated
   roce_tel.py sum CMD KEY PREFIX...
       print the sum of KEY over the PREFIXes
   roce_tel.py wait CMD KEY OP N SECONDS PREFIX...
@@ -92,6 +94,9 @@ def main(argv):
     try:
         if len(argv) >= 4 and argv[0] == "get":
             return get(argv[1], argv[2], argv[3:])
+        if len(argv) == 3 and argv[0] == "show":
+            print(" ".join("%s=%s" % kv for kv in Daemon(argv[1]).query(argv[2]).items()))
+            return 0
         if len(argv) >= 4 and argv[0] == "sum":
             print(total([Daemon(p) for p in argv[3:]], argv[1], argv[2]))
             return 0

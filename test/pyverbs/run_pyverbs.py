@@ -73,25 +73,6 @@ def _pin(label, messages, reason, *test_ids):
         PINNED_SKIPS['tests.' + tid] = (label, messages, reason)
 
 
-_pin(FEATURE_GAP, ('Device memory is not supported',),
-     'device memory: max_dm_size is 0, ibv_alloc_dm is EOPNOTSUPP',
-     'test_device.DMTest.test_create_dm',
-     'test_device.DMTest.test_create_dm_bad_flow',
-     'test_device.DMTest.test_destroy_dm',
-     'test_device.DMTest.test_destroy_dm_bad_flow',
-     'test_device.DMTest.test_dm_read',
-     'test_device.DMTest.test_dm_write',
-     'test_device.DMTest.test_dm_write_bad_flow',
-     'test_device.DMTest.test_multi_process_alloc_dm',
-     'test_device.SharedDMTest.test_import_dm',
-     'test_mr.DeviceMemoryAPITest.test_create_dm_mr',
-     'test_mr.DeviceMemoryAPITest.test_dm_bad_access',
-     'test_mr.DeviceMemoryAPITest.test_dm_bad_registration',
-     'test_mr.DeviceMemoryTest.test_dm_remote_traffic',
-     'test_mr.DeviceMemoryTest.test_dm_traffic')
-_pin(FEATURE_GAP, ('Extended QP is not supported on this device',),
-     'send_ops_flags: no IBV_QP_EX_WITH_ATOMIC_WRITE (RDMA atomic write)',
-     'test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write')
 _pin(FEATURE_GAP, ('Create Raw Packet QP with attrs is not supported',
                    'Create Raw Packet QP with extended attrs is not supported',
                    'Create Raw Packet QP without attrs is not supported',
@@ -137,8 +118,6 @@ _pin(NO_HARDWARE, ('Allocating dmabuf is not supported by /dev/dri/renderD128',
 _pin(NO_HARDWARE, ('cuda-python 12.0+ must be installed to run CUDA tests',),
      'CUDA dma-buf: needs an NVIDIA GPU and cuda-python, which Debian does not package',
      'test_cuda_dmabuf.DmabufCudaTest.test_cuda_dmabuf_rdma_write_traffic')
-
-
 
 
 def log(*a):

@@ -31,6 +31,7 @@ record_for(uint8_t op, bool ipv6, bool vlan, bool udp_csum)
 			.ip_id = 0xbeef, .udp_sport = 0xd123, .udp_csum = udp_csum,
 		},
 		.reth = { 0x0123456789abcdefull, 0x11223344, 0x10000 },
+		.feth = { ROCE_FLUSH_GLOBAL | ROCE_FLUSH_PERSISTENT, ROCE_FLUSH_MR, 0xabcd0000 },
 		.aeth = { ROCE_AETH_RNR_NAK | 14, 0x654321 },
 		.atmeth = { 0x7fff0000aaaa5550ull, 0x55667788, 0x1111222233334444ull,
 			    0x9999888877776666ull },
@@ -45,6 +46,8 @@ record_for(uint8_t op, bool ipv6, bool vlan, bool udp_csum)
 	p.hdrs = d->hdrs;
 	if (!(d->kind & ROCE_KIND_PAYLOAD)) {
 		p.payload = NULL;
+	} else if (d->kind & ROCE_KIND_ATOMIC_WRITE) {
+		p.payload_len = 8; /* exactly its 8 bytes */
 	} else if (d->kind & ROCE_KIND_LAST) {
 		p.payload_len = 1021;
 		p.pad = 3;
@@ -104,6 +107,7 @@ Test(build, every_opcode_round_trips)
 			in.frame_len = out.frame_len;
 			const struct roce_opcode_desc *d = roce_opcode_desc((uint8_t)op);
 			if (!(d->hdrs & ROCE_HDR_RETH)) memset(&in.reth, 0, sizeof(in.reth));
+			if (!(d->hdrs & ROCE_HDR_FETH)) memset(&in.feth, 0, sizeof(in.feth));
 			if (!(d->hdrs & ROCE_HDR_AETH)) memset(&in.aeth, 0, sizeof(in.aeth));
 			if (!(d->hdrs & ROCE_HDR_ATMETH)) memset(&in.atmeth, 0, sizeof(in.atmeth));
 			if (!(d->hdrs & ROCE_HDR_ATMACK)) in.atmack_orig = 0;
@@ -293,4 +297,61 @@ Test(build, gather_refuses_segments_that_do_not_add_up)
 	for (size_t i = 0; i < total; i++)
 		cr_assert_eq(buf[i], 0xa5, "byte %zu written into a short buffer", i);
 	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, total), total);
+}
+
+/*
+ * IBTA 1.5 FLUSH and ATOMIC WRITE byte by byte, typed from the spec layout
+ * (as Linux rxe puts them on the wire): FLUSH is BTH, FETH (bits 3:0
+ * placement type, 5:4 selectivity), RETH; ATOMIC WRITE is BTH, RETH and the
+ * 8 bytes it stores, as they are in memory.
+ */
+Test(build, flush_and_atomic_write_byte_layout)
+{
+	static const uint8_t value[8] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88 };
+	uint8_t buf[256];
+	struct roce_pkt p = record_for(ROCE_OP_RC_FLUSH, false, false, false), out;
+	const size_t bth = 14 + 20 + 8;
+
+	p.feth.placement = ROCE_FLUSH_GLOBAL;
+	p.feth.selectivity = ROCE_FLUSH_MR;
+	p.feth.resv = 0;
+	p.reth.va = 0x0102030405060708ull;
+	p.reth.rkey = 0xa1b2c3d4;
+	p.reth.length = 0x40;
+	size_t n = roce_build(&p, buf, sizeof(buf));
+	cr_assert_eq(n, bth + 12 + 4 + 16 + 4);
+	cr_expect_eq(buf[bth], 0x1c);
+	static const uint8_t flush[20] = { 0, 0, 0, 0x11, /* FETH: sel MR (1 << 4) | GLOBAL */
+					   1, 2, 3, 4, 5, 6, 7, 8, 0xa1, 0xb2, 0xc3, 0xd4,
+					   0, 0, 0, 0x40 };
+	cr_expect_eq(memcmp(buf + bth + 12, flush, sizeof(flush)), 0);
+	cr_assert_eq(roce_parse(buf, n, &out), ROCE_DROP_NONE);
+	cr_expect_eq(out.feth.placement, ROCE_FLUSH_GLOBAL);
+	cr_expect_eq(out.feth.selectivity, ROCE_FLUSH_MR);
+	cr_expect_eq(out.reth.length, 0x40);
+
+	/* persistent, range */
+	buf[bth + 15] = 0x02;
+	cr_assert_eq(roce_parse_no_icrc(buf, n, &out), ROCE_DROP_NONE);
+	cr_expect_eq(out.feth.placement, ROCE_FLUSH_PERSISTENT);
+	cr_expect_eq(out.feth.selectivity, ROCE_FLUSH_RANGE);
+
+	p = record_for(ROCE_OP_RC_ATOMIC_WRITE, false, false, false);
+	p.reth.va = 0x0102030405060708ull;
+	p.reth.rkey = 0xa1b2c3d4;
+	p.reth.length = 8;
+	p.payload = value;
+	p.payload_len = 8;
+	p.pad = 0;
+	n = roce_build(&p, buf, sizeof(buf));
+	cr_assert_eq(n, bth + 12 + 16 + 8 + 4);
+	cr_expect_eq(buf[bth], 0x1d);
+	cr_expect_eq(buf[bth + 1] & 0x30, 0, "no pad");
+	static const uint8_t aw[24] = { 1, 2, 3, 4, 5, 6, 7, 8, 0xa1, 0xb2, 0xc3, 0xd4,
+					0, 0, 0, 8,
+					0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88 };
+	cr_expect_eq(memcmp(buf + bth + 12, aw, sizeof(aw)), 0);
+	cr_assert_eq(roce_parse(buf, n, &out), ROCE_DROP_NONE);
+	cr_expect_eq(out.payload_len, 8);
+	cr_expect_eq(memcmp(out.payload, value, 8), 0);
 }

@@ -31,6 +31,7 @@ struct spec_op {
 #define DETH ROCE_HDR_DETH
 #define IMM ROCE_HDR_IMMDT
 #define IETH ROCE_HDR_IETH
+#define FETH ROCE_HDR_FETH
 #define XRC ROCE_HDR_XRCETH
 
 /* RC and UC share 0x00..0x0b (UC adds 0x20). */
@@ -61,6 +62,10 @@ static const struct spec_op spec[] = {
 	{ 0x14, "RC_FETCH_ADD", 40, {{ATM, 12}}, false, 'O' },
 	{ 0x16, "RC_SEND_LAST_WITH_INVALIDATE", 16, {{IETH, 12}}, true, 'L' },
 	{ 0x17, "RC_SEND_ONLY_WITH_INVALIDATE", 16, {{IETH, 12}}, true, 'O' },
+	/* IBTA 1.5: FLUSH is BTH, FETH (4), RETH (16); ATOMIC WRITE is BTH,
+	 * RETH and its 8 payload bytes (Linux rxe_opcode.c has the same) */
+	{ 0x1c, "RC_FLUSH", 32, {{FETH, 12}, {RETH, 16}}, false, 'O' },
+	{ 0x1d, "RC_ATOMIC_WRITE", 28, {{RETH, 12}}, true, 'O' },
 	SEND_WRITE("UC", 0x20),
 	{ 0x64, "UD_SEND_ONLY", 20, {{DETH, 12}}, true, 'O' },
 	{ 0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", 24, {{DETH, 12}, {IMM, 20}}, true, 'O' },
@@ -116,7 +121,7 @@ Test(opcode, valid_set_is_exactly_rc_uc_ud_xrc_cnp)
 		cr_assert_not_null(d, "opcode 0x%02x (%s) must be valid", op, s->name);
 		cr_expect_str_eq(d->name, s->name);
 	}
-	cr_expect_eq(valid, 23 + 12 + 2 + 1 + 23);
+	cr_expect_eq(valid, 23 + 2 + 12 + 2 + 1 + 23);
 	/* RD is not supported; 0x15 and 0xb5 are reserved. */
 	for (unsigned op = 0x40; op < 0x60; op++)
 		cr_expect_null(roce_opcode_desc((uint8_t)op));
@@ -143,7 +148,7 @@ Test(opcode, header_lengths_and_offsets)
 				     s->name, idx, d->offset[idx], s->h[k].off);
 		}
 		cr_expect_eq(d->hdrs, hdrs, "%s header set 0x%x, spec 0x%x", s->name, d->hdrs, hdrs);
-		for (unsigned idx = 0; idx < 10; idx++)
+		for (unsigned idx = 0; idx < ROCE_HDR_BITS; idx++)
 			if (!(hdrs & (1u << idx)))
 				cr_expect_eq(d->offset[idx], 0, "%s absent header %u has offset", s->name,
 					     idx);
@@ -192,6 +197,11 @@ Test(opcode, enum_values_match_spec)
 	cr_expect_eq(ROCE_OP_UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0x2b);
 	cr_expect_eq(ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE, 0x65);
 	cr_expect_eq(ROCE_OP_CNP, 0x81);
+	cr_expect_eq(ROCE_OP_RC_FLUSH, 0x1c);
+	cr_expect_eq(ROCE_OP_RC_ATOMIC_WRITE, 0x1d);
+	/* 0x18..0x1b (IBTA 1.5 RDMA WRITE-like reserved range) stay invalid */
+	for (unsigned op = 0x18; op < 0x1c; op++)
+		cr_expect_null(roce_opcode_desc((uint8_t)op));
 	cr_expect_eq(ROCE_OP_XRC_SEND_FIRST, 0xa0);
 	cr_expect_eq(ROCE_OP_XRC_ACKNOWLEDGE, 0xb1);
 	cr_expect_eq(ROCE_OP_XRC_SEND_ONLY_WITH_INVALIDATE, 0xb7);

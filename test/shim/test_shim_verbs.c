@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "ipc.h"
 #include "mr.h"
 #include "mw.h"
+#include "qp_attr.h"
 #include "qp_fixture.h"
 
 /* Private export (rdma-core driver.h): not in the installed headers. */
@@ -134,6 +136,8 @@ static const struct ctl_dataplane_ops fake_ops = {
 
 /* ---- the daemon on a thread ---- */
 
+#define DM_SIZE (64u << 10) /* max_dm_size of the server */
+
 static char dir[64], sock[128];
 static struct ctl *ctl;
 static struct ctl_server *srv;
@@ -167,6 +171,8 @@ static void daemon_start(void)
 	inet_pton(AF_INET, "198.18.0.1", &ip);
 	ctl_config_default(&cfg, "dpdk_roce0", mac, ip);
 	cfg.dp_ops = &fake_ops;
+	cfg.limits.max_dm_size = DM_SIZE; /* device memory: 4 allocations of the largest size */
+	cfg.limits.max_dm_bytes = 4 * DM_SIZE;
 	ctl = ctl_create(&cfg);
 	cr_assert_not_null(ctl);
 	srv = ctl_server_create(ctl, sock);
@@ -1797,8 +1803,9 @@ Test(shim_verbs, unsupported_verbs_say_eopnotsupp)
 	cr_assert_eq(errno, EOPNOTSUPP);
 	cr_assert_null(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE));
 	cr_assert_eq(errno, EOPNOTSUPP);
+	/* device memory exists (dm.c): a handle of no DM of this group is EINVAL */
 	cr_assert_null(ibv_import_dm(ctx, 1));
-	cr_assert_eq(errno, EOPNOTSUPP);
+	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
 
@@ -2011,6 +2018,158 @@ Test(shim_verbs, every_failing_verb_sets_errno)
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 	cr_assert_eq(ibv_dealloc_pd(pd), 0);
 	pd = NULL;
+}
+
+/*
+ * Device memory verbs that fail, with the errno rdma-core's mlx5 provider
+ * and the kernel give: alloc (comp_mask, length 0 or beyond max_dm_size,
+ * alignment: EINVAL; the daemon's cap reached: ENOMEM), copies (outside:
+ * EFAULT, unaligned: EINVAL, returned and in errno), MRs (not zero-based,
+ * outside the DM, bad access: EINVAL; FLUSH_PERSISTENT without the
+ * capability: EOPNOTSUPP; 0 bytes are fine), free (an MR in it: EBUSY;
+ * imported: EINVAL),
+ * import (no such DM: EINVAL), and EIO once the daemon is gone.
+ */
+Test(shim_verbs, device_memory_verbs_set_errno)
+{
+	struct ibv_alloc_dm_attr da = { .length = 4096 };
+	struct ibv_dm *dm = ibv_alloc_dm(ctx, &da), *big[4], *imp;
+	struct ibv_device_attr_ex dx;
+	uint8_t buf[16] = { 1, 2, 3, 4 };
+	unsigned int checked = 0;
+	struct ibv_mr *mr;
+	const unsigned int zb = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
+
+	cr_assert_not_null(dm, "alloc_dm: %s", strerror(errno));
+	cr_assert_eq(ibv_query_device_ex(ctx, NULL, &dx), 0);
+	cr_assert_eq(dx.max_dm_size, DM_SIZE);
+
+	/* ibv_alloc_dm */
+	EXPECT_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){ .length = DM_SIZE + 1 }), EINVAL);
+	EXPECT_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){ .length = 64, .comp_mask = 1 }),
+		    EINVAL);
+	EXPECT_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){ .length = 0 }), EINVAL);
+	EXPECT_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){ .length = 64, .log_align_req = 40 }),
+		    EINVAL);
+	for (int i = 0; i < 3; i++) {
+		big[i] = ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){ .length = DM_SIZE });
+		cr_assert_not_null(big[i], "alloc_dm %d: %s", i, strerror(errno));
+	}
+	/* 3 x 64 KiB and the 4 KiB one: the next 64 KiB passes the 256 KiB cap */
+	EXPECT_NULL(big[3] = ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){ .length = DM_SIZE }),
+		    ENOMEM);
+	for (int i = 0; i < 3; i++)
+		EXPECT_OK_KEEPS_ERRNO(ibv_free_dm(big[i]));
+
+	/* ibv_memcpy_to_dm / ibv_memcpy_from_dm */
+	EXPECT_FAIL(ibv_memcpy_to_dm(dm, 4096, buf, 4), EFAULT, EFAULT);
+	EXPECT_FAIL(ibv_memcpy_from_dm(buf, dm, 4092, 8), EFAULT, EFAULT);
+	EXPECT_FAIL(ibv_memcpy_to_dm(dm, 2, buf, 4), EINVAL, EINVAL);
+	EXPECT_FAIL(ibv_memcpy_from_dm(buf, dm, 0, 3), EINVAL, EINVAL);
+	EXPECT_OK_KEEPS_ERRNO(ibv_memcpy_to_dm(dm, 4088, buf, 8));
+
+	/* ibv_reg_dm_mr */
+	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_LOCAL_WRITE), EINVAL);
+	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 4097, zb), EINVAL);
+	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 4100, 4, zb), EINVAL);
+	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE),
+		    EINVAL); /* remote write without local write (IBA 10.6.3.1) */
+	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, zb | (1u << 30)), EINVAL);
+	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, zb | QP_ACCESS_FLUSH_PERSISTENT), EOPNOTSUPP);
+	/* 0 bytes: allowed, as ib_uverbs_reg_dm_mr() allows them */
+	mr = ibv_reg_dm_mr(pd, dm, 4096, 0, zb);
+	cr_assert_not_null(mr, "reg_dm_mr of 0 bytes: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	mr = ibv_reg_dm_mr(pd, dm, 64, 128, zb | IBV_ACCESS_REMOTE_READ | QP_ACCESS_FLUSH_GLOBAL);
+	cr_assert_not_null(mr, "reg_dm_mr: %s", strerror(errno));
+	cr_assert_null(mr->addr, "zero-based");
+
+	/* ibv_free_dm, ibv_import_dm */
+	EXPECT_FAIL(ibv_free_dm(dm), EBUSY, EBUSY);
+	EXPECT_NULL(ibv_import_dm(ctx, dm->handle ^ 0x100000), EINVAL);
+	imp = ibv_import_dm(ctx, dm->handle);
+	cr_assert_not_null(imp, "import_dm: %s", strerror(errno));
+	EXPECT_FAIL(ibv_free_dm(imp), EINVAL, EINVAL); /* ibv_unimport_dm's */
+	cr_assert_eq(ibv_memcpy_from_dm(buf + 8, imp, 4088, 8), 0);
+	cr_assert_eq(memcmp(buf + 8, buf, 8), 0, "the same memory");
+	ibv_unimport_dm(imp);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+
+	/* the daemon gone: EIO; the free of a DM then frees the local part */
+	daemon_stop();
+	EXPECT_NULL(ibv_alloc_dm(ctx, &da), EIO);
+	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, zb), EIO);
+	EXPECT_OK_KEEPS_ERRNO(ibv_free_dm(dm));
+	cr_expect_eq(checked, 20u);
+	cr_assert_eq(ibv_dealloc_pd(pd), 0);
+	pd = NULL;
+}
+
+/*
+ * Wait for the @p n forked children @p kids within @p ms in all: @return
+ * how many exited with status 0. The ones still running then are killed
+ * (a child stuck on an answer that never comes) and reaped.
+ */
+static int wait_children(pid_t *kids, int n, int ms)
+{
+	int ok = 0, left = n, status;
+
+	for (int t = 0; t < ms / 10 && left > 0; t++) {
+		for (int k = 0; k < n; k++) {
+			if (kids[k] > 0 && waitpid(kids[k], &status, WNOHANG) == kids[k]) {
+				ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+				kids[k] = 0;
+				left--;
+			}
+		}
+		usleep(10000);
+	}
+	for (int k = 0; k < n; k++) {
+		if (kids[k] > 0) {
+			kill(kids[k], SIGKILL);
+			waitpid(kids[k], &status, 0);
+		}
+	}
+	return ok;
+}
+
+/*
+ * Forked children calling through their parent's context, as pyverbs'
+ * test_multi_process_alloc_dm (five children allocating device memory at
+ * once): each child's answers reach that child. On the one shared socket
+ * every process took whichever answer came first and dropped the others'
+ * as stale, and their callers waited forever; now a child's first request
+ * opens a connection of its own in the context's group.
+ */
+Test(shim_verbs, forked_children_call_through_the_parents_context)
+{
+	enum { CHILDREN = 4, ROUNDS = 25 };
+	struct ibv_port_attr pa;
+	pid_t kids[CHILDREN];
+
+	for (int k = 0; k < CHILDREN; k++) {
+		kids[k] = fork();
+		cr_assert_geq(kids[k], 0);
+		if (kids[k] != 0)
+			continue;
+		for (int i = 0; i < ROUNDS; i++) {
+			struct ibv_dm *dm = ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){ .length = 4096 });
+			struct ibv_pd *p = ibv_alloc_pd(ctx);
+
+			if (dm == NULL || p == NULL)
+				_exit(1);
+			if (ibv_dealloc_pd(p) != 0 || ibv_free_dm(dm) != 0)
+				_exit(2);
+		}
+		_exit(0);
+	}
+	/* (the parent's calls beside them: import_from_a_forked_child_beside_the_parent;
+	 * here it waits first, so that without the fix the test fails, bounded) */
+	cr_assert_eq(wait_children(kids, CHILDREN, 10000), CHILDREN, "children that succeeded");
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(ibv_query_port(ctx, 1, &pa), 0);
+	/* the children's connections went with them; their objects too */
+	cr_assert_eq(server_settles(1), 1, "the parent's PD only");
 }
 
 /* Read the next async event within a second (the daemon thread raises it). */
