@@ -74,7 +74,7 @@ config)
 neigh)
 	if ! pkg-config --exists libdpdk; then echo "fuzz: no DPDK, skipping"; exit 77; fi
 	dirs="$src/app/roce-daemon $(lib_except)"
-	files="$here/fuzz_neigh.c $(for f in neigh neigh_kernel gid config; do echo "$src/app/roce-daemon/$f.c"; done) $(find "$src/lib" -name dcqcn.c -o -name delay_cc.c -o -name roce_mcast.c -o -name roce_csum.c)"
+	files="$here/fuzz_neigh.c $(for f in neigh neigh_kernel neigh_table daemon_state gid config; do echo "$src/app/roce-daemon/$f.c"; done) $(find "$src/lib" -name dcqcn.c -o -name delay_cc.c -o -name roce_mcast.c -o -name roce_csum.c)"
 	extra="$(pkg-config --cflags --libs libdpdk inih) -Wno-unused-command-line-argument"
 	maxlen=9100 ;;
 *)

@@ -28,7 +28,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "gid.h"
 #include "neigh.h"
 
@@ -84,16 +84,6 @@ worker_ctl_tx(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m)
 	}
 	sent++;
 	rte_pktmbuf_free(m);
-}
-
-/* daemon.c's lookup (daemon.c needs the whole daemon): a GID of any port. */
-int
-daemon_find_gid(const struct daemon *d, const uint8_t gid[16])
-{
-	for (unsigned int i = 0; i < d->n_ports; i++)
-		if (gid_table_find(&d->port[i].gids, gid) >= 0)
-			return (int)i;
-	return -1;
 }
 
 static void

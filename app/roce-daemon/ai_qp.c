@@ -211,7 +211,7 @@ ai_dp_qp_modify(void *dp, const struct ctl_qp_info *info, const struct qp_sem *n
 	/*
 	 * A reset starts a new life of the QP: its events get a new epoch, so
 	 * an error the engine raised before the reset (still on the event ring)
-	 * is dropped by ai_qp_event() rather than moving the reset QP to ERR.
+	 * is dropped (ai_event.c) rather than moving the reset QP to ERR.
 	 */
 	op->epoch = state == XPORT_STATE_RESET ? ++ai->next_cookie : q->cookie;
 	rc = 0;

@@ -5,6 +5,9 @@
  * interface server). It sleeps when there is nothing to do, so it costs
  * almost no CPU; its latency bound is the hook timeout or control_sleep_us.
  */
+#include "control.h"
+
+#include <stddef.h>
 #include <time.h>
 
 #include <rte_cycles.h>
@@ -13,11 +16,12 @@
 #include <rte_ring_elem.h>
 
 #include "capture.h"
-#include "daemon.h"
+#include "daemon_state.h"
 #include "gsi.h"
 #include "mcast.h"
 #include "neigh.h"
 #include "port_link.h"
+#include "worker.h"
 
 #define CONTROL_BURST 32u
 #define NEIGH_TIMER_MS 10u

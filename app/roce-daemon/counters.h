@@ -182,15 +182,4 @@ ctr_read(const uint64_t *c)
 /** Add every counter of @p src to @p acc (reader side: relaxed loads of @p src). */
 void ctr_set_accumulate(struct ctr_set *acc, const struct ctr_set *src);
 
-struct daemon;
-
-/**
- * Register the /roce/... telemetry commands for @p d (once per process;
- * telemetry callbacks have no context argument, so @p d is kept in a static
- * guarded by a rwlock). Pass NULL at shutdown, before freeing anything: the
- * commands then answer -ENODEV.
- * @return 0 or a negative errno
- */
-int ctr_telemetry_register(struct daemon *d);
-
 #endif /* ROCE_DAEMON_COUNTERS_H */

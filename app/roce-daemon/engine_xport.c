@@ -14,7 +14,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "timer_wheel.h"
 
 #define TICK_NS 1000u             /* timer wheel tick: 1 us */

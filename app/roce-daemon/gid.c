@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mcast.h"
+#include "mcast_table.h"
 #include "qp_attr.h"
 #include "roce.h"
 #include "xport.h"

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * UD multicast in the daemon (mcast.h): the membership table the workers
- * fan out with, and the host's IGMP/MLD membership on the link.
+ * UD multicast, the control side (mcast.h): attach/detach into the
+ * membership table (mcast_table.c) and the host's IGMP/MLD membership on
+ * the link.
  */
 #include "mcast.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_telemetry.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "gid.h"
 #include "roce_mcast.h"
 #include "worker.h"
@@ -25,59 +25,6 @@
 
 static struct mcast_table *mcast_tel; /* what /roce/mcast reads; NULL: no daemon */
 static bool mcast_tel_registered;
-
-static void
-ctr_inc(struct mcast_table *t, enum mcast_ctr c)
-{
-	__atomic_store_n(&t->ctr[c], t->ctr[c] + 1, __ATOMIC_RELAXED);
-}
-
-/* ---- the table ---- */
-
-static struct mcast_group *
-group_find(struct mcast_port *p, const uint8_t gid[16])
-{
-	for (unsigned int i = 0; i < MCAST_MAX_GROUPS; i++)
-		if (p->grp[i].n != 0 && memcmp(p->grp[i].gid, gid, 16) == 0)
-			return &p->grp[i];
-	return NULL;
-}
-
-static struct mcast_group *
-group_free_entry(struct mcast_port *p)
-{
-	for (unsigned int i = 0; i < MCAST_MAX_GROUPS; i++)
-		if (p->grp[i].n == 0)
-			return &p->grp[i];
-	return NULL;
-}
-
-uint32_t
-mcast_members(const struct mcast_table *t, uint16_t port, const uint8_t gid[16],
-	      uint32_t qpn[MCAST_MAX_MEMBERS])
-{
-	const struct mcast_port *p;
-
-	if (!mcast_port_active(t, port))
-		return 0;
-	p = &t->port[port];
-	for (unsigned int i = 0; i < MCAST_MAX_GROUPS; i++) {
-		const struct mcast_group *g = &p->grp[i];
-		uint32_t sn, n;
-		bool match;
-
-		do {
-			sn = rte_seqcount_read_begin(&g->sc);
-			n = RTE_MIN(g->n, MCAST_MAX_MEMBERS);
-			match = n != 0 && memcmp(g->gid, gid, 16) == 0;
-			if (match)
-				memcpy(qpn, g->qpn, n * sizeof(qpn[0]));
-		} while (rte_seqcount_read_retry(&g->sc, sn));
-		if (match)
-			return n;
-	}
-	return 0;
-}
 
 /* ---- reports on the link ---- */
 
@@ -125,12 +72,12 @@ report_send(struct daemon *d, uint16_t port, enum roce_mcast_rec rec, const uint
 			dst = m != NULL ? rte_pktmbuf_append(m, (uint16_t)len) : NULL;
 			if (dst == NULL) {
 				rte_pktmbuf_free(m);
-				ctr_inc(t, MCAST_CTR_REPORTS_FAILED);
+				mcast_table_count(t, MCAST_CTR_REPORTS_FAILED);
 				continue;
 			}
 			memcpy(dst, buf, len);
 			worker_ctl_tx(d, port, m);
-			ctr_inc(t, MCAST_CTR_REPORTS_TX);
+			mcast_table_count(t, MCAST_CTR_REPORTS_TX);
 			sent++;
 		}
 		return sent > 0 ? 0 : -ENOBUFS;
@@ -144,10 +91,10 @@ report_send(struct daemon *d, uint16_t port, enum roce_mcast_rec rec, const uint
 	}
 	memcpy(dst, buf, len);
 	worker_ctl_tx(d, port, m);
-	ctr_inc(t, MCAST_CTR_REPORTS_TX);
+	mcast_table_count(t, MCAST_CTR_REPORTS_TX);
 	return 0;
 fail:
-	ctr_inc(t, MCAST_CTR_REPORTS_FAILED);
+	mcast_table_count(t, MCAST_CTR_REPORTS_FAILED);
 	return -ENOBUFS;
 }
 
@@ -190,7 +137,7 @@ mcast_tick(struct daemon *d, uint64_t now)
 			continue;
 		r->due = 0;
 		/* a join whose group has gone meanwhile (or a leave rejoined) is moot */
-		if ((group_find(&t->port[r->port], r->gid) == NULL) != r->leave)
+		if ((mcast_table_find(t, r->port, r->gid) == NULL) != r->leave)
 			continue;
 		memcpy(g[0], r->gid, 16);
 		(void)report_send(d, r->port, r->leave ? ROCE_MCAST_LEAVE : ROCE_MCAST_JOIN, g, 1);
@@ -224,21 +171,7 @@ query_answer(struct daemon *d, uint16_t port, const struct roce_mcast_query *q)
 	}
 	if (n > 0)
 		(void)report_send(d, port, ROCE_MCAST_CURRENT, groups, n);
-	ctr_inc(d->mcast, MCAST_CTR_QUERIES_ANSWERED);
-}
-
-bool
-mcast_is_ctl_frame(const uint8_t *f, uint32_t len)
-{
-	uint16_t et;
-
-	if (len < 14 + 20)
-		return false;
-	et = (uint16_t)(f[12] << 8 | f[13]);
-	if (et == 0x0800)
-		return f[14 + 9] == 2; /* IGMP (an IGMPv2 query is 46 bytes) */
-	/* MLD always carries a hop-by-hop Router Alert (RFC 3810 section 5) */
-	return et == 0x86dd && len >= 14 + 40 && f[14 + 6] == 0 && f[14 + 24] == 0xff;
+	mcast_table_count(d->mcast, MCAST_CTR_QUERIES_ANSWERED);
 }
 
 bool
@@ -249,7 +182,7 @@ mcast_input(struct daemon *d, uint16_t port, struct rte_mbuf *m)
 	if (d->mcast == NULL || port >= d->n_ports ||
 	    !roce_mcast_query_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &q))
 		return false;
-	ctr_inc(d->mcast, MCAST_CTR_QUERIES_RX);
+	mcast_table_count(d->mcast, MCAST_CTR_QUERIES_RX);
 	if (!q.ipv6 && q.version < 3)
 		d->mcast->port[port].igmp_v2_until =
 			rte_get_tsc_cycles() + rte_get_tsc_hz() * MCAST_V2_QUERIER_S;
@@ -264,94 +197,24 @@ mcast_input(struct daemon *d, uint16_t port, struct rte_mbuf *m)
 int
 mcast_attach(struct daemon *d, const struct ctl_mcast_info *mi)
 {
-	struct mcast_table *t = d->mcast;
-	struct mcast_port *p;
-	struct mcast_group *g;
 	bool first;
+	int rc;
 
-	if (t == NULL || mi->dev >= d->n_ports)
+	if (d->mcast == NULL || mi->dev >= d->n_ports)
 		return EINVAL;
-	p = &t->port[mi->dev];
-	g = group_find(p, mi->gid);
-	first = g == NULL;
-	if (first)
-		g = group_free_entry(p);
-	if (g == NULL || g->n >= MCAST_MAX_MEMBERS || p->n_attach >= MCAST_MAX_ATTACH) {
-		ctr_inc(t, MCAST_CTR_ATTACH_REFUSED);
-		return ENOMEM;
-	}
-	for (uint32_t i = 0; i < g->n; i++)
-		if (g->qpn[i] == mi->qpn)
-			return 0;
-	rte_seqcount_write_begin(&g->sc);
-	if (first)
-		memcpy(g->gid, mi->gid, 16);
-	g->qpn[g->n] = mi->qpn;
-	g->n++;
-	rte_seqcount_write_end(&g->sc);
-	p->n_attach++;
-	if (first) {
-		__atomic_store_n(&p->n_groups, p->n_groups + 1, __ATOMIC_RELAXED);
+	rc = mcast_table_add(d->mcast, (uint16_t)mi->dev, mi->gid, mi->qpn, &first);
+	if (rc == 0 && first)
 		report_change(d, (uint16_t)mi->dev, mi->gid, false);
-	}
-	return 0;
+	return rc;
 }
 
 void
 mcast_detach(struct daemon *d, const struct ctl_mcast_info *mi)
 {
-	struct mcast_table *t = d->mcast;
-	struct mcast_port *p;
-	struct mcast_group *g;
-
-	if (t == NULL || mi->dev >= d->n_ports)
+	if (d->mcast == NULL || mi->dev >= d->n_ports)
 		return;
-	p = &t->port[mi->dev];
-	g = group_find(p, mi->gid);
-	if (g == NULL)
-		return;
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (g->qpn[i] != mi->qpn)
-			continue;
-		rte_seqcount_write_begin(&g->sc);
-		g->qpn[i] = g->qpn[g->n - 1];
-		g->n--;
-		rte_seqcount_write_end(&g->sc);
-		p->n_attach--;
-		if (g->n == 0) {
-			__atomic_store_n(&p->n_groups, p->n_groups - 1, __ATOMIC_RELAXED);
-			report_change(d, (uint16_t)mi->dev, mi->gid, true);
-		}
-		return;
-	}
-}
-
-/* ---- transmit: the host's own members get a copy (loopback) ---- */
-
-struct rte_mbuf *
-mcast_loop_copy(struct worker *w, uint16_t port, const struct rte_mbuf *m)
-{
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint32_t len = m->data_len, qpn[MCAST_MAX_MEMBERS];
-	struct roce_pkt pkt;
-	enum roce_drop_reason why;
-	struct rte_mbuf *c;
-	char *dst;
-
-	if (!mcast_port_active(w->d->mcast, port) || m->nb_segs != 1 ||
-	    roce_classify(f, len, ROCE_CLASSIFY_NO_ICRC, &pkt, &why) != ROCE_CLASS_ROCE ||
-	    why != ROCE_DROP_NONE || !roce_gid_is_mcast(pkt.l3.dgid) ||
-	    mcast_members(w->d->mcast, port, pkt.l3.dgid, qpn) == 0)
-		return NULL;
-	if (worker_tx_alloc(w, port, &c, 1) != 1)
-		return NULL;
-	dst = rte_pktmbuf_append(c, (uint16_t)len);
-	if (dst == NULL) {
-		rte_pktmbuf_free(c);
-		return NULL;
-	}
-	memcpy(dst, f, len);
-	return c;
+	if (mcast_table_remove(d->mcast, (uint16_t)mi->dev, mi->gid, mi->qpn))
+		report_change(d, (uint16_t)mi->dev, mi->gid, true);
 }
 
 /* ---- telemetry ---- */
@@ -423,13 +286,10 @@ mcast_publish_ctl(struct daemon *d, const struct ctl_mcast_stats *st)
 int
 mcast_create(struct daemon *d)
 {
-	struct mcast_table *t = calloc(1, sizeof(*t));
+	struct mcast_table *t = mcast_table_new();
 
 	if (t == NULL)
 		return -ENOMEM;
-	for (unsigned int p = 0; p < CONFIG_MAX_PORTS; p++)
-		for (unsigned int i = 0; i < MCAST_MAX_GROUPS; i++)
-			rte_seqcount_init(&t->port[p].grp[i].sc);
 	d->mcast = t;
 	__atomic_store_n(&mcast_tel, t, __ATOMIC_RELEASE);
 	if (d->cfg.daemon.telemetry && !mcast_tel_registered &&
@@ -447,6 +307,6 @@ mcast_destroy(struct daemon *d)
 		return;
 	if (__atomic_load_n(&mcast_tel, __ATOMIC_RELAXED) == d->mcast)
 		__atomic_store_n(&mcast_tel, NULL, __ATOMIC_RELEASE);
-	free(d->mcast);
+	mcast_table_free(d->mcast);
 	d->mcast = NULL;
 }

@@ -25,19 +25,67 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
+#include <rte_pcapng.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "capture.h"
-#include "daemon.h"
-#include "gsi.h"
-#include "mcast.h"
+#include "daemon_state.h"
+#include "gsi_wire.h"
+#include "mcast_table.h"
 #include "roce_mcast.h"
-#include "port_link.h"
 
 const struct engine_ops engine_none = {
 	.name = "none",
 };
+
+/*
+ * --pcap: copy @p m (direction TX if @p tx) into this worker's capture ring
+ * (capture.h: the control thread writes the file). Never blocks: a full
+ * ring or pool loses the copy, counted in CTR_CAPTURE_DROPS.
+ */
+static void
+capture_frame(struct worker *w, uint16_t port_idx, const struct rte_mbuf *m, bool tx)
+{
+	const struct port *p = &w->d->port[port_idx];
+	struct rte_mbuf *copy;
+
+	copy = rte_pcapng_copy(p->port_id, w->index, m, w->capture_pool, UINT32_MAX,
+			       rte_get_tsc_cycles(),
+			       tx ? RTE_PCAPNG_DIRECTION_OUT : RTE_PCAPNG_DIRECTION_IN);
+	if (copy == NULL || rte_ring_sp_enqueue(w->capture, copy) != 0) {
+		rte_pktmbuf_free(copy);
+		ctr_add(&w->ctr.v[CTR_CAPTURE_DROPS], 1);
+	}
+}
+
+/*
+ * Quiescent states for port restarts (port_link.c waits on d->qsbr before
+ * it touches a port's queues): online when the lcore starts, quiescent after
+ * every loop iteration (it holds no port then), offline when it stops.
+ */
+static void
+qsbr_online(struct worker *w)
+{
+	if (w->d->qsbr != NULL && rte_rcu_qsbr_thread_register(w->d->qsbr, w->index) == 0)
+		rte_rcu_qsbr_thread_online(w->d->qsbr, w->index);
+}
+
+static void
+qsbr_quiescent(struct worker *w)
+{
+	if (w->d->qsbr != NULL)
+		rte_rcu_qsbr_quiescent(w->d->qsbr, w->index);
+}
+
+static void
+qsbr_offline(struct worker *w)
+{
+	if (w->d->qsbr != NULL) {
+		rte_rcu_qsbr_thread_offline(w->d->qsbr, w->index);
+		(void)rte_rcu_qsbr_thread_unregister(w->d->qsbr, w->index);
+	}
+}
 
 /* ---- counting ---- */
 
@@ -185,6 +233,38 @@ loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbu
 	w->loop[w->loop_n] = m;
 	w->loop_port[w->loop_n++] = local;
 	count_pl(w, port_idx, CTR_LOOPBACK);
+}
+
+/*
+ * A copy of frame @p m (about to go out on port @p port) when it is a RoCE
+ * frame to a group with members on that port, for the loopback queue, as
+ * Linux loops multicast back to the host (mcast_table.h "Transmit"); NULL
+ * otherwise, or no mbuf.
+ */
+static struct rte_mbuf *
+mcast_loop_copy(struct worker *w, uint16_t port, const struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len, qpn[MCAST_MAX_MEMBERS];
+	struct roce_pkt pkt;
+	enum roce_drop_reason why;
+	struct rte_mbuf *c;
+	char *dst;
+
+	if (!mcast_port_active(w->d->mcast, port) || m->nb_segs != 1 ||
+	    roce_classify(f, len, ROCE_CLASSIFY_NO_ICRC, &pkt, &why) != ROCE_CLASS_ROCE ||
+	    why != ROCE_DROP_NONE || !roce_gid_is_mcast(pkt.l3.dgid) ||
+	    mcast_members(w->d->mcast, port, pkt.l3.dgid, qpn) == 0)
+		return NULL;
+	if (worker_tx_alloc(w, port, &c, 1) != 1)
+		return NULL;
+	dst = rte_pktmbuf_append(c, (uint16_t)len);
+	if (dst == NULL) {
+		rte_pktmbuf_free(c);
+		return NULL;
+	}
+	memcpy(dst, f, len);
+	return c;
 }
 
 void
@@ -629,18 +709,6 @@ loopback_receive(struct worker *w)
 
 /* ---- control messages ---- */
 
-const char *
-ctl_msg_name(unsigned int t)
-{
-	static const char *const name[] = {
-#define CTL_MSG_NAME(sym, str) [CTL_MSG_##sym] = str,
-		CTL_MSG_LIST(CTL_MSG_NAME)
-#undef CTL_MSG_NAME
-	};
-
-	return t < RTE_DIM(name) ? name[t] : "?";
-}
-
 void
 worker_ctl_run(struct worker *w, struct ctl_msg *m)
 {
@@ -920,12 +988,12 @@ worker_main(void *arg)
 			return rc;
 		}
 	}
-	port_link_worker_online(w);
+	qsbr_online(w);
 	while (!daemon_stopping(d)) {
 		worker_poll(w, rte_rdtsc());
-		port_link_worker_quiescent(w);
+		qsbr_quiescent(w);
 	}
-	port_link_worker_offline(w);
+	qsbr_offline(w);
 	/* Deliver what is still buffered, then stop the engine. */
 	worker_tx_flush(w);
 	if (w->engine->lcore_fini != NULL)

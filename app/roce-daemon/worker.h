@@ -48,9 +48,9 @@
 #include "config.h"
 #include "counters.h"
 #include "ctl_msg.h"
+#include "daemon_state.h"
 #include "roce.h"
 
-#define WORKER_MAX 16u           /**< worker lcores */
 #define WORKER_BURST_MAX 256u    /**< largest configurable burst */
 #define WORKER_LOOP_MAX 512u     /**< loopback frames queued per worker */
 #define WORKER_SLOW_RING 512u    /**< slow-path ring slots */

@@ -137,7 +137,7 @@ fini(void)
 	if (lab_is_up) {
 		bool ok = lab_down();
 
-		cr_expect(ok, "daemons did not exit 0 on SIGTERM:\n%s", out);
+		t_fini_check(ok, "daemons did not exit 0 on SIGTERM:\n%s", out);
 	}
 	if (tmp_dir[0] != '\0')
 		t_run(NULL, 0, 10, "rm -rf %s", tmp_dir);
@@ -304,7 +304,8 @@ retries_excused(const char *what, const char *o1, const char *o2, long long stal
 		  "%s: transport retries exhausted%s\n%s\n%s\n%s", what,
 		  grew > 0 ? " (an lcore stalled, already ran it again)" : " without an lcore stall",
 		  o1, o2, lab_telemetry());
-	cr_log_warn("%s: transport retries exhausted while a daemon's lcore stalled over 200 ms "
+	/* info, not warn: Criterion exits 1 after any warning (test/ci/check_criterion.py) */
+	cr_log_info("%s: transport retries exhausted while a daemon's lcore stalled over 200 ms "
 		    "(%lld times): the machine is overloaded, running it again", what, grew);
 	char why[96];
 

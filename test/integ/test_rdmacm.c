@@ -111,7 +111,7 @@ static void
 fini(void)
 {
 	if (lab_is_up)
-		cr_expect(lab_down(), "daemons did not exit 0 on SIGTERM:\n%s", out);
+		t_fini_check(lab_down(), "daemons did not exit 0 on SIGTERM:\n%s", out);
 	if (tmp_dir[0] != '\0')
 		t_run(NULL, 0, 10, "rm -rf %s", tmp_dir);
 }
