@@ -215,9 +215,21 @@ else
 fi
 
 diag "rxe-peer: namespace $NS, cache $RXE_CACHE_DIR, work $W, guest MTU $LINK_MTU"
-if ! "$RXE_PEER_DIR/peer.sh" up "$(guest_runner)" >"$W/peer.log" 2>&1; then
+peer_up() { "$RXE_PEER_DIR/peer.sh" up "$(guest_runner)" >"$W/peer.log" 2>&1; }
+if ! peer_up; then
     note <"$W/peer.log"
-    bail "the rxe guest did not come up"
+    # rxe-peer's guest_alive reads /proc/PID/cmdline; while that process execs
+    # (ip netns exec, the qemu wrapper above, qemu) the read can come back
+    # empty, and peer.sh then calls a booting guest dead at once ("did not
+    # come up" in the second it started; its console later says RXE-READY)
+    # and leaves its qemu running. Once more, after peer.sh down kills it.
+    grep -q "did not come up" "$W/peer.log" || bail "the rxe guest did not come up"
+    "$RXE_PEER_DIR/peer.sh" down >"$W/peer-down.log" 2>&1
+    echo "# RETRIED: rxe guest start: up again (first attempt: rxe-peer called the guest dead at once)"
+    if ! peer_up; then
+        note <"$W/peer.log"
+        bail "the rxe guest did not come up (twice)"
+    fi
 fi
 diag "$(grep -a RXE-READY "$GUEST_CONSOLE" | tr -d '\r' | head -1)"
 START=$SECONDS # the budget is for the cases, not for building the images
