@@ -160,7 +160,7 @@ static int ctl_mr_check_access(uint32_t access)
 {
 	if (access & ~(uint32_t)CTL_MR_ACCESS_KNOWN)
 		return EINVAL;
-	/* IBA 10.6.3.1: remote write/atomic need local write. */
+	/* IBA section 10.6.3, item 1: remote write/atomic need local write. */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;

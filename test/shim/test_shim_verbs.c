@@ -2073,7 +2073,7 @@ Test(shim_verbs, device_memory_verbs_set_errno)
 	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 4097, zb), EINVAL);
 	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 4100, 4, zb), EINVAL);
 	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE),
-		    EINVAL); /* remote write without local write (IBA 10.6.3.1) */
+		    EINVAL); /* remote write without local write (IBA section 10.6.3, item 1) */
 	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, zb | (1u << 30)), EINVAL);
 	EXPECT_NULL(ibv_reg_dm_mr(pd, dm, 0, 64, zb | QP_ACCESS_FLUSH_PERSISTENT), EOPNOTSUPP);
 	/* 0 bytes: allowed, as ib_uverbs_reg_dm_mr() allows them */
