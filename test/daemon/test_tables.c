@@ -504,7 +504,8 @@ Test(gsi, our_qp1_frames_match_the_rxe_capture_byte_for_byte)
 		memcpy(to.local_gid, pkt.l3.sgid, 16);
 		to.hop_limit = pkt.l3.hop_limit;
 		to.remote_qpn = pkt.dest_qpn;
-		cr_assert_eq(gsi_build(&to, pkt.l3.smac, pkt.l3.dmac, pkt.psn, pkt.l3.ip_id,
+		cr_assert_eq(gsi_build(&to, pkt.l3.smac, pkt.l3.dmac,
+				       pkt.l3.vlan_present ? pkt.l3.vlan_tci : 0, pkt.psn, pkt.l3.ip_id,
 				       pkt.payload, ours, sizeof(ours)),
 			     pkt.frame_len);
 		cr_assert_arr_eq(ours, frame, pkt.frame_len, "QP1 frame %u differs", n_qp1);
