@@ -17,33 +17,20 @@
 # the captures and the programs' output (the directory is printed).
 set -uo pipefail
 
-SRC=${ROCE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-BUILD=${ROCE_BUILD_DIR:-$SRC/build}
-LAB="$SRC/scripts/lab.sh -b $BUILD"
-unset LD_LIBRARY_PATH   # the daemons must not load the shims
-PRE=()
-if [ -n "${INTEG_CHILD_PRELOAD:-}" ]; then
-	PRE=(env "LD_PRELOAD=$INTEG_CHILD_PRELOAD" "ASAN_OPTIONS=${INTEG_CHILD_ASAN_OPTIONS:-}")
-fi
-# rping through both shims (lab.sh sets only the verbs shim's directory)
-RCM=(env "LD_LIBRARY_PATH=$BUILD/drivers/verbs-shim:$BUILD/drivers/rdmacm-shim")
 W=$(mktemp -d /tmp/roce-vlan-XXXXXX)
 L=vlanl
+# shellcheck source=lab_tap.sh
+. "$(dirname "$0")/lab_tap.sh"
+# rping through both shims (lab.sh sets only the verbs shim's directory)
+RCM=(env "LD_LIBRARY_PATH=$BUILD/drivers/verbs-shim:$BUILD/drivers/rdmacm-shim")
 # VLAN_LAB_PMD=af_xdp tries the other PMD by hand (its frames bypass the veths' taps: the
 # capture checks then fail, the traffic checks still tell whether the tag arrives)
 PMD=${VLAN_LAB_PMD:-af_packet}
 VID=100
 PCP=3
 CNP_PCP=5
-n=0
-failed=0
 cap_pids=
 
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() {
-	n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift
-	for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -40; done
-}
 stop_capture() {
 	local p
 	for p in $cap_pids; do kill -INT "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -62,19 +49,7 @@ for t in ib_write_bw ib_send_bw rping tcpdump tshark dpdk-telemetry.py; do
 done
 echo "1..8"
 
-run() { local h=$1; shift; $LAB -n $L run "$h" "${PRE[@]}" "$@"; }
 tel() { $LAB -n $L telemetry "$1" "$2" 2>/dev/null; }
-stat() { # host counter
-	tel "$1" /roce/port/stats,0 | grep -o "\"$2\": [0-9]*" | grep -o '[0-9]*$'
-}
-wait_listen() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		ip netns exec "$L-$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # both daemons resolved each other (ARP on VLAN 100)
 wait_neigh() {
 	local i
