@@ -172,6 +172,9 @@ case $LAB_PMD in af_packet|af_xdp|af_xdp_shared|memif) ;; *) die "unknown PMD '$
 	die "bad VLAN '$LAB_VLAN' (0: untagged, 1..4094)"
 [ "$LAB_VLAN" = 0 ] || [ "$LAB_PMD" != af_xdp_shared ] ||
 	die "-V: not with af_xdp_shared (the daemon refuses vlan in shared mode)"
+# lossy_link reads with AF_PACKET, where the kernel has taken the tag out of the frame
+[ "$LAB_VLAN" = 0 ] || [ "$LAB_RELAY" = 0 ] ||
+	die "-V: not with -R (the relay would forward the frames untagged)"
 [ "$LAB_RELAY" = 0 ] || [ "$LAB_PMD" = af_packet ] || die "-R: only with af_packet"
 # net_af_xdp (22.11) takes the queues it may use from ethtool's combined
 # channel count; a veth has separate RX and TX channels and no combined ones
