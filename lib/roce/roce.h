@@ -309,6 +309,14 @@ roce_eth_vid(const uint8_t *frame, size_t len)
 	return (uint16_t)((frame[14] << 8 | frame[15]) & ROCE_VLAN_VID_MASK);
 }
 
+/**
+ * Where the Ethernet header of @p frame ends: past one 802.1Q tag if it has
+ * one (the header roce_classify() reads). @p l3_off gets the offset of the
+ * next header, @p ethertype its type (the tag's inner one).
+ * @return false when @p frame is shorter than its Ethernet header and tag
+ */
+bool roce_eth_l3(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype);
+
 /** What a received frame is (roce_classify()). */
 enum roce_class {
 	/** Cut short before its class is known: Ethernet/802.1Q, IPv4/IPv6 or

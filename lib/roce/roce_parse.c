@@ -69,6 +69,12 @@ eth_bounds(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype
 	return ROCE_DROP_NONE;
 }
 
+bool
+roce_eth_l3(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype)
+{
+	return eth_bounds(frame, len, l3_off, ethertype) == ROCE_DROP_NONE;
+}
+
 /* The Ethernet fields of the record; eth_bounds() accepted the frame. */
 static inline void
 eth_fill(const uint8_t *frame, size_t l3_off, struct roce_pkt *pkt)

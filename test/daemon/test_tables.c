@@ -457,6 +457,16 @@ Test(mcast_table, only_igmp_and_mld_go_to_the_control_thread)
 	cr_expect(!mcast_is_ctl_frame(f, 14 + 48));
 	f[12] = 0x88; /* neither */
 	cr_expect(!mcast_is_ctl_frame(f, 14 + 48));
+	/* on a VLAN: after the 802.1Q tag */
+	memset(f, 0, sizeof(f));
+	f[12] = 0x81;
+	f[16] = 0x08;
+	f[18 + 9] = 2;
+	cr_expect(mcast_is_ctl_frame(f, 18 + 28), "a tagged IGMP frame");
+	cr_expect(!mcast_is_ctl_frame(f, 18 + 19), "shorter than its IPv4 header");
+	cr_expect(!mcast_is_ctl_frame(f, 17), "shorter than its tag");
+	f[18 + 9] = 17;
+	cr_expect(!mcast_is_ctl_frame(f, 18 + 28));
 }
 
 /* ---- QP1 frames: byte for byte what Linux rxe sends (gsi.h) ---- */
