@@ -315,7 +315,23 @@ roce_eth_vid(const uint8_t *frame, size_t len)
  * next header, @p ethertype its type (the tag's inner one).
  * @return false when @p frame is shorter than its Ethernet header and tag
  */
-bool roce_eth_l3(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype);
+static inline bool
+roce_eth_l3(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype)
+{
+	size_t off = sizeof(struct roce_eth_hdr);
+
+	if (len < off)
+		return false;
+	*ethertype = (uint16_t)(frame[12] << 8 | frame[13]);
+	if (*ethertype == ROCE_ETHERTYPE_VLAN) {
+		off += sizeof(struct roce_vlan_hdr);
+		if (len < off)
+			return false;
+		*ethertype = (uint16_t)(frame[16] << 8 | frame[17]);
+	}
+	*l3_off = off;
+	return true;
+}
 
 /** What a received frame is (roce_classify()). */
 enum roce_class {
