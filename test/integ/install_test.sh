@@ -159,6 +159,12 @@ bw_pair() {
 if bw_pair > "$W/out" 2>&1; then
 	ok "roce-run ib_write_bw pair (unmodified perftest)"
 else
+	# Say why the first try failed: the retry hides it otherwise (CI's log
+	# kept only "RETRIED" for this pair in every run of session 6).
+	sed 's/^/# first try: /' "$W/out" "$W/bw.s" 2>/dev/null | tail -60
+	for h in a b; do
+		tail -15 "/tmp/roce-lab/$L/$h.log" 2>/dev/null | sed "s/^/# daemon $h: /"
+	done
 	echo "# RETRIED: ib_write_bw pair once more"
 	[ -n "${ROCE_RETRY_LOG:-}" ] && printf 'install\tib_write_bw pair failed once\n' >> "$ROCE_RETRY_LOG"
 	check "roce-run ib_write_bw pair (unmodified perftest)" bw_pair
