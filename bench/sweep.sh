@@ -1035,10 +1035,47 @@ plots() {
 		} > "$gp"
 		gnuplot "$gp" 2>> "$OUT/logs/gnuplot.log" || echo "sweep: gnuplot failed, see $OUT/logs/gnuplot.log"
 	done
+	plot_ours
 	if [ -n "$BENCH_IMG" ]; then
 		mkdir -p "$BENCH_IMG" && cp "$OUT"/linkrate-mtu*.png "$OUT"/bandwidth-*-mtu*.png "$BENCH_IMG"/ &&
-			{ cp "$OUT"/ratio-*-mtu*.png "$BENCH_IMG"/ 2>/dev/null; true; } && echo "plots copied to $BENCH_IMG"
+			{ cp "$OUT"/ratio-*-mtu*.png "$OUT"/ours-mtu*.png "$BENCH_IMG"/ 2>/dev/null; true; } &&
+			echo "plots copied to $BENCH_IMG"
 	fi
+}
+
+# ours-mtuM.png: every PMD (loopback too) from ours_bw.csv, WRITE: Gb/s,
+# Mmsg/s and CPU ns per message (perftest's process, daemon a) against size
+plot_ours() {
+	local gp=$RUN/plot-ours.gp pmd first t
+	awk -F, 'NR > 1 && $3 == "write_bw" && $5 != "" { f = 1 } END { exit !f }' "$OUT/ours_bw.csv" 2>/dev/null || return 0
+	{
+		echo "set terminal pngcairo size 1400,420 font ',10' noenhanced"
+		echo "set output '$OUT/ours-mtu$BENCH_MTU.png'"
+		echo "set datafile separator ','"
+		echo "set multiplot layout 1,3 title 'ours, WRITE, IP MTU $BENCH_MTU (medians of $BENCH_OURS_REPS rounds; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))'"
+		echo "set logscale x 2; set grid; set key top left; set xlabel 'message bytes'; set format x '%.0b%B'"
+		for t in "5:Gb/s (payload)" "6:million messages/s" "cpu:CPU ns per message"; do
+			echo "set ylabel '${t#*:}'"
+			[ "${t%%:*}" = 6 ] && echo "set logscale y; set key top right"
+			[ "${t%%:*}" = cpu ] && echo "set logscale y; set key top left"
+			printf "plot "
+			first=1
+			for pmd in "${PMDS[@]}"; do
+				if [ "${t%%:*}" = cpu ]; then
+					[ $first = 1 ] || printf ", "
+					printf "'%s' using (strcol(1) eq '%s' && strcol(3) eq 'write_bw' ? \$4 : 1/0):12 with linespoints title '%s app', " "$OUT/ours_bw.csv" "$pmd" "$pmd"
+					printf "'%s' using (strcol(1) eq '%s' && strcol(3) eq 'write_bw' ? \$4 : 1/0):13 with linespoints dt 2 title '%s daemon a'" "$OUT/ours_bw.csv" "$pmd" "$pmd"
+				else
+					[ $first = 1 ] || printf ", "
+					printf "'%s' using (strcol(1) eq '%s' && strcol(3) eq 'write_bw' ? \$4 : 1/0):%s with linespoints title '%s'" "$OUT/ours_bw.csv" "$pmd" "${t%%:*}" "$pmd"
+				fi
+				first=0
+			done
+			echo
+		done
+		echo "unset multiplot"
+	} > "$gp"
+	gnuplot "$gp" 2>> "$OUT/logs/gnuplot.log" || echo "sweep: gnuplot failed, see $OUT/logs/gnuplot.log"
 }
 
 # ---- main -----------------------------------------------------------------
