@@ -74,10 +74,10 @@ OUT=${OUT:-/tmp/roce-idle-$LAB_NAME.txt}
 TMP=$(mktemp -d /tmp/roce-idleq.XXXXXX) || exit 2
 LAB=("$SRC/scripts/lab.sh" -n "$LAB_NAME")
 STATE=${LAB_STATE:-/tmp/roce-lab}/$LAB_NAME
-HOLD_PID=""
+HOLD_PID="" # (TERM: an asynchronous command of a script ignores INT)
 
 cleanup() {
-	[ -n "$HOLD_PID" ] && kill -INT "$HOLD_PID" 2>/dev/null && wait "$HOLD_PID" 2>/dev/null
+	[ -n "$HOLD_PID" ] && kill -TERM "$HOLD_PID" 2>/dev/null && wait "$HOLD_PID" 2>/dev/null
 	"${LAB[@]}" down > /dev/null 2>&1
 	rm -rf "$TMP"
 }
@@ -130,13 +130,13 @@ one_round() { # build round
 	done
 	if ! grep -q holding "$TMP/hold.log"; then
 		echo "  round $r $b: qp_hold did not hold $QPS QPs: $(tail -2 "$TMP/hold.log" | tr '\n' ' ')"
-		kill -INT "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID" 2>/dev/null; HOLD_PID=""
+		kill -TERM "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID" 2>/dev/null; HOLD_PID=""
 		return
 	fi
 	sleep 1
 	rss1=$(smaps_kb "$pid" Rss) pss1=$(smaps_kb "$pid" Pss)
 	idle=$(busy_run "$b" "idle-$r")
-	kill -INT "$HOLD_PID" 2>/dev/null
+	kill -TERM "$HOLD_PID" 2>/dev/null
 	wait "$HOLD_PID" 2>/dev/null
 	HOLD_PID=""
 	read -r am aa ad <<< "$alone"
