@@ -120,6 +120,7 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
 	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;
+	v->advise_mr = shim_advise_mr;
 	v->sz = sizeof(struct verbs_context);
 }
 

@@ -211,6 +211,11 @@ int shim_query_device_ex(struct ibv_context *context, const struct ibv_query_dev
 	ex.packet_pacing_caps.qp_rate_limit_min = a.qp_rate_limit_min;
 	ex.packet_pacing_caps.qp_rate_limit_max = a.qp_rate_limit_max;
 	ex.packet_pacing_caps.supported_qpts = a.pacing_supported_qpts;
+	ex.odp_caps.general_caps = a.odp_general_caps;
+	ex.odp_caps.per_transport_caps.rc_odp_caps = a.odp_rc_caps;
+	ex.odp_caps.per_transport_caps.uc_odp_caps = a.odp_uc_caps;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = a.odp_ud_caps;
+	ex.xrc_odp_caps = a.odp_xrc_caps;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }

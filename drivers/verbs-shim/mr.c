@@ -236,14 +236,129 @@ static void shim_backing_put(struct shim_backing *b)
 	close(fd);
 }
 
+/* ---- on-demand paging ---- */
+
+/*
+ * An ODP MR (IBV_ACCESS_ON_DEMAND) never gets a shared backing: the daemon
+ * reaches its pages through our /proc/PID/mem at each access (lib/ctl
+ * ctl_objs.c), so it follows whatever is mapped there at that moment, as a
+ * NIC's ODP MR does. The implicit one, ibv_reg_mr(pd, NULL, SIZE_MAX,
+ * IBV_ACCESS_ON_DEMAND | ...), covers the whole address space.
+ */
+static bool shim_mr_implicit(const void *addr, size_t length, unsigned int access)
+{
+	return addr == NULL && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND);
+}
+
+/* ODP MRs of this process, for ibv_advise_mr's key checks. */
+static pthread_mutex_t shim_odp_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_mr *shim_odp_mrs;
+
+static void shim_odp_add(struct shim_mr *mr)
+{
+	pthread_mutex_lock(&shim_odp_lock);
+	mr->odp_next = shim_odp_mrs;
+	shim_odp_mrs = mr;
+	pthread_mutex_unlock(&shim_odp_lock);
+}
+
+static void shim_odp_remove(struct shim_mr *mr)
+{
+	pthread_mutex_lock(&shim_odp_lock);
+	for (struct shim_mr **pp = &shim_odp_mrs; *pp != NULL; pp = &(*pp)->odp_next)
+		if (*pp == mr) {
+			*pp = mr->odp_next;
+			break;
+		}
+	pthread_mutex_unlock(&shim_odp_lock);
+}
+
+/*
+ * The ODP MR of @p sge->lkey that may take @p advice for the SGE's range,
+ * as mlx5's get_prefetchable_mr() and pagefault_mr() judge it: 0, ENOENT
+ * (no ODP MR has that key), EPERM (another PD, or PREFETCH_WRITE on an MR
+ * without local write), EFAULT (the range leaves the MR).
+ */
+static int shim_odp_check(const struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			  const struct ibv_sge *sge)
+{
+	const struct shim_mr *mr;
+	int rc = ENOENT;
+
+	pthread_mutex_lock(&shim_odp_lock);
+	for (mr = shim_odp_mrs; mr != NULL && mr->mr.lkey != sge->lkey; mr = mr->odp_next)
+		;
+	if (mr != NULL) {
+		uintptr_t lo = (uintptr_t)mr->mr.addr, a = (uintptr_t)sge->addr;
+
+		if (mr->mr.pd != pd || mr->mr.context != pd->context)
+			rc = EPERM;
+		else if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+			 !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+			rc = EPERM;
+		else if (a < lo || sge->length > mr->mr.length ||
+			 a - lo > mr->mr.length - sge->length)
+			rc = EFAULT;
+		else
+			rc = 0;
+	}
+	pthread_mutex_unlock(&shim_odp_lock);
+	return rc;
+}
+
+/* Fault the SGE's pages in now, for reading or writing (MADV_POPULATE_*, Linux 5.14). */
+static int shim_odp_prefetch(enum ibv_advise_mr_advice advice, const struct ibv_sge *sge)
+{
+	uintptr_t pg = shim_page();
+	uintptr_t start = sge->addr & ~(pg - 1);
+	uintptr_t end = (sge->addr + sge->length + pg - 1) & ~(pg - 1);
+	int how = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE ? MADV_POPULATE_WRITE
+								 : MADV_POPULATE_READ;
+
+	if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT || sge->length == 0)
+		return 0; /* only pages already present would be mapped: nothing to do for us */
+	return madvise((void *)start, end - start, how) == 0 ? 0 : EFAULT;
+}
+
+/*
+ * verbs_context.advise_mr. With IBV_ADVISE_MR_FLAG_FLUSH the pages are in
+ * when it returns and a range that is not mapped fails with EFAULT;
+ * without it the prefetch is best effort (errors of the faults are not
+ * reported, those of the keys are), as on mlx5.
+ */
+int shim_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		   struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	int rc = 0;
+
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return shim_ret(EOPNOTSUPP);
+	if (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH)
+		return shim_ret(EOPNOTSUPP);
+	if (num_sge == 0 || sg_list == NULL)
+		return shim_ret(EINVAL);
+	for (uint32_t i = 0; i < num_sge && rc == 0; i++)
+		rc = shim_odp_check(pd, advice, &sg_list[i]);
+	for (uint32_t i = 0; i < num_sge && rc == 0; i++) {
+		int f = shim_odp_prefetch(advice, &sg_list[i]);
+
+		if (flags & IBV_ADVISE_MR_FLAG_FLUSH)
+			rc = f;
+	}
+	return shim_ret(rc);
+}
+
 /* Register [addr, addr+length) with the daemon, with or without a shared backing. */
 static int shim_mr_register(struct shim_mr *mr, struct ibv_pd *ibpd, void *addr, size_t length,
 			    uint64_t iova, unsigned int access)
 {
 	struct ipc_msg req, rsp;
 	uintptr_t pg = shim_page();
+	bool odp = (access & IBV_ACCESS_ON_DEMAND) != 0;
 	uintptr_t start = (uintptr_t)addr & ~(pg - 1);
-	uintptr_t end = ((uintptr_t)addr + length + pg - 1) & ~(pg - 1);
+	uintptr_t end = odp ? start : ((uintptr_t)addr + length + pg - 1) & ~(pg - 1);
 	struct shim_backing *b = NULL;
 	int fd = -1, rc;
 
@@ -271,6 +386,8 @@ static int shim_mr_register(struct shim_mr *mr, struct ibv_pd *ibpd, void *addr,
 	}
 	pthread_mutex_unlock(&shim_backing_lock);
 	mr->backing = b;
+	mr->odp = odp;
+	mr->access = access;
 	mr->handle = rsp.u.rsp_REG_MR.handle;
 	mr->mr.context = ibpd->context;
 	mr->mr.pd = ibpd;
@@ -288,9 +405,7 @@ SHIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_
 	struct shim_mr *mr;
 	int rc;
 
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return shim_null(EOPNOTSUPP);
-	if (length == 0 || addr == NULL)
+	if ((length == 0 || addr == NULL) && !shim_mr_implicit(addr, length, access))
 		return shim_null(EINVAL);
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
@@ -300,6 +415,8 @@ SHIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_
 		free(mr);
 		return shim_null(rc);
 	}
+	if (mr->odp)
+		shim_odp_add(mr);
 	return &mr->mr;
 }
 
@@ -325,6 +442,8 @@ SHIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	rc = shim_destroy_rc(ibmr->context, shim_rpc(shim_ctx(ibmr->context), &req, NULL, 0, &rsp, NULL));
 	if (rc)
 		return shim_ret(rc);
+	if (mr->odp)
+		shim_odp_remove(mr);
 	if (mr->backing) {
 		pthread_mutex_lock(&shim_backing_lock);
 		shim_backing_put(mr->backing);
@@ -367,7 +486,7 @@ SHIM_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, 
 		uintptr_t start = (uintptr_t)addr & ~(pg - 1);
 		uintptr_t end = ((uintptr_t)addr + length + pg - 1) & ~(pg - 1);
 
-		b = shim_backing_get(start, end);
+		b = mr->odp ? NULL : shim_backing_get(start, end);
 		if (b) {
 			fd = b->fd;
 			req.u.req_REREG_MR.fd_offset = start - b->start;
@@ -395,6 +514,8 @@ SHIM_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, 
 	pthread_mutex_unlock(&shim_backing_lock);
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		ibmr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = (unsigned int)access;
 	ibmr->lkey = rsp.u.rsp_REREG_MR.lkey;
 	ibmr->rkey = rsp.u.rsp_REREG_MR.rkey;
 	return 0;

@@ -146,7 +146,12 @@ struct shim_mr {
 	struct ibv_mr mr;
 	uint32_t handle;
 	struct shim_backing *backing; /* shared memfd behind the pages, NULL: fallback */
+	unsigned int access;          /* enum ibv_access_flags it was registered with */
+	bool odp;                     /* IBV_ACCESS_ON_DEMAND: never a backing */
+	struct shim_mr *odp_next;     /* in shim_odp_mrs, for ibv_advise_mr */
 };
+int shim_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		   struct ibv_sge *sg_list, uint32_t num_sge);
 
 /* ---- cq.c ---- */
 struct shim_channel;

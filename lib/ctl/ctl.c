@@ -222,8 +222,10 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	ctl->cfg = *cfg;
 	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
-	for (uint32_t d = 0; d < cfg->ndevices; d++)
+	for (uint32_t d = 0; d < cfg->ndevices; d++) {
+		ctl_mr_odp_caps(&ctl->cfg.dev[d].attr);
 		ctl_devsem_build(ctl, d);
+	}
 	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
 	ctl->lcore_qps = calloc(cfg->limits.n_lcores > 1 ? cfg->limits.n_lcores : 1,
 				sizeof(*ctl->lcore_qps));

@@ -320,4 +320,7 @@ size_t ctl_cm_channel_size(void);
 void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp);
 void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_effects *fx);
 
+/** ODP capabilities (lib/ctl serves ODP MRs on the copy path: ctl_objs.c). */
+void ctl_mr_odp_caps(struct ipc_device_attr *a);
+
 #endif /* CTL_INTERNAL_H */

@@ -100,9 +100,62 @@ int ctl_h_DEALLOC_PD(const struct ctl_req *x)
 
 /* ---- MR ---- */
 
+/* IBV_ACCESS_HUGETLB is a hint the kernel takes and ignores (the pages' size is the mapping's). */
+#define CTL_MR_HINTS (IBV_ACCESS_OPTIONAL_RANGE | IBV_ACCESS_HUGETLB)
 #define CTL_MR_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                 \
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
-			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_OPTIONAL_RANGE)
+			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
+			     CTL_MR_HINTS)
+
+/*
+ * On-demand paging. An ODP MR is never shared through a memfd: the lcores
+ * reach it through the registering process's /proc/PID/mem (the copy path,
+ * ctl_mr_map()), so every access faults the process's pages in as the
+ * kernel resolves them at that moment, as a NIC's page faults do (and an
+ * unmapped page fails the access with a copy error, as a NIC's ODP
+ * access to an unmapped range does). Nothing is pinned or mapped by the
+ * daemon, so ODP bytes are not charged to the registered-bytes quota.
+ * Implicit ODP (address 0, length UINT64_MAX) covers the whole address
+ * space of the process. XRC has no ODP until XRC exists.
+ */
+void ctl_mr_odp_caps(struct ipc_device_attr *a)
+{
+	const uint32_t all = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+
+	a->odp_general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a->odp_rc_caps = all | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
+	a->odp_uc_caps = all | IBV_ODP_SUPPORT_WRITE;
+	a->odp_ud_caps = all;
+	a->odp_xrc_caps = 0;
+}
+
+static bool ctl_mr_is_odp(uint32_t access)
+{
+	return (access & IBV_ACCESS_ON_DEMAND) != 0;
+}
+
+/* The implicit ODP MR of ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | ...). */
+static bool ctl_mr_is_implicit(uint64_t addr, uint64_t length, uint32_t access)
+{
+	return ctl_mr_is_odp(access) && addr == 0 && length == UINT64_MAX;
+}
+
+/* Bytes an MR counts against its group's quota: what the daemon maps (ODP: none). */
+static uint64_t ctl_mr_charge(uint32_t access, uint64_t length)
+{
+	return ctl_mr_is_odp(access) ? 0 : length;
+}
+
+static uint64_t ctl_mr_charged(const struct ctl_mr *mr)
+{
+	return ctl_mr_charge(mr->info.access, mr->info.length);
+}
+
+/* An ODP MR takes no memfd: the copy path is what makes it on-demand. */
+static int ctl_mr_check_odp(uint32_t access, unsigned int nfds)
+{
+	return ctl_mr_is_odp(access) && nfds > 0 ? EINVAL : 0;
+}
 
 static int ctl_mr_check_access(uint32_t access)
 {
@@ -301,10 +354,13 @@ static void ctl_quarantine(struct ctl *ctl, struct ctl_obj *o)
 	ctl->quarantined++;
 }
 
-static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t length)
+static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t length,
+			      uint32_t access)
 {
 	const struct ipc_device_attr *a = &c->ctl->cfg.dev[c->dev].attr;
 
+	if (ctl_mr_is_implicit(addr, length, access))
+		return 0;
 	if (length == 0 || length > a->max_mr_size || addr + length < addr)
 		return EINVAL;
 	return 0;
@@ -348,7 +404,7 @@ static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	struct ipc_reg_mr_rsp *r = &p->rsp.u.rsp_REG_MR;
 
 	if (rc) {
-		mr->o.owner->mr_bytes -= mr->info.length;
+		mr->o.owner->mr_bytes -= ctl_mr_charged(mr);
 		mr->pd->o.refs--;
 		ctl_mr_unmap(mr);
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
@@ -376,10 +432,12 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 		return EINVAL;
 	rc = ctl_mr_check_access(q->access);
 	if (rc == 0)
-		rc = ctl_mr_check_range(c, q->addr, q->length);
+		rc = ctl_mr_check_range(c, q->addr, q->length, q->access);
+	if (rc == 0)
+		rc = ctl_mr_check_odp(q->access, nfds);
 	if (rc)
 		return rc;
-	if (ctl_mr_bytes_over(c, q->length, 0))
+	if (ctl_mr_bytes_over(c, ctl_mr_charge(q->access, q->length), 0))
 		return ENOMEM; /* the client's quota of registered bytes */
 	mr = ctl_table_alloc(&ctl->tab[CTL_KIND_MR], c, CTL_KIND_MR, q->user_handle);
 	if (mr == NULL)
@@ -393,12 +451,12 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 	mr->info.lkey = ctl_mr_key(ctl, mr->o.index);
 	mr->info.rkey = mr->info.lkey;
 	mr->info.pd = pd->o.index;
-	mr->info.access = q->access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE;
+	mr->info.access = q->access & ~(uint32_t)CTL_MR_HINTS;
 	mr->info.iova = q->iova;
 	mr->info.length = q->length;
 	mr->info.app_addr = q->addr;
 	mr->info.pid = c->pid;
-	c->group->mr_bytes += q->length; /* given back by a refusal or the destroy */
+	c->group->mr_bytes += ctl_mr_charged(mr); /* given back by a refusal or the destroy */
 	pd->o.refs++; /* held while the dataplane decides, so the PD cannot go meanwhile */
 	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
 	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
@@ -451,7 +509,8 @@ static int ctl_rereg_fin_made(struct ctl *ctl, struct ctl_pend *p, int rc)
 	if (!ctl_mr_same_memory(mr, old))
 		ctl_mr_unmap(old);
 	old->pd->o.refs--;
-	mr->o.owner->mr_bytes += mr->info.length - old->info.length; /* unsigned: wraps right */
+	/* unsigned: wraps right */
+	mr->o.owner->mr_bytes += ctl_mr_charged(mr) - ctl_mr_charged(old);
 	r->handle = p->req.u.req_REREG_MR.handle;
 	r->lkey = mr->info.lkey;
 	r->rkey = mr->info.rkey;
@@ -504,13 +563,18 @@ int ctl_h_REREG_MR(const struct ctl_req *x)
 	next = *mr;
 	if (q->flags & IBV_REREG_MR_CHANGE_ACCESS) {
 		rc = ctl_mr_check_access(q->access);
+		if (rc == 0 && ctl_mr_is_odp(q->access) != ctl_mr_is_odp(mr->info.access))
+			rc = EINVAL; /* as the kernel: ODP is fixed at registration */
 		if (rc)
 			return rc;
-		next.info.access = q->access & ~(uint32_t)IBV_ACCESS_OPTIONAL_RANGE;
+		next.info.access = q->access & ~(uint32_t)CTL_MR_HINTS;
 	}
 	if (q->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		rc = ctl_mr_check_range(c, q->addr, q->length);
-		if (rc == 0 && ctl_mr_bytes_over(c, q->length, mr->info.length))
+		rc = ctl_mr_check_range(c, q->addr, q->length, next.info.access);
+		if (rc == 0)
+			rc = ctl_mr_check_odp(next.info.access, nfds);
+		if (rc == 0 && ctl_mr_bytes_over(c, ctl_mr_charge(next.info.access, q->length),
+						 ctl_mr_charged(mr)))
 			rc = ENOMEM;
 		if (rc == 0)
 			rc = ctl_mr_map(&next, c, nfds > 0 ? fds[0] : -1, q->addr, q->length,
@@ -1027,7 +1091,7 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 
 		ctl_mr_unmap(mr);
 		mr->pd->o.refs--;
-		o->owner->mr_bytes -= mr->info.length;
+		o->owner->mr_bytes -= ctl_mr_charged(mr);
 		break;
 	}
 	case CTL_KIND_CQ: {

@@ -52,8 +52,9 @@ extern "C" {
 #endif
 
 #define IPC_MAGIC 0x52434531u       /**< "RCE1" */
-/* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none */
-#define IPC_VERSION 2u
+/* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none
+ * 3: ipc_device_attr carries the ODP capabilities */
+#define IPC_VERSION 3u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -118,7 +119,13 @@ struct ipc_device_attr {
 	uint32_t qp_rate_limit_min;
 	uint32_t qp_rate_limit_max;
 	uint32_t pacing_supported_qpts;
-	uint32_t reserved;
+	/** ibv_odp_caps: on-demand paging (enum ibv_odp_general_caps, and
+	 *  enum ibv_odp_transport_cap_bits per transport); 0: no ODP. */
+	uint32_t odp_general_caps;
+	uint32_t odp_rc_caps;
+	uint32_t odp_uc_caps;
+	uint32_t odp_ud_caps;
+	uint32_t odp_xrc_caps;
 };
 
 /** Port attributes (ibv_port_attr). */

@@ -590,6 +590,76 @@ Test(ctl_rollback, reg_mr_of_unshared_memory)
 }
 
 /*
+ * On-demand paging: an ODP MR is served on the copy path (never a memfd),
+ * costs no registered bytes (the daemon maps and pins nothing for it), and
+ * stays ODP for its life, as in the kernel. The implicit MR (0, 2^64 - 1)
+ * is ODP only.
+ */
+Test(ctl_rollback, odp_mrs_take_the_copy_path_and_no_registered_bytes)
+{
+	struct ctl_config cfg = base_cfg();
+	struct ctl *saved = ctl;
+	struct memfd mem = memfd_new(8192, "odp");
+	const uint32_t odp = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND;
+	struct ipc_reg_mr_rsp a_mr, big, imp;
+	struct ipc_msg m, r;
+	struct client a;
+	uint32_t pd;
+
+	cfg.limits.n_lcores = 2;
+	cfg.dp_ops = &fdp_ops;
+	cfg.dp = &fdp;
+	cfg.quota = (struct ctl_quota){ .max_mr_bytes = 4096 };
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+	client_open(&a, true);
+	pd = alloc_pd(&a);
+
+	req(&m, IPC_OP_QUERY_DEVICE);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	cr_assert_eq(r.u.rsp_QUERY_DEVICE.attr.odp_general_caps,
+		     IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT);
+	cr_assert_eq(reg_mr(&a, pd, &mem, 8192, odp, NULL), EINVAL, "ODP never takes a memfd");
+	cr_assert_eq(reg_mr(&a, pd, NULL, 1u << 20, odp, &big), 0, "1 MiB of ODP under a 4 KiB quota");
+	cr_assert_geq(fdp.mr[fdp_mr_slot(big.lkey)].mem_fd, 0, "served through /proc/PID/mem");
+	cr_assert_null(fdp.mr[fdp_mr_slot(big.lkey)].local);
+	cr_assert_eq(reg_mr(&a, pd, &mem, 4096, IBV_ACCESS_LOCAL_WRITE, &a_mr), 0,
+		     "the quota is still whole for mapped memory");
+	cr_assert_eq(reg_mr(&a, pd, NULL, 1, IBV_ACCESS_LOCAL_WRITE, NULL), ENOMEM);
+
+	req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = pd;
+	m.u.req_REG_MR.length = UINT64_MAX;
+	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "address 0, length 2^64-1: ODP only");
+	m.u.req_REG_MR.access = odp;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0, "the implicit ODP MR");
+	imp = r.u.rsp_REG_MR;
+	cr_assert_eq(fdp.mr[fdp_mr_slot(imp.lkey)].length, UINT64_MAX);
+
+	req(&m, IPC_OP_REREG_MR);
+	m.u.req_REREG_MR.handle = big.handle;
+	m.u.req_REREG_MR.flags = IBV_REREG_MR_CHANGE_ACCESS;
+	m.u.req_REREG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL, "ODP is fixed at registration");
+	m.u.req_REREG_MR.handle = a_mr.handle;
+	m.u.req_REREG_MR.access = odp;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, big.handle), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, imp.handle), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, a_mr.handle), 0);
+	cr_assert_eq(reg_mr(&a, pd, &mem, 4096, IBV_ACCESS_LOCAL_WRITE, &a_mr), 0,
+		     "deregistering ODP MRs gave back no bytes they never took");
+	cr_assert_eq(destroy(&a, IPC_OP_DEREG_MR, a_mr.handle), 0);
+	cr_assert_eq(destroy(&a, IPC_OP_DEALLOC_PD, pd), 0);
+	client_close(&a);
+	ctl_destroy(ctl);
+	ctl = saved;
+	memfd_free(&mem);
+}
+
+/*
  * A refused REREG_MR (new PD, access and memory at once) keeps the old
  * registration: the dataplane gets it back, with the old keys; the new
  * memory's mapping goes, the new PD gains no reference.

@@ -400,13 +400,127 @@ Test(shim_verbs, registered_pages_are_shared_with_the_daemon)
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_null(ibv_reg_mr(pd, small, 0, IBV_ACCESS_LOCAL_WRITE));
 	cr_assert_eq(errno, EINVAL);
-	cr_assert_null(ibv_reg_mr(pd, small, sizeof(small), IBV_ACCESS_ON_DEMAND));
-	cr_assert_eq(errno, EOPNOTSUPP);
 	/* Stack memory cannot be remapped: registered without direct access (fallback). */
 	mr = ibv_reg_mr(pd, small, sizeof(small), IBV_ACCESS_LOCAL_WRITE);
 	cr_assert_not_null(mr);
 	cr_assert_null(fake.mr_local[(mr->lkey >> 8) % FAKE_MAX]);
 	cr_assert_eq(ibv_dereg_mr(mr), 0);
+}
+
+/* The daemon's view of an ODP MR: no shared pages, its /proc/PID/mem. */
+static ssize_t odp_daemon_read(const struct ibv_mr *mr, const void *addr, void *out, size_t n)
+{
+	(void)mr;
+	cr_assert_null(fake.mr->local, "an ODP MR is never shared through a memfd");
+	cr_assert_geq(fake.mr->mem_fd, 0, "the daemon reaches it through /proc/PID/mem");
+	return pread(fake.mr->mem_fd, out, n, (off_t)(uintptr_t)addr);
+}
+
+Test(shim_verbs, odp_mrs_follow_the_mapping)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *buf = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
+	struct ibv_device_attr_ex dx;
+	struct ibv_mr *mr, *imr;
+	uint8_t seen[16];
+	char line[512];
+
+	cr_assert_eq(ibv_query_device_ex(ctx, NULL, &dx), 0);
+	cr_assert_eq(dx.odp_caps.general_caps, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT);
+	cr_assert_eq(dx.odp_caps.per_transport_caps.rc_odp_caps,
+		     IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+			     IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV);
+	cr_assert_eq(dx.odp_caps.per_transport_caps.ud_odp_caps,
+		     IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV);
+	cr_assert_eq(dx.xrc_odp_caps, 0u, "no XRC yet");
+
+	memset(buf, 0x11, 2 * pg);
+	mr = ibv_reg_mr(pd, buf, 2 * pg, rw);
+	cr_assert_not_null(mr, "%s", strerror(errno));
+	cr_assert(maps_line_for(buf, line, sizeof(line)));
+	cr_assert(strstr(line, "roce-mr") == NULL && strstr(line, "rw-p") != NULL,
+		  "ODP leaves the application's pages alone: %s", line);
+	cr_assert_eq(odp_daemon_read(mr, buf + 8, seen, sizeof(seen)), (ssize_t)sizeof(seen));
+	cr_assert_eq(seen[0], 0x11);
+	/* New pages at the same address: the MR reaches them, not the old ones. */
+	cr_assert_eq(mmap(buf, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			  -1, 0), buf);
+	memset(buf, 0x22, pg);
+	cr_assert_eq(odp_daemon_read(mr, buf + 8, seen, sizeof(seen)), (ssize_t)sizeof(seen));
+	cr_assert_eq(seen[0], 0x22, "the access follows the mapping of the moment");
+	/* A hole in the range: the access fails there (the engine completes it with an error). */
+	cr_assert_eq(munmap(buf + pg, pg), 0);
+	cr_assert_lt(odp_daemon_read(mr, buf + pg, seen, sizeof(seen)), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+
+	/* Implicit ODP: NULL and SIZE_MAX, only with IBV_ACCESS_ON_DEMAND. */
+	imr = ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	cr_assert_not_null(imr, "%s", strerror(errno));
+	cr_assert_eq(fake.mr->length, UINT64_MAX);
+	cr_assert_eq(odp_daemon_read(imr, buf + 8, seen, sizeof(seen)), (ssize_t)sizeof(seen));
+	cr_assert_eq(seen[0], 0x22, "an implicit MR reaches any address of the process");
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE));
+	cr_assert_eq(errno, EINVAL, "NULL/SIZE_MAX is implicit ODP only");
+	cr_assert_eq(ibv_dereg_mr(imr), 0);
+	munmap(buf, pg);
+}
+
+/* ibv_advise_mr's checks, errno as mlx5's: keys, PD, write access, range, advice, flags. */
+Test(shim_verbs, advise_mr_checks_as_mlx5)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *buf = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_mr *odp = ibv_reg_mr(pd, buf, 2 * pg, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	struct ibv_mr *ro = ibv_reg_mr(pd, buf, pg, IBV_ACCESS_ON_DEMAND);
+	struct ibv_mr *plain = ibv_reg_mr(pd, buf + 3 * pg, pg, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *imr = ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 2 * pg };
+	const int flush = IBV_ADVISE_MR_FLAG_FLUSH;
+
+	cr_assert(odp && ro && plain && imr && pd2);
+#define ADVISE(p, adv, fl, s, n, want)                                                           \
+	do {                                                                                     \
+		errno = 0;                                                                       \
+		int r_ = ibv_advise_mr(p, adv, fl, s, n);                                         \
+		cr_assert_eq(r_, want, "ibv_advise_mr: %d, want %d", r_, want);                   \
+		if (want != 0)                                                                   \
+			cr_assert_eq(errno, want, "errno %d, want %d", errno, want);             \
+	} while (0)
+	sge.lkey = odp->lkey;
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, flush, &sge, 1, 0);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1, 0);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, flush, &sge, 1, 0);
+	ADVISE(pd, (enum ibv_advise_mr_advice)7, flush, &sge, 1, EOPNOTSUPP);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 1u << 1, &sge, 1, EOPNOTSUPP);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, flush, &sge, 0, EINVAL);
+	ADVISE(pd2, IBV_ADVISE_MR_ADVICE_PREFETCH, flush, &sge, 1, EPERM); /* another PD's key */
+	sge.length = 2 * pg + 1;
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, flush, &sge, 1, EFAULT); /* past the MR */
+	sge.length = 64;
+	sge.lkey = ro->lkey;
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, flush, &sge, 1, 0);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, flush, &sge, 1, EPERM); /* no local write */
+	sge.lkey = plain->lkey;
+	sge.addr = (uintptr_t)(buf + 3 * pg);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, flush, &sge, 1, ENOENT); /* not an ODP MR */
+	sge.lkey = 0x12345678;
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, flush, &sge, 1, ENOENT);
+	/* Unmapped pages under the implicit MR: a synchronous prefetch fails, an async one not. */
+	cr_assert_eq(ibv_dereg_mr(plain), 0);
+	cr_assert_eq(munmap(buf + 2 * pg, 2 * pg), 0);
+	sge.lkey = imr->lkey;
+	sge.addr = (uintptr_t)(buf + 2 * pg);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, flush, &sge, 1, EFAULT);
+	ADVISE(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &sge, 1, 0);
+#undef ADVISE
+	cr_assert_eq(ibv_dereg_mr(odp), 0);
+	cr_assert_eq(ibv_dereg_mr(ro), 0);
+	cr_assert_eq(ibv_dereg_mr(imr), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
+	munmap(buf, 2 * pg);
 }
 
 Test(shim_verbs, rereg_mr)

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * CQs and SRQs as the engine sees them (ai_cq.h): struct xport_cq/xport_srq
+ * views of lib/ctl's rings, bound to the lcore of the QPs that use them.
+ */
+#include "ai_cq.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+
+#include "ai_op.h"
+#include "queue.h"
+
+static uint32_t
+ai_handle(uint16_t gen, uint32_t num)
+{
+	return (uint32_t)gen << AI_HANDLE_BITS | num;
+}
+
+int
+ai_dp_cq_create(void *dp, const struct ctl_cq_info *cq)
+{
+	struct app_iface *ai = dp;
+	struct ai_cq *c;
+
+	if (cq->cqn >= ai->max_cq || cq->cqn > AI_HANDLE_MASK)
+		return EINVAL;
+	c = &ai->cq[cq->cqn];
+	c->info = cq;
+	c->gen = (uint16_t)((c->gen + 1) & 0xfff);
+	c->nqps = 0;
+	c->lcore = AI_UNBOUND;
+	return 0;
+}
+
+/* Move the unconsumed CQEs of @p from into @p to (fresh, empty) and point the engine's view there. */
+static int
+cq_move(struct ai_cq *c, const struct ctl_cq_info *to, const struct ctl_cq_info *from)
+{
+	struct spsc_ring *o = from->ring.ring, *n = to->ring.ring;
+	uint32_t osz = from->ring.entries, nsz = to->ring.entries;
+	uint32_t cnt = spsc_ring_count_in(o, osz), cons = spsc_ring_cons_index(o);
+
+	if (cnt > nsz)
+		return -EINVAL;
+	for (uint32_t i = 0; i < cnt; i++)
+		memcpy(spsc_ring_slot_in(n, nsz - 1, sizeof(struct cqe), i),
+		       spsc_ring_slot_in(o, osz - 1, sizeof(struct cqe), cons + i), sizeof(struct cqe));
+	spsc_ring_publish(n, cnt);
+	to->ctrl->notify_count = __atomic_load_n(&from->ctrl->notify_count, __ATOMIC_RELAXED);
+	__atomic_store_n(&to->ctrl->arm, __atomic_load_n(&from->ctrl->arm, __ATOMIC_ACQUIRE),
+			 __ATOMIC_SEQ_CST);
+	c->x.ring = n;
+	c->x.size = nsz;
+	c->x.arm = &to->ctrl->arm;
+	c->x.cons_cache = 0;
+	c->x.overflowed = false;
+	return 0;
+}
+
+int
+ai_lcore_cq_resize(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
+{
+	(void)ai;
+	/*
+	 * Control messages run before the engine's poll: first take in the work
+	 * the application posted before it asked, so the size check counts the
+	 * completions that work has already produced (a sleeping lcore would
+	 * otherwise see them only after the move).
+	 */
+	if (w->engine->poll != NULL)
+		w->engine->poll(w, rte_rdtsc());
+	return cq_move(m->u.cq.view, m->u.cq.to, m->u.cq.from);
+}
+
+int
+ai_dp_cq_resize(void *dp, const struct ctl_cq_info *cq, const struct ctl_cq_info *old)
+{
+	struct app_iface *ai = dp;
+	struct ai_cq *c = &ai->cq[old->cqn];
+	struct ctl_msg m = { .type = CTL_MSG_CQ_RESIZE };
+	struct ai_op *op;
+
+	/* the producer moves the CQEs: the owner lcore, or us while no QP uses the CQ */
+	if (c->nqps == 0)
+		return cq_move(c, cq, old) == 0 ? 0 : EINVAL;
+	op = ai_op_new(ai, AI_OP_CQ_RESIZE);
+	if (op == NULL)
+		return EAGAIN;
+	m.u.cq.view = c;
+	m.u.cq.to = cq;
+	m.u.cq.from = old;
+	if (ai_send(ai, c->lcore, op, &m) != 0) {
+		ai_op_free(ai, op);
+		return EAGAIN;
+	}
+	return ai_op_return(ai, op);
+}
+
+void
+ai_dp_cq_destroy(void *dp, const struct ctl_cq_info *cq)
+{
+	struct app_iface *ai = dp;
+	struct ai_cq *c = &ai->cq[cq->cqn];
+
+	/* lib/ctl destroys a CQ only when no QP uses it: no lcore holds it */
+	c->info = NULL;
+	c->gen = (uint16_t)((c->gen + 1) & 0xfff);
+}
+
+int
+ai_dp_srq_create(void *dp, const struct ctl_srq_info *srq)
+{
+	struct app_iface *ai = dp;
+	struct ai_srq *s;
+
+	if (srq->srqn == 0 || srq->srqn > ai->max_srq || srq->srqn > AI_HANDLE_MASK)
+		return EINVAL;
+	s = &ai->srq[srq->srqn - 1];
+	s->info = srq;
+	s->gen = (uint16_t)((s->gen + 1) & 0xfff);
+	s->nqps = 0;
+	s->lcore = AI_UNBOUND;
+	s->x = (struct xport_srq){
+		.ring = srq->ring.ring, .size = srq->ring.entries,
+		.handle = ai_handle(s->gen, srq->srqn),
+		.limit = srq->srq_limit, .limit_armed = srq->srq_limit != 0,
+	};
+	return 0;
+}
+
+int
+ai_lcore_srq_limit(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
+{
+	(void)ai;
+	(void)w;
+	m->u.srq.x->limit = m->u.srq.limit;
+	m->u.srq.x->limit_armed = m->u.srq.limit != 0;
+	return 0;
+}
+
+int
+ai_dp_srq_modify(void *dp, const struct ctl_srq_info *srq)
+{
+	struct app_iface *ai = dp;
+	struct ai_srq *s = &ai->srq[srq->srqn - 1];
+	struct ctl_msg m = { .type = CTL_MSG_SRQ_LIMIT };
+	struct ai_op *op;
+
+	m.u.srq.x = &s->x;
+	m.u.srq.limit = srq->srq_limit;
+	if (s->nqps == 0) /* no lcore holds it: ours */
+		return ai_lcore_srq_limit(ai, NULL, &m);
+	op = ai_op_new(ai, AI_OP_SRQ_LIMIT);
+	if (op == NULL)
+		return EAGAIN;
+	if (ai_send(ai, s->lcore, op, &m) != 0) {
+		ai_op_free(ai, op);
+		return EAGAIN;
+	}
+	return ai_op_return(ai, op);
+}
+
+void
+ai_dp_srq_destroy(void *dp, const struct ctl_srq_info *srq)
+{
+	struct app_iface *ai = dp;
+	struct ai_srq *s = &ai->srq[srq->srqn - 1];
+
+	s->info = NULL;
+	s->gen = (uint16_t)((s->gen + 1) & 0xfff);
+}
+
+/* Bind CQ @p c to @p lcore for one more QP reference; the first reference sets the engine view up. */
+int
+ai_cq_bind(struct ai_cq *c, uint32_t lcore)
+{
+	if (c->nqps > 0)
+		return c->lcore == lcore ? (c->nqps++, 0) : -EINVAL;
+	c->lcore = lcore;
+	c->nqps = 1;
+	c->x = (struct xport_cq){
+		.ring = c->info->ring.ring, .size = c->info->ring.entries, .arm = &c->info->ctrl->arm,
+		.handle = ai_handle(c->gen, c->info->cqn),
+	};
+	return 0;
+}
+
+int
+ai_srq_bind(struct ai_srq *s, uint32_t lcore)
+{
+	if (s->nqps > 0)
+		return s->lcore == lcore ? (s->nqps++, 0) : -EINVAL;
+	s->lcore = lcore;
+	s->nqps = 1;
+	return 0;
+}
+
+/* ---- engine events -> applications ---- */
+
+struct ai_cq *
+ai_cq_of_handle(struct app_iface *ai, uint32_t h)
+{
+	uint32_t n = h & AI_HANDLE_MASK;
+
+	if (n >= ai->max_cq || ai->cq[n].info == NULL || ai->cq[n].gen != h >> AI_HANDLE_BITS)
+		return NULL; /* destroyed meanwhile */
+	return &ai->cq[n];
+}
+
+struct ai_srq *
+ai_srq_of_handle(struct app_iface *ai, uint32_t h)
+{
+	uint32_t n = h & AI_HANDLE_MASK;
+
+	if (n == 0 || n > ai->max_srq || ai->srq[n - 1].info == NULL ||
+	    ai->srq[n - 1].gen != h >> AI_HANDLE_BITS)
+		return NULL;
+	return &ai->srq[n - 1];
+}
+
+void
+ai_cq_resize_answered(struct app_iface *ai, struct ai_op *op)
+{
+	ai_op_finish(ai, op, op->rc == 0 ? 0 : op->rc == -EINVAL ? EINVAL : EAGAIN);
+}
+
+void
+ai_srq_limit_answered(struct app_iface *ai, struct ai_op *op)
+{
+	ai_op_finish(ai, op, op->rc == 0 ? 0 : EAGAIN);
+}
