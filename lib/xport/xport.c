@@ -484,7 +484,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			*c = (struct cqe){
 				.wr_id = w->wqe.wr_id,
 				.status = w->status,
-				.opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode,
+				.opcode = w->wc_opcode,
 				.vendor_err = w->err,
 				.byte_len = w->length,
 				.qp_num = qp->cfg.qpn,
@@ -627,6 +627,7 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			const struct sq_wqe *rw = sq_ring_at(qp, head);
 			w->wqe.wr_id = rw->wr_id;
 			w->wqe.opcode = rw->opcode;
+			w->wc_opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode;
 			w->status = WC_SUCCESS;
 			w->kind = SWQE_SEND;
 			w->length = 0;
