@@ -14,9 +14,11 @@
  * Modes: "engine" hands the frame record (struct roce_pkt) to the peer, the
  * way the daemon's loopback would; "wire" also builds the headers on the
  * sending side (roce_build_headers) and parses them on the receiving side
- * (roce_parse_no_icrc), still without CRC.
+ * (roce_parse_no_icrc), still without CRC; "frame" builds whole frames as
+ * the daemon's transmit path does (headers, gathered payload, pad, ICRC:
+ * the frame builder) and parses them without checking the ICRC.
  *
- * Usage: engine_bench OP SIZE [MESSAGES] [engine|wire] [MTU]
+ * Usage: engine_bench OP SIZE [MESSAGES] [engine|wire|frame] [MTU]
  *   OP: write | send | read; MTU 256..4096 (default 4096).
  *   Prints packets per side and wall-clock ns.
  */
@@ -54,6 +56,7 @@ struct side {
 
 static struct side A, B;
 static bool wire_mode;
+static bool frame_mode; /* wire_mode, with the whole frame built */
 static uint8_t wire_buf[XPORT_OUT_FRAMES][FRAME_BUF];
 static uint8_t gather_buf[XPORT_OUT_FRAMES][FRAME_BUF];
 static struct roce_pkt pkts[XPORT_OUT_FRAMES];
@@ -171,6 +174,18 @@ side_b_wire_build(const struct xport_frame *f, uint8_t *buf)
 	return roce_build_headers(&f->pkt, buf, FRAME_BUF);
 }
 
+__attribute__((noinline)) static size_t
+side_a_frame_build(const struct xport_frame *f, uint8_t *buf)
+{
+	return roce_build_gather(&f->pkt, f->seg, f->nseg, buf, FRAME_BUF);
+}
+
+__attribute__((noinline)) static size_t
+side_b_frame_build(const struct xport_frame *f, uint8_t *buf)
+{
+	return roce_build_gather(&f->pkt, f->seg, f->nseg, buf, FRAME_BUF);
+}
+
 __attribute__((noinline)) static enum roce_drop_reason
 side_a_wire_parse(const uint8_t *buf, size_t len, struct roce_pkt *pkt)
 {
@@ -201,12 +216,18 @@ flush(struct side *from)
 			continue;
 		}
 		uint8_t *buf = wire_buf[i];
-		size_t hlen = from_a ? side_a_wire_build(f, buf) : side_b_wire_build(f, buf);
-		const uint8_t *pl = payload_of(f, i);
-		if (f->pkt.payload_len)
-			memcpy(buf + hlen, pl, f->pkt.payload_len);
-		memset(buf + hlen + f->pkt.payload_len, 0, (f->pkt.pad & 3) + ROCE_ICRC_LEN);
-		size_t len = hlen + f->pkt.payload_len + (f->pkt.pad & 3) + ROCE_ICRC_LEN;
+		size_t len;
+		if (frame_mode) {
+			len = from_a ? side_a_frame_build(f, buf) : side_b_frame_build(f, buf);
+		} else {
+			size_t hlen = from_a ? side_a_wire_build(f, buf) : side_b_wire_build(f, buf);
+			const uint8_t *pl = payload_of(f, i);
+			if (f->pkt.payload_len)
+				memcpy(buf + hlen, pl, f->pkt.payload_len);
+			memset(buf + hlen + f->pkt.payload_len, 0,
+			       (f->pkt.pad & 3) + ROCE_ICRC_LEN);
+			len = hlen + f->pkt.payload_len + (f->pkt.pad & 3) + ROCE_ICRC_LEN;
+		}
 		enum roce_drop_reason why = from_a ? side_b_wire_parse(buf, len, &pkts[i])
 						   : side_a_wire_parse(buf, len, &pkts[i]);
 		if (why != ROCE_DROP_NONE) {
@@ -287,7 +308,7 @@ int
 main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s write|send|read SIZE [MESSAGES] [engine|wire] [MTU]\n",
+		fprintf(stderr, "usage: %s write|send|read SIZE [MESSAGES] [engine|wire|frame] [MTU]\n",
 			argv[0]);
 		return 2;
 	}
@@ -304,7 +325,8 @@ main(int argc, char **argv)
 	}
 	uint32_t size = (uint32_t)strtoul(argv[2], NULL, 0);
 	uint64_t messages = argc > 3 ? strtoull(argv[3], NULL, 0) : 20000;
-	wire_mode = argc > 4 && !strcmp(argv[4], "wire");
+	frame_mode = argc > 4 && !strcmp(argv[4], "frame");
+	wire_mode = frame_mode || (argc > 4 && !strcmp(argv[4], "wire"));
 	if (argc > 5) {
 		unsigned long mtu = strtoul(argv[5], NULL, 0);
 		path_mtu = 0;
@@ -335,7 +357,8 @@ main(int argc, char **argv)
 	uint64_t a_tx = xport_qp_counters(A.qp)[XPORT_CNT_TX_PKTS] - tx_a0;
 	printf("op=%s size=%u mtu=%u mode=%s messages=%lu data_pkts=%lu side_a_rx=%lu side_b_rx=%lu "
 	       "side_a_tx=%lu ns_per_msg=%.1f warmup_msgs=64\n",
-	       argv[1], size, roce_mtu_bytes(path_mtu), wire_mode ? "wire" : "engine", (unsigned long)messages,
+	       argv[1], size, roce_mtu_bytes(path_mtu), frame_mode ? "frame" : wire_mode ? "wire" : "engine",
+	       (unsigned long)messages,
 	       (unsigned long)data_pkts, (unsigned long)(A.pkts_rx - a0),
 	       (unsigned long)(B.pkts_rx - b0), (unsigned long)a_tx, ns / (double)messages);
 	return 0;

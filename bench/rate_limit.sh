@@ -16,7 +16,7 @@
 #   MBPS      asked rates in Mb/s [10 100 1000 10000]
 #
 # "payload" is what roce-perftest reports (message bytes); "wire" adds what the
-# pacer charges per packet (lib/qp xport_internal.h XPORT_PACE_OVERHEAD, 96 B
+# pacer charges per packet (lib/xport xport_internal.h XPORT_PACE_OVERHEAD, 96 B
 # of headers, FCS, preamble and gap) for packets of the path MTU, so it is
 # the figure to compare with the asked rate; "wire/asked" is their ratio. A
 # rate above what the machine reaches unlimited cannot be met and is marked.

@@ -175,11 +175,32 @@ def allowed(rules, tree, test, subtest):
     return None
 
 
+DETAIL_TESTS = 4   # failed tests whose output the report repeats
+DETAIL_LINES = 25  # the last lines of each stream repeated
+
+
+def print_detail(tree, t, out):
+    """Repeat the end of a failed test's output next to the verdict: CI shows
+    only the tail of a run, and meson's --print-errorlogs text scrolls away
+    behind the second tree."""
+    print(f'--- {tree}: {t["name"]}: {t["result"]}, exit status {t.get("returncode")}, '
+          f'{t.get("duration", 0):.1f} s', file=out)
+    for stream in ('stdout', 'stderr'):
+        text = (t.get(stream) or '').rstrip('\n')
+        if not text:
+            continue
+        tail = text.split('\n')[-DETAIL_LINES:]
+        print(f'--- {stream}, last {len(tail)} lines:', file=out)
+        for line in tail:
+            print('|' + line[:300], file=out)
+
+
 def judge(trees, expected, rules, strict, out=sys.stdout):
     """Print the table; return the list of problems (empty: pass)."""
     problems = []    # policy: missing tests, unexpected skips, TODO, bail-outs
     failures = []    # tests meson itself reports failed
     warnings = []
+    failed_logs = []  # (tree, testlog entry) of each failed test
     rows = collections.OrderedDict()   # (tree, suite) -> [tests, Counts, failed tests]
     total = Counts()
     for tree, tests, retried in trees:
@@ -212,6 +233,7 @@ def judge(trees, expected, rules, strict, out=sys.stdout):
                 c.retried += 1
                 c.retries.append(r)
             if res in FAIL_RESULTS:
+                failed_logs.append((tree, t))
                 row[2].append(short_name(name))
                 failures.append(f'{tree}: {name}: {res}')
             if c.bailed is not None:
@@ -231,6 +253,8 @@ def judge(trees, expected, rules, strict, out=sys.stdout):
 
     for w in warnings:
         print(f'warning: {w}', file=out)
+    for tree, t in failed_logs[:DETAIL_TESTS]:
+        print_detail(tree, t, out)
     for p in failures + problems:
         print(f'problem: {p}', file=out)
     print(f'{"tree":8} {"suite":10} {"tests":>5} {"passed":>7} {"failed":>6} '

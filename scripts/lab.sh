@@ -12,6 +12,9 @@
 #   scripts/lab.sh start a             start host a's daemon again (after stop, or
 #                                      with -S at `up`) and wait until it is ready
 #   scripts/lab.sh status              what is up, PIDs, addresses
+#   scripts/lab.sh relay [ARG...]      (a lab up with -R) restart the relay
+#                                      with lossy_link's impairments, e.g.
+#                                      --loss 5 --dup 5 --reorder 5; none: clean
 #   scripts/lab.sh down                SIGTERM the daemons, remove everything;
 #                                      exit status 0 only if both daemons exited 0
 #
@@ -37,8 +40,21 @@
 #   -K        do not add the tc ingress drop of UDP 4791 on af_packet links
 #             [LAB_KERNEL_DROP=0]
 #   -D        network only, no daemons [LAB_NO_DAEMONS=1]
+#   -R        relay [LAB_RELAY=1]: the hosts' veths end in a third namespace
+#             NAME-r (NAME-ra, NAME-rb) where test/interop/lossy_link of the
+#             build relays every frame, clean until `relay` gives it
+#             impairments (this kernel has no sch_netem); af_packet only
 #   -S HOSTS  `up` starts only these daemons, in this order: "b" or "ba"
 #             [LAB_START, default ab]; `start` the others later
+#   LAB_OWNER `up` ties the lab to a process (environment only): a PID, or
+#             "session": the leader of lab.sh's session (under `meson test`,
+#             the test itself: meson starts each test with setsid). A
+#             watchdog (its own session, STATE/watchdog.pid) looks every
+#             0.5 s and, once the owner has ended (a SIGKILL included: meson's
+#             timeout kills the test's whole process group), takes the lab
+#             down as `down` does. Unset (an interactive `up`): no owner, the
+#             lab stays until `down`. test/meson.build sets "session" for
+#             every test (its default test setup)
 #   LAB_MAX_QPS  the daemons' max_qps (environment only, default 256)
 #   LAB_NICE  the daemons' nice value (environment only, default -5): a
 #             dataplane that waits for a CPU behind busy applications stops
@@ -81,6 +97,8 @@ LAB_WORKERS=${LAB_WORKERS:-1}
 LAB_PCAP=${LAB_PCAP:-0}
 LAB_KERNEL_DROP=${LAB_KERNEL_DROP:-1}
 LAB_NO_DAEMONS=${LAB_NO_DAEMONS:-0}
+GIVEN_RELAY=${LAB_RELAY:+1}
+LAB_RELAY=${LAB_RELAY:-0}
 LAB_START=${LAB_START:-ab}
 LAB_TIMEOUT=${LAB_TIMEOUT:-30}
 AF_PACKET_FRAMES=2048  # af_packet ring slots per queue (write_config)
@@ -94,7 +112,7 @@ die() {
 	exit 1
 }
 
-while getopts "n:b:p:m:i:w:S:PKDh" opt; do
+while getopts "n:b:p:m:i:w:S:PKDRh" opt; do
 	case $opt in
 	n) LAB_NAME=$OPTARG ;;
 	b) LAB_BUILD=$OPTARG; GIVEN_BUILD=1 ;;
@@ -105,6 +123,7 @@ while getopts "n:b:p:m:i:w:S:PKDh" opt; do
 	P) LAB_PCAP=1 ;;
 	K) LAB_KERNEL_DROP=0 ;;
 	D) LAB_NO_DAEMONS=1 ;;
+	R) LAB_RELAY=1; GIVEN_RELAY=1 ;;
 	S) LAB_START=$OPTARG ;;
 	h) usage; exit 0 ;;
 	*) usage >&2; exit 1 ;;
@@ -131,6 +150,7 @@ load_lab_env() {
 		LAB_PMD) [ -n "$GIVEN_PMD" ] || LAB_PMD=$val ;;
 		LAB_MTU) [ -n "$GIVEN_MTU" ] || LAB_MTU=$val ;;
 		LAB_WORKERS) [ -n "$GIVEN_WORKERS" ] || LAB_WORKERS=$val ;;
+		LAB_RELAY) [ -n "$GIVEN_RELAY" ] || LAB_RELAY=$val ;;
 		esac
 	done < "$STATE/lab.env"
 }
@@ -139,6 +159,8 @@ case $LAB_PMD in af_packet|af_xdp|af_xdp_shared|memif) ;; *) die "unknown PMD '$
 [[ $LAB_START =~ ^(a|b|ab|ba)$ ]] || die "bad -S '$LAB_START' (a, b, ab or ba)"
 [[ $LAB_MTU =~ ^[0-9]+$ ]] || die "bad MTU '$LAB_MTU'"
 [[ $LAB_WORKERS =~ ^[1-4]$ ]] || die "bad worker count '$LAB_WORKERS' (1-4)"
+[[ $LAB_RELAY =~ ^[01]$ ]] || die "bad LAB_RELAY '$LAB_RELAY' (0 or 1)"
+[ "$LAB_RELAY" = 0 ] || [ "$LAB_PMD" = af_packet ] || die "-R: only with af_packet"
 # net_af_xdp (22.11) takes the queues it may use from ethtool's combined
 # channel count; a veth has separate RX and TX channels and no combined ones
 # (ethtool -l: n/a; -L combined 2 is refused): "Specified queue count 2 is
@@ -154,6 +176,7 @@ DAEMON=$BUILD/app/roce-daemon/roce-daemon
 XDP_OBJ=$BUILD/app/roce-daemon/roce_xdp.o
 TC_OBJ=$BUILD/app/roce-daemon/roce_tc_drop.o
 SHIM_DIR=$BUILD/drivers/verbs-shim
+RELAY=$BUILD/test/interop/lossy_link
 
 ns() { echo "$LAB_NAME-$1"; }
 ifname() { echo "$LAB_NAME-$1"; }
@@ -207,7 +230,7 @@ write_config() { # host
 	case $LAB_PMD in
 	af_packet)
 		# framecnt: the receive ring must hold what a peer sends without
-		# waiting for us: a QP's window of unacknowledged packets (lib/qp
+		# waiting for us: a QP's window of unacknowledged packets (lib/xport
 		# XPORT_MAX_UNACKED, 1024) plus its go-back-N resend, or 16 READ
 		# responses of 64 frames. The PMD's default (512) overflowed while a
 		# worker slept or was descheduled, and each loss cost a window
@@ -263,7 +286,7 @@ start_daemon() { # host
 	[ "$LAB_PMD" = memif ] && [ "$h" = a ] && rm -f "$STATE/memif.sock"
 	# The wrapper (nice and ip netns exec both exec) records the daemon's PID and, when it ends, its exit
 	# status. `ip netns exec` execs the daemon, so $! is the daemon itself.
-	LAB_NICE=${LAB_NICE:--5} setsid bash -c '
+	STATE_DIR=$STATE LAB_NICE=${LAB_NICE:--5} setsid bash -c '
 		nice -n "$LAB_NICE" ip netns exec "$1" "$2" --config "$3" "${@:5}" > "$4.log" 2>&1 &
 		echo $! > "$4.pid"
 		wait $!
@@ -286,6 +309,19 @@ wait_ready() { # host
 	done
 	echo "lab.sh: daemon $h not ready after ${LAB_TIMEOUT}s:" >&2
 	tail -20 "$STATE/$h.log" >&2
+	return 1
+}
+
+# Wait until host $1's port 0 reports its link up (both daemons started).
+wait_link() { # host
+	local h=$1 deadline=$((SECONDS + LAB_TIMEOUT))
+	command -v dpdk-telemetry.py > /dev/null || return 0
+	while [ $SECONDS -lt $deadline ]; do
+		echo /roce/port/info,0 | dpdk-telemetry.py -f "$(prefix "$h")" 2>/dev/null |
+			grep -q '"link": "up"' && return 0
+		sleep 0.2
+	done
+	echo "lab.sh: daemon $h: port link not up after ${LAB_TIMEOUT}s" >&2
 	return 1
 }
 
@@ -323,8 +359,12 @@ stop_daemon() { # host [signal]; prints and returns its exit status
 net_up() {
 	local h
 	ip netns add "$(ns a)" && ip netns add "$(ns b)" || return 1
-	ip link add "$(ifname a)" netns "$(ns a)" mtu "$LAB_MTU" type veth \
-		peer name "$(ifname b)" netns "$(ns b)" mtu "$LAB_MTU" || return 1
+	if [ "$LAB_RELAY" = 1 ]; then
+		relay_net_up || return 1
+	else
+		ip link add "$(ifname a)" netns "$(ns a)" mtu "$LAB_MTU" type veth \
+			peer name "$(ifname b)" netns "$(ns b)" mtu "$LAB_MTU" || return 1
+	fi
 	if [ "$LAB_PMD" = af_xdp ]; then
 		ip link add "$(ifname ma)" netns "$(ns a)" type veth \
 			peer name "$(ifname mb)" netns "$(ns b)" || return 1
@@ -351,8 +391,71 @@ net_up() {
 	done
 }
 
+# -R: each host's veth ends in the relay namespace, lossy_link joins the ends.
+relay_net_up() {
+	local h r
+	r=$(ns r)
+	ip netns add "$r" || return 1
+	ip -n "$r" link set lo up
+	# the relay's own kernel stays silent on the link (no IPv6 autoconfiguration)
+	ip netns exec "$r" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 \
+		net.ipv6.conf.all.disable_ipv6=1 > /dev/null 2>&1 || true
+	for h in a b; do
+		ip link add "$(ifname "$h")" netns "$(ns "$h")" mtu "$LAB_MTU" type veth \
+			peer name "$(ifname "r$h")" netns "$r" mtu "$LAB_MTU" || return 1
+		# frames go through as they are: no offloads merging or splitting them
+		ip netns exec "$r" ethtool -K "$(ifname "r$h")" tx off rx off gro off gso off tso off \
+			> /dev/null 2>&1 || true
+		ip -n "$r" link set "$(ifname "r$h")" up || return 1
+	done
+	relay_start
+}
+
+# The PID recorded in file $1 if that process is alive and its command line
+# still matches $2 (a reused PID does not).
+recorded_pid() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+		tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$2" &&
+		echo "$pid"
+}
+
+relay_pid() { recorded_pid "$STATE/relay.pid" "lossy_link.*$(ifname ra)"; }
+
+relay_stop() {
+	local pid i
+	pid=$(relay_pid) || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	kill -KILL "$pid" 2>/dev/null
+	rm -f "$STATE/relay.pid"
+	return 0
+}
+
+# (Re)start the relay with lossy_link's arguments $@; its counts go to relay.log.
+relay_start() {
+	[ -x "$RELAY" ] || { echo "lab.sh: no $RELAY (build it: ninja -C $LAB_BUILD)" >&2; return 1; }
+	relay_stop
+	# at the daemons' priority: a starved relay would be a lossy link of its own
+	STATE_DIR=$STATE LAB_NICE=${LAB_NICE:--5} setsid bash -c '
+		nice -n "$LAB_NICE" ip netns exec "$1" "$2" "${@:5}" "$3" "$4" >> "$STATE_DIR/relay.log" 2>&1 &
+		echo $! > "$STATE_DIR/relay.pid"' relay "$(ns r)" "$RELAY" "$(ifname ra)" "$(ifname rb)" "$@" \
+		< /dev/null > /dev/null 2>&1
+	echo "relay: $*" >> "$STATE/relay.log"
+	sleep 0.2
+	relay_pid > /dev/null || { echo "lab.sh: relay did not start:" >&2; tail -3 "$STATE/relay.log" >&2; return 1; }
+}
+
+cmd_relay() {
+	[ "$LAB_RELAY" = 1 ] || die "lab $LAB_NAME has no relay (up with -R)"
+	ns_exists r || die "lab $LAB_NAME is not up"
+	relay_start "$@"
+}
+
 net_down() {
 	local h
+	relay_stop
+	ip netns del "$(ns r)" 2>/dev/null
 	for h in a b; do
 		if ns_exists "$h"; then
 			ip -n "$(ns "$h")" link set dev "$(ifname "$h")" xdp off 2>/dev/null
@@ -362,6 +465,81 @@ net_down() {
 	return 0
 }
 
+# ---- the owner (LAB_OWNER): the lab goes down when it ends ----
+
+# Field $2 of live process $1's /proc/PID/stat (6: its session, 22: its
+# start time, which a reused PID does not share); fails for a process that
+# is gone or a zombie.
+proc_stat() {
+	local stat n=$(($2 - 2))
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) } # the command may hold spaces and parentheses
+	set -- $stat
+	[ "$1" != Z ] || return 1
+	echo "${!n}"
+}
+proc_start() { proc_stat "$1" 22; }
+
+# The PID LAB_OWNER names, or nothing (no owner).
+owner_pid() {
+	local sid
+	case ${LAB_OWNER:-} in
+	"") return 0 ;;
+	session)
+		sid=$(proc_stat $$ 6)
+		# a session whose leader is gone (or init's) has no owner to follow
+		if [ -z "$sid" ] || [ "$sid" -le 1 ] || ! proc_start "$sid" > /dev/null; then
+			echo "lab.sh: LAB_OWNER=session: session leader ${sid:-?} is gone; the lab has no owner" >&2
+			return 0
+		fi
+		echo "$sid" ;;
+	*)
+		[[ $LAB_OWNER =~ ^[0-9]+$ ]] && proc_start "$LAB_OWNER" > /dev/null ||
+			die "LAB_OWNER '$LAB_OWNER': not a live PID (or 'session')"
+		echo "$LAB_OWNER" ;;
+	esac
+}
+
+# PID of the lab's watchdog if it is alive and still ours.
+watchdog_pid() { recorded_pid "$STATE/watchdog.pid" "lab.sh.* -n $LAB_NAME _watch "; }
+
+watchdog_start() { # owner-pid; the watchdog records itself before the lab is made
+	local start k
+	start=$(proc_start "$1") || { echo "lab.sh: owner $1 is gone" >&2; return 1; }
+	echo "owner $1 (start $start)" > "$STATE/watchdog.log"
+	setsid "$BASH" "$0" -n "$LAB_NAME" _watch "$1" "$start" < /dev/null >> "$STATE/watchdog.log" 2>&1 &
+	for ((k = 0; k < 100; k++)); do
+		watchdog_pid > /dev/null && return 0
+		sleep 0.05
+	done
+	echo "lab.sh: the owner's watchdog did not start" >&2
+	return 1
+}
+
+watchdog_stop() {
+	local pid
+	pid=$(watchdog_pid) || return 0
+	[ "$pid" = $$ ] && return 0 # the watchdog's own `down`
+	kill -TERM "$pid" 2>/dev/null
+	rm -f "$STATE/watchdog.pid"
+}
+
+# (internal) the watchdog: until owner $1 (start time $2) ends or the lab goes
+# down, look every 0.5 s; then `down`. Its own session: a kill of the owner's
+# process group does not reach it.
+cmd_watch() {
+	local owner=$1 start=$2
+	echo $$ > "$STATE/watchdog.pid"
+	while [ "$(proc_start "$owner")" = "$start" ]; do
+		[ "$(cat "$STATE/watchdog.pid" 2>/dev/null)" = $$ ] || exit 0 # down, or another lab
+		sleep 0.5
+	done
+	echo "$(date -u +%T) owner $owner ended: taking lab $LAB_NAME down"
+	cmd_down
+	echo "$(date -u +%T) down: exit status $?"
+	rm -f "$STATE/watchdog.pid"
+}
+
 fail_up() {
 	echo "lab.sh: up failed, tearing down" >&2
 	cmd_down > /dev/null 2>&1
@@ -369,8 +547,9 @@ fail_up() {
 }
 
 cmd_up() {
+	local owner
 	[ "$(id -u)" = 0 ] || die "must run as root (network namespaces)"
-	if ns_exists a || ns_exists b; then
+	if ns_exists a || ns_exists b || ns_exists r; then
 		die "lab $LAB_NAME is already up (scripts/lab.sh -n $LAB_NAME down)"
 	fi
 	if [ "$LAB_NO_DAEMONS" != 1 ]; then
@@ -383,9 +562,11 @@ cmd_up() {
 	mkdir -p "$STATE" || die "cannot create $STATE"
 	{
 		echo "LAB_NAME=$LAB_NAME"; echo "LAB_BUILD=$BUILD"; echo "LAB_PMD=$LAB_PMD"
-		echo "LAB_MTU=$LAB_MTU"; echo "LAB_WORKERS=$LAB_WORKERS"
+		echo "LAB_MTU=$LAB_MTU"; echo "LAB_WORKERS=$LAB_WORKERS"; echo "LAB_RELAY=$LAB_RELAY"
 	} > "$STATE/lab.env"
 	trap fail_up INT TERM
+	owner=$(owner_pid) || fail_up
+	[ -z "$owner" ] || watchdog_start "$owner" || fail_up
 	net_up || fail_up
 	if [ "$LAB_NO_DAEMONS" != 1 ]; then
 		write_config a
@@ -400,6 +581,11 @@ cmd_up() {
 		for ((k = 0; k < ${#order}; k++)); do
 			wait_ready "${order:k:1}" || fail_up
 		done
+		# "ready" comes before a port's link: a test that starts at once
+		# could meet PORT_DOWN on the far host (the install test's retry)
+		if [ ${#order} = 2 ]; then
+			wait_link a && wait_link b || fail_up
+		fi
 	fi
 	trap - INT TERM
 	cmd_status
@@ -412,6 +598,9 @@ cmd_down() {
 	done
 	net_down
 	rm -f "$STATE"/*.sock
+	# last: a `down` killed half-way (meson SIGTERMs a test that timed out,
+	# then SIGKILLs its group 0.5 s later) leaves the watchdog to finish it
+	watchdog_stop
 	return $rc
 }
 
@@ -447,6 +636,12 @@ cmd_status() {
 			"daemon $(daemon_ip4 "$h") $(daemon_ip6 "$h") ($pid, telemetry prefix $(prefix "$h"))" \
 			"tcp $(mgmt_ip4 "$h")"
 	done
+	if [ "$LAB_RELAY" = 1 ]; then
+		pid=$(relay_pid) && pid="lossy_link pid $pid" || pid="no relay process"
+		echo "relay: netns $(ns r) $(ifname ra) <-> $(ifname rb) ($pid, $(grep '^relay:' \
+			"$STATE/relay.log" 2>/dev/null | tail -1))"
+	fi
+	pid=$(watchdog_pid) && echo "owner: $(head -1 "$STATE/watchdog.log") (watchdog pid $pid)"
 	echo "state: $STATE ($LAB_PMD, mtu $LAB_MTU, $LAB_WORKERS worker(s), build $BUILD)"
 }
 
@@ -481,5 +676,7 @@ start) cmd_start "$@" ;;
 status) cmd_status ;;
 run) cmd_run "$@" ;;
 telemetry) cmd_telemetry "$@" ;;
+relay) cmd_relay "$@" ;;
+_watch) [ $# -eq 2 ] || die "usage: (internal) lab.sh -n NAME _watch PID START"; cmd_watch "$@" ;;
 *) usage >&2; exit 1 ;;
 esac

@@ -15,6 +15,10 @@ cd "$(dirname "$0")/.."
 # daemons and tools the tests start inherit these.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0}
+# glibc writes its fatal messages (heap corruption found by malloc, a failed
+# stack check) to /dev/tty unless told otherwise: a test would die by SIGABRT
+# without a word in its log
+export LIBC_FATAL_STDERR_=1
 
 fail=0
 logs=()

@@ -11,6 +11,7 @@
 #include <rte_cycles.h>
 
 #include "ai_op.h"
+#include "daemon.h"
 #include "queue.h"
 
 static uint32_t
@@ -110,6 +111,31 @@ ai_dp_cq_destroy(void *dp, const struct ctl_cq_info *cq)
 	c->gen = (uint16_t)((c->gen + 1) & 0xfff);
 }
 
+/*
+ * An XRC SRQ is bound to its domain's lcore from its creation (lib/ctl
+ * chose it, ctl.h "QP placement"), with its CQ; its MRs' PD counts there
+ * (ai_mr.c waits for that lcore). The engine view is complete before
+ * xrc_live publishes it (store-release; TGT QPs load-acquire it).
+ */
+static int
+srq_xrc_attach(struct app_iface *ai, struct ai_srq *s, const struct ctl_srq_info *srq)
+{
+	struct ai_cq *c;
+
+	if (srq->cqn >= ai->max_cq || srq->lcore >= ai->d->n_workers || srq->pd >= ai->max_pd)
+		return EINVAL;
+	c = &ai->cq[srq->cqn];
+	if (ai_cq_bind(c, srq->lcore) != 0)
+		return EINVAL;
+	ai->pd_qps[srq->pd * ai->d->n_workers + srq->lcore]++;
+	s->lcore = srq->lcore;
+	s->x.cq = &c->x;
+	s->x.pd = srq->pd;
+	s->x.xrcd = srq->xrcd;
+	__atomic_store_n(&s->x.xrc_live, s->x.handle, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int
 ai_dp_srq_create(void *dp, const struct ctl_srq_info *srq)
 {
@@ -119,16 +145,60 @@ ai_dp_srq_create(void *dp, const struct ctl_srq_info *srq)
 	if (srq->srqn == 0 || srq->srqn > ai->max_srq || srq->srqn > AI_HANDLE_MASK)
 		return EINVAL;
 	s = &ai->srq[srq->srqn - 1];
-	s->info = srq;
 	s->gen = (uint16_t)((s->gen + 1) & 0xfff);
 	s->nqps = 0;
 	s->lcore = AI_UNBOUND;
+	/* xrc_live first: a TGT QP holding this slot from an earlier SRQ lets go */
+	__atomic_store_n(&s->x.xrc_live, 0, __ATOMIC_RELEASE);
 	s->x = (struct xport_srq){
 		.ring = srq->ring.ring, .size = srq->ring.entries,
 		.handle = ai_handle(s->gen, srq->srqn),
 		.limit = srq->srq_limit, .limit_armed = srq->srq_limit != 0,
 	};
+	if (srq->xrcd != 0 && srq_xrc_attach(ai, s, srq) != 0)
+		return EINVAL;
+	s->info = srq;
 	return 0;
+}
+
+struct xport_srq *
+ai_xrc_srq(void *ctx, uint32_t srqn)
+{
+	struct app_iface *ai = ctx;
+
+	/* read on a worker: only the slot's address; the engine checks xrc_live */
+	return srqn == 0 || srqn > ai->max_srq ? NULL : &ai->srq[srqn - 1].x;
+}
+
+int
+ai_lcore_srq_detach(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
+{
+	(void)ai;
+	(void)w;
+	/* on the domain's lcore, between packets: no TGT QP is inside it */
+	__atomic_store_n(&m->u.srq.x->xrc_live, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The SRQ is no longer the engine's: its CQ and PD references go. */
+static void
+srq_release(struct app_iface *ai, struct ai_srq *s)
+{
+	const struct ctl_srq_info *info = s->info;
+
+	if (info->xrcd != 0) {
+		ai->cq[info->cqn].nqps--;
+		ai->pd_qps[info->pd * ai->d->n_workers + s->lcore]--;
+	}
+	s->info = NULL;
+	s->gen = (uint16_t)((s->gen + 1) & 0xfff);
+}
+
+void
+ai_srq_detached(struct app_iface *ai, struct ai_op *op)
+{
+	srq_release(ai, &ai->srq[op->srqn - 1]);
+	ai_op_finish(ai, op, op->rc == 0 ? 0 : EIO);
 }
 
 int
@@ -151,7 +221,7 @@ ai_dp_srq_modify(void *dp, const struct ctl_srq_info *srq)
 
 	m.u.srq.x = &s->x;
 	m.u.srq.limit = srq->srq_limit;
-	if (s->nqps == 0) /* no lcore holds it: ours */
+	if (s->nqps == 0 && srq->xrcd == 0) /* no lcore holds it: ours */
 		return ai_lcore_srq_limit(ai, NULL, &m);
 	op = ai_op_new(ai, AI_OP_SRQ_LIMIT);
 	if (op == NULL)
@@ -168,9 +238,24 @@ ai_dp_srq_destroy(void *dp, const struct ctl_srq_info *srq)
 {
 	struct app_iface *ai = dp;
 	struct ai_srq *s = &ai->srq[srq->srqn - 1];
+	struct ctl_msg m = { .type = CTL_MSG_SRQ_DETACH };
+	struct ai_op *op;
 
-	s->info = NULL;
-	s->gen = (uint16_t)((s->gen + 1) & 0xfff);
+	if (srq->xrcd == 0) { /* lib/ctl destroys it only when no QP uses it */
+		srq_release(ai, s);
+		return;
+	}
+	/* an XRC SRQ: TGT QPs of its domain reach it until its lcore says no */
+	op = ai_op_new(ai, AI_OP_SRQ_DETACH);
+	if (op == NULL) {
+		ai->ctl_refused++; /* cannot happen: AI_MAX_OPS > what lib/ctl has in flight */
+		ctl_dp_destroy_failed(ai->ctl);
+		return;
+	}
+	op->srqn = srq->srqn;
+	m.u.srq.x = &s->x;
+	/* not sent: TGT QPs may still reach it, lib/ctl keeps its ring and CQ */
+	ai_send_release(ai, s->lcore, op, &m);
 }
 
 /* Bind CQ @p c to @p lcore for one more QP reference; the first reference sets the engine view up. */

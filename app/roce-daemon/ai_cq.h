@@ -33,11 +33,17 @@ void ai_dp_srq_destroy(void *dp, const struct ctl_srq_info *srq);
 /** @name On the bound lcore (or the control thread while unbound, @p w NULL) @{ */
 int ai_lcore_cq_resize(struct app_iface *ai, struct worker *w, const struct ctl_msg *m);
 int ai_lcore_srq_limit(struct app_iface *ai, struct worker *w, const struct ctl_msg *m);
+/** SRQ_DETACH on the XRC SRQ's lcore: TGT QPs no longer reach it. */
+int ai_lcore_srq_detach(struct app_iface *ai, struct worker *w, const struct ctl_msg *m);
+/** The engine's XRC SRQ lookup (xport_cfg.xrc_srq; @p ctx is the app_iface). */
+struct xport_srq *ai_xrc_srq(void *ctx, uint32_t srqn);
 /** @} */
 
 /** @name Answers (ai_answered_fn) @{ */
 void ai_cq_resize_answered(struct app_iface *ai, struct ai_op *op);
 void ai_srq_limit_answered(struct app_iface *ai, struct ai_op *op);
+/** SRQ_DETACH answered: the XRC SRQ's CQ and PD let go, lib/ctl told. */
+void ai_srq_detached(struct app_iface *ai, struct ai_op *op);
 /** @} */
 
 /**

@@ -42,7 +42,8 @@ mr_msg(struct ctl_msg *m, enum ctl_msg_type type, const struct ctl_mr_info *mr)
 	m->type = (uint16_t)type;
 	m->u.mr.key = mr->lkey;
 	m->u.mr.pd = mr->pd;
-	m->u.mr.access = mr->access & 0x3fu;
+	/* the six verbs bits of mr.h, and FLUSH_GLOBAL (IBTA 1.5 FLUSH target) */
+	m->u.mr.access = mr->access & (0x3fu | MR_ACCESS_FLUSH_GLOBAL);
 	m->u.mr.pid = mr->pid;
 	m->u.mr.mem_fd = mr->mem_fd;
 	m->u.mr.local = (uint64_t)(uintptr_t)mr->local;

@@ -129,7 +129,8 @@ ai_backlog_flush(struct app_iface *ai, unsigned int wi)
 static bool
 ai_release(const struct ctl_msg *m)
 {
-	return m->type == CTL_MSG_QP_DESTROY || m->type == CTL_MSG_MR_DEREG;
+	return m->type == CTL_MSG_QP_DESTROY || m->type == CTL_MSG_MR_DEREG ||
+	       m->type == CTL_MSG_SRQ_DETACH;
 }
 
 int
@@ -260,4 +261,18 @@ ai_stall_requests(struct app_iface *ai)
 		m.u.stall_ms = ms;
 		ai_send(ai, wi, NULL, &m);
 	}
+}
+
+int
+ai_send_release(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg *m)
+{
+	if (ai_send(ai, wi, op, m) != 0) {
+		ai->destroys_held++;
+		ai_op_free(ai, op);
+		ctl_dp_destroy_failed(ai->ctl);
+		return -1;
+	}
+	if (ai_op_return(ai, op) != 0)
+		ctl_dp_destroy_failed(ai->ctl);
+	return 0;
 }

@@ -55,6 +55,15 @@ void ai_op_answered(struct app_iface *ai, struct ai_op *op);
  */
 int ai_send(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg *m);
 
+/**
+ * Send release @p m (a destroy's message) for @p op to lcore @p wi and end
+ * the destroy callback: its answer deferred, or, when even the release
+ * reserve is full, the object quarantined (destroys_held,
+ * ctl_dp_destroy_failed()) and @p op freed.
+ * @return 0, or -1 when it could not be sent (the lcore may hold the object)
+ */
+int ai_send_release(struct app_iface *ai, unsigned int wi, struct ai_op *op, struct ctl_msg *m);
+
 /** Drain every lcore's answers and refill its ring from the backlog. @return answers */
 unsigned int ai_answers(struct app_iface *ai);
 

@@ -82,8 +82,10 @@ qp_unbind(struct app_iface *ai, const struct ctl_qp_info *info)
 {
 	if (info->pd < ai->max_pd)
 		ai->pd_qps[info->pd * ai->d->n_workers + qp_lcore(ai, info->qpn)]--;
-	ai->cq[info->send_cqn].nqps--;
-	ai->cq[info->recv_cqn].nqps--;
+	if (info->send_cqn != UINT32_MAX) /* XRC QPs have fewer */
+		ai->cq[info->send_cqn].nqps--;
+	if (info->recv_cqn != UINT32_MAX)
+		ai->cq[info->recv_cqn].nqps--;
 	if (info->srqn != UINT32_MAX)
 		ai->srq[info->srqn - 1].nqps--;
 }
@@ -106,32 +108,39 @@ ai_dp_qp_create(void *dp, const struct ctl_qp_info *info)
 	struct app_iface *ai = dp;
 	struct ai_qp *q = ai_qp_of(ai, info->qpn);
 	uint32_t lcore = qp_lcore(ai, info->qpn);
-	struct ai_cq *scq, *rcq;
+	struct ai_cq *scq = NULL, *rcq = NULL;
 	struct ai_srq *srq = NULL;
 	struct ai_op *op;
 	struct ctl_msg m;
 
-	if (q == NULL || info->dev >= ai->d->n_ports || info->send_cqn >= ai->max_cq ||
-	    info->recv_cqn >= ai->max_cq ||
+	/* XRC: INI has no receive CQ, TGT no CQ at all (UINT32_MAX) */
+	if (q == NULL || info->dev >= ai->d->n_ports ||
+	    (info->send_cqn != UINT32_MAX && info->send_cqn >= ai->max_cq) ||
+	    (info->recv_cqn != UINT32_MAX && info->recv_cqn >= ai->max_cq) ||
 	    (info->srqn != UINT32_MAX && (info->srqn == 0 || info->srqn > ai->max_srq)))
 		return EINVAL;
-	scq = &ai->cq[info->send_cqn];
-	rcq = &ai->cq[info->recv_cqn];
+	if (info->send_cqn != UINT32_MAX)
+		scq = &ai->cq[info->send_cqn];
+	if (info->recv_cqn != UINT32_MAX)
+		rcq = &ai->cq[info->recv_cqn];
 	if (info->srqn != UINT32_MAX)
 		srq = &ai->srq[info->srqn - 1];
 	op = ai_op_new(ai, AI_OP_QP_CREATE);
 	if (op == NULL)
 		return EAGAIN;
 	/* lib/ctl placed the QP with its CQs/SRQ: one producer per CQ ring */
-	if (ai_cq_bind(scq, lcore) != 0)
+	if (scq != NULL && ai_cq_bind(scq, lcore) != 0)
 		goto einval;
-	if (ai_cq_bind(rcq, lcore) != 0) {
-		scq->nqps--;
+	if (rcq != NULL && ai_cq_bind(rcq, lcore) != 0) {
+		if (scq != NULL)
+			scq->nqps--;
 		goto einval;
 	}
 	if (srq != NULL && ai_srq_bind(srq, lcore) != 0) {
-		scq->nqps--;
-		rcq->nqps--;
+		if (scq != NULL)
+			scq->nqps--;
+		if (rcq != NULL)
+			rcq->nqps--;
 		goto einval;
 	}
 	if (info->pd < ai->max_pd)
@@ -144,8 +153,11 @@ ai_dp_qp_create(void *dp, const struct ctl_qp_info *info)
 		.sq = info->sq.ring, .sq_size = info->sq.entries,
 		.rq = srq ? NULL : info->rq.ring, .rq_size = srq ? 0 : info->rq.entries,
 		.srq = srq ? &srq->x : NULL,
-		.send_cq = &scq->x, .recv_cq = &rcq->x,
+		.send_cq = scq ? &scq->x : NULL, .recv_cq = rcq ? &rcq->x : NULL,
+		/* XRC TGT: the SRQs its requests name, of its domain (ai_cq.c) */
+		.xrcd = info->xrcd, .xrc_srq = info->xrcd ? ai_xrc_srq : NULL, .xrc_ctx = ai,
 		.mrs = ai->mrs[lcore],
+		.mws = ctl_mw_table(ai->ctl), /* one for all lcores (lib/xport mw.h) */
 		.ahs = ai->ahs,
 		.qpn = info->qpn, .pd = info->pd,
 	};
@@ -199,7 +211,7 @@ ai_dp_qp_modify(void *dp, const struct ctl_qp_info *info, const struct qp_sem *n
 	/*
 	 * A reset starts a new life of the QP: its events get a new epoch, so
 	 * an error the engine raised before the reset (still on the event ring)
-	 * is dropped by ai_qp_event() rather than moving the reset QP to ERR.
+	 * is dropped (ai_event.c) rather than moving the reset QP to ERR.
 	 */
 	op->epoch = state == XPORT_STATE_RESET ? ++ai->next_cookie : q->cookie;
 	rc = 0;
@@ -235,21 +247,14 @@ ai_dp_qp_destroy(void *dp, const struct ctl_qp_info *info)
 	}
 	op->qpn = info->qpn;
 	qp_msg(&m, CTL_MSG_QP_DESTROY, q, &q->cfg, -1, 0);
-	if (ai_send(ai, qp_lcore(ai, info->qpn), op, &m) != 0) {
-		/*
-		 * No room even in the release reserve: the QP stays on its lcore,
-		 * so lib/ctl must never free its rings (nor its CQs' and SRQ's).
-		 * Its PD stays counted on that lcore (MRs of the PD still wait
-		 * for it); a new QP under its QPN is refused there (EEXIST).
-		 */
+	/*
+	 * No room even in the release reserve: the QP stays on its lcore, so
+	 * lib/ctl must never free its rings (nor its CQs' and SRQ's). Its PD
+	 * stays counted on that lcore (MRs of the PD still wait for it); a new
+	 * QP under its QPN is refused there (EEXIST).
+	 */
+	if (ai_send_release(ai, qp_lcore(ai, info->qpn), op, &m) != 0)
 		q->info = NULL;
-		ai->destroys_held++;
-		ai_op_free(ai, op);
-		ctl_dp_destroy_failed(ai->ctl);
-		return;
-	}
-	if (ai_op_return(ai, op) != 0)
-		ctl_dp_destroy_failed(ai->ctl);
 }
 
 /* QP_CREATE answered: an lcore that refused holds nothing. */

@@ -40,7 +40,7 @@ ai_resolve(void *ctx, uint8_t port_num, const struct ibv_global_route *grh,
 
 /*
  * Start resolving the MAC of @p dgid from @p port into @p mac for @p op:
- * at once when known (ai_op_finish-free: @return 0), else @p op waits in the
+ * at once when known (@p op untouched: @return 0), else @p op waits in the
  * neighbour table (ai_resolve_tick()) until the answer or the bound.
  * @return 0 resolved, -EAGAIN waiting, ETIMEDOUT unresolvable
  */

@@ -106,6 +106,7 @@ struct ai_qp {
 	X(MR_DEREG)    /* MR_DEREG to every lcore */ \
 	X(CQ_RESIZE) \
 	X(SRQ_LIMIT) \
+	X(SRQ_DETACH)  /* an XRC SRQ's destroy: SRQ_DETACH to its domain's lcore */ \
 	X(AH_RESOLVE)  /* waits for the neighbour table */ \
 	X(QP_RESOLVE)  /* a modify waiting for the neighbour table, then QP_MODIFY */ \
 	X(QP_CREATE) \
@@ -135,6 +136,7 @@ struct ai_op {
 	bool held;                /* a release message could not be sent: an lcore may hold the object */
 	int rc;                   /* first error among the answers (-errno) */
 	uint32_t qpn;             /* QP operations */
+	uint32_t srqn;            /* SRQ_DETACH */
 	const struct ctl_mr_info *mr;
 	struct ctl_ah_info *ah;   /* AH_RESOLVE: lib/ctl's record (held busy until the answer) */
 	struct xport_cfg cfg;     /* QP_MODIFY: the engine's configuration once taken */

@@ -13,12 +13,14 @@
 #include "cm.h"
 #include "daemon.h"
 #include "gsi.h"
+#include "mcast.h"
 
 #define AI_STAT_LIST(X) \
 	X(conns) X(contexts) X(pd) X(mr) X(channel) X(cq) X(qp) X(srq) X(ah) X(dp_mrs) \
 	X(events_dropped) X(ops_inflight) X(ctl_backlogged) X(ctl_refused) X(ctl_told_errors) \
 	X(cq_signals_dropped) X(events_coalesced) X(destroys_held) X(quarantined) \
-	X(quarantined_bytes) X(qkey_refused) X(quota_refused) X(conns_refused)
+	X(quarantined_bytes) X(qkey_refused) X(quota_refused) X(conns_refused) \
+	X(flow) X(raw_refused) X(flows_bad) X(dm) X(dm_bytes)
 
 static struct {
 #define AI_STAT_FIELD(name) atomic_uint_fast64_t name;
@@ -119,8 +121,11 @@ void
 ai_stats_publish(struct app_iface *ai)
 {
 	struct ctl_stats st;
+	struct ctl_mcast_stats mst;
 
 	ctl_get_stats(ai->ctl, &st);
+	ctl_mcast_get_stats(ai->ctl, &mst);
+	mcast_publish_ctl(ai->d, &mst);
 #define AI_STAT_STORE(name, v) atomic_store_explicit(&ai_stats.name, (v), memory_order_relaxed);
 	AI_STAT_STORE(conns, st.conns)
 	AI_STAT_STORE(contexts, st.contexts)
@@ -146,6 +151,11 @@ ai_stats_publish(struct app_iface *ai)
 	AI_STAT_STORE(qkey_refused, st.qkey_refused)
 	AI_STAT_STORE(quota_refused, st.quota_refused)
 	AI_STAT_STORE(conns_refused, st.conns_refused)
+	AI_STAT_STORE(dm, st.dm)
+	AI_STAT_STORE(dm_bytes, st.dm_bytes)
+	AI_STAT_STORE(flow, st.flow)
+	AI_STAT_STORE(raw_refused, st.raw_refused)
+	AI_STAT_STORE(flows_bad, st.flows_bad)
 #undef AI_STAT_STORE
 	cm_stats_publish(ai);
 }

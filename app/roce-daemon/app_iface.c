@@ -34,10 +34,24 @@
 #include "config.h"
 #include "daemon.h"
 #include "gid.h"
+#include "gid_ndev.h"
 #include "gsi.h"
+#include "mcast.h"
 #include "mr.h"
 #include "port.h"
 #include "wqe.h"
+
+static int
+dp_mcast_attach(void *dp, const struct ctl_mcast_info *m)
+{
+	return mcast_attach(((struct app_iface *)dp)->d, m);
+}
+
+static void
+dp_mcast_detach(void *dp, const struct ctl_mcast_info *m)
+{
+	mcast_detach(((struct app_iface *)dp)->d, m);
+}
 
 static const struct ctl_dataplane_ops ai_ops = {
 	.mr_create = ai_dp_mr_create,
@@ -53,6 +67,8 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.qp_create = ai_dp_qp_create,
 	.qp_modify = ai_dp_qp_modify,
 	.qp_destroy = ai_dp_qp_destroy,
+	.mcast_attach = dp_mcast_attach,
+	.mcast_detach = dp_mcast_detach,
 };
 
 /* ---- the lcore side: one handler per message (daemon.ctl_msg_fn) ---- */
@@ -66,6 +82,7 @@ static const struct ctl_dataplane_ops ai_ops = {
 #define AI_LCORE_FN_MR_DEREG ai_lcore_mr_dereg
 #define AI_LCORE_FN_CQ_RESIZE ai_lcore_cq_resize
 #define AI_LCORE_FN_SRQ_LIMIT ai_lcore_srq_limit
+#define AI_LCORE_FN_SRQ_DETACH ai_lcore_srq_detach
 
 static const ai_lcore_fn ai_lcore_fns[CTL_MSG_COUNT] = {
 #define AI_LCORE_FN(sym, name) [CTL_MSG_##sym] = AI_LCORE_FN_##sym,
@@ -89,6 +106,7 @@ ai_lcore_run(struct worker *w, struct ctl_msg *m, void *arg)
 #define AI_ANSWERED_MR_DEREG ai_mr_dereg_answered
 #define AI_ANSWERED_CQ_RESIZE ai_cq_resize_answered
 #define AI_ANSWERED_SRQ_LIMIT ai_srq_limit_answered
+#define AI_ANSWERED_SRQ_DETACH ai_srq_detached
 #define AI_ANSWERED_AH_RESOLVE ai_ah_resolved
 #define AI_ANSWERED_QP_RESOLVE ai_qp_resolved
 #define AI_ANSWERED_QP_CREATE ai_qp_created
@@ -189,6 +207,7 @@ device_cfg(const struct daemon *d, unsigned int p, struct ctl_device_cfg *dev)
 		memcpy(pc->gid[i], port->gids.entry[i].gid, 16);
 		pc->gid_type[i] = IBV_GID_TYPE_ROCE_V2;
 		pc->gid_valid[i] = true;
+		pc->gid_ndev[i] = gid_ndev_ifindex(pc->gid[i]);
 	}
 	pc->pkey[0] = 0xffff;
 	memcpy(pc->mac, port->mac, 6);
@@ -264,6 +283,8 @@ ai_free(struct app_iface *ai)
 		free(ai->bl[i]);
 	}
 	ah_table_destroy(ai->ahs);
+	if (ai->d != NULL)
+		mcast_destroy(ai->d);
 	free(ai->ops);
 	free(ai->pd_qps);
 	free(ai->cq);
@@ -298,6 +319,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->max_qps,
 		.max_srq = cd->max_srqs ? cd->max_srqs : 1,
 		.max_ah = AI_MAX_AH,
+		.max_mw = cd->max_mrs, /* windows: as many as MRs (gid.c reports it) */
+		.max_dm_bytes = (uint64_t)cd->max_dm_kb << 10,
+		.max_dm_size = (uint64_t)cd->dm_size_kb << 10,
+		.max_xrcd = cd->max_pds, /* XRC domain handles: as many as PDs */
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};
@@ -309,7 +334,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_qp = cd->client_max_qps,
 		.max_srq = cd->client_max_srqs,
 		.max_ah = cd->client_max_ahs,
+		.max_cm_ids = cd->client_max_cm_ids,
+		.max_cm_channels = cd->client_max_cm_channels,
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
+		.max_dm_bytes = (uint64_t)cd->client_max_dm_kb << 10,
 		.max_conns_per_user = cd->user_max_conns,
 	};
 	if (ai_access(cd, &cfg->access, err, errlen) != 0) {
@@ -359,6 +387,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 			snprintf(err, errlen, "no memory for %u MRs", cd->max_mrs);
 			goto fail;
 		}
+	}
+	if (mcast_create(d) != 0) {
+		snprintf(err, errlen, "application interface: out of memory");
+		goto fail;
 	}
 	ai->ctl = ctl_create(cfg);
 	if (ai->ctl == NULL) {
@@ -414,6 +446,7 @@ app_iface_destroy(struct app_iface *ai)
 	ai_resolve_tick(ai);
 	ctl_server_destroy(ai->srv);
 	ctl_destroy(ai->ctl);
+	mcast_destroy(d); /* after ctl_destroy: the last detaches went through it */
 	d->gsi = NULL;
 	ai_telemetry_stop();
 	for (unsigned int h = 0; h < d->n_hooks; h++) {

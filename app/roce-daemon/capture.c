@@ -18,7 +18,7 @@
 #include <rte_pcapng.h>
 #include <rte_ring.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "worker.h"
 
 #define CAPTURE_RING 1024u
@@ -89,21 +89,6 @@ fail:
 	close(c->fd);
 	free(c);
 	return -1;
-}
-
-void
-capture_frame(struct worker *w, uint16_t port_idx, const struct rte_mbuf *m, bool tx)
-{
-	const struct port *p = &w->d->port[port_idx];
-	struct rte_mbuf *copy;
-
-	copy = rte_pcapng_copy(p->port_id, w->index, m, w->capture_pool, UINT32_MAX,
-			       rte_get_tsc_cycles(),
-			       tx ? RTE_PCAPNG_DIRECTION_OUT : RTE_PCAPNG_DIRECTION_IN);
-	if (copy == NULL || rte_ring_sp_enqueue(w->capture, copy) != 0) {
-		rte_pktmbuf_free(copy);
-		ctr_add(&w->ctr.v[CTR_CAPTURE_DROPS], 1);
-	}
 }
 
 unsigned int

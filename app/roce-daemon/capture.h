@@ -5,7 +5,7 @@
  *
  * Workers copy every frame they receive (except their own frames echoed by
  * af_packet) and every frame they transmit or loop back with rte_pcapng_copy()
- * into a per-worker single-producer ring; the control thread writes the
+ * into a per-worker single-producer ring (worker.c); the control thread writes the
  * copies to the file. Capture never blocks a worker: when the ring or the
  * copy pool is full the frame is not captured and CTR_CAPTURE_DROPS counts it.
  * The file opens in Wireshark/tshark (RoCEv2 dissector on UDP 4791) and in
@@ -35,9 +35,6 @@ struct rte_mbuf;
  */
 int capture_open(struct daemon *d, const char *path, uint64_t max_packets, char *err,
 		 size_t errlen);
-
-/** Worker side: copy @p m (direction TX if @p tx) into the worker's capture ring. */
-void capture_frame(struct worker *w, uint16_t port_idx, const struct rte_mbuf *m, bool tx);
 
 /** Control thread: write what the workers captured. @return frames written */
 unsigned int capture_drain(struct daemon *d);

@@ -47,7 +47,7 @@ static const char *const idle_names[] = { "none", "pause", "yield", "sleep", NUL
 static const char *const mode_names[] = { "dedicated", "shared", NULL };
 /* index = the ECN codepoint (RFC 3168 section 5) */
 static const char *const ecn_names[] = { "none", "ect1", "ect0", NULL };
-static const char *const cc_names[] = { "none", "dcqcn", NULL };
+static const char *const cc_names[] = { "none", "dcqcn", "delay", NULL };
 
 #define D_FIELD(f) offsetof(struct config_daemon, f), sizeof(((struct config_daemon *)0)->f)
 #define P_FIELD(f) offsetof(struct config_port, f), sizeof(((struct config_port *)0)->f)
@@ -82,8 +82,18 @@ static const struct config_key daemon_keys[] = {
 	    "SRQs one client may hold (0: up to max_srqs)"),
 	U32("client_max_ahs", D_FIELD(client_max_ahs), 0, 1u << 20, "2048",
 	    "address handles one client may hold (0: up to the device's)"),
+	U32("client_max_cm_ids", D_FIELD(client_max_cm_ids), 0, 1u << 20, "256",
+	    "rdma_cm ids one client may hold, listeners' new connections included (0: up to the daemon's)"),
+	U32("client_max_cm_channels", D_FIELD(client_max_cm_channels), 0, 1u << 20, "64",
+	    "rdma_cm event channels one client may hold (0: up to the daemon's)"),
 	U32("client_max_mr_mb", D_FIELD(client_max_mr_mb), 0, 1u << 22, "65536",
 	    "MiB one client may register in all (0: no quota)"),
+	U32("max_dm_kb", D_FIELD(max_dm_kb), 0, 1u << 22, "65536",
+	    "KiB of device memory (ibv_alloc_dm: daemon-owned shared memory) of all clients (0: none)"),
+	U32("dm_size_kb", D_FIELD(dm_size_kb), 0, 1u << 22, "1024",
+	    "KiB of the largest one device memory allocation (max_dm_size; 0: no device memory)"),
+	U32("client_max_dm_kb", D_FIELD(client_max_dm_kb), 0, 1u << 22, "4096",
+	    "KiB of device memory one client may hold (0: up to max_dm_kb)"),
 	U32("user_max_conns", D_FIELD(user_max_conns), 0, 1024, "64",
 	    "connections (= pending requests) one user may have open; root exempt (0: no quota)"),
 	STR("lcores", D_FIELD(lcores), "",
@@ -117,7 +127,7 @@ static const struct config_key daemon_keys[] = {
 	U32("max_srqs", D_FIELD(max_srqs), 0, 1u << 20, "256", "SRQs per device"),
 	U32("max_srq_wr", D_FIELD(max_srq_wr), 1, 1u << 16, "4096", "WRs per SRQ"),
 	U32("max_inline", D_FIELD(max_inline), 0, 4096, "256", "inline data bytes per WR"),
-	/* the range is the engine's (lib/qp XPORT_MAX_RD_ATOMIC); 128 as rxe */
+	/* the range is the engine's (lib/xport XPORT_MAX_RD_ATOMIC); 128 as rxe */
 	U32("max_rd_atomic", D_FIELD(max_rd_atomic), 1, XPORT_MAX_RD_ATOMIC, "128",
 	    "outstanding RDMA READ/atomic per QP"),
 	U32("max_inflight_packets", D_FIELD(max_inflight_packets), 1, 1u << 22, "256",
@@ -166,11 +176,12 @@ static const struct config_key port_keys[] = {
 	     "dedicated (own every frame) | shared (net_af_xdp with bpf/roce_xdp.o)"),
 	BOOL("promisc", P_FIELD(promisc), "no", "enable promiscuous mode"),
 	/* congestion control and QoS: defaults as RoCE NICs and the DCQCN
-	 * paper (lib/qp/dcqcn.h, doc/congestion.md) */
+	 * paper (lib/xport/dcqcn.h, doc/congestion.md) */
 	ENUM("ecn", P_FIELD(ecn), ecn_names, "ect0",
 	     "ECN codepoint of RoCE frames (not CNPs): none|ect1|ect0; replaces the AV's ECN bits"),
 	ENUM("cc", P_FIELD(cc), cc_names, "dcqcn",
-	     "reaction point: dcqcn (CNPs cut the QP's rate) | none (CNPs ignored)"),
+	     "reaction point: dcqcn (CNPs cut the QP's rate) | delay (the RTT of ACKs against "
+	     "delay_target_us paces the QP) | none (CNPs ignored)"),
 	BOOL("cnp", P_FIELD(cnp), "yes",
 	     "notification point: answer CE-marked packets with CNPs to the sender's QP"),
 	U32("cnp_interval_us", P_FIELD(cnp_interval_us), 0, 1000000, "50",
@@ -199,6 +210,17 @@ static const struct config_key port_keys[] = {
 	    "DCQCN line rate (Mb/s): the rate before the first CNP; 0: the link speed"),
 	BOOL("dcqcn_pace_line", P_FIELD(dcqcn_pace_line), "no",
 	     "pace QPs at the line rate before the first CNP (no window-sized bursts)"),
+	U32("pace_burst_bytes", P_FIELD(pace_burst_bytes), 0, 1u << 30, "16384",
+	    "pacer burst size: a late activation sends at most this many bytes ahead of the "
+	    "QP's rate (0: up to 10 ms of it)"),
+	U32("delay_target_us", P_FIELD(delay_target_us), 1, 10000000, "500",
+	    "cc = delay: target RTT; above it the rate falls in proportion to the excess"),
+	U32("delay_ai_mbps", P_FIELD(delay_ai_mbps), 1, 1000000, "5",
+	    "cc = delay: additive increase per RTT sample at or below the target (Mb/s)"),
+	U32("delay_beta_pct", P_FIELD(delay_beta_pct), 1, 100, "80",
+	    "cc = delay: decrease = rate x beta x (RTT - target) / RTT"),
+	U32("delay_max_md_pct", P_FIELD(delay_max_md_pct), 1, 100, "50",
+	    "cc = delay: largest decrease per RTT, in percent of the rate"),
 };
 
 #define N_DAEMON_KEYS (sizeof(daemon_keys) / sizeof(daemon_keys[0]))
@@ -384,7 +406,8 @@ config_port_cc(const struct config_port *cp, uint32_t link_mbps, struct xport_cc
 
 	memset(cc, 0, sizeof(*cc));
 	cc->ecn = (uint8_t)cp->ecn;
-	cc->algo = cp->cc == 1 ? XPORT_CC_DCQCN : XPORT_CC_NONE;
+	cc->algo = cp->cc == 1 ? XPORT_CC_DCQCN : cp->cc == 2 ? XPORT_CC_DELAY : XPORT_CC_NONE;
+	cc->pace_burst = cp->pace_burst_bytes;
 	cc->np = cp->cnp;
 	cc->cnp_interval_ns = (uint64_t)cp->cnp_interval_us * 1000u;
 	cc->dscp = (uint8_t)cp->dscp;
@@ -405,6 +428,14 @@ config_port_cc(const struct config_port *cp, uint32_t link_mbps, struct xport_cc
 	d->min_kbps = cp->dcqcn_min_mbps * 1000u;
 	if (d->min_kbps > d->line_kbps)
 		d->min_kbps = d->line_kbps;
+	/* cc = delay shares the line rate and the floor */
+	struct delay_params *dl = &cc->delay;
+	delay_params_default(dl, d->line_kbps);
+	dl->target_ns = (uint64_t)cp->delay_target_us * 1000u;
+	dl->ai_kbps = cp->delay_ai_mbps * 1000u;
+	dl->beta_pct = cp->delay_beta_pct;
+	dl->max_md_pct = cp->delay_max_md_pct;
+	dl->min_kbps = d->min_kbps;
 }
 
 const char *

@@ -67,9 +67,9 @@ struct config_port {
 	uint32_t rx_mbuf_size;            /**< RX mbuf data room; 0: one whole frame */
 	uint32_t mode;                    /**< enum config_port_mode */
 	bool promisc;
-	/* congestion control and QoS (lib/qp struct xport_cc, doc/congestion.md) */
+	/* congestion control and QoS (lib/xport struct xport_cc, doc/congestion.md) */
 	uint32_t ecn;                     /**< ECN codepoint on data: 0 none, 1 ECT(1), 2 ECT(0) */
-	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn */
+	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn, 2 delay */
 	bool cnp;                         /**< notification point: CNPs on CE marks */
 	uint32_t cnp_interval_us;
 	uint32_t dscp;                    /**< DSCP when the AV's traffic class has none */
@@ -86,6 +86,11 @@ struct config_port {
 	uint32_t dcqcn_min_mbps;          /**< floor of the rate */
 	uint32_t dcqcn_line_mbps;         /**< line rate, 0: the link speed */
 	bool dcqcn_pace_line;             /**< pace at line rate while not limited */
+	uint32_t pace_burst_bytes;        /**< pacer burst size, 0: 10 ms of the rate */
+	uint32_t delay_target_us;         /**< cc = delay: target RTT */
+	uint32_t delay_ai_mbps;           /**< cc = delay: additive increase per RTT sample */
+	uint32_t delay_beta_pct;          /**< cc = delay: decrease scale beta */
+	uint32_t delay_max_md_pct;        /**< cc = delay: largest cut per RTT */
 	unsigned int line;                /**< line of the [port] header, for errors */
 };
 
@@ -102,8 +107,13 @@ struct config_daemon {
 	uint32_t client_max_cqs;
 	uint32_t client_max_qps;
 	uint32_t client_max_srqs;
+	uint32_t client_max_cm_ids;
+	uint32_t client_max_cm_channels;
 	uint32_t client_max_ahs;
 	uint32_t client_max_mr_mb;        /**< registered MiB per client */
+	uint32_t max_dm_kb;               /**< device memory KiB of all clients (ctl_dm.c) */
+	uint32_t dm_size_kb;              /**< largest one device memory allocation, KiB */
+	uint32_t client_max_dm_kb;        /**< device memory KiB per client; 0: no quota */
 	uint32_t user_max_conns;          /**< open connections per user (root exempt); 0: no quota */
 	char lcores[128];                 /**< EAL --lcores value, unless given on the command line */
 	char eal_args[512];               /**< extra EAL arguments, whitespace separated */
@@ -185,7 +195,7 @@ struct xport_cc;
 
 /**
  * The transport engine's congestion control and QoS of port @p cp
- * (lib/qp struct xport_cc): its ECN, CNP, DSCP/priority and DCQCN keys;
+ * (lib/xport struct xport_cc): its ECN, CNP, DSCP/priority and DCQCN keys;
  * the line rate is dcqcn_line_mbps, else @p link_mbps, else
  * CONFIG_CC_LINE_MBPS_DEFAULT.
  */

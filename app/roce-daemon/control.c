@@ -5,6 +5,9 @@
  * interface server). It sleeps when there is nothing to do, so it costs
  * almost no CPU; its latency bound is the hook timeout or control_sleep_us.
  */
+#include "control.h"
+
+#include <stddef.h>
 #include <time.h>
 
 #include <rte_cycles.h>
@@ -13,10 +16,12 @@
 #include <rte_ring_elem.h>
 
 #include "capture.h"
-#include "daemon.h"
+#include "daemon_state.h"
 #include "gsi.h"
+#include "mcast.h"
 #include "neigh.h"
 #include "port_link.h"
+#include "worker.h"
 
 #define CONTROL_BURST 32u
 #define NEIGH_TIMER_MS 10u
@@ -64,6 +69,8 @@ slow_input(struct daemon *d, uint16_t port, struct rte_mbuf *m, uint64_t now)
 			rte_pktmbuf_free(m);
 		return;
 	}
+	if (mcast_input(d, port, m))
+		return;
 	neigh_input(d, port, m, now);
 }
 
@@ -105,6 +112,7 @@ control_poll(struct daemon *d, uint64_t now)
 	}
 	if (d->gsi != NULL)
 		work += gsi_tick(d->gsi);
+	work += mcast_tick(d, now);
 	work += capture_drain(d);
 	return work;
 }

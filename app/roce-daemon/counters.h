@@ -7,9 +7,9 @@
  * - CTR_LIST, the counters the worker keeps itself (frames, drops by class,
  *   handoff, idle backoff, stalls): symbol, telemetry name, the scopes it is
  *   kept in (port, lcore, QP) and what it counts;
- * - lib/qp's XPORT_COUNTER_LIST (xport.h), the transport engine's per-QP
+ * - lib/xport's XPORT_COUNTER_LIST (xport.h), the transport engine's per-QP
  *   counters, as CTR_XPORT_<symbol> = CTR_XPORT_FIRST + XPORT_CNT_<symbol>:
- *   kept in every scope, described by lib/qp, and named "qp_" + the
+ *   kept in every scope, described by lib/xport, and named "qp_" + the
  *   lowercased symbol (DROP_STATE: "qp_drop_state"), except the few
  *   CTR_XPORT_NAMES renames that keep older telemetry names.
  * So a counter is added in one place: CTR_LIST if the worker counts it,
@@ -62,6 +62,16 @@
 	X(RX_OWN_SRC, "rx_own_src", CTR_S_PL, "our own transmitted frames seen again (af_packet)") \
 	X(RX_NOT_OUR_ADDR, "rx_not_our_addr", CTR_S_PL, "RoCE frames to an IP that is not ours") \
 	X(RX_NO_QP, "rx_no_qp", CTR_S_PL, "RoCE frames for a QP that does not exist") \
+	X(RX_MCAST, "rx_mcast", CTR_S_PL, "RoCE frames to a multicast group (mcast.h)") \
+	X(RX_MCAST_DELIVERED, "rx_mcast_delivered", CTR_S_PL, \
+	  "multicast frames handed to attached QPs (one per QP and frame)") \
+	X(RX_MCAST_NO_MEMBER, "rx_mcast_no_member", CTR_S_PL, \
+	  "multicast frames dropped: no QP of the port attached to the group") \
+	X(RX_MCAST_BAD, "rx_mcast_bad", CTR_S_PL, \
+	  "frames to a multicast group dropped: BTH DestQP not 0xFFFFFF") \
+	X(RX_MCAST_CTL, "rx_mcast_ctl", CTR_S_PL, "IGMP/MLD frames passed to the control thread") \
+	X(TX_MCAST_LOOP, "tx_mcast_loop", CTR_S_PL, \
+	  "multicast frames sent also copied to the port's own members (loopback)") \
 	X(RX_CNP_NO_QP, "rx_cnp_no_qp", CTR_S_PL, "of those, CNPs (congestion notifications)") \
 	X(RX_GSI, "rx_gsi", CTR_S_PL, "MADs for QP1 (GSI) passed to the control thread") \
 	X(RX_GSI_BAD, "rx_gsi_bad", CTR_S_PL, \
@@ -171,16 +181,5 @@ ctr_read(const uint64_t *c)
 
 /** Add every counter of @p src to @p acc (reader side: relaxed loads of @p src). */
 void ctr_set_accumulate(struct ctr_set *acc, const struct ctr_set *src);
-
-struct daemon;
-
-/**
- * Register the /roce/... telemetry commands for @p d (once per process;
- * telemetry callbacks have no context argument, so @p d is kept in a static
- * guarded by a rwlock). Pass NULL at shutdown, before freeing anything: the
- * commands then answer -ENODEV.
- * @return 0 or a negative errno
- */
-int ctr_telemetry_register(struct daemon *d);
 
 #endif /* ROCE_DAEMON_COUNTERS_H */

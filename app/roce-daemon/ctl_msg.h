@@ -37,7 +37,8 @@
 	X(MR_REG, "mr_reg")         /* u.mr: into this lcore's MR table */               \
 	X(MR_DEREG, "mr_dereg")     /* u.mr.key */                                       \
 	X(CQ_RESIZE, "cq_resize")   /* u.cq: move the unconsumed CQEs */                 \
-	X(SRQ_LIMIT, "srq_limit")   /* u.srq: arm the limit event */
+	X(SRQ_LIMIT, "srq_limit")   /* u.srq: arm the limit event */                     \
+	X(SRQ_DETACH, "srq_detach") /* u.srq.x: an XRC SRQ goes, TGT QPs stop reaching it */
 
 enum ctl_msg_type {
 #define CTL_MSG_ENUM(sym, name) CTL_MSG_##sym,

@@ -1,15 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * The daemon as a whole: configuration, ports, workers, neighbour table,
- * capture, and the control thread (the EAL main lcore).
- *
- * Threads (doc/architecture.md has the picture):
- *  - control thread (main lcore): start-up and shutdown, the slow path (ARP,
- *    ND, echo, neighbour timers), writing the capture file, and the hooks of
- *    the application interface (lib/ctl server); never touches a QP;
- *  - workers (one per other lcore): worker.h;
- *  - DPDK's telemetry thread: reads counters and read-only tables.
+ * The daemon as a whole, at the top of its files: start-up and shutdown of
+ * ports, workers, the neighbour table and capture. The daemon's state
+ * (struct daemon) is daemon_state.h, which the files below read; this
+ * header also brings in the control loop (control.h) and telemetry
+ * (telemetry.h) for main.c and the tests.
  *
  * Start-up is an explicit sequence (main.c): config -> EAL -> signals ->
  * ports -> workers -> neighbour table -> capture -> telemetry -> launch ->
@@ -22,70 +18,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <rte_build_config.h>
-
-#include "config.h"
-#include "ipc.h"
-#include "link.h"
+#include "control.h"
+#include "daemon_state.h"
 #include "neigh.h"
-#include "port.h"
+#include "telemetry.h"
 #include "worker.h"
-
-struct capture;
-struct rte_rcu_qsbr;
-
-/** A function the control loop calls every iteration (e.g. the ctl server). */
-struct control_hook {
-	/** @return work done; @p timeout_ms is how long it may block (poll(2)) */
-	int (*fn)(void *arg, int timeout_ms);
-	void *arg;
-};
-
-#define DAEMON_MAX_HOOKS 4u
-#define DAEMON_NO_PORT UINT16_MAX
-
-/** The daemon. One per process. */
-struct daemon {
-	struct config cfg;
-	struct port port[CONFIG_MAX_PORTS];
-	unsigned int n_ports;
-	uint16_t port_index[RTE_MAX_ETHPORTS]; /**< ethdev port id -> index, or DAEMON_NO_PORT */
-	struct worker *worker[WORKER_MAX];
-	unsigned int n_workers;
-	const struct engine_ops *engine;
-	struct neigh_table neigh;               /**< writer: control thread */
-	struct capture *capture;                /**< NULL unless --pcap */
-	struct ipc_device_attr dev_attr;
-	uint64_t tsc_hz;
-	atomic_bool stop;                       /**< set by signals; every loop polls it */
-	bool workers_running;
-	unsigned int worker_failures;           /**< workers whose lcore returned non-zero */
-	/** Control thread: engine events (NULL: counted in events_dropped and dropped). */
-	void (*on_event)(struct daemon *d, const struct worker_event *ev, void *arg);
-	void *on_event_arg;
-	/**
-	 * Runs a control message on the owner lcore (worker_ctl_run()); @return
-	 * 0 or -errno. NULL: every message but PING/STALL answers -ENOTSUP.
-	 */
-	int (*ctl_msg_fn)(struct worker *w, struct ctl_msg *m, void *arg);
-	void *ctl_msg_arg;
-	uint64_t events_dropped;
-	struct control_hook hook[DAEMON_MAX_HOOKS];
-	unsigned int n_hooks;
-	unsigned int control_sleep_us;          /**< control loop period when nothing is hooked */
-	uint64_t next_neigh_timer;              /**< control thread: next neighbour timer run (TSC) */
-	/** Control thread: QP1 MADs in and out (gsi.h); NULL: QP1 frames are dropped there. */
-	struct gsi *gsi;
-	/** Link state of every port (port_link.c; control thread). */
-	struct link_tracker link;
-	bool link_ready;                        /**< port_link_init() done */
-	int link_sock;                          /**< ioctl socket for kernel interface flags, or -1 */
-	struct rte_rcu_qsbr *qsbr;              /**< workers' quiescent states (port restarts) */
-	/** Control thread: a port's link changed (NULL: nobody listens). */
-	void (*on_link)(struct daemon *d, unsigned int port, const struct link_sample *now,
-			void *arg);
-	void *on_link_arg;
-};
 
 /** Prepare @p d for @p cfg (no EAL calls). */
 void daemon_init(struct daemon *d, const struct config *cfg, const struct engine_ops *engine);
@@ -111,32 +48,6 @@ int daemon_create_neigh(struct daemon *d, char *err, size_t errlen);
 /** Launch every worker on its lcore. */
 int daemon_launch_workers(struct daemon *d);
 
-/** Add a control-loop hook. @return 0 or -ENOSPC */
-int daemon_add_hook(struct daemon *d, int (*fn)(void *arg, int timeout_ms), void *arg);
-
-/**
- * Control-thread work, once: slow-path frames, neighbour requests and timers,
- * capture writing. @return units of work done
- */
-unsigned int control_poll(struct daemon *d, uint64_t now_tsc);
-
-/** Control loop: control_poll() and the hooks until d->stop. */
-void control_run(struct daemon *d);
-
-/** Ask everything to stop (async-signal-safe). */
-static inline void
-daemon_request_stop(struct daemon *d)
-{
-	atomic_store_explicit(&d->stop, true, memory_order_release);
-}
-
-/** @return true once a stop was requested. */
-static inline bool
-daemon_stopping(const struct daemon *d)
-{
-	return atomic_load_explicit(&d->stop, memory_order_acquire);
-}
-
 /**
  * Request a stop and wait until every worker lcore returned (failures
  * counted in d->worker_failures). Afterwards the control thread is the only
@@ -150,21 +61,5 @@ void daemon_stop_workers(struct daemon *d);
  * tables.
  */
 void daemon_shutdown(struct daemon *d);
-
-/** @return the daemon port index of ethdev @p port_id, or DAEMON_NO_PORT. */
-static inline uint16_t
-daemon_port_index(const struct daemon *d, uint16_t port_id)
-{
-	return port_id < RTE_MAX_ETHPORTS ? d->port_index[port_id] : DAEMON_NO_PORT;
-}
-
-/**
- * @return the index of the port that has @p gid in its GID table, or -1.
- * Any thread (GID tables are immutable while running).
- */
-int daemon_find_gid(const struct daemon *d, const uint8_t gid[16]);
-
-/** @return the index of the port whose MAC is @p mac, or -1. */
-int daemon_find_mac(const struct daemon *d, const uint8_t mac[6]);
 
 #endif /* ROCE_DAEMON_DAEMON_H */

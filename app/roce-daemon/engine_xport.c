@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/qp's transport engine on a worker lcore (engine_xport.h).
+ * lib/xport's transport engine on a worker lcore (engine_xport.h).
  */
 #include "engine_xport.h"
 
@@ -14,7 +14,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "timer_wheel.h"
 
 #define TICK_NS 1000u             /* timer wheel tick: 1 us */
@@ -152,7 +152,8 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		struct rte_mbuf *m = mbufs[i];
 		size_t len;
 
-		len = xport_frame_build(&out->frames[i], rte_pktmbuf_mtod(m, uint8_t *),
+		len = roce_build_gather(&out->frames[i].pkt, out->frames[i].seg,
+					out->frames[i].nseg, rte_pktmbuf_mtod(m, uint8_t *),
 					rte_pktmbuf_tailroom(m));
 		if (len == 0) { /* larger than the mbuf: a path MTU above the port's */
 			rte_pktmbuf_free(m);

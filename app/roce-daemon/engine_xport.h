@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * The transport engine (lib/qp xport.h) on the daemon's workers.
+ * The transport engine (lib/xport xport.h) on the daemon's workers.
  *
  * engine_xport is a struct engine_ops: per lcore it owns a timer wheel
- * (lib/qp timer_wheel.h, 1 us ticks) and one xport_out; per QP the engine
+ * (lib/timer timer_wheel.h, 1 us ticks) and one xport_out; per QP the engine
  * object sits in the lcore's QP table (worker.h), its xport handle is the
  * slot index (qpn / n_workers), so timer handles are
  * timer_wheel_handle(slot, timer) and nothing is referred to by pointer

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mcast_table.h"
+#include "qp_attr.h"
 #include "roce.h"
 #include "xport.h"
 
@@ -98,7 +100,11 @@ gid_device_attr(const struct config *cfg, const uint8_t mac[6], uint8_t phys_por
 	attr->max_qp = d->max_qps;
 	attr->max_qp_wr = d->max_qp_wr;
 	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-				 IBV_DEVICE_PORT_ACTIVE_EVENT;
+				 IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_MEM_WINDOW |
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
+	/* IBTA 1.5 (lib/xport): ATOMIC WRITE, FLUSH of global visibility (no pmem) */
+	attr->device_cap_flags_ex = QP_DEVICE_ATOMIC_WRITE | QP_DEVICE_FLUSH_GLOBAL;
+	attr->max_mw = d->max_mrs; /* app_iface: limits.max_mw */
 	attr->max_sge = d->max_sge;
 	attr->max_sge_rd = d->max_sge;
 	attr->max_cq = d->max_cqs;
@@ -110,6 +116,9 @@ gid_device_attr(const struct config *cfg, const uint8_t mac[6], uint8_t phys_por
 	attr->max_res_rd_atom = res_rd > UINT32_MAX ? UINT32_MAX : (uint32_t)res_rd;
 	attr->atomic_cap = IBV_ATOMIC_HCA;
 	attr->max_ah = d->max_qps;
+	attr->max_mcast_grp = MCAST_MAX_GROUPS;
+	attr->max_mcast_qp_attach = MCAST_MAX_MEMBERS;
+	attr->max_total_mcast_qp_attach = MCAST_MAX_ATTACH;
 	attr->max_srq = d->max_srqs;
 	attr->max_srq_wr = d->max_srq_wr;
 	attr->max_srq_sge = d->max_sge;

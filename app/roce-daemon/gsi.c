@@ -13,9 +13,10 @@
 #include <rte_mbuf.h>
 
 #include "cm.h"
-#include "daemon.h"
+#include "daemon_state.h"
 #include "gid.h"
 #include "neigh.h"
+#include "worker.h"
 
 /* A MAD waiting for the MAC of its destination. */
 struct gsi_pending {

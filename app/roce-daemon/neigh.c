@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Neighbour table and the ARP / neighbour discovery / echo responder
- * (neigh.h). The table part is plain C over rte_seqcount; the protocol part
- * runs on the control thread and transmits through worker 0.
+ * The ARP / neighbour discovery / echo responder (neigh.h), on the control
+ * thread, transmitting through worker 0. The table is neigh_table.c.
  */
 #include "neigh.h"
 
@@ -21,193 +20,12 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "gid.h"
+#include "neigh_kernel.h"
+#include "worker.h"
+#include "roce_mcast.h"
 
-/* ---------------- the table ---------------- */
-
-int
-neigh_table_init(struct neigh_table *t, uint32_t entries, uint64_t reachable_tsc,
-		 uint64_t retry_tsc, uint32_t retries)
-{
-	uint32_t buckets = (uint32_t)rte_align32pow2((entries + NEIGH_WAYS - 1) / NEIGH_WAYS);
-
-	memset(t, 0, sizeof(*t));
-	t->entry = calloc((size_t)buckets * NEIGH_WAYS, sizeof(t->entry[0]));
-	if (t->entry == NULL)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < buckets * NEIGH_WAYS; i++)
-		rte_seqcount_init(&t->entry[i].sc);
-	t->n_buckets = buckets;
-	t->reachable_tsc = reachable_tsc;
-	t->retry_tsc = retry_tsc;
-	t->retries = retries;
-	return 0;
-}
-
-void
-neigh_table_free(struct neigh_table *t)
-{
-	free(t->entry);
-	t->entry = NULL;
-	t->n_buckets = 0;
-}
-
-static struct neigh_entry *
-bucket(const struct neigh_table *t, uint16_t port, const uint8_t ip[16])
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	for (int i = 0; i < 16; i++)
-		h = (h ^ ip[i]) * 16777619u;
-	h = (h ^ port) * 16777619u;
-	return &t->entry[(h & (t->n_buckets - 1)) * NEIGH_WAYS];
-}
-
-/* Writer side: plain reads are fine, we are the only writer. */
-static struct neigh_entry *
-find(const struct neigh_table *t, uint16_t port, const uint8_t ip[16])
-{
-	struct neigh_entry *b = bucket(t, port, ip);
-
-	for (unsigned int w = 0; w < NEIGH_WAYS; w++)
-		if (b[w].state != NEIGH_FREE && b[w].port == port && memcmp(b[w].ip, ip, 16) == 0)
-			return &b[w];
-	return NULL;
-}
-
-/* A slot for a new key: free, else failed, else least recently confirmed. */
-static struct neigh_entry *
-slot_for(const struct neigh_table *t, uint16_t port, const uint8_t ip[16])
-{
-	struct neigh_entry *b = bucket(t, port, ip), *best = &b[0];
-
-	for (unsigned int w = 0; w < NEIGH_WAYS; w++) {
-		if (b[w].state == NEIGH_FREE)
-			return &b[w];
-		if (b[w].state == NEIGH_FAILED && best->state != NEIGH_FAILED)
-			best = &b[w];
-		else if ((b[w].state == NEIGH_FAILED) == (best->state == NEIGH_FAILED) &&
-			 b[w].confirmed < best->confirmed)
-			best = &b[w];
-	}
-	return best;
-}
-
-/* Publish a new version of @p e: every field readers see changes inside. */
-static void
-entry_set(struct neigh_entry *e, uint16_t port, const uint8_t ip[16], const uint8_t *mac,
-	  enum neigh_state state)
-{
-	rte_seqcount_write_begin(&e->sc);
-	e->port = port;
-	memcpy(e->ip, ip, 16);
-	if (mac != NULL)
-		memcpy(e->mac, mac, 6);
-	else if (state != NEIGH_REACHABLE)
-		memset(e->mac, 0, 6);
-	e->state = (uint8_t)state;
-	rte_seqcount_write_end(&e->sc);
-}
-
-struct neigh_result
-neigh_lookup(const struct neigh_table *t, uint16_t port, const uint8_t ip[16])
-{
-	struct neigh_result r = { .state = NEIGH_FREE };
-	const struct neigh_entry *b;
-
-	if (t->entry == NULL)
-		return r;
-	b = bucket(t, port, ip);
-	for (unsigned int w = 0; w < NEIGH_WAYS; w++) {
-		uint8_t eip[16], mac[6], state;
-		uint16_t eport;
-		uint32_t sn;
-
-		do {
-			sn = rte_seqcount_read_begin(&b[w].sc);
-			memcpy(eip, b[w].ip, 16);
-			memcpy(mac, b[w].mac, 6);
-			state = b[w].state;
-			eport = b[w].port;
-		} while (rte_seqcount_read_retry(&b[w].sc, sn));
-		if (state != NEIGH_FREE && eport == port && memcmp(eip, ip, 16) == 0) {
-			r.state = (enum neigh_state)state;
-			memcpy(r.mac, mac, 6);
-			return r;
-		}
-	}
-	return r;
-}
-
-bool
-neigh_learn(struct neigh_table *t, uint16_t port, const uint8_t ip[16], const uint8_t mac[6],
-	    bool create, uint64_t now)
-{
-	struct neigh_entry *e = find(t, port, ip);
-
-	if (e == NULL) {
-		if (!create)
-			return false;
-		e = slot_for(t, port, ip);
-	}
-	entry_set(e, port, ip, mac, NEIGH_REACHABLE);
-	e->probes = 0;
-	e->refreshing = false;
-	e->confirmed = now;
-	e->deadline = now + t->reachable_tsc;
-	return true;
-}
-
-bool
-neigh_want(struct neigh_table *t, uint16_t port, const uint8_t ip[16], uint64_t now)
-{
-	struct neigh_entry *e = find(t, port, ip);
-
-	if (e != NULL && e->state != NEIGH_FAILED)
-		return false;
-	if (e != NULL && now < e->deadline)
-		return false; /* failed recently: hold down until the retry interval passed */
-	if (e == NULL)
-		e = slot_for(t, port, ip);
-	entry_set(e, port, ip, NULL, NEIGH_INCOMPLETE);
-	e->probes = 1;
-	e->refreshing = false;
-	e->confirmed = now;
-	e->deadline = now + t->retry_tsc;
-	return true;
-}
-
-unsigned int
-neigh_expire(struct neigh_table *t, uint64_t now, neigh_probe_fn probe, void *arg)
-{
-	unsigned int changed = 0;
-
-	for (uint32_t i = 0; i < t->n_buckets * NEIGH_WAYS; i++) {
-		struct neigh_entry *e = &t->entry[i];
-
-		if ((e->state != NEIGH_INCOMPLETE && e->state != NEIGH_REACHABLE) || now < e->deadline)
-			continue;
-		if (e->state == NEIGH_REACHABLE && !e->refreshing) {
-			/* Reachable time over: keep using it, confirm in the background. */
-			e->refreshing = true;
-			e->probes = 0;
-		}
-		if (e->probes < t->retries) {
-			e->probes++;
-			e->deadline = now + t->retry_tsc;
-			probe(arg, e->port, e->ip);
-			continue;
-		}
-		entry_set(e, e->port, e->ip, NULL, NEIGH_FAILED);
-		e->refreshing = false;
-		e->deadline = now + t->retry_tsc;
-		changed++;
-	}
-	return changed;
-}
-
-/* ---------------- protocol ---------------- */
 
 #define ARP_LEN 28u
 #define ICMP6_NS 135
@@ -514,13 +332,25 @@ drop:
 	rte_pktmbuf_free(m);
 }
 
+/*
+ * An answer in place: to the requester's MAC, from the port's own (never
+ * the MAC the request was sent to: a broadcast, a multicast or another
+ * host's would go out as our source and teach switches a false location).
+ */
+static void
+reply_macs(uint8_t *f, const uint8_t ours[6])
+{
+	memcpy(f, f + 6, 6);
+	memcpy(f + 6, ours, 6);
+}
+
 static void
 echo4_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2)
 {
 	const struct port *p = &d->port[port_idx];
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + l2);
-	uint8_t dst[16], tmp[6];
+	uint8_t dst[16];
 	uint32_t ihl, tot;
 	uint8_t *icmp;
 
@@ -539,9 +369,7 @@ echo4_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 	    rte_raw_cksum(icmp, tot - ihl) != 0xffff)
 		goto drop;
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (l2 + tot)));
-	memcpy(tmp, f, 6);
-	memcpy(f, f + 6, 6);
-	memcpy(f + 6, tmp, 6);
+	reply_macs(f, p->mac);
 	uint32_t a = ip->src_addr;
 	ip->src_addr = ip->dst_addr;
 	ip->dst_addr = a;
@@ -559,7 +387,8 @@ drop:
 }
 
 /* Link-layer address option @p type in ND options, or NULL. NULL with
- * *bad = true when the options are malformed (RFC 4861 7.1.1). */
+ * *bad = true when the options are malformed (RFC 4861 7.1.1), or when the
+ * address is a group address (as ARP's sender: bogus for a neighbour). */
 static const uint8_t *
 nd_option(const uint8_t *opt, uint32_t len, uint8_t type, bool *bad)
 {
@@ -573,8 +402,13 @@ nd_option(const uint8_t *opt, uint32_t len, uint8_t type, bool *bad)
 			*bad = true;
 			return NULL;
 		}
-		if (opt[0] == type && olen >= 8 && found == NULL)
+		if (opt[0] == type && olen >= 8 && found == NULL) {
+			if (opt[2] & 1) {
+				*bad = true;
+				return NULL;
+			}
 			found = opt + 2;
+		}
 		opt += olen;
 		len -= olen;
 	}
@@ -630,9 +464,11 @@ icmp6_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 		if (ip6->hop_limits != 255 || icmp[1] != 0 || plen < 24)
 			goto drop;
 		tlla = nd_option(icmp + 24, plen - 24, ND_OPT_TLLA, &bad);
-		if (bad)
+		if (tlla == NULL)
+			tlla = f + 6; /* the frame's source, which must not be a group either */
+		if (bad || (tlla[0] & 1))
 			goto drop;
-		neigh_learn(&d->neigh, port_idx, icmp + 8, tlla != NULL ? tlla : f + 6, false, now);
+		neigh_learn(&d->neigh, port_idx, icmp + 8, tlla, false, now);
 		goto drop;
 	}
 	case ICMP6_ECHO_REQUEST: {
@@ -641,9 +477,7 @@ icmp6_input(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m, uint32_t l2
 		if (icmp[1] != 0 || !port_has_ip(p, ip6->dst_addr, true))
 			goto drop;
 		rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (l2 + 40 + plen)));
-		memcpy(tmp, f, 6);
-		memcpy(f, f + 6, 6);
-		memcpy(f + 6, tmp, 6);
+		reply_macs(f, p->mac);
 		memcpy(tmp, ip6->src_addr, 16);
 		memcpy(ip6->src_addr, ip6->dst_addr, 16);
 		memcpy(ip6->dst_addr, tmp, 16);
@@ -704,6 +538,11 @@ neigh_resolve(struct daemon *d, int worker_idx, uint16_t port_idx, const uint8_t
 
 	if (local >= 0) {
 		memcpy(mac, d->port[local].mac, 6);
+		return 0;
+	}
+	if (roce_gid_is_mcast(dgid)) {
+		/* a group: its MAC, no ARP/ND (mcast.h "Transmit") */
+		roce_mcast_mac(dgid, mac);
 		return 0;
 	}
 	if (port_idx >= d->n_ports || !neigh_next_hop(d, port_idx, dgid, nh))

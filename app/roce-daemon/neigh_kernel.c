@@ -7,7 +7,7 @@
  * it resolve by sending one UDP datagram to the discard port through the
  * interface. The next probe round reads the table again.
  */
-#include "neigh.h"
+#include "neigh_kernel.h"
 
 #include <errno.h>
 #include <linux/neighbour.h>

@@ -17,7 +17,7 @@
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 
 static uint64_t
 tsc_to_ns(const struct daemon *d, uint64_t tsc)
@@ -202,27 +202,4 @@ port_link_fini(struct daemon *d)
 	rte_free(d->qsbr);
 	d->qsbr = NULL;
 	d->link_ready = false;
-}
-
-void
-port_link_worker_online(struct worker *w)
-{
-	if (w->d->qsbr != NULL && rte_rcu_qsbr_thread_register(w->d->qsbr, w->index) == 0)
-		rte_rcu_qsbr_thread_online(w->d->qsbr, w->index);
-}
-
-void
-port_link_worker_quiescent(struct worker *w)
-{
-	if (w->d->qsbr != NULL)
-		rte_rcu_qsbr_quiescent(w->d->qsbr, w->index);
-}
-
-void
-port_link_worker_offline(struct worker *w)
-{
-	if (w->d->qsbr != NULL) {
-		rte_rcu_qsbr_thread_offline(w->d->qsbr, w->index);
-		(void)rte_rcu_qsbr_thread_unregister(w->d->qsbr, w->index);
-	}
 }

@@ -21,7 +21,6 @@
 #include <stdint.h>
 
 struct daemon;
-struct worker;
 
 /**
  * After the ports are open (daemon_open_ports()): the tracker, LSC
@@ -35,14 +34,5 @@ unsigned int port_link_poll(struct daemon *d, uint64_t now_tsc);
 
 /** Unregister LSC callbacks, free what port_link_init() made. Idempotent. */
 void port_link_fini(struct daemon *d);
-
-/** Worker @p w starts (its lcore): it reports quiescent states from now on. */
-void port_link_worker_online(struct worker *w);
-
-/** Worker @p w: one loop iteration done, it holds no port. */
-void port_link_worker_quiescent(struct worker *w);
-
-/** Worker @p w stops. */
-void port_link_worker_offline(struct worker *w);
 
 #endif /* ROCE_DAEMON_PORT_LINK_H */

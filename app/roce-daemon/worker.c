@@ -25,17 +25,67 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
+#include <rte_pcapng.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "capture.h"
-#include "daemon.h"
-#include "gsi.h"
-#include "port_link.h"
+#include "daemon_state.h"
+#include "gsi_wire.h"
+#include "mcast_table.h"
+#include "roce_mcast.h"
 
 const struct engine_ops engine_none = {
 	.name = "none",
 };
+
+/*
+ * --pcap: copy @p m (direction TX if @p tx) into this worker's capture ring
+ * (capture.h: the control thread writes the file). Never blocks: a full
+ * ring or pool loses the copy, counted in CTR_CAPTURE_DROPS.
+ */
+static void
+capture_frame(struct worker *w, uint16_t port_idx, const struct rte_mbuf *m, bool tx)
+{
+	const struct port *p = &w->d->port[port_idx];
+	struct rte_mbuf *copy;
+
+	copy = rte_pcapng_copy(p->port_id, w->index, m, w->capture_pool, UINT32_MAX,
+			       rte_get_tsc_cycles(),
+			       tx ? RTE_PCAPNG_DIRECTION_OUT : RTE_PCAPNG_DIRECTION_IN);
+	if (copy == NULL || rte_ring_sp_enqueue(w->capture, copy) != 0) {
+		rte_pktmbuf_free(copy);
+		ctr_add(&w->ctr.v[CTR_CAPTURE_DROPS], 1);
+	}
+}
+
+/*
+ * Quiescent states for port restarts (port_link.c waits on d->qsbr before
+ * it touches a port's queues): online when the lcore starts, quiescent after
+ * every loop iteration (it holds no port then), offline when it stops.
+ */
+static void
+qsbr_online(struct worker *w)
+{
+	if (w->d->qsbr != NULL && rte_rcu_qsbr_thread_register(w->d->qsbr, w->index) == 0)
+		rte_rcu_qsbr_thread_online(w->d->qsbr, w->index);
+}
+
+static void
+qsbr_quiescent(struct worker *w)
+{
+	if (w->d->qsbr != NULL)
+		rte_rcu_qsbr_quiescent(w->d->qsbr, w->index);
+}
+
+static void
+qsbr_offline(struct worker *w)
+{
+	if (w->d->qsbr != NULL) {
+		rte_rcu_qsbr_thread_offline(w->d->qsbr, w->index);
+		(void)rte_rcu_qsbr_thread_unregister(w->d->qsbr, w->index);
+	}
+}
 
 /* ---- counting ---- */
 
@@ -168,6 +218,55 @@ worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsign
 	return i;
 }
 
+/* Queue @p m for delivery to port @p local by the next poll (loopback). */
+static void
+loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m)
+{
+	if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
+		count_pl(w, port_idx, CTR_LOOPBACK_DROPS);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (unlikely(w->capture != NULL))
+		capture_frame(w, port_idx, m, true);
+	m->port = w->d->port[local].port_id;
+	w->loop[w->loop_n] = m;
+	w->loop_port[w->loop_n++] = local;
+	count_pl(w, port_idx, CTR_LOOPBACK);
+}
+
+/*
+ * A copy of frame @p m (about to go out on port @p port) when it is a RoCE
+ * frame to a group with members on that port, for the loopback queue, as
+ * Linux loops multicast back to the host (mcast_table.h "Transmit"); NULL
+ * otherwise, or no mbuf.
+ */
+static struct rte_mbuf *
+mcast_loop_copy(struct worker *w, uint16_t port, const struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len, qpn[MCAST_MAX_MEMBERS];
+	struct roce_pkt pkt;
+	enum roce_drop_reason why;
+	struct rte_mbuf *c;
+	char *dst;
+
+	if (!mcast_port_active(w->d->mcast, port) || m->nb_segs != 1 ||
+	    roce_classify(f, len, ROCE_CLASSIFY_NO_ICRC, &pkt, &why) != ROCE_CLASS_ROCE ||
+	    why != ROCE_DROP_NONE || !roce_gid_is_mcast(pkt.l3.dgid) ||
+	    mcast_members(w->d->mcast, port, pkt.l3.dgid, qpn) == 0)
+		return NULL;
+	if (worker_tx_alloc(w, port, &c, 1) != 1)
+		return NULL;
+	dst = rte_pktmbuf_append(c, (uint16_t)len);
+	if (dst == NULL) {
+		rte_pktmbuf_free(c);
+		return NULL;
+	}
+	memcpy(dst, f, len);
+	return c;
+}
+
 void
 worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 {
@@ -178,18 +277,17 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 	if (local >= 0) {
 		/* Loopback: our own GID. Delivered by the next poll, through the
 		 * same receive path as a frame from the NIC. */
-		if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
-			count_pl(w, port_idx, CTR_LOOPBACK_DROPS);
-			rte_pktmbuf_free(m);
-			return;
-		}
-		if (unlikely(w->capture != NULL))
-			capture_frame(w, port_idx, m, true);
-		m->port = d->port[local].port_id;
-		w->loop[w->loop_n] = m;
-		w->loop_port[w->loop_n++] = (uint16_t)local;
-		count_pl(w, port_idx, CTR_LOOPBACK);
+		loop_enqueue(w, port_idx, (uint16_t)local, m);
 		return;
+	}
+	if (unlikely(dst[0] & 1) && mcast_port_active(d->mcast, port_idx)) {
+		/* a group with members here: they get a copy, as rxe loops it back */
+		struct rte_mbuf *c = mcast_loop_copy(w, port_idx, m);
+
+		if (c != NULL) {
+			count_pl(w, port_idx, CTR_TX_MCAST_LOOP);
+			loop_enqueue(w, port_idx, port_idx, c);
+		}
 	}
 	if (unlikely(!port_tx_on(&d->port[port_idx]))) {
 		/* no link: the frame is lost as on a pulled cable; retries run */
@@ -244,6 +342,7 @@ enum rx_next {
 	RX_NEXT_DROP,
 	RX_NEXT_SLOW,    /* ARP / ND / echo / QP1 MADs -> control thread */
 	RX_NEXT_ROCE,    /* parsed into w->rx[...] */
+	RX_NEXT_MCAST,   /* parsed, to a multicast group: fanned out by rx_mcast() */
 };
 
 /*
@@ -279,6 +378,11 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	case ROCE_CLASS_ROCE:
 		if (why != ROCE_DROP_NONE)
 			break;
+		if (unlikely(roce_gid_is_mcast(pkt->l3.dgid))) {
+			/* IBA section 9.2: multicast packets carry DestQP 0xFFFFFF */
+			count_pl(w, port, pkt->dest_qpn == ROCE_MCAST_QPN ? CTR_RX_MCAST : CTR_RX_MCAST_BAD);
+			return pkt->dest_qpn == ROCE_MCAST_QPN ? RX_NEXT_MCAST : RX_NEXT_DROP;
+		}
 		if (gid_table_find(&p->gids, pkt->l3.dgid) < 0) {
 			count_pl(w, port, CTR_RX_NOT_OUR_ADDR);
 			return RX_NEXT_DROP;
@@ -309,6 +413,10 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 		break;
 	case ROCE_CLASS_OTHER:
 	default:
+		if (unlikely(mcast_port_active(w->d->mcast, port)) && mcast_is_ctl_frame(f, len)) {
+			count_pl(w, port, CTR_RX_MCAST_CTL); /* IGMP/MLD: queries to answer */
+			return RX_NEXT_SLOW;
+		}
 		count_pl(w, port, CTR_RX_OTHER);
 		return RX_NEXT_DROP;
 	}
@@ -429,6 +537,54 @@ rx_linearize(struct worker *w, uint16_t port, struct rte_mbuf *m)
 }
 
 /*
+ * Fan the burst's @p n multicast frames (w->mc_in) out to the QPs attached
+ * to their group on their port: one mbuf reference and one record per QP,
+ * each record with the QP's own QPN as destination, delivered here or
+ * handed to the QP's lcore like any frame. Runs after deliver_local(), so
+ * w->rx is free.
+ */
+static void
+rx_mcast(struct worker *w, uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct engine_rx *src = &w->mc_in[i];
+		uint32_t qpn[MCAST_MAX_MEMBERS];
+		uint32_t nm = mcast_members(w->d->mcast, src->port, src->pkt.l3.dgid, qpn);
+
+		if (nm == 0) {
+			count_pl(w, src->port, CTR_RX_MCAST_NO_MEMBER);
+			rte_pktmbuf_free(src->m);
+			continue;
+		}
+		rte_mbuf_refcnt_update(src->m, (int16_t)(nm - 1));
+		ctr_add(&w->port_ctr[src->port].v[CTR_RX_MCAST_DELIVERED], nm);
+		ctr_add(&w->ctr.v[CTR_RX_MCAST_DELIVERED], nm);
+		for (uint32_t j = 0; j < nm; j++) {
+			unsigned int owner = worker_of_qpn(qpn[j], w->n_workers);
+			struct engine_rx *r;
+
+			if (owner == w->index) {
+				r = &w->rx[k++];
+			} else {
+				r = &w->handoff_buf[owner][w->handoff_n[owner]++];
+			}
+			*r = *src;
+			r->pkt.dest_qpn = qpn[j];
+			if (owner != w->index && w->handoff_n[owner] == w->burst)
+				handoff_flush(w, owner);
+			if (k == w->burst) {
+				deliver_local(w, k);
+				k = 0;
+			}
+		}
+	}
+	if (k > 0)
+		deliver_local(w, k);
+}
+
+/*
  * Classify and dispatch @p n frames. Each frame's port is its m->port
  * (ethdev id); loopback frames carry the port they were looped to.
  */
@@ -437,7 +593,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 {
 	struct daemon *d = w->d;
 	struct rte_mbuf *slow[WORKER_BURST_MAX], *drop[WORKER_BURST_MAX];
-	uint16_t n_slow = 0, n_drop = 0, n_local = 0;
+	uint16_t n_slow = 0, n_drop = 0, n_local = 0, n_mc = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
@@ -481,6 +637,11 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 					handoff_flush(w, owner);
 			}
 			break;
+		case RX_NEXT_MCAST:
+			w->mc_in[n_mc] = (struct engine_rx){ .m = m, .port = port, .loopback = loopback,
+							     .pkt = r->pkt };
+			n_mc++;
+			break;
 		case RX_NEXT_DROP:
 		default:
 			drop[n_drop++] = m;
@@ -496,6 +657,8 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 	}
 	if (n_local > 0)
 		deliver_local(w, n_local);
+	if (n_mc > 0)
+		rx_mcast(w, n_mc);
 	for (unsigned int o = 0; o < w->n_workers; o++)
 		handoff_flush(w, o);
 	rte_pktmbuf_free_bulk(drop, n_drop);
@@ -545,18 +708,6 @@ loopback_receive(struct worker *w)
 }
 
 /* ---- control messages ---- */
-
-const char *
-ctl_msg_name(unsigned int t)
-{
-	static const char *const name[] = {
-#define CTL_MSG_NAME(sym, str) [CTL_MSG_##sym] = str,
-		CTL_MSG_LIST(CTL_MSG_NAME)
-#undef CTL_MSG_NAME
-	};
-
-	return t < RTE_DIM(name) ? name[t] : "?";
-}
 
 void
 worker_ctl_run(struct worker *w, struct ctl_msg *m)
@@ -837,12 +988,12 @@ worker_main(void *arg)
 			return rc;
 		}
 	}
-	port_link_worker_online(w);
+	qsbr_online(w);
 	while (!daemon_stopping(d)) {
 		worker_poll(w, rte_rdtsc());
-		port_link_worker_quiescent(w);
+		qsbr_quiescent(w);
 	}
-	port_link_worker_offline(w);
+	qsbr_offline(w);
 	/* Deliver what is still buffered, then stop the engine. */
 	worker_tx_flush(w);
 	if (w->engine->lcore_fini != NULL)

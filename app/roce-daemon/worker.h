@@ -48,9 +48,9 @@
 #include "config.h"
 #include "counters.h"
 #include "ctl_msg.h"
+#include "daemon_state.h"
 #include "roce.h"
 
-#define WORKER_MAX 16u           /**< worker lcores */
 #define WORKER_BURST_MAX 256u    /**< largest configurable burst */
 #define WORKER_LOOP_MAX 512u     /**< loopback frames queued per worker */
 #define WORKER_SLOW_RING 512u    /**< slow-path ring slots */
@@ -206,6 +206,7 @@ struct worker {
 	uint16_t loop_port[WORKER_LOOP_MAX];
 	uint32_t loop_n;
 	struct engine_rx rx[WORKER_BURST_MAX];
+	struct engine_rx mc_in[WORKER_BURST_MAX]; /**< a burst's multicast frames (rx_mcast()) */
 	struct ctl_msg ctl_ans[WORKER_CTL_BURST]; /**< answers ctl_out had no room for */
 	uint32_t ctl_ans_n;
 	struct worker_event *ev_spill; /**< events the ring had no room for (malloc, grows) */

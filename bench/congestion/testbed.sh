@@ -7,7 +7,7 @@
 # the switch reports queue depth, marks, drops and bytes per sender every
 # 10 ms; analyze.py prints per-flow rates, Jain's index, goodput and drops.
 #
-#   bench/congestion/testbed.sh [options] [MODE...]    MODE: dcqcn none (default both)
+#   bench/congestion/testbed.sh [options] [MODE...]    MODE: dcqcn delay none (default all)
 #     -b DIR   build directory [build]
 #     -n N     senders, 2..4 [2]
 #     -r MBPS  bottleneck rate [100]
@@ -18,6 +18,8 @@
 #     -N US    the receivers' CNP interval (cnp_interval_us) [50]
 #     -L MBPS  the hosts' line rate: they pace at it (dcqcn_pace_line) [= -r: an
 #              N:1 incast of links as fast as the bottleneck]
+#     -D US    cc = delay: the target RTT (delay_target_us) [1500]
+#     -S BYTES the pacer's burst (pace_burst_bytes) [4480: 4 frames]
 #
 # Needs root. Namespaces ecntb-s1..N, ecntb-r, ecntb-sw; veths ecntbh-*/ecntbw-*;
 # addresses 198.18.20.0/24 only. Wrap it in the lab lock as the lab suites:
@@ -27,10 +29,12 @@
 set -uo pipefail
 
 BUILD=build N=2 MBPS=100 SECS=10 OUT=/tmp/ecn-testbed KMIN=5000 KMAX=50000 BUF=250000 PMAX=100 CNP_US=50 LINE=
-while getopts "b:n:r:T:o:k:K:B:p:N:L:h" opt; do
+DELAY_US=1500 BURST=4480
+while getopts "b:n:r:T:o:k:K:B:p:N:L:D:S:h" opt; do
 	case $opt in
 	b) BUILD=$OPTARG ;; n) N=$OPTARG ;; r) MBPS=$OPTARG ;; T) SECS=$OPTARG ;;
 	o) OUT=$OPTARG ;; k) KMIN=$OPTARG ;; K) KMAX=$OPTARG ;; B) BUF=$OPTARG ;; p) PMAX=$OPTARG ;; N) CNP_US=$OPTARG ;; L) LINE=$OPTARG ;;
+	D) DELAY_US=$OPTARG ;; S) BURST=$OPTARG ;;
 	h) sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) exit 2 ;;
 	esac
@@ -38,7 +42,7 @@ done
 shift $((OPTIND - 1))
 MODES=("$@")
 LINE=${LINE:-$MBPS}
-[ ${#MODES[@]} -gt 0 ] || MODES=(dcqcn none)
+[ ${#MODES[@]} -gt 0 ] || MODES=(dcqcn delay none)
 [[ $N =~ ^[2-4]$ ]] || { echo "testbed: -n 2..4" >&2; exit 2; }
 [[ $SECS =~ ^[0-9]+$ ]] && [ "$SECS" -ge 2 ] && [ "$SECS" -le 60 ] || { echo "testbed: -T 2..60" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "testbed: must run as root" >&2; exit 1; }
@@ -126,6 +130,11 @@ dcqcn_ai_mbps = 1
 dcqcn_hai_mbps = 5
 dcqcn_timer_us = 300
 dcqcn_pace_line = yes
+pace_burst_bytes = $BURST
+; cc = delay: the target above the path's RTT without a queue (software on a shared
+; host: hundreds of us), R_AI scaled as DCQCN's
+delay_target_us = $DELAY_US
+delay_ai_mbps = 1
 EOF
 }
 
@@ -156,7 +165,7 @@ run_in() { # host CMD...
 run_mode() { # mode
 	local mode=$1 h i port swpid
 	local -a clients=() servers=()
-	echo "== $mode: $N senders, bottleneck $MBPS Mb/s, K_min $KMIN K_max $KMAX P_max $PMAX% buffer $BUF, CNP interval ${CNP_US}us, hosts at $LINE Mb/s, ${SECS}s"
+	echo "== $mode: $N senders, bottleneck $MBPS Mb/s, K_min $KMIN K_max $KMAX P_max $PMAX% buffer $BUF, CNP interval ${CNP_US}us, hosts at $LINE Mb/s, burst $BURST B, delay target ${DELAY_US}us, ${SECS}s"
 	rm -rf "$STATE"
 	mkdir -p "$STATE"
 	net_up || { echo "testbed: network setup failed" >&2; cleanup; return 1; }
@@ -208,7 +217,7 @@ run_mode() { # mode
 
 rc=0
 for m in "${MODES[@]}"; do
-	case $m in dcqcn|none) ;; *) echo "testbed: mode $m: dcqcn or none" >&2; exit 2 ;; esac
+	case $m in dcqcn|delay|none) ;; *) echo "testbed: mode $m: dcqcn, delay or none" >&2; exit 2 ;; esac
 	run_mode "$m" || rc=1
 done
 "$PY" "$HERE/analyze.py" --plot "$OUT" "${MODES[@]}" || true

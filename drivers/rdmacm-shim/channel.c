@@ -207,6 +207,10 @@ static int rcm_process(struct rcm_event *e, const struct rcm_tp_event *ev, struc
 		rcm_copy_conn(e, &ev->param);
 		rcm_modify_qp_err(p);
 		break;
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		rcm_mc_process_join(e, ev, p);
+		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		if (p->connect_error) {
 			rcm_complete_event(p);

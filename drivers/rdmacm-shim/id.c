@@ -119,6 +119,7 @@ struct rcm_id *rcm_id_alloc(struct rdma_event_channel *channel, void *context,
 
 void rcm_id_free(struct rcm_id *p)
 {
+	rcm_mc_free_all(p);
 	if (p->dev)
 		rcm_device_put(p->dev);
 	pthread_cond_destroy(&p->cond);

@@ -137,6 +137,10 @@ void rcm_tp_close(struct rcm_tp *tp);
 int rcm_tp_create_id(struct rcm_tp *tp, uint64_t uid, enum rdma_port_space ps,
 		     enum ibv_qp_type qp_type, uint32_t *handle);
 int rcm_tp_destroy_id(struct rcm_tp *tp, uint32_t handle, uint32_t *events_reported);
+/* JOIN_MCAST / LEAVE_MCAST: the daemon's handle of the membership in @p mc_handle. */
+int rcm_tp_join_mcast(struct rcm_tp *tp, uint32_t handle, const struct sockaddr *addr,
+		      uint16_t join_flags, uint32_t *mc_handle);
+int rcm_tp_leave_mcast(struct rcm_tp *tp, uint32_t mc_handle);
 int rcm_tp_bind(struct rcm_tp *tp, uint32_t handle, const struct sockaddr *addr, socklen_t len);
 int rcm_tp_resolve_addr(struct rcm_tp *tp, uint32_t handle, const struct sockaddr *src,
 			socklen_t src_len, const struct sockaddr *dst, socklen_t dst_len,
@@ -198,6 +202,7 @@ struct rcm_id {
 	struct ibv_sa_path_rec path;  /* route.path_rec points here */
 	struct ibv_ece local_ece;
 	struct ibv_ece remote_ece;
+	struct rcm_mc *mc_list;       /* multicast joins (mcast.c), under mut */
 };
 static inline struct rcm_id *rcm_id(struct rdma_cm_id *id)
 {
@@ -236,6 +241,12 @@ int rcm_query_route(struct rcm_id *p);
 int rcm_complete(struct rcm_id *p);
 void rcm_complete_event(struct rcm_id *p);
 socklen_t rcm_addrlen(const struct sockaddr *addr);
+
+/* ---- mcast.c ---- */
+/* MULTICAST_JOIN: fill the event, attach the id's QP (librdmacm's ucma_process_join). */
+void rcm_mc_process_join(struct rcm_event *e, const struct rcm_tp_event *ev, struct rcm_id *p);
+/* The id goes: forget its joins (the daemon drops them with the id). */
+void rcm_mc_free_all(struct rcm_id *p);
 
 /* ---- qp.c ---- */
 int rcm_modify_qp_rtr(struct rcm_id *p, uint8_t resp_res);

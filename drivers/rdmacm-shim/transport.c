@@ -235,6 +235,30 @@ int rcm_tp_destroy_id(struct rcm_tp *tp, uint32_t handle, uint32_t *events_repor
 	return rc;
 }
 
+int rcm_tp_join_mcast(struct rcm_tp *tp, uint32_t handle, const struct sockaddr *addr,
+		      uint16_t join_flags, uint32_t *mc_handle)
+{
+	struct ipc_msg req, rsp;
+	int rc;
+
+	(void)tp;
+	rcm_req(&req, IPC_OP_CM_JOIN_MCAST);
+	req.u.req_CM_JOIN_MCAST.id = handle;
+	req.u.req_CM_JOIN_MCAST.join_flags = join_flags;
+	rcm_addr_to_ipc(addr, &req.u.req_CM_JOIN_MCAST.addr);
+	rc = rcm_call(&req, NULL, 0, &rsp);
+	*mc_handle = rc ? 0 : rsp.u.rsp_CM_JOIN_MCAST.handle;
+	return rc;
+}
+
+int rcm_tp_leave_mcast(struct rcm_tp *tp, uint32_t mc_handle)
+{
+	struct ipc_msg rsp;
+
+	(void)tp;
+	return rcm_id_call(IPC_OP_CM_LEAVE_MCAST, mc_handle, 0, &rsp);
+}
+
 int rcm_tp_bind(struct rcm_tp *tp, uint32_t handle, const struct sockaddr *addr, socklen_t len)
 {
 	struct ipc_msg req, rsp;

@@ -41,6 +41,7 @@ SHIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 	struct ipc_msg req, rsp;
 	int rc;
 
+	shim_ud_drain_pd(ibah->pd); /* sends posted through it are fetched first (drain.c) */
 	shim_req(&req, IPC_OP_DESTROY_AH);
 	req.u.req_DESTROY_AH.handle = ah->handle;
 	rc = shim_destroy_rc(ibah->context, shim_rpc(shim_ctx(ibah->context), &req, NULL, 0, &rsp, NULL));

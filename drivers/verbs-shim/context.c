@@ -45,16 +45,110 @@ void shim_req(struct ipc_msg *m, enum ipc_op op)
 	memset(&m->u, 0, ipc_op_desc(op)->req_size);
 }
 
+int shim_destroy_handle(struct ibv_context *c, enum ipc_op op, uint32_t handle)
+{
+	struct ipc_msg req, rsp;
+
+	shim_req(&req, op);
+	req.u.req_DEALLOC_MW.handle = handle; /* every such body is an ipc_handle_req */
+	return shim_destroy_rc(c, shim_rpc(shim_ctx(c), &req, NULL, 0, &rsp, NULL));
+}
+
+static void shim_close_fds(int *fds)
+{
+	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/*
+ * A new connection in the connection group of @p cmd_fd: a socket pair
+ * whose far end travels in an IMPORT_DEVICE request on @p cmd_fd; the
+ * daemon answers on our end only, so @p cmd_fd, perhaps shared with other
+ * processes, carries no answer of ours. @return 0 with our end in @p fd and
+ * the answer in @p rsp and @p rfds, or a positive errno: the daemon's, EIO
+ * (it refused the socket or is gone), ETIMEDOUT (no answer within
+ * ROCE_SHIM_IMPORT_TIMEOUT_MS: not a daemon).
+ */
+static int shim_join_group(int cmd_fd, int *fd, struct ipc_msg *rsp, int *rfds)
+{
+	struct ipc_msg req;
+	int sv[2], rc;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return errno;
+	shim_req(&req, IPC_OP_IMPORT_DEVICE);
+	req.hdr.seq = 1; /* the first request on our own socket */
+	rc = ipc_send(cmd_fd, &req, &sv[1], 1);
+	close(sv[1]);
+	if (rc == 0)
+		rc = ipc_await_timeout(sv[0], IPC_OP_IMPORT_DEVICE, req.hdr.seq, rsp, rfds,
+				       (int)shim_env_u32(SHIM_IMPORT_TIMEOUT_ENV,
+							 SHIM_IMPORT_TIMEOUT_MS, INT32_MAX));
+	if (rc == -ETIMEDOUT)
+		rc = ETIMEDOUT;
+	else if (rc < 0)
+		rc = EIO;
+	if (rc) {
+		close(sv[0]);
+		return rc;
+	}
+	*fd = sv[0];
+	return 0;
+}
+
+/*
+ * The socket for this process's requests (rpc_lock held). A forked child
+ * calling through its parent's context must not share cmd_fd's answers:
+ * each process would take whichever answer came first and drop the others'
+ * as stale, and the caller they were meant for would wait forever (pyverbs'
+ * test_multi_process_alloc_dm: five children allocating device memory on
+ * the parent's context hung so). Its first request joins cmd_fd's group
+ * with a connection of its own (as ibv_import_device), same objects, as
+ * uverbs children share their parent's ufile. Async events of objects the
+ * child creates go to that connection's async socket, which the child keeps
+ * open but does not read. @return the socket, or a negative errno.
+ */
+static int shim_rpc_fd(struct shim_context *ctx)
+{
+	struct ipc_msg rsp;
+	int rfds[IPC_MAX_FDS] = { -1, -1 };
+	pid_t pid = getpid();
+	int fd, rc;
+
+	if (__builtin_expect(ctx->rpc_pid == pid, 1))
+		return ctx->rpc_fd;
+	rc = shim_join_group(ctx->vctx.context.cmd_fd, &fd, &rsp, rfds);
+	if (rc == 0 && rsp.hdr.nfds != 1) {
+		close(fd);
+		rc = EPROTO;
+	}
+	if (rc) {
+		shim_close_fds(rfds);
+		return -rc;
+	}
+	/* a grandchild: its parent's own connection is not ours to use, only to close */
+	if (ctx->rpc_fd != ctx->vctx.context.cmd_fd)
+		close(ctx->rpc_fd);
+	if (ctx->rpc_async_fd >= 0)
+		close(ctx->rpc_async_fd);
+	ctx->rpc_fd = fd;
+	ctx->rpc_async_fd = rfds[0];
+	ctx->rpc_pid = pid;
+	return fd;
+}
+
 int shim_rpc(struct shim_context *ctx, struct ipc_msg *req, const int *fds, unsigned int nfds,
 	     struct ipc_msg *rsp, int *rfds)
 {
-	int rc;
+	int rc, fd;
 
 	if (ctx->dead)
 		return EIO;
 	pthread_mutex_lock(&ctx->rpc_lock);
+	fd = shim_rpc_fd(ctx);
 	req->hdr.seq = ++ctx->seq;
-	rc = ipc_call(ctx->vctx.context.cmd_fd, req, fds, nfds, rsp, rfds);
+	rc = fd < 0 ? fd : ipc_call(fd, req, fds, nfds, rsp, rfds);
 	pthread_mutex_unlock(&ctx->rpc_lock);
 	if (rc < 0) {
 		/* The connection is gone (daemon stopped or protocol broken): like a
@@ -110,7 +204,10 @@ static void shim_set_ops(struct shim_context *ctx)
 	o->post_srq_recv = shim_post_srq_recv;
 	o->poll_cq = shim_poll_cq;
 	o->req_notify_cq = shim_req_notify_cq;
-	/* alloc_mw/bind_mw stay NULL: ibv_alloc_mw then fails with EOPNOTSUPP. */
+	/* memory windows (mw.c) */
+	o->alloc_mw = shim_alloc_mw;
+	o->dealloc_mw = shim_dealloc_mw;
+	o->bind_mw = shim_bind_mw;
 
 	/* Extended ops; NULL means "not supported" (the inline verb sets EOPNOTSUPP). */
 	v->query_port = shim_query_port;
@@ -119,8 +216,19 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_cq_ex = shim_create_cq_ex;
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
+	v->open_xrcd = shim_open_xrcd;
+	v->close_xrcd = shim_close_xrcd;
 	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;
+	v->alloc_td = shim_alloc_td;
+	v->dealloc_td = shim_dealloc_td;
+	v->alloc_parent_domain = shim_alloc_parent_domain;
 	v->advise_mr = shim_advise_mr;
+	/* device memory (dm.c) */
+	v->alloc_dm = shim_alloc_dm;
+	v->free_dm = shim_free_dm;
+	v->reg_dm_mr = shim_reg_dm_mr;
+	v->ibv_create_flow = shim_create_flow;
+	v->ibv_destroy_flow = shim_destroy_flow;
 	v->sz = sizeof(struct verbs_context);
 }
 
@@ -135,9 +243,13 @@ static struct shim_context *shim_context_alloc(int fd)
 	}
 	pthread_mutex_init(&ctx->rpc_lock, NULL);
 	pthread_mutex_init(&ctx->live_lock, NULL);
+	pthread_mutex_init(&ctx->ud_lock, NULL);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->seq = atomic_fetch_add(&shim_seq_base, 0x10000);
 	ctx->import_fd = -1;
+	ctx->rpc_fd = fd;
+	ctx->rpc_async_fd = -1;
+	ctx->rpc_pid = getpid();
 	ctx->vctx.context.cmd_fd = fd;
 	ctx->vctx.context.async_fd = -1;
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -146,6 +258,10 @@ static struct shim_context *shim_context_alloc(int fd)
 
 static void shim_context_free(struct shim_context *ctx)
 {
+	if (ctx->rpc_fd != ctx->vctx.context.cmd_fd)
+		close(ctx->rpc_fd);
+	if (ctx->rpc_async_fd >= 0)
+		close(ctx->rpc_async_fd);
 	close(ctx->vctx.context.cmd_fd);
 	if (ctx->vctx.context.async_fd >= 0)
 		close(ctx->vctx.context.async_fd);
@@ -153,6 +269,7 @@ static void shim_context_free(struct shim_context *ctx)
 		close(ctx->import_fd);
 	pthread_mutex_destroy(&ctx->rpc_lock);
 	pthread_mutex_destroy(&ctx->live_lock);
+	pthread_mutex_destroy(&ctx->ud_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx->live);
 	free(ctx);
@@ -185,13 +302,6 @@ static int shim_context_setup(struct shim_context *ctx, const struct ipc_open_de
 	ctx->attr = rsp.u.rsp_QUERY_DEVICE.attr;
 	shim_set_ops(ctx);
 	return 0;
-}
-
-static void shim_close_fds(int *fds)
-{
-	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
 }
 
 /*
@@ -265,35 +375,26 @@ SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	struct ibv_context *c;
 	struct shim_context *ctx;
-	struct ipc_msg req, rsp;
+	struct ipc_msg rsp;
 	int rfds[IPC_MAX_FDS] = { -1, -1 };
-	int sv[2], v = 0, rc;
+	int fd, v = 0, rc;
 	socklen_t len = sizeof(v);
 	struct stat st;
 
 	if (fstat(cmd_fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
 	    getsockopt(cmd_fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 || v != SOCK_SEQPACKET)
 		return shim_null(EINVAL);
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return shim_null(errno);
-	ctx = shim_context_alloc(sv[0]);
+	rc = shim_join_group(cmd_fd, &fd, &rsp, rfds);
+	if (rc) {
+		shim_close_fds(rfds);
+		return shim_null(rc);
+	}
+	ctx = shim_context_alloc(fd);
 	if (ctx == NULL) {
-		close(sv[1]);
+		shim_close_fds(rfds);
 		return shim_null(ENOMEM);
 	}
-	shim_req(&req, IPC_OP_IMPORT_DEVICE);
-	req.hdr.seq = ++ctx->seq;
-	rc = ipc_send(cmd_fd, &req, &sv[1], 1);
-	close(sv[1]);
-	if (rc == 0)
-		rc = ipc_await_timeout(sv[0], IPC_OP_IMPORT_DEVICE, req.hdr.seq, &rsp, rfds,
-				       (int)shim_env_u32(SHIM_IMPORT_TIMEOUT_ENV,
-							 SHIM_IMPORT_TIMEOUT_MS, INT32_MAX));
-	if (rc == -ETIMEDOUT)
-		rc = ETIMEDOUT; /* a peer that keeps our socket and does not answer: not a daemon */
-	else if (rc < 0)
-		rc = EIO; /* the daemon refused the socket (closed it) or is gone */
-	c = shim_context_finish(ctx, rc, &rsp, rfds);
+	c = shim_context_finish(ctx, 0, &rsp, rfds);
 	if (c != NULL)
 		ctx->import_fd = cmd_fd;
 	return c;

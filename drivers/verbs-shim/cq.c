@@ -353,9 +353,13 @@ struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *context, struct ibv_cq_i
 
 	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
 		return shim_null(EINVAL);
-	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ||
-	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)))
+	/* a parent domain only (as mlx5); it changes nothing for the daemon's CQ */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (attr->parent_domain == NULL || attr->parent_domain->context != context ||
+	     shim_pd(attr->parent_domain)->protection == NULL))
+		return shim_null(EINVAL);
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
 		return shim_null(EOPNOTSUPP);
 	if (attr->wc_flags & ~(uint64_t)SHIM_WC_FLAGS_SUPPORTED) {
 		/* Completion timestamps only when the daemon reports a clock. */

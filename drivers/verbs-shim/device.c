@@ -216,6 +216,7 @@ int shim_query_device_ex(struct ibv_context *context, const struct ibv_query_dev
 	ex.odp_caps.per_transport_caps.uc_odp_caps = a.odp_uc_caps;
 	ex.odp_caps.per_transport_caps.ud_odp_caps = a.odp_ud_caps;
 	ex.xrc_odp_caps = a.odp_xrc_caps;
+	ex.max_dm_size = a.max_dm_size;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }

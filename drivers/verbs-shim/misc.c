@@ -257,30 +257,29 @@ SHIM_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct 
 	dst->packet_life_time_selector = src->packet_life_time_selector;
 }
 
-/* ---- multicast: not supported ---- */
+/* ---- multicast (ibv_attach_mcast(3)): the daemon keeps the membership ---- */
+
+static int shim_mcast(enum ipc_op op, struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	struct ipc_msg req, rsp;
+
+	if (qp == NULL || gid == NULL)
+		return shim_ret(EINVAL);
+	shim_req(&req, op);
+	req.u.req_ATTACH_MCAST.qp = shim_qp(qp)->handle;
+	req.u.req_ATTACH_MCAST.lid = lid;
+	memcpy(req.u.req_ATTACH_MCAST.gid, gid->raw, sizeof(gid->raw));
+	return shim_ret(shim_rpc(shim_ctx(qp->context), &req, NULL, 0, &rsp, NULL));
+}
 
 SHIM_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp; (void)gid; (void)lid;
-	return shim_ret(EOPNOTSUPP);
+	return shim_mcast(IPC_OP_ATTACH_MCAST, qp, gid, lid);
 }
 
 SHIM_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp; (void)gid; (void)lid;
-	return shim_ret(EOPNOTSUPP);
+	return shim_mcast(IPC_OP_DETACH_MCAST, qp, gid, lid);
 }
 
-/* ---- device memory import (IBVERBS_1.13): not supported ---- */
-
-SHIM_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
-{
-	(void)context;
-	(void)dm_handle;
-	return shim_null(EOPNOTSUPP);
-}
-
-SHIM_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
-	(void)dm;
-}
+/* device memory import (IBVERBS_1.13): dm.c */

@@ -26,12 +26,22 @@ SHIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return &pd->pd;
 }
 
-/* 0 or a positive errno; EBUSY while MRs, QPs, SRQs or AHs still use the PD. */
+/*
+ * 0 or a positive errno; EBUSY while MRs, QPs, SRQs, AHs, windows or parent
+ * domains still use the PD. A parent domain is freed alone (domain.c).
+ */
 SHIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct shim_pd *pd = shim_pd(ibpd);
 	struct ipc_msg req, rsp;
 	int rc;
+
+	if (pd->protection != NULL) {
+		shim_dealloc_parent_domain(pd);
+		return 0;
+	}
+	if (__atomic_load_n(&pd->domains, __ATOMIC_ACQUIRE) != 0)
+		return shim_ret(EBUSY);
 
 	shim_req(&req, IPC_OP_DEALLOC_PD);
 	req.u.req_DEALLOC_PD.handle = pd->handle;

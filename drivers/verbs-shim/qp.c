@@ -57,32 +57,60 @@ int shim_check_send_ops(enum ibv_qp_type type, uint64_t f)
 {
 	uint64_t ok = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
+	if (type == IBV_QPT_XRC_SEND) /* sends as RC does */
+		type = IBV_QPT_RC;
+	else if (type == IBV_QPT_XRC_RECV) /* sends nothing */
+		return f ? EOPNOTSUPP : 0;
+
 	if (type == IBV_QPT_UC || type == IBV_QPT_RC)
-		ok |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		ok |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		      IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 	if (type == IBV_QPT_RC)
 		ok |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
+		      IBV_QP_EX_WITH_ATOMIC_WRITE;
 	return (f & ~ok) ? EOPNOTSUPP : 0;
+}
+
+/*
+ * What a QP of its type must name (EINVAL otherwise), as rdma-core's
+ * ibv_cmd_create_qp_ex2(): XRC_RECV (TGT) an XRC domain and nothing else
+ * of its own; XRC_SEND (INI) a PD and a send CQ; the others a PD and both CQs.
+ */
+static int shim_qp_objs_ok(const struct ibv_qp_init_attr_ex *attr)
+{
+	bool has_pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) && attr->pd != NULL;
+
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd != NULL ? 0 : EINVAL;
+	if (!has_pd || attr->send_cq == NULL)
+		return EINVAL;
+	if (attr->qp_type == IBV_QPT_XRC_SEND)
+		return 0;
+	return attr->recv_cq == NULL ? EINVAL : 0;
 }
 
 /* verbs_context.create_qp_ex, and the body of ibv_create_qp. */
 struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;
 	struct ipc_msg req, rsp;
 	int rfds[IPC_MAX_FDS] = { -1, -1 };
+	bool tgt = attr->qp_type == IBV_QPT_XRC_RECV;
+	bool xrc = tgt || attr->qp_type == IBV_QPT_XRC_SEND;
 	struct shim_qp *qp;
 	int rc;
 
 	if (attr->comp_mask & ~known)
 		return shim_null(EOPNOTSUPP);
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL || attr->send_cq == NULL ||
-	    attr->recv_cq == NULL)
-		return shim_null(EINVAL);
-	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD && !xrc &&
+	    attr->qp_type != IBV_QPT_RAW_PACKET) /* the daemon says whether it has RAW_PACKET QPs */
 		return shim_null(EOPNOTSUPP);
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD)
+	if ((rc = shim_qp_objs_ok(attr)) != 0)
+		return shim_null(rc);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
 		return shim_null(EOPNOTSUPP);
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (rc = shim_check_send_ops(attr->qp_type, attr->send_ops_flags)) != 0)
@@ -93,20 +121,26 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 
 	shim_req(&req, IPC_OP_CREATE_QP);
 	req.u.req_CREATE_QP.user_handle = (uintptr_t)qp;
-	req.u.req_CREATE_QP.pd = shim_pd(attr->pd)->handle;
-	req.u.req_CREATE_QP.send_cq = shim_cq(attr->send_cq)->handle;
-	req.u.req_CREATE_QP.recv_cq = shim_cq(attr->recv_cq)->handle;
-	req.u.req_CREATE_QP.srq = attr->srq ? shim_srq(attr->srq)->handle : IPC_HANDLE_NONE;
+	if (!tgt) {
+		req.u.req_CREATE_QP.pd = shim_pd(attr->pd)->handle;
+		req.u.req_CREATE_QP.send_cq = shim_cq(attr->send_cq)->handle;
+	}
+	if (!xrc) {
+		req.u.req_CREATE_QP.recv_cq = shim_cq(attr->recv_cq)->handle;
+		req.u.req_CREATE_QP.srq = attr->srq ? shim_srq(attr->srq)->handle : IPC_HANDLE_NONE;
+	}
+	if (tgt)
+		req.u.req_CREATE_QP.xrcd = shim_xrcd(attr->xrcd)->handle;
 	req.u.req_CREATE_QP.qp_type = attr->qp_type;
 	req.u.req_CREATE_QP.sq_sig_all = attr->sq_sig_all != 0;
 	req.u.req_CREATE_QP.send_ops_flags =
 		(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? attr->send_ops_flags : 0;
 	ipc_cap_from_ibv(&attr->cap, &req.u.req_CREATE_QP.cap);
 	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, rfds);
-	if (rc == 0 && rfds[0] < 0)
+	if (rc == 0 && rfds[0] < 0 && !tgt)
 		rc = EPROTO;
-	if (rc == 0) {
-		rc = shim_qp_map(qp, &rsp.u.rsp_CREATE_QP, rfds[0], attr->srq != NULL);
+	if (rc == 0 && !tgt) { /* a TGT QP has no queue of the application's */
+		rc = shim_qp_map(qp, &rsp.u.rsp_CREATE_QP, rfds[0], attr->srq != NULL || xrc);
 		if (rc) {
 			struct ipc_msg d, dr;
 
@@ -132,20 +166,26 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	pthread_cond_init(&qp->qp.cond, NULL);
 	qp->qp.context = context;
 	qp->qp.qp_context = attr->qp_context;
-	qp->qp.pd = attr->pd;
-	qp->qp.send_cq = attr->send_cq;
-	qp->qp.recv_cq = attr->recv_cq;
-	qp->qp.srq = attr->srq;
+	qp->qp.pd = tgt ? NULL : attr->pd;
+	qp->qp.send_cq = tgt ? NULL : attr->send_cq;
+	qp->qp.recv_cq = xrc ? NULL : attr->recv_cq;
+	qp->qp.srq = xrc ? NULL : attr->srq;
+	if (tgt) {
+		qp->xrcd = attr->xrcd;
+		qp->comp_mask |= 1u << 0; /* VERBS_QP_XRCD */
+	}
 	qp->qp.handle = qp->handle;
 	qp->qp.qp_num = rsp.u.rsp_CREATE_QP.qpn;
 	qp->qp.state = IBV_QPS_RESET;
 	qp->qp.qp_type = attr->qp_type;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qp->has_qpx = true;
-		qp->comp_mask = 1u << 1; /* VERBS_QP_EX */
+		qp->comp_mask |= 1u << 1; /* VERBS_QP_EX */
 		shim_qp_ex_init(qp, attr->send_ops_flags);
 	}
 	shim_live_add(context, &qp->qp);
+	if (qp->qp.qp_type == IBV_QPT_UD)
+		shim_ud_add(qp);
 	return &qp->qp;
 }
 
@@ -272,16 +312,24 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	uint32_t events;
 	int rc;
 
+	if (ibqp->qp_type == IBV_QPT_UD) {
+		shim_ud_drain_qp(qp); /* its posted sends go out first, as a NIC's would */
+		shim_ud_del(qp);      /* no ibv_destroy_ah waits for it once it is gone */
+	}
 	shim_req(&req, IPC_OP_DESTROY_QP);
 	req.u.req_DESTROY_QP.handle = qp->handle;
 	rc = shim_destroy_rc(ibqp->context, shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL));
-	if (rc)
+	if (rc) {
+		if (ibqp->qp_type == IBV_QPT_UD)
+			shim_ud_add(qp);
 		return shim_ret(rc);
+	}
 	events = shim_live_del(ibqp->context, ibqp, &qp->async_events);
 	if (!shim_ctx(ibqp->context)->dead)
 		shim_wait_async_acks(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, events);
 	shim_qp_clean_cqs(ibqp);
-	munmap(qp->shm, qp->shm_size);
+	if (qp->shm != NULL) /* an XRC TGT QP has none */
+		munmap(qp->shm, qp->shm_size);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);
@@ -318,9 +366,22 @@ static bool shim_send_state_ok(enum ibv_qp_state s)
 	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE || s == IBV_QPS_ERR;
 }
 
-/* The WR opcode table (wqe.h): LOCAL_INV, BIND_MW, TSO, DRIVER1, ATOMIC_WRITE are not supported. */
+/*
+ * The WR opcode table (wqe.h): TSO and DRIVER1 are not supported. FLUSH
+ * (14, rdma-core 45's IBV_WR_FLUSH) is the engine's, but struct
+ * ibv_send_wr of rdma-core 44 cannot carry its placement type and
+ * selectivity, and its ibv_qp_ex has no wr_flush: no application reaches it.
+ */
 bool shim_opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
+	if ((uint32_t)op == WR_FLUSH)
+		return false;
+	if (t == IBV_QPT_XRC_SEND) { /* an XRC INI QP sends as RC (IBTA 9.8.2) */
+		/* IBTA 1.5 ATOMIC WRITE has no XRC opcode in the engine (nor in rxe) */
+		if ((uint32_t)op == WR_ATOMIC_WRITE)
+			return false;
+		t = IBV_QPT_RC;
+	}
 	return wr_opcode_valid((uint32_t)op, (uint32_t)t);
 }
 
@@ -332,6 +393,8 @@ static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *w
 	if (!shim_opcode_ok(t, wr->opcode) || wr->num_sge < 0)
 		return EINVAL;
 	if (t == IBV_QPT_UD && wr->wr.ud.ah == NULL)
+		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW && wr->bind_mw.mw == NULL)
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t total = 0;
@@ -371,6 +434,7 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 	switch (op.kind) {
 	case WR_KIND_WRITE:
 	case WR_KIND_READ:
+	case WR_KIND_ATOMIC_WRITE: /* its 8 bytes are the SGEs' (or inline) */
 		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		w->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;
@@ -380,6 +444,11 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 		w->wr.atomic.compare_add = wr->wr.atomic.compare_add;
 		w->wr.atomic.swap = wr->wr.atomic.swap;
 		break;
+	case WR_KIND_LOCAL:
+		w->num_sge = 0; /* the engine reads no SGEs of a local operation */
+		if (wr->opcode == IBV_WR_BIND_MW)
+			shim_fill_bind(w, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+		break;
 	default:
 		break;
 	}
@@ -387,6 +456,8 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 		w->imm_data = wr->invalidate_rkey;
 	else if (op.imm == WR_IMM_DATA)
 		w->imm_data = wr->imm_data;
+	if (qp->qp.qp_type == IBV_QPT_XRC_SEND)
+		w->xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
 	if (qp->qp.qp_type == IBV_QPT_UD) {
 		w->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
 		w->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
@@ -401,7 +472,7 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	int rc = 0;
 
 	pthread_spin_lock(&qp->sq_lock);
-	if (!shim_send_state_ok(ibqp->state)) {
+	if (qp->sq == NULL || !shim_send_state_ok(ibqp->state)) { /* XRC TGT: no send queue */
 		rc = EINVAL;
 		goto out;
 	}
@@ -463,8 +534,8 @@ int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	int rc;
 
 	pthread_spin_lock(&qp->rq_lock);
-	/* Linux rxe: a receive may be posted from INIT on; a QP with an SRQ has no RQ. */
-	if (ibqp->srq != NULL || ibqp->state == IBV_QPS_RESET) {
+	/* Linux rxe: a receive may be posted from INIT on; a QP with an SRQ has no RQ (XRC neither). */
+	if (qp->rq == NULL || ibqp->state == IBV_QPS_RESET) {
 		*bad = wr;
 		rc = EINVAL;
 	} else {

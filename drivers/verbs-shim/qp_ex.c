@@ -164,14 +164,23 @@ static void shim_wr_unsupported(struct shim_qp *qp)
 static void shim_wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 			    const struct ibv_mw_bind_info *info)
 {
-	(void)mw; (void)rkey; (void)info;
-	shim_wr_unsupported(qpx_of(x));
+	struct sq_wqe *w = shim_wr_open(x, IBV_WR_BIND_MW);
+
+	if (w == NULL)
+		return;
+	if (mw == NULL || info == NULL) {
+		qpx_of(x)->wr_err = EINVAL;
+		return;
+	}
+	shim_fill_bind(w, mw, rkey, info);
 }
 
 static void shim_wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)rkey;
-	shim_wr_unsupported(qpx_of(x));
+	struct sq_wqe *w = shim_wr_open(x, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->imm_data = rkey;
 }
 
 static void shim_wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16_t mss)
@@ -180,17 +189,31 @@ static void shim_wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, ui
 	shim_wr_unsupported(qpx_of(x));
 }
 
+/* XRC INI: the target's XRC SRQ of the WR just opened (XRCETH). */
 static void shim_wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
 {
-	(void)srqn;
-	shim_wr_unsupported(qpx_of(x));
+	struct shim_qp *qp = qpx_of(x);
+
+	if (qp->qp.qp_type != IBV_QPT_XRC_SEND)
+		shim_wr_unsupported(qp);
+	else if (qp->wr_cur != NULL)
+		qp->wr_cur->xrc_remote_srqn = srqn;
 }
 
+/* IBTA 1.5 ATOMIC WRITE: the 8 bytes travel inline in the WQE, whatever max_inline_data is. */
 static void shim_wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr,
 				 const void *data)
 {
-	(void)rkey; (void)raddr; (void)data;
-	shim_wr_unsupported(qpx_of(x));
+	struct sq_wqe *w = shim_wr_open(x, IBV_WR_ATOMIC_WRITE);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = raddr;
+		memcpy(w->inline_data, data, 8);
+		w->inline_len = 8;
+		w->num_sge = 0;
+		w->send_flags |= IBV_SEND_INLINE;
+	}
 }
 
 static void shim_wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)

@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -57,6 +58,14 @@ struct shim_context {
 	int import_fd;             /* ibv_import_device's cmd_fd, ours to close; -1: opened */
 	pthread_mutex_t rpc_lock;  /* one request in flight per connection */
 	uint32_t seq;
+	/*
+	 * The connection requests travel on: cmd_fd in the process that opened
+	 * the context; in a forked child that calls through it, a connection of
+	 * the child's own in cmd_fd's group (shim_rpc), with its async socket.
+	 */
+	int rpc_fd;
+	int rpc_async_fd;          /* the child's connection's async socket; -1: none */
+	pid_t rpc_pid;             /* the process rpc_fd is for */
 	struct ipc_device_attr attr; /* cached at open, for post-path limits */
 	bool async_eof;            /* the async socket saw EOF (daemon gone), reported once */
 	_Atomic bool dead;         /* the daemon connection broke: requests fail with EIO */
@@ -67,6 +76,8 @@ struct shim_context {
 	pthread_mutex_t live_lock;
 	void **live;
 	uint32_t nlive, live_cap;
+	pthread_mutex_t ud_lock;   /* ud_qps, and their ud_wait/ud_target (drain.c) */
+	struct shim_qp *ud_qps;    /* live UD QPs, whose SQs drain before an AH goes */
 };
 
 static inline struct shim_context *shim_ctx(struct ibv_context *c)
@@ -99,6 +110,12 @@ static inline int shim_destroy_rc(struct ibv_context *c, int rc)
 }
 /* Start a request of @p op in @p m (zeroed body). */
 void shim_req(struct ipc_msg *m, enum ipc_op op);
+/*
+ * A destroy whose request is only the object's @p handle and whose answer
+ * has no body the shim needs (DEALLOC_MW, DESTROY_FLOW): @return 0 or an
+ * errno (shim_destroy_rc() applied); the caller frees on 0.
+ */
+int shim_destroy_handle(struct ibv_context *c, enum ipc_op op, uint32_t handle);
 /* Map a daemon-created memfd; @return address or NULL (errno set). */
 void *shim_map_shm(int fd, uint64_t size);
 /** Environment variable @p name as a decimal number <= @p max, or @p dflt if unset, empty or not one. */
@@ -133,12 +150,31 @@ static inline int shim_minus1(int e)
 	return -1;
 }
 
-/* ---- pd.c ---- */
+/* ---- pd.c, domain.c ---- */
+struct shim_td {
+	struct ibv_td td;
+	uint32_t domains;             /* parent domains naming it (atomic) */
+};
+static inline struct shim_td *shim_td(struct ibv_td *t) { return (struct shim_td *)t; }
+
+/* A protection domain, or a parent domain (protection != NULL) standing for one. */
 struct shim_pd {
 	struct ibv_pd pd;
-	uint32_t handle;
+	uint32_t handle;              /* the daemon's PD: a parent domain's is its protection domain's */
+	uint32_t domains;             /* PD: parent domains naming it (atomic) */
+	struct shim_pd *protection;   /* parent domain: its protection domain */
+	struct shim_td *td;           /* parent domain: its thread domain, or NULL */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type); /* kept, never called (domain.c) */
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
 };
 static inline struct shim_pd *shim_pd(struct ibv_pd *p) { return (struct shim_pd *)p; }
+struct ibv_td *shim_alloc_td(struct ibv_context *context, struct ibv_td_init_attr *attr);
+int shim_dealloc_td(struct ibv_td *td);
+struct ibv_pd *shim_alloc_parent_domain(struct ibv_context *context,
+					struct ibv_parent_domain_init_attr *attr);
+void shim_dealloc_parent_domain(struct shim_pd *pd);
 
 /* ---- mr.c ---- */
 struct shim_backing;
@@ -150,6 +186,12 @@ struct shim_mr {
 	bool odp;                     /* IBV_ACCESS_ON_DEMAND: never a backing */
 	struct shim_mr *odp_next;     /* in shim_odp_mrs, for ibv_advise_mr */
 };
+/* ---- dm.c ---- */
+struct ibv_dm *shim_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
+int shim_free_dm(struct ibv_dm *dm);
+struct ibv_mr *shim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset, size_t length,
+			      unsigned int access);
+
 int shim_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		   struct ibv_sge *sg_list, uint32_t num_sge);
 
@@ -198,6 +240,19 @@ uint32_t shim_live_del(struct ibv_context *context, void *obj, const uint32_t *e
 void shim_wait_async_acks(pthread_mutex_t *m, pthread_cond_t *cv, const uint32_t *acked,
 			  uint32_t reported);
 
+/* ---- xrcd.c ---- */
+struct shim_xrcd {
+	struct {                      /* shaped like rdma-core's verbs_xrcd */
+		struct ibv_xrcd xrcd;
+		uint32_t comp_mask;
+		uint32_t handle;
+	} v;
+	uint32_t handle;              /* OPEN_XRCD's */
+};
+static inline struct shim_xrcd *shim_xrcd(struct ibv_xrcd *x) { return (struct shim_xrcd *)x; }
+struct ibv_xrcd *shim_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
+int shim_close_xrcd(struct ibv_xrcd *xrcd);
+
 /* ---- srq.c ---- */
 struct shim_srq {
 	struct {                      /* shaped like rdma-core's verbs_srq */
@@ -243,6 +298,10 @@ struct shim_qp {
 	uint32_t wr_pending;          /* WQEs written after prod */
 	struct sq_wqe *wr_cur;        /* the WQE wr_set_* complete */
 	int wr_err;                   /* first error, reported by wr_complete */
+	/* UD QPs only, under the context's ud_lock (drain.c) */
+	struct shim_qp *ud_next;
+	bool ud_wait;                 /* shim_ud_drain_pd waits for ud_target */
+	uint32_t ud_target;           /* SQ producer index when ibv_destroy_ah was called */
 };
 static inline struct shim_qp *shim_qp(struct ibv_qp *q) { return (struct shim_qp *)q; }
 int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
@@ -265,6 +324,38 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 	uint32_t used = prod - cons;
 
 	return used >= cap ? 0 : cap - used;
+}
+
+/* ---- drain.c: UD send queues drain before their AH or QP goes ---- */
+/* Enter/leave the context's list of live UD QPs (create, destroy). */
+void shim_ud_add(struct shim_qp *qp);
+void shim_ud_del(struct shim_qp *qp);
+/*
+ * Before the daemon destroys an AH of @p pd: wait until every UD QP of that
+ * PD in RTS has completed the WQEs posted so far. Bounded; returns at once
+ * when nothing is pending or the daemon connection is gone.
+ */
+void shim_ud_drain_pd(struct ibv_pd *pd);
+/* The same for the SQ of @p qp alone, before the daemon destroys it (UD in RTS only). */
+void shim_ud_drain_qp(struct shim_qp *qp);
+
+/* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
+struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+/* flow.c */
+struct ibv_flow *shim_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int shim_destroy_flow(struct ibv_flow *flow);
+int shim_dealloc_mw(struct ibv_mw *mw);
+int shim_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* The bind fields of a BIND_MW WQE (ibv_post_send, ibv_wr_bind_mw). */
+static inline void shim_fill_bind(struct sq_wqe *w, const struct ibv_mw *mw, uint32_t rkey,
+				  const struct ibv_mw_bind_info *b)
+{
+	w->wr.bind.mw_rkey = mw->rkey;
+	w->wr.bind.rkey = rkey;
+	w->wr.bind.mr_lkey = b->mr ? b->mr->lkey : 0;
+	w->wr.bind.addr = b->addr;
+	w->wr.bind.length = b->length;
+	w->wr.bind.access = b->mw_access_flags;
 }
 
 /* ---- ah.c ---- */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* verbs shim: shared receive queues (basic SRQs; XRC and tag matching are not supported). */
+/* verbs shim: shared receive queues (basic and XRC SRQs; tag matching is not supported). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +8,10 @@
 
 #include "shim.h"
 
+/* @p xrcd and @p cq: an XRC SRQ's (IBV_SRQT_XRC), else NULL. */
 static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
-				       struct ibv_srq_attr *attr)
+				       struct ibv_srq_attr *attr, struct ibv_xrcd *xrcd,
+				       struct ibv_cq *cq)
 {
 	struct ibv_context *context = pd->context;
 	struct ipc_msg req, rsp;
@@ -26,6 +28,11 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 	req.u.req_CREATE_SRQ.max_wr = attr->max_wr;
 	req.u.req_CREATE_SRQ.max_sge = attr->max_sge;
 	req.u.req_CREATE_SRQ.srq_limit = attr->srq_limit;
+	if (xrcd != NULL) {
+		req.u.req_CREATE_SRQ.srq_type = IBV_SRQT_XRC;
+		req.u.req_CREATE_SRQ.xrcd = shim_xrcd(xrcd)->handle;
+		req.u.req_CREATE_SRQ.cq = shim_cq(cq)->handle;
+	}
 	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, rfds);
 	if (rc == 0 && (rfds[0] < 0 || r->ring.stride != sizeof(struct rq_wqe) ||
 			ipc_ring_bytes(r->ring.entries, r->ring.stride) == 0 ||
@@ -63,7 +70,9 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 	srq->v.srq.srq_context = srq_context;
 	srq->v.srq.pd = pd;
 	srq->v.srq.handle = srq->handle;
-	srq->v.srq_type = IBV_SRQT_BASIC;
+	srq->v.srq_type = xrcd ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	srq->v.xrcd = xrcd;
+	srq->v.cq = cq;
 	srq->v.srq_num = srq->srqn;
 	attr->max_wr = srq->max_wr;
 	attr->max_sge = srq->max_sge;
@@ -73,20 +82,30 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 
 SHIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
 {
-	return shim_srq_create(pd, init->srq_context, &init->attr);
+	return shim_srq_create(pd, init->srq_context, &init->attr, NULL, NULL);
 }
 
-/* verbs_context.create_srq_ex: basic SRQs with a PD only. */
+/*
+ * verbs_context.create_srq_ex: basic SRQs, and XRC SRQs (IBV_SRQT_XRC with
+ * an XRC domain, a CQ and a PD, as rdma-core's ibv_cmd_create_srq_ex()
+ * requires); tag matching is not supported.
+ */
 struct ibv_srq *shim_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *init)
 {
+	const uint32_t xrc = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	bool is_xrc = (init->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && init->srq_type == IBV_SRQT_XRC;
+
 	(void)context;
-	if (init->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD))
+	if (init->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | xrc))
 		return shim_null(EOPNOTSUPP);
-	if ((init->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && init->srq_type != IBV_SRQT_BASIC)
+	if ((init->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && init->srq_type != IBV_SRQT_BASIC && !is_xrc)
 		return shim_null(EOPNOTSUPP);
 	if (!(init->comp_mask & IBV_SRQ_INIT_ATTR_PD) || init->pd == NULL)
 		return shim_null(EINVAL);
-	return shim_srq_create(init->pd, init->srq_context, &init->attr);
+	if (is_xrc && ((init->comp_mask & xrc) != xrc || init->xrcd == NULL || init->cq == NULL))
+		return shim_null(EINVAL);
+	return shim_srq_create(init->pd, init->srq_context, &init->attr, is_xrc ? init->xrcd : NULL,
+			       is_xrc ? init->cq : NULL);
 }
 
 int shim_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)

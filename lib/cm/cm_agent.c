@@ -188,9 +188,16 @@ timewait_us(const struct cm_agent *a, const struct cm_conn *c)
 	return cm_iba_time_us(clamp5(c->packet_life_time + 1u));
 }
 
+/*
+ * TimeWait keeps the comm ID (a late DREQ is answered, a duplicate REQ
+ * gets a stale REJ) but frees the QPN: as cm.c's cm_enter_timewait() ->
+ * cm_cleanup_timewait(), only a live connection makes a REQ naming its
+ * QPN stale, so a QPN reused at once connects again.
+ */
 static void
 enter_timewait(struct cm_agent *a, struct cm_conn *c, uint64_t now)
 {
+	cm_remove_qpn(a, c);
 	c->state = CM_STATE_TIMEWAIT;
 	count(a, CM_CTR_TIMEWAIT_ENTER);
 	cm_timer_arm(a, c, now + timewait_us(a, c));

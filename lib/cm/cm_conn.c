@@ -155,6 +155,14 @@ cm_insert_remote(struct cm_agent *a, struct cm_conn *c)
 }
 
 void
+cm_remove_qpn(struct cm_agent *a, struct cm_conn *c)
+{
+	if (c->tables & CM_IN_QPN)
+		chain_remove(a, a->qpn_tbl, NEXT_QPN, hash2(a, c->remote_qpn, c->remote_ca_guid), c);
+	c->tables &= (uint8_t)~CM_IN_QPN;
+}
+
+void
 cm_remove_remote(struct cm_agent *a, struct cm_conn *c)
 {
 	if (c->tables & CM_IN_REMOTE)

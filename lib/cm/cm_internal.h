@@ -98,6 +98,8 @@ struct cm_conn *cm_find_qpn(const struct cm_agent *a, uint32_t remote_qpn, uint6
 			    const struct cm_conn *except);
 void cm_insert_remote(struct cm_agent *a, struct cm_conn *c);
 void cm_remove_remote(struct cm_agent *a, struct cm_conn *c);
+/* Take c out of the QPN table only (TimeWait: its QPN may connect again). */
+void cm_remove_qpn(struct cm_agent *a, struct cm_conn *c);
 void cm_timer_arm(struct cm_agent *a, struct cm_conn *c, uint64_t deadline);
 void cm_timer_cancel(struct cm_agent *a, struct cm_conn *c);
 /* The conn whose timer is earliest and due at now, or NULL (it stays armed). */

@@ -74,7 +74,8 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	cfg->ndevices = 1;
 	cfg->limits = (struct ctl_limits){
 		.max_conns = 64, .max_pd = 256, .max_mr = 1024, .max_channels = 256,
-		.max_cq = 512, .max_qp = 512, .max_srq = 128, .max_ah = 1024, .qpn_base = 0x11,
+		.max_cq = 512, .max_qp = 512, .max_srq = 128, .max_ah = 1024, .max_mw = 1024,
+		.max_xrcd = 64, .qpn_base = 0x11,
 	};
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->num_comp_vectors = 1;
@@ -93,7 +94,11 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_qp = cfg->limits.max_qp;
 	a->max_qp_wr = 4096;
 	a->device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_RC_RNR_NAK_GEN;
+			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
+	/* IBTA 1.5: ATOMIC WRITE and FLUSH of global visibility (no pmem) */
+	a->device_cap_flags_ex = QP_DEVICE_ATOMIC_WRITE | QP_DEVICE_FLUSH_GLOBAL;
+	a->max_mw = cfg->limits.max_mw;
 	a->max_sge = WQE_MAX_SGE;
 	a->max_sge_rd = WQE_MAX_SGE;
 	a->max_cq = cfg->limits.max_cq;
@@ -107,6 +112,9 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_res_rd_atom = XPORT_MAX_RD_ATOMIC * cfg->limits.max_qp;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = cfg->limits.max_ah;
+	a->max_mcast_grp = 64;
+	a->max_mcast_qp_attach = 16;
+	a->max_total_mcast_qp_attach = 256;
 	a->max_srq = cfg->limits.max_srq;
 	a->max_srq_wr = 4096;
 	a->max_srq_sge = WQE_MAX_SGE;
@@ -114,7 +122,7 @@ void ctl_config_default(struct ctl_config *cfg, const char *name, const uint8_t 
 	a->max_pkeys = CTL_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
-	/* the engine paces RC requesters (lib/qp xport rate_limit_kbps) */
+	/* the engine paces RC requesters (lib/xport rate_limit_kbps) */
 	a->qp_rate_limit_min = XPORT_PACE_MIN_KBPS;
 	a->qp_rate_limit_max = XPORT_PACE_MAX_KBPS;
 	a->pacing_supported_qpts = 1u << IBV_QPT_RC;
@@ -133,6 +141,10 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev)
 	s->dev.pacing.supported_qpts = d->attr.pacing_supported_qpts;
 	s->dev.max_inline_data = d->attr.max_inline_data;
 	s->dev.qp_types = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
+	if (ctl->cfg.limits.max_xrcd)
+		s->dev.qp_types |= 1u << IBV_QPT_XRC_SEND | 1u << IBV_QPT_XRC_RECV;
+	if (ctl->cfg.limits.max_flows != 0)
+		s->dev.qp_types |= 1u << IBV_QPT_RAW_PACKET;
 	s->dev.port = s->port;
 	s->dev.resolve = ctl->cfg.resolve;
 	s->dev.resolve_ctx = ctl->cfg.resolve_ctx;
@@ -156,8 +168,12 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev)
 static const size_t ctl_obj_sizes[CTL_KIND_COUNT] = {
 	[CTL_KIND_QP] = sizeof(struct ctl_qp),
 	[CTL_KIND_SRQ] = sizeof(struct ctl_srq),
+	[CTL_KIND_XRCD] = sizeof(struct ctl_xrcd),
 	[CTL_KIND_AH] = sizeof(struct ctl_ah),
 	[CTL_KIND_MR] = sizeof(struct ctl_mr),
+	[CTL_KIND_MW] = sizeof(struct ctl_mw),
+	[CTL_KIND_DM] = sizeof(struct ctl_dm),
+	[CTL_KIND_FLOW] = sizeof(struct ctl_flow),
 	[CTL_KIND_CQ] = sizeof(struct ctl_cq),
 	[CTL_KIND_CHANNEL] = sizeof(struct ctl_channel),
 	[CTL_KIND_PD] = sizeof(struct ctl_pd),
@@ -177,8 +193,12 @@ static uint32_t ctl_kind_cap(const struct ctl_limits *l, enum ctl_kind k)
 	switch (k) {
 	case CTL_KIND_QP: return l->max_qp;
 	case CTL_KIND_SRQ: return l->max_srq;
+	case CTL_KIND_XRCD: return l->max_xrcd ? l->max_xrcd : 1; /* 0: OPEN_XRCD refused */
 	case CTL_KIND_AH: return l->max_ah;
 	case CTL_KIND_MR: return l->max_mr;
+	case CTL_KIND_MW: return l->max_mw ? l->max_mw : 1; /* 0: ALLOC_MW refused */
+	case CTL_KIND_DM: return l->max_mr; /* bounded by bytes (max_dm_bytes) first */
+	case CTL_KIND_FLOW: return l->max_flows ? l->max_flows : 1; /* 0: CREATE_FLOW refused */
 	case CTL_KIND_CQ: return l->max_cq;
 	case CTL_KIND_CHANNEL: return l->max_channels;
 	case CTL_KIND_PD: return l->max_pd;
@@ -202,7 +222,8 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 
 	if (cfg->ndevices == 0 || cfg->ndevices > CTL_MAX_DEVICES || cfg->limits.max_conns == 0 ||
 	    cfg->limits.n_lcores > 1024 ||
-	    cfg->limits.max_mr >= (UINT32_C(1) << 24) - 1 ||
+	    cfg->limits.max_mr >= (UINT32_C(1) << 23) - 1 || /* MR keys below mw.h's MW_KEY_FLAG */
+	    cfg->limits.max_mw > MW_MAX_CAPACITY ||
 	    cfg->limits.qpn_base < 2 || cfg->limits.qpn_base + cfg->limits.max_qp > 0xffffff) {
 		errno = EINVAL;
 		return NULL;
@@ -220,10 +241,27 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 	if (ctl == NULL)
 		return NULL;
 	ctl->cfg = *cfg;
+	for (uint32_t d = 0; d < cfg->ndevices; d++) {
+		struct ipc_device_attr *a = &ctl->cfg.dev[d].attr;
+
+		/* windows as many as the table holds; none: no window capability */
+		if (a->max_mw > cfg->limits.max_mw)
+			a->max_mw = cfg->limits.max_mw;
+		if (a->max_mw == 0)
+			a->device_cap_flags &= ~(uint32_t)(IBV_DEVICE_MEM_WINDOW |
+							   IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+							   IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+		/* XRC as the configuration allows; none: no XRC capability */
+		if (cfg->limits.max_xrcd == 0)
+			a->device_cap_flags &= ~(uint32_t)IBV_DEVICE_XRC;
+	}
+	ctl_flow_caps(ctl);
 	ctl_cm_limits_default(&ctl->cfg.cm_limits);
 	ctl->cur = &ctl->detached;
 	for (uint32_t d = 0; d < cfg->ndevices; d++) {
 		ctl_mr_odp_caps(&ctl->cfg.dev[d].attr);
+		if (cfg->limits.max_xrcd == 0)
+			ctl->cfg.dev[d].attr.odp_xrc_caps = 0;
 		ctl_devsem_build(ctl, d);
 	}
 	ctl->conns = calloc(cfg->limits.max_conns, sizeof(*ctl->conns));
@@ -237,16 +275,30 @@ struct ctl *ctl_create(const struct ctl_config *cfg)
 			goto fail;
 	}
 	ctl->mr_key_byte = calloc(ctl->tab[CTL_KIND_MR].cap + 1, 1);
-	if (ctl->mr_key_byte == NULL)
+	ctl->mw_key_byte = calloc(ctl->tab[CTL_KIND_MW].cap + 1, 1);
+	if (ctl->mr_key_byte == NULL || ctl->mw_key_byte == NULL || ctl_xrc_init(ctl) != 0)
 		goto fail;
+	if (cfg->limits.max_mw != 0) {
+		ctl->mws = mw_table_create(cfg->limits.max_mw, cfg->limits.max_mr + 1);
+		if (ctl->mws == NULL)
+			goto fail;
+	}
 	rc = ctl_cm_create(ctl);
 	if (rc < 0)
 		goto fail;
+	rc = ctl_mcast_create(ctl);
+	if (rc < 0) {
+		ctl_cm_destroy(ctl);
+		goto fail;
+	}
 	return ctl;
 fail:
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);
+	free(ctl->mw_key_byte);
+	ctl_xrc_fini(ctl);
+	mw_table_destroy(ctl->mws);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);
@@ -267,12 +319,21 @@ void ctl_destroy(struct ctl *ctl)
 		ctl_conn_close(c);
 	}
 	ctl_cm_destroy(ctl);
+	ctl_mcast_destroy(ctl);
 	for (int k = 0; k < CTL_KIND_COUNT; k++)
 		ctl_table_fini(&ctl->tab[k]);
 	free(ctl->mr_key_byte);
+	free(ctl->mw_key_byte);
+	ctl_xrc_fini(ctl);
+	mw_table_destroy(ctl->mws);
 	free(ctl->conns);
 	free(ctl->lcore_qps);
 	free(ctl);
+}
+
+struct mw_table *ctl_mw_table(const struct ctl *ctl)
+{
+	return ctl->mws;
 }
 
 int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,
@@ -311,7 +372,12 @@ void ctl_get_stats(const struct ctl *ctl, struct ctl_stats *st)
 	st->quarantined = ctl->quarantined;
 	st->quarantined_bytes = ctl->quarantined_bytes;
 	st->qkey_refused = ctl->qkey_refused;
+	st->raw_refused = ctl->raw_refused;
+	st->flows_bad = ctl->flows_bad;
+	st->flow = ctl->tab[CTL_KIND_FLOW].nused;
 	st->quota_refused = ctl->quota_refused;
+	st->dm = ctl->tab[CTL_KIND_DM].nused;
+	st->dm_bytes = ctl->dm_bytes;
 	st->conns_refused = ctl->conns_refused;
 	st->pd = ctl->tab[CTL_KIND_PD].nused;
 	st->mr = ctl->tab[CTL_KIND_MR].nused;
@@ -967,17 +1033,21 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	const struct ctl_quota *q = &c->ctl->cfg.quota;
 
 	*a = ctl_dev(c)->attr;
+	a->max_dm_size = c->ctl->cfg.limits.max_dm_size; /* ctl_dm.c */
 	/* this client's limits: the device's, or its quota where smaller */
 #define CTL_QUOTA_MIN(field, quota) \
 	if ((quota) != 0 && (quota) < a->field) \
 		a->field = (quota);
 	CTL_QUOTA_MIN(max_qp, q->max_qp)
+	CTL_QUOTA_MIN(max_raw_ethy_qp, q->max_qp)
 	CTL_QUOTA_MIN(max_cq, q->max_cq)
 	CTL_QUOTA_MIN(max_mr, q->max_mr)
 	CTL_QUOTA_MIN(max_pd, q->max_pd)
 	CTL_QUOTA_MIN(max_srq, q->max_srq)
 	CTL_QUOTA_MIN(max_ah, q->max_ah)
 	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
+	CTL_QUOTA_MIN(max_dm_size, q->max_dm_bytes)
+	CTL_QUOTA_MIN(max_total_mcast_qp_attach, q->max_mcast_attach)
 #undef CTL_QUOTA_MIN
 	return 0;
 }
@@ -1019,6 +1089,7 @@ int ctl_h_QUERY_GID(const struct ctl_req *x)
 		return ENODATA;
 	memcpy(r->gid, p->gid[q->index], 16);
 	r->gid_type = p->gid_type[q->index];
+	r->ndev_ifindex = p->gid_ndev[q->index];
 	return 0;
 }
 

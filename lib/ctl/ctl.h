@@ -45,6 +45,8 @@
 #include <sys/types.h>
 
 #include "ctl_cm.h"
+#include "ctl_mcast.h"
+#include "flow.h"
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "qp_attr.h"
@@ -66,6 +68,8 @@ struct ctl_port_cfg {
 	uint8_t gid[CTL_GID_TBL_LEN][16];
 	uint32_t gid_type[CTL_GID_TBL_LEN]; /**< IBV_GID_TYPE_IB / IBV_GID_TYPE_ROCE_V2 */
 	bool gid_valid[CTL_GID_TBL_LEN];
+	/** ifindex of the kernel interface holding the GID's address (0: none), as ndev_ifindex */
+	uint32_t gid_ndev[CTL_GID_TBL_LEN];
 	uint16_t pkey[CTL_PKEY_TBL_LEN];
 	uint8_t mac[6];
 };
@@ -88,6 +92,30 @@ struct ctl_limits {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
+	/**
+	 * Memory windows (ibv_alloc_mw) of all clients; 0: none (EOPNOTSUPP).
+	 * One lib/xport window table (mw.h) for every lcore: ctl_mw_table().
+	 */
+	uint32_t max_mw;
+	/**
+	 * Device memory (ibv_alloc_dm): bytes of all clients together, and
+	 * the largest one allocation (QUERY_DEVICE's max_dm_size); 0: none.
+	 */
+	uint64_t max_dm_bytes;
+	uint64_t max_dm_size;
+	/**
+	 * XRC domains (ibv_open_xrcd) of all clients, the XRCD handles of
+	 * every client counted (a domain shared by two contexts is two); 0: no
+	 * XRC (IBV_DEVICE_XRC not reported, OPEN_XRCD EOPNOTSUPP).
+	 */
+	uint32_t max_xrcd;
+	/**
+	 * Flow rules (ibv_create_flow) of all clients; 0: the dataplane carries
+	 * no RAW_PACKET QPs, so neither they nor flows exist (EOPNOTSUPP) and the
+	 * device reports max_raw_ethy_qp 0. Both need CAP_NET_RAW (EPERM), as in
+	 * Linux (uverbs create_qp, create_flow).
+	 */
+	uint32_t max_flows;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -108,6 +136,9 @@ struct ctl_limits {
  *    next free one with qpn % n_lcores == that lcore;
  *  - if they are bound to different lcores, ibv_create_qp fails with EINVAL
  *    (such a QP would need two producers on one CQ ring).
+ *  - XRC: an XRC domain is bound to one lcore while it has XRC SRQs or
+ *    XRC_RECV QPs (a TGT QP reaches every SRQ of its domain); an XRC SRQ
+ *    binds its CQ there too, and a TGT QP goes there.
  * @{ */
 /** @return the lcore of QPN @p qpn under @p limits. */
 static inline uint32_t ctl_qpn_lcore(const struct ctl_limits *limits, uint32_t qpn)
@@ -118,6 +149,7 @@ static inline uint32_t ctl_qpn_lcore(const struct ctl_limits *limits, uint32_t q
 
 struct ctl;
 struct ctl_conn;
+struct mw_table;
 struct ctl_qp;
 struct ctl_cq;
 struct ctl_srq;
@@ -139,9 +171,11 @@ struct ctl_ring_info {
 struct ctl_qp_info {
 	uint32_t qpn;
 	uint32_t qp_type;        /**< enum ibv_qp_type */
-	uint32_t pd;             /**< PD index: MR/AH/QP with equal pd may be used together */
-	uint32_t send_cqn;       /**< CQ numbers (see ctl_cq_info.cqn) */
+	uint32_t pd;             /**< PD index: MR/AH/QP with equal pd may be used together
+				      (XRC_RECV: UINT32_MAX, its SRQs' PDs count) */
+	uint32_t send_cqn;       /**< CQ numbers (see ctl_cq_info.cqn); UINT32_MAX: none (XRC) */
 	uint32_t recv_cqn;
+	uint32_t xrcd;           /**< XRC_RECV: its XRC domain number (1..); 0: none */
 	uint32_t srqn;           /**< UINT32_MAX: no SRQ */
 	uint32_t port;           /**< device-local port 1.. of the QP's device */
 	uint32_t dev;            /**< device index in the configuration */
@@ -165,8 +199,11 @@ struct ctl_cq_info {
 
 /** What the dataplane gets for an SRQ. */
 struct ctl_srq_info {
-	uint32_t srqn;
+	uint32_t srqn;           /**< also the number XRC requests name it by (XRCETH) */
 	uint32_t pd;
+	uint32_t xrcd;           /**< XRC SRQ: its domain number (1..); 0: a basic SRQ */
+	uint32_t cqn;            /**< XRC SRQ: the CQ of its completions; else UINT32_MAX */
+	uint32_t lcore;          /**< XRC SRQ: the lcore of its domain (QP placement) */
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;      /**< 0: disarmed; raise IBV_EVENT_SRQ_LIMIT_REACHED once below */
@@ -177,7 +214,7 @@ struct ctl_srq_info {
 
 /** What the dataplane gets for an MR. */
 struct ctl_mr_info {
-	uint32_t lkey;           /**< == rkey; (slot << 8) | 8-bit generation, as lib/qp mr.h;
+	uint32_t lkey;           /**< == rkey; (slot << 8) | 8-bit generation, as lib/xport mr.h;
 				      the dataplane may choose its own in mr_create */
 	uint32_t rkey;
 	uint32_t pd;
@@ -186,7 +223,7 @@ struct ctl_mr_info {
 	uint64_t length;
 	uint64_t app_addr;       /**< the application's virtual address of iova */
 	void *local;             /**< the same bytes mapped in this process; NULL: not shared,
-				      reach them in process @p pid (fallback: lib/qp mr.h
+				      reach them in process @p pid (fallback: lib/xport mr.h
 				      indirect regions, through @p mem_fd) */
 	pid_t pid;               /**< owner process (the registering connection's peer) */
 	int mem_fd;              /**< while local is NULL: /proc/@p pid/mem opened at
@@ -206,6 +243,21 @@ struct ctl_ah_info {
 	 * (destination MAC). The application copies it into every UD WQE.
 	 */
 	struct wr_av av;
+};
+
+/**
+ * What the dataplane gets for a flow rule (ibv_create_flow): frames of
+ * @c port that match @c match go to RAW_PACKET QP @c qpn (lib/flow
+ * flow_table semantics: the best priority of a port wins).
+ */
+struct ctl_flow_info {
+	uint32_t id;             /**< unique among live flows: < limits.max_flows */
+	uint32_t qpn;
+	uint32_t dev;            /**< device index in the configuration */
+	uint32_t port;           /**< device-local port 1.. */
+	uint16_t priority;       /**< lower first */
+	struct flow_match match; /**< checked (flow_match_check()) */
+	struct ctl_conn *owner;  /**< the owning connection group (its head) */
 };
 
 /** Things that happen to a QP in the dataplane (ctl_qp_event()). */
@@ -261,7 +313,7 @@ enum ctl_qp_event {
  */
 struct ctl_dataplane_ops {
 	/**
-	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/qp mr_reg()
+	 * May replace mr->lkey/rkey with keys of its own (e.g. lib/xport mr_reg()
 	 * chooses them); the application gets whatever they are on return.
 	 *
 	 * REREG_MR is mr_destroy of the old registration, then mr_create of the
@@ -298,6 +350,20 @@ struct ctl_dataplane_ops {
 	int (*qp_modify)(void *dp, const struct ctl_qp_info *qp, const struct qp_sem *next,
 			 const struct qp_sem_effects *fx);
 	void (*qp_destroy)(void *dp, const struct ctl_qp_info *qp);
+	/**
+	 * A UD QP joined a multicast group (ctl_mcast.h); answers at once (no
+	 * ctl_dp_defer()). A nonzero errno fails the attach, nothing kept.
+	 */
+	int (*mcast_attach)(void *dp, const struct ctl_mcast_info *m);
+	/** A QP left a group (ibv_detach_mcast, or its destroy). Cannot fail. */
+	void (*mcast_detach)(void *dp, const struct ctl_mcast_info *m);
+	/**
+	 * A flow rule steers frames to a RAW_PACKET QP from now on; answers at
+	 * once (no ctl_dp_defer()). A nonzero errno fails ibv_create_flow.
+	 */
+	int (*flow_create)(void *dp, const struct ctl_flow_info *f);
+	/** The rule is gone (ibv_destroy_flow or teardown, always before its QP). Cannot fail. */
+	void (*flow_destroy)(void *dp, const struct ctl_flow_info *f);
 };
 
 /**
@@ -313,8 +379,13 @@ struct ctl_quota {
 	uint32_t max_qp;
 	uint32_t max_srq;
 	uint32_t max_ah;
-	uint32_t max_channels;
+	uint32_t max_channels;   /**< (memory windows are bounded by max_mr, XRCD handles by max_pd) */
+	uint32_t max_cm_ids;      /**< rdma_cm ids (CM_CREATE_ID, and ids a CONNECT_REQUEST makes) */
+	uint32_t max_cm_channels; /**< rdma_cm event channels */
 	uint64_t max_mr_bytes;   /**< bytes of all its registrations */
+	uint64_t max_dm_bytes;   /**< bytes of all its device memory (ibv_alloc_dm) */
+	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
+	uint32_t max_flows;      /**< flow rules (ibv_create_flow) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
 	 * connection has at most one request pending (the next is read after
@@ -371,6 +442,15 @@ struct ctl *ctl_create(const struct ctl_config *cfg);
  * waiting for it are then freed without their destroy completing.
  */
 void ctl_destroy(struct ctl *ctl);
+
+/**
+ * The memory windows every lcore's engine checks window keys in
+ * (xport_qp_cfg.mws): shared by the lcores and the control thread, each
+ * window under its own lock (lib/xport mw.h). NULL when limits.max_mw is 0.
+ * ALLOC_MW opens a window, DEALLOC_MW and teardown close it, DEREG_MR is
+ * refused while windows are bound to the MR (EINVAL, as rxe).
+ */
+struct mw_table *ctl_mw_table(const struct ctl *ctl);
 
 /** Change one GID slot at runtime (address configured/removed). @return 0 or -errno. */
 int ctl_set_gid(struct ctl *ctl, uint32_t dev, uint32_t port, uint32_t index,
@@ -473,8 +553,13 @@ struct ctl_stats {
 	uint64_t quarantined;    /**< objects the dataplane could not let go of (kept mapped) */
 	uint64_t quarantined_bytes; /**< their shared memory and MR mappings */
 	uint64_t qkey_refused;   /**< controlled Q_Keys asked for without CAP_NET_RAW (EPERM) */
+	uint32_t flow;           /**< flow rules */
+	uint64_t raw_refused;    /**< RAW_PACKET QPs and flows asked for without CAP_NET_RAW (EPERM) */
+	uint64_t flows_bad;      /**< flow rules refused as malformed (EINVAL, EOPNOTSUPP) */
 	uint64_t quota_refused;  /**< requests refused by a client's quota (ENOMEM) */
 	uint64_t conns_refused;  /**< connections of peers not allowed (ctl_access) */
+	uint32_t dm;             /**< device memory allocations (ibv_alloc_dm) */
+	uint64_t dm_bytes;       /**< their bytes (limits.max_dm_bytes bounds them) */
 };
 
 /** Fill @p st. */

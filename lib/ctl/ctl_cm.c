@@ -37,6 +37,7 @@
 #include "ctl_cm.h"
 #include "ctl_internal.h"
 #include "ipc_verbs.h"
+#include "roce_mcast.h"
 
 #define CM_LISTEN_COOKIE (UINT64_C(1) << 63) /* lib/cm listener cookie: | service ID */
 #define CM_RESPONSE_TIMEOUT 20u   /* cma.c CMA_CM_RESPONSE_TIMEOUT: 4.096 us * 2^20 */
@@ -999,6 +1000,7 @@ void ctl_cm_id_release(struct ctl *ctl, struct ctl_obj *o)
 		cm_conn_destroy(cm->agent, id->conn, cm_now_us());
 		id->conn = CM_CONN_INVALID;
 	}
+	ctl_mcast_cm_id_gone(ctl, ctl_obj_handle(&id->o));
 	id->state = CMS_DONE;
 	id->bound = false;
 }
@@ -1164,6 +1166,8 @@ int ctl_h_CM_CREATE_ID(const struct ctl_req *x)
 			return EINVAL;
 		break;
 	default:
+		/* RDMA_PS_IPOIB among them: its Q_Key comes from the IPoIB
+		 * broadcast group's SA record (cma_set_qkey), and RoCE has no SA */
 		return EPROTONOSUPPORT;
 	}
 	id = ctl_table_alloc(&ctl->tab[CTL_KIND_CM_ID], x->conn, CTL_KIND_CM_ID, q->uid);
@@ -1768,17 +1772,61 @@ int ctl_h_CM_MIGRATE_ID(const struct ctl_req *x)
 	return 0;
 }
 
-/* Multicast belongs to issue 21. */
+/*
+ * rdma_join_multicast: as Linux's cma.c for RoCE (cma_iboe_join_multicast),
+ * the join completes locally: MULTICAST_JOIN with the group's MGID
+ * (cma_iboe_set_mgid(): an IPv4 group IPv4-mapped), DestQP 0xFFFFFF and
+ * RDMA_UDP_QKEY. The shim attaches the id's QP when it reads the event; that
+ * attach is what joins the group on the link (the daemon's mcast.c), so a
+ * send-only join sends no report, as the kernel's does not.
+ */
 int ctl_h_CM_JOIN_MCAST(const struct ctl_req *x)
 {
-	(void)x;
-	return ENOSYS;
+	struct ctl *ctl = x->conn->ctl;
+	const struct ipc_cm_join_mcast_req *q = &x->req->u.req_CM_JOIN_MCAST;
+	struct ctl_cm_id *id = cm_id_lookup(x, q->id);
+	struct ipc_cm_event ev;
+	uint8_t mgid[16];
+	uint32_t handle;
+	int rc;
+
+	if (id == NULL || !cm_valid_family(q->addr.family) ||
+	    q->join_flags > RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		return EINVAL;
+	/* cma.c: bound to a device (ADDR_BOUND or ADDR_RESOLVED), a UD port space */
+	if (id->dev < 0 || id->qp_type != IBV_QPT_UD ||
+	    !(id->state == CMS_ADDR_RESOLVED || (id->state == CMS_IDLE && id->bound)))
+		return EINVAL;
+	addr_to_gid(&q->addr, mgid);
+	if (!roce_gid_is_mcast(mgid))
+		return EINVAL;
+	rc = ctl_mcast_cm_join(ctl, x->conn->group, ctl_obj_handle(&id->o), mgid, q->join_flags,
+			       &handle);
+	if (rc) {
+		ctl->cm->ctr[CTL_CM_CTR_MCAST_REFUSED]++;
+		return rc;
+	}
+	ctl->cm->ctr[CTL_CM_CTR_MCAST_JOINS]++;
+	x->rsp->u.rsp_CM_JOIN_MCAST.handle = handle;
+	cm_ev_init(&ev, id, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	ev.param.qp_num = ROCE_MCAST_QPN;
+	ev.param.qkey = CM_UDP_QKEY;
+	memcpy(ev.ud_ah.dgid, mgid, 16);
+	ev.ud_ah.sgid_index = (uint8_t)id->gid_index;
+	ev.ud_ah.hop_limit = 64; /* cma.c: IPV6_DEFAULT_HOPLIMIT for RoCEv2 */
+	ev.ud_ah.traffic_class = id->tos;
+	ev.ud_ah.is_global = 1;
+	ev.ud_ah.port_num = 1;
+	cm_id_report(ctl, id, &ev);
+	return 0;
 }
 
 int ctl_h_CM_LEAVE_MCAST(const struct ctl_req *x)
 {
-	(void)x;
-	return ENOSYS;
+	struct ctl *ctl = x->conn->ctl;
+	uint32_t id;
+
+	return ctl_mcast_cm_leave(ctl, x->conn->group, x->req->u.req_CM_LEAVE_MCAST.id, &id);
 }
 
 size_t ctl_cm_id_size(void)

@@ -86,7 +86,10 @@ const uint64_t *ctl_cm_counters(const struct ctl *ctl);
 	X(REQ_BAD_HDR, "rdma_cm_req_bad_ip_hdr", "REQs/SIDR_REQs without a valid rdma_cm IP header (rejected)") \
 	X(LOOPBACK, "rdma_cm_mad_loopback", "MADs between two of our GIDs, delivered internally") \
 	X(LOOPBACK_DROPS, "rdma_cm_mad_loopback_drops", "looped-back MADs dropped: queue full") \
-	X(SEND_ERRORS, "rdma_cm_mad_send_errors", "MADs the daemon could not send")
+	X(SEND_ERRORS, "rdma_cm_mad_send_errors", "MADs the daemon could not send") \
+	X(MCAST_JOINS, "rdma_cm_mcast_joins", "multicast joins (rdma_join_multicast)") \
+	X(MCAST_REFUSED, "rdma_cm_mcast_refused", \
+	  "multicast joins refused: too many (ENOMEM) or the id joined the group already")
 
 /** Indexes of ctl_cm_stats(). */
 enum ctl_cm_ctr {

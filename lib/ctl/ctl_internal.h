@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ctl.h"
+#include "mw.h"
 
 /*
  * Handles: (generation << 20) | (index + 1). The generation changes every
@@ -19,14 +20,22 @@
 #define CTL_HANDLE_GEN_MASK 0xfffu
 #define CTL_TABLE_MAX (CTL_HANDLE_INDEX_MASK - 1)
 
+/* The dataplane's callbacks (struct ctl_dataplane_ops) and whether it has @p fn. */
+#define DP(ctl) ((ctl)->cfg.dp_ops)
+#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
+
 /* Object kinds that live in tables, in teardown order. */
 enum ctl_kind {
 	CTL_KIND_CM_ID,      /* rdma_cm ids first: they name QPs by number and channels */
 	CTL_KIND_CM_CHANNEL,
+	CTL_KIND_MW,         /* windows before QPs and MRs: unbinding lets the MR go */
+	CTL_KIND_FLOW,       /* flow rules before their RAW_PACKET QPs */
 	CTL_KIND_QP,
 	CTL_KIND_SRQ,
+	CTL_KIND_XRCD,       /* after its SRQs and TGT QPs */
 	CTL_KIND_AH,
 	CTL_KIND_MR,
+	CTL_KIND_DM,         /* device memory after the MRs registered on it */
 	CTL_KIND_CQ,
 	CTL_KIND_CHANNEL,
 	CTL_KIND_PD,
@@ -77,9 +86,36 @@ struct ctl_pd {
 	struct ctl_obj o;
 };
 
+/* A memory window: its state is the lcores' (lib/xport mw.h), keyed by rkey. */
+struct ctl_mw {
+	struct ctl_obj o;
+	struct ctl_pd *pd;
+	uint32_t rkey;   /* its key as opened; the binds change the low byte */
+};
+
+/*
+ * Device memory (ctl_dm.c): a memfd the daemon creates and maps; the
+ * client maps it too (ALLOC_DM/IMPORT_DM send it), MRs of REG_DM_MR point
+ * into the daemon's mapping. Charged to its group's dm_bytes and the
+ * daemon's (ctl.dm_bytes) until freed.
+ */
+struct ctl_dm {
+	struct ctl_obj o;
+	struct ctl_shm shm;  /* the daemon's mapping, whole pages */
+	int fd;              /* the memfd, kept for IMPORT_DM */
+	uint64_t length;     /* as asked (the mapping is rounded up to pages) */
+};
+
+struct ctl_flow {
+	struct ctl_obj o;
+	struct ctl_qp *qp;          /* holds a reference: DESTROY_QP is EBUSY meanwhile */
+	struct ctl_flow_info info;
+};
+
 struct ctl_mr {
 	struct ctl_obj o;
 	struct ctl_pd *pd;
+	struct ctl_dm *dm;  /* REG_DM_MR: the device memory it lies in (a reference), else NULL */
 	void *map;          /* mapping of the client's memfd, or NULL */
 	size_t map_len;
 	/*
@@ -108,20 +144,42 @@ struct ctl_cq {
 	struct ctl_cq_info info;
 };
 
+/*
+ * An XRC domain (ctl_xrc.c): shared by every XRCD handle of the device that
+ * opened the same inode (or private to one handle without an inode).
+ */
+struct ctl_xdom {
+	uint32_t handles;        /* XRCD handles naming it; 0: free slot */
+	uint32_t users;          /* its XRC SRQs and TGT QPs (they bind its lcore) */
+	uint32_t lcore;          /* CTL_LCORE_NONE while users == 0 */
+	int dev;
+	bool has_inode;
+	uint64_t st_dev, st_ino;
+};
+
+/* An XRCD handle: one context's name for a domain (ctl->xdoms[dom]). */
+struct ctl_xrcd {
+	struct ctl_obj o;        /* refs: its SRQs and TGT QPs */
+	uint32_t dom;
+};
+
 struct ctl_srq {
 	struct ctl_obj o;
-	uint32_t lcore;          /* as ctl_cq.lcore */
+	uint32_t lcore;          /* as ctl_cq.lcore; an XRC SRQ: its domain's, for its life */
 	struct ctl_pd *pd;
+	struct ctl_xrcd *xrcd;   /* XRC SRQ: its domain handle and its CQ; else NULL */
+	struct ctl_cq *cq;
 	struct ctl_shm shm;
 	struct ctl_srq_info info;
 };
 
 struct ctl_qp {
 	struct ctl_obj o;
-	struct ctl_pd *pd;
-	struct ctl_cq *scq;
-	struct ctl_cq *rcq;
+	struct ctl_pd *pd;       /* NULL: XRC_RECV */
+	struct ctl_cq *scq;      /* NULL: XRC_RECV */
+	struct ctl_cq *rcq;      /* NULL: XRC_SEND, XRC_RECV */
 	struct ctl_srq *srq;
+	struct ctl_xrcd *xrcd;   /* XRC_RECV: its domain handle */
 	struct ctl_shm shm;
 	struct ctl_qp_info info;
 	struct qp_sem sem;       /* lib/qp: the attributes query reports */
@@ -211,6 +269,7 @@ struct ctl_conn {
 	uint32_t nobjs;   /* head only: objects of the group */
 	uint32_t nkind[CTL_KIND_COUNT]; /* head only: ... per kind (quotas) */
 	uint64_t mr_bytes; /* head only: bytes registered (quota) */
+	uint64_t dm_bytes; /* head only: bytes of device memory (quota) */
 	uint32_t npend;   /* head only: dataplane operations of the group in flight */
 	uint64_t events_dropped;
 	struct ctl_pend pend; /* its request; the head's also serves teardown steps */
@@ -237,6 +296,9 @@ struct ctl_req {
 
 typedef int ctl_handler_fn(const struct ctl_req *x);
 
+/* ctl_dm.c: release a destroyed DM's memory, fd and charge. */
+void ctl_dm_destroyed(struct ctl *ctl, struct ctl_dm *dm);
+
 #define CTL_HANDLER_DECL(sym, val, rq, rs, rqfd, rsfd) ctl_handler_fn ctl_h_##sym;
 IPC_OPS(CTL_HANDLER_DECL)
 #undef CTL_HANDLER_DECL
@@ -256,14 +318,21 @@ struct ctl {
 	uint32_t *lcore_qps;     /* QPs per lcore (limits.n_lcores entries) */
 	uint64_t events_dropped; /* of closed connections */
 	uint8_t *mr_key_byte;    /* per MR slot: the random low byte of its last key */
+	uint8_t *mw_key_byte;    /* per window slot: the same for windows */
+	struct mw_table *mws;    /* the lcores' windows (ctl_mw_table()), NULL: none */
 	uint64_t quarantined;    /* objects whose destroy the dataplane could not finish */
 	uint64_t qkey_refused;   /* controlled Q_Keys asked for without CAP_NET_RAW */
+	uint64_t raw_refused;    /* RAW_PACKET QPs and flows asked for without CAP_NET_RAW */
+	uint64_t flows_bad;      /* malformed flow rules */
 	uint64_t quota_refused;  /* requests over a client's quota */
 	uint64_t conns_refused;  /* peers not allowed to connect */
 	uint64_t quarantined_bytes; /* their memory, kept mapped for good */
+	uint64_t dm_bytes;       /* device memory of all clients (limits.max_dm_bytes) */
 	struct ctl_pend *cur;    /* the context dataplane callbacks run in (ctl_dp_defer()) */
 	struct ctl_pend detached; /* context outside requests (events): never deferred */
 	struct ctl_cm *cm;       /* rdma_cm: the lib/cm agent and its queues (ctl_cm.c) */
+	struct ctl_mcast *mcast; /* multicast membership (ctl_mcast.c) */
+	struct ctl_xdom *xdoms;  /* XRC domains (limits.max_xrcd slots; number = index + 1) */
 };
 
 /* ctl_table.c */
@@ -292,6 +361,19 @@ void *ctl_lookup(struct ctl_conn *conn, enum ctl_kind kind, uint32_t handle);
 int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o);
 void ctl_shm_free(struct ctl_shm *shm);
 int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out);
+/* A new random low key byte unlike *@p last (stored there): MR and window keys. */
+uint8_t ctl_key_byte_next(uint8_t *last);
+
+/* ctl_mw.c */
+void ctl_mw_destroyed(struct ctl *ctl, struct ctl_mw *mw);
+
+/* ctl_flow.c */
+/* RAW_PACKET QPs may exist here (limits.max_flows); @return 0, EOPNOTSUPP or EPERM (counted). */
+int ctl_raw_allowed(struct ctl_conn *c);
+/* The destroy's end (ctl_obj_destroy_fin()): the QP's reference goes. */
+void ctl_flow_destroyed(struct ctl *ctl, struct ctl_flow *f);
+/* Device attributes and QP types when RAW_PACKET QPs exist (ctl_create()). */
+void ctl_flow_caps(struct ctl *ctl);
 
 /* ctl.c */
 void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
@@ -302,6 +384,24 @@ void ctl_devsem_build(struct ctl *ctl, uint32_t dev);
  */
 int ctl_then(struct ctl *ctl, struct ctl_pend *p, int rc, ctl_fin_fn fin, struct ctl_obj *o);
 int ctl_send_event(struct ctl_conn *c, uint32_t type, enum ipc_obj_kind kind, uint64_t user_handle);
+
+/* ctl_mcast.c: multicast membership */
+int ctl_mcast_create(struct ctl *ctl);
+void ctl_mcast_destroy(struct ctl *ctl);
+/* QP @p qp is being destroyed: detach it from every group (before the dataplane's qp_destroy). */
+void ctl_mcast_qp_gone(struct ctl *ctl, struct ctl_qp *qp);
+/*
+ * rdma_cm joins of CM id @p id_handle: one per group and id; bounded in all
+ * and per client (its max_mcast_attach quota, or CTL_MCAST_CM_PER_CLIENT).
+ * @return 0 with *handle, EADDRINUSE (the id joined it already) or ENOMEM
+ */
+int ctl_mcast_cm_join(struct ctl *ctl, struct ctl_conn *owner, uint32_t id_handle,
+		      const uint8_t gid[16], uint16_t flags, uint32_t *handle);
+/* @return 0 with the join's CM id in *id_handle, or EINVAL (no such join of @p owner) */
+int ctl_mcast_cm_leave(struct ctl *ctl, struct ctl_conn *owner, uint32_t handle,
+		       uint32_t *id_handle);
+/* CM id @p id_handle goes: its joins go with it. */
+void ctl_mcast_cm_id_gone(struct ctl *ctl, uint32_t id_handle);
 
 /* ctl_cm.c: rdma_cm ids and channels in the object life cycle */
 void ctl_cm_limits_default(struct ctl_cm_limits *l);
@@ -315,7 +415,24 @@ void ctl_cm_channel_freed(struct ctl *ctl, struct ctl_obj *o);
 size_t ctl_cm_id_size(void);
 size_t ctl_cm_channel_size(void);
 
+/* ctl_xrc.c: XRC domains */
+int ctl_xrc_init(struct ctl *ctl);
+void ctl_xrc_fini(struct ctl *ctl);
+/* The last of an XRCD handle before its slot is freed. */
+void ctl_xrcd_freed(struct ctl *ctl, struct ctl_xrcd *h);
+/* Its domain's number for the dataplane (1..). */
+uint32_t ctl_xrcd_num(const struct ctl_xrcd *h);
+/* The lcore its domain is bound to, or CTL_LCORE_NONE. */
+uint32_t ctl_xrcd_lcore(const struct ctl *ctl, const struct ctl_xrcd *h);
+/* One more SRQ or TGT QP of the domain, on @p lcore; and one less. */
+void ctl_xrcd_bind(struct ctl *ctl, struct ctl_xrcd *h, uint32_t lcore);
+void ctl_xrcd_unbind(struct ctl *ctl, struct ctl_xrcd *h);
+
 /* ctl_qp.c */
+/* The lcore with the fewest QPs (QP placement). */
+uint32_t ctl_lcore_least(const struct ctl *ctl);
+/* Merge one object's binding into @p lcore. @return false on a conflict. */
+bool ctl_place_with(uint32_t bound, uint32_t *lcore);
 /* The rest of a QP's destroy once the dataplane let go of it. */
 void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp);
 void ctl_qp_raise_fx(struct ctl *ctl, struct ctl_qp *qp, const struct qp_sem_effects *fx);

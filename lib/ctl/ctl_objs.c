@@ -24,9 +24,6 @@ _Static_assert((int)IPC_CQ_ARM_NEXT == (int)XPORT_CQ_ARM_NEXT &&
 	       (int)IPC_CQ_ARM_SOLICITED == (int)XPORT_CQ_ARM_SOLICITED,
 	       "the shim arms CQs with the engine's values");
 
-#define DP(ctl) ((ctl)->cfg.dp_ops)
-#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
-
 /* ---- shared memory ---- */
 
 int ctl_shm_alloc(struct ctl_shm *shm, const char *name, size_t size, int *fd_out)
@@ -105,7 +102,7 @@ int ctl_h_DEALLOC_PD(const struct ctl_req *x)
 #define CTL_MR_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                 \
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
 			     IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-			     CTL_MR_HINTS)
+			     QP_ACCESS_FLUSH_GLOBAL | QP_ACCESS_FLUSH_PERSISTENT | CTL_MR_HINTS)
 
 /*
  * On-demand paging. An ODP MR is never shared through a memfd: the lcores
@@ -116,7 +113,7 @@ int ctl_h_DEALLOC_PD(const struct ctl_req *x)
  * access to an unmapped range does). Nothing is pinned or mapped by the
  * daemon, so ODP bytes are not charged to the registered-bytes quota.
  * Implicit ODP (address 0, length UINT64_MAX) covers the whole address
- * space of the process. XRC has no ODP until XRC exists.
+ * space of the process. XRC, RC to the engine, has RC's capabilities.
  */
 void ctl_mr_odp_caps(struct ipc_device_attr *a)
 {
@@ -126,7 +123,8 @@ void ctl_mr_odp_caps(struct ipc_device_attr *a)
 	a->odp_rc_caps = all | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
 	a->odp_uc_caps = all | IBV_ODP_SUPPORT_WRITE;
 	a->odp_ud_caps = all;
-	a->odp_xrc_caps = 0;
+	/* XRC is RC with an XRCETH: its memory is reached the same way */
+	a->odp_xrc_caps = a->odp_rc_caps;
 }
 
 static bool ctl_mr_is_odp(uint32_t access)
@@ -146,9 +144,10 @@ static uint64_t ctl_mr_charge(uint32_t access, uint64_t length)
 	return ctl_mr_is_odp(access) ? 0 : length;
 }
 
+/* (an MR in device memory maps nothing: the DM is charged, to dm_bytes) */
 static uint64_t ctl_mr_charged(const struct ctl_mr *mr)
 {
-	return ctl_mr_charge(mr->info.access, mr->info.length);
+	return mr->dm != NULL ? 0 : ctl_mr_charge(mr->info.access, mr->info.length);
 }
 
 /* An ODP MR takes no memfd: the copy path is what makes it on-demand. */
@@ -161,10 +160,14 @@ static int ctl_mr_check_access(uint32_t access)
 {
 	if (access & ~(uint32_t)CTL_MR_ACCESS_KNOWN)
 		return EINVAL;
-	/* IBA 10.6.3.1: remote write/atomic need local write. */
+	/* IBA section 10.6.3, item 1: remote write/atomic need local write. */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
+	/* no persistent memory, so no IB_DEVICE_FLUSH_PERSISTENT: EOPNOTSUPP, as
+	 * Linux's ib_check_mr_access() answers a flush access the device lacks */
+	if (access & QP_ACCESS_FLUSH_PERSISTENT)
+		return EOPNOTSUPP;
 	return 0;
 }
 
@@ -198,7 +201,7 @@ static bool ctl_proc_creds_are(pid_t pid, uid_t uid, gid_t gid)
  * The fallback path's access to the client @p c: an open /proc/PID/mem of
  * the process that connected. It is opened first (it pins the address
  * space the process has now: an exec later, a setuid one included, leaves
- * it pointing at the old, dead image, lib/qp mr.h), then trusted only if,
+ * it pointing at the old, dead image, lib/xport mr.h), then trusted only if,
  * after the open, the process (1) is still the one that connected (the
  * pidfd taken at connect time names a live process, so its PID was not
  * reused), (2) has the peer's user and group as real, effective and saved
@@ -315,6 +318,11 @@ static void ctl_quarantine_mr(struct ctl *ctl, struct ctl_mr *mr)
 		return;
 	mr->held = true;
 	mr->pd->o.refs++; /* for good: the lcore's copy names the PD's index */
+	if (mr->dm != NULL) {
+		/* and points into the DM's mapping: that stays too */
+		mr->dm->o.refs++;
+		ctl_quarantine_shm(ctl, &mr->dm->shm);
+	}
 	ctl->quarantined++;
 	ctl->quarantined_bytes += mr->map_len;
 }
@@ -329,7 +337,8 @@ static void ctl_quarantine(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_QP: {
 		struct ctl_qp *qp = (struct ctl_qp *)o;
 
-		qp->pd->o.refs++; /* for good: its index is never given to another PD */
+		if (qp->pd != NULL) /* for good: its index is never given to another PD */
+			qp->pd->o.refs++;
 		ctl_quarantine_shm(ctl, &qp->shm);
 		if (qp->scq != NULL)
 			ctl_quarantine_shm(ctl, &qp->scq->shm);
@@ -347,6 +356,8 @@ static void ctl_quarantine(struct ctl *ctl, struct ctl_obj *o)
 		break;
 	case CTL_KIND_SRQ:
 		ctl_quarantine_shm(ctl, &((struct ctl_srq *)o)->shm);
+		if (((struct ctl_srq *)o)->cq != NULL) /* an XRC SRQ writes its CQ */
+			ctl_quarantine_shm(ctl, &((struct ctl_srq *)o)->cq->shm);
 		break;
 	default:
 		break;
@@ -374,17 +385,22 @@ static int ctl_mr_check_range(const struct ctl_conn *c, uint64_t addr, uint64_t 
  * a guess is right once in 256 and each wrong one breaks the guesser's
  * connection (an R_Key violation NAK moves its QP to the error state).
  */
+uint8_t ctl_key_byte_next(uint8_t *last)
+{
+	uint8_t b = *last;
+
+	for (int i = 0; i < 8 && b == *last; i++)
+		if (getrandom(&b, 1, 0) != 1)
+			b = (uint8_t)(*last + 1 + (rand() % 255)); /* no entropy: still another */
+	if (b == *last)
+		b++;
+	*last = b;
+	return b;
+}
+
 static uint32_t ctl_mr_key(struct ctl *ctl, uint32_t index)
 {
-	uint8_t b = ctl->mr_key_byte[index];
-
-	for (int i = 0; i < 8 && b == ctl->mr_key_byte[index]; i++)
-		if (getrandom(&b, 1, 0) != 1)
-			b = (uint8_t)(ctl->mr_key_byte[index] + 1 + (rand() % 255)); /* no entropy: still another */
-	if (b == ctl->mr_key_byte[index])
-		b++;
-	ctl->mr_key_byte[index] = b;
-	return ((index + 1) << 8) | b;
+	return ((index + 1) << 8) | ctl_key_byte_next(&ctl->mr_key_byte[index]);
 }
 
 /* Would @p c's group hold more than its quota of registered bytes with @p add more (@p sub less)? */
@@ -406,6 +422,8 @@ static int ctl_reg_mr_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	if (rc) {
 		mr->o.owner->mr_bytes -= ctl_mr_charged(mr);
 		mr->pd->o.refs--;
+		if (mr->dm != NULL)
+			mr->dm->o.refs--;
 		ctl_mr_unmap(mr);
 		ctl_table_free(&ctl->tab[CTL_KIND_MR], mr);
 		return rc;
@@ -458,6 +476,55 @@ int ctl_h_REG_MR(const struct ctl_req *x)
 	mr->info.pid = c->pid;
 	c->group->mr_bytes += ctl_mr_charged(mr); /* given back by a refusal or the destroy */
 	pd->o.refs++; /* held while the dataplane decides, so the PD cannot go meanwhile */
+	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
+	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
+}
+
+/*
+ * ibv_reg_dm_mr: [offset, offset + length) of a DM, zero-based (rdma-core
+ * requires IBV_ACCESS_ZERO_BASED), in the daemon's mapping of the DM: the
+ * lcores reach it directly. The MR holds a reference on the DM (FREE_DM is
+ * EBUSY meanwhile, as the kernel's) and charges nothing to mr_bytes.
+ */
+int ctl_h_REG_DM_MR(const struct ctl_req *x)
+{
+	struct ctl_conn *c = x->conn;
+	const struct ipc_reg_dm_mr_req *q = &x->req->u.req_REG_DM_MR;
+	struct ctl *ctl = c->ctl;
+	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+	struct ctl_dm *dm = ctl_lookup(c, CTL_KIND_DM, q->dm);
+	struct ctl_mr *mr;
+	int rc;
+
+	if (pd == NULL || dm == NULL || !(q->access & IBV_ACCESS_ZERO_BASED) ||
+	    (q->access & IBV_ACCESS_ON_DEMAND))
+		return EINVAL;
+	rc = ctl_mr_check_access(q->access);
+	if (rc)
+		return rc;
+	/* inside the DM, as ib_uverbs_reg_dm_mr() checks; 0 bytes are allowed
+	 * there (pyverbs' test_create_dm_mr registers some): an MR nothing fits in */
+	if (q->offset > dm->length || q->length > dm->length - q->offset)
+		return EINVAL;
+	mr = ctl_table_alloc(&ctl->tab[CTL_KIND_MR], c, CTL_KIND_MR, q->user_handle);
+	if (mr == NULL)
+		return ENOMEM;
+	mr->map = NULL;
+	mr->map_len = 0;
+	mr->dm = dm;
+	mr->pd = pd;
+	mr->info.local = (uint8_t *)dm->shm.map + q->offset;
+	mr->info.mem_fd = -1;
+	mr->info.lkey = ctl_mr_key(ctl, mr->o.index);
+	mr->info.rkey = mr->info.lkey;
+	mr->info.pd = pd->o.index;
+	mr->info.access = q->access & ~(uint32_t)CTL_MR_HINTS;
+	mr->info.iova = 0;
+	mr->info.length = q->length;
+	mr->info.app_addr = 0;
+	mr->info.pid = c->pid;
+	pd->o.refs++;
+	dm->o.refs++;
 	rc = DP_HAS(ctl, mr_create) ? DP(ctl)->mr_create(ctl->cfg.dp, &mr->info) : 0;
 	return ctl_then(ctl, ctl->cur, rc, ctl_reg_mr_fin, &mr->o);
 }
@@ -551,7 +618,8 @@ int ctl_h_REREG_MR(const struct ctl_req *x)
 	struct ctl_mr next;
 	int rc;
 
-	if (mr == NULL || mr->invalid || q->flags == 0 ||
+	/* an MR in device memory is not re-registered (ibv_rereg_mr knows no DM) */
+	if (mr == NULL || mr->invalid || mr->dm != NULL || q->flags == 0 ||
 	    (q->flags & ~(uint32_t)IBV_REREG_MR_FLAGS_SUPPORTED))
 		return EINVAL;
 	pd = mr->pd;
@@ -608,6 +676,9 @@ int ctl_h_DEREG_MR(const struct ctl_req *x)
 	struct ctl_mr *mr = ctl_lookup(c, CTL_KIND_MR, req->u.req_DEREG_MR.handle);
 
 	if (mr == NULL)
+		return EINVAL;
+	/* IBA section 10.6.7: not while windows are bound to it (rxe: EINVAL) */
+	if (!mr->invalid && mw_mr_bound(c->ctl->mws, mr->info.lkey) != 0)
 		return EINVAL;
 	return ctl_obj_destroy(c->ctl, &mr->o);
 }
@@ -847,11 +918,52 @@ int ctl_h_DESTROY_CQ(const struct ctl_req *x)
 
 /* ---- SRQ ---- */
 
+/* An XRC SRQ lets go of its domain's lcore and its CQ. */
+static void ctl_srq_xrc_put(struct ctl *ctl, struct ctl_srq *srq)
+{
+	if (srq->xrcd == NULL)
+		return;
+	ctl_xrcd_unbind(ctl, srq->xrcd);
+	if (--srq->cq->o.refs == 0)
+		srq->cq->lcore = CTL_LCORE_NONE;
+}
+
+/*
+ * An XRC SRQ (IBV_SRQT_XRC): its domain handle and CQ, and the lcore of
+ * the domain, which its CQ must be on too (ctl.h "QP placement").
+ */
+static int ctl_srq_xrc_get(struct ctl *ctl, struct ctl_conn *c, const struct ipc_create_srq_req *q,
+			   struct ctl_srq *srq)
+{
+	struct ctl_xrcd *xrcd = ctl_lookup(c, CTL_KIND_XRCD, q->xrcd);
+	struct ctl_cq *cq = ctl_lookup(c, CTL_KIND_CQ, q->cq);
+	uint32_t lcore;
+
+	if (xrcd == NULL || cq == NULL)
+		return EINVAL;
+	lcore = ctl_xrcd_lcore(ctl, xrcd);
+	if (!ctl_place_with(cq->lcore, &lcore))
+		return EINVAL;
+	if (lcore == CTL_LCORE_NONE)
+		lcore = ctl_lcore_least(ctl);
+	ctl_xrcd_bind(ctl, xrcd, lcore);
+	cq->o.refs++;
+	cq->lcore = lcore;
+	srq->xrcd = xrcd;
+	srq->cq = cq;
+	srq->lcore = lcore;
+	srq->info.xrcd = ctl_xrcd_num(xrcd);
+	srq->info.cqn = cq->info.cqn;
+	srq->info.lcore = lcore;
+	return 0;
+}
+
 static int ctl_create_srq_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 {
 	struct ctl_srq *srq = (struct ctl_srq *)p->obj;
 
 	if (rc) {
+		ctl_srq_xrc_put(ctl, srq);
 		srq->pd->o.refs--;
 		ctl_shm_free(&srq->shm);
 		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
@@ -881,9 +993,16 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 	if (pd == NULL || q->max_wr == 0 || q->max_wr > a->max_srq_wr || q->max_sge > a->max_srq_sge ||
 	    q->max_sge > WQE_MAX_SGE || q->srq_limit > q->max_wr)
 		return EINVAL;
+	if (q->srq_type != IBV_SRQT_BASIC && q->srq_type != IBV_SRQT_XRC)
+		return q->srq_type == IBV_SRQT_TM ? EOPNOTSUPP : EINVAL;
 	srq = ctl_table_alloc(&ctl->tab[CTL_KIND_SRQ], c, CTL_KIND_SRQ, q->user_handle);
 	if (srq == NULL)
 		return ENOMEM;
+	srq->info.cqn = UINT32_MAX;
+	if (q->srq_type == IBV_SRQT_XRC && (rc = ctl_srq_xrc_get(ctl, c, q, srq)) != 0) {
+		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
+		return rc;
+	}
 	/* As QPs (lib/qp qp_sem_create): max_wr becomes 2^k - 1, the ring 2^k. */
 	max_sge = q->max_sge ? q->max_sge : 1;
 	entries = ipc_pow2_roundup(q->max_wr + 1);
@@ -891,12 +1010,14 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 	size = ipc_ring_bytes(entries, stride);
 	rc = ctl_shm_alloc(&srq->shm, "roce-srq", size, &fd);
 	if (rc) {
+		ctl_srq_xrc_put(ctl, srq);
 		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
 		return rc;
 	}
 	ctl_ring_setup(&srq->shm, 0, entries, stride, &srq->info.ring, &r->ring);
 	srq->pd = pd;
-	srq->lcore = CTL_LCORE_NONE;
+	if (srq->xrcd == NULL)
+		srq->lcore = CTL_LCORE_NONE;
 	srq->info.srqn = srq->o.index + 1;
 	srq->info.pd = pd->o.index;
 	srq->info.max_wr = entries - 1;
@@ -1080,9 +1201,13 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 		struct ctl_srq *srq = (struct ctl_srq *)o;
 
 		ctl_shm_free(&srq->shm);
+		ctl_srq_xrc_put(ctl, srq);
 		srq->pd->o.refs--;
 		break;
 	}
+	case CTL_KIND_XRCD:
+		ctl_xrcd_freed(ctl, (struct ctl_xrcd *)o);
+		break;
 	case CTL_KIND_AH:
 		((struct ctl_ah *)o)->pd->o.refs--;
 		break;
@@ -1091,9 +1216,14 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 
 		ctl_mr_unmap(mr);
 		mr->pd->o.refs--;
+		if (mr->dm != NULL)
+			mr->dm->o.refs--;
 		o->owner->mr_bytes -= ctl_mr_charged(mr);
 		break;
 	}
+	case CTL_KIND_DM:
+		ctl_dm_destroyed(ctl, (struct ctl_dm *)o);
+		break;
 	case CTL_KIND_CQ: {
 		struct ctl_cq *cq = (struct ctl_cq *)o;
 
@@ -1111,6 +1241,12 @@ static int ctl_obj_destroy_fin(struct ctl *ctl, struct ctl_pend *p, int rc)
 	case CTL_KIND_CM_CHANNEL:
 		ctl_cm_channel_freed(ctl, o);
 		break;
+	case CTL_KIND_MW:
+		ctl_mw_destroyed(ctl, (struct ctl_mw *)o);
+		break;
+	case CTL_KIND_FLOW:
+		ctl_flow_destroyed(ctl, (struct ctl_flow *)o);
+		break;
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
 		break;
@@ -1127,6 +1263,7 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 
 	switch ((enum ctl_kind)o->kind) {
 	case CTL_KIND_QP:
+		ctl_mcast_qp_gone(ctl, (struct ctl_qp *)o); /* no frame for it from now on */
 		if (DP_HAS(ctl, qp_destroy))
 			DP(ctl)->qp_destroy(dp, &((struct ctl_qp *)o)->info);
 		break;
@@ -1150,8 +1287,15 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 	case CTL_KIND_CM_ID:
 		ctl_cm_id_release(ctl, o);
 		break;
+	case CTL_KIND_FLOW: /* no frame for its QP from now on */
+		if (DP_HAS(ctl, flow_destroy))
+			DP(ctl)->flow_destroy(dp, &((struct ctl_flow *)o)->info);
+		break;
 	case CTL_KIND_CHANNEL:
 	case CTL_KIND_CM_CHANNEL:
+	case CTL_KIND_DM: /* no dataplane object: its MRs are gone (refs) */
+	case CTL_KIND_XRCD: /* the dataplane knows domains by number only */
+	case CTL_KIND_MW: /* the shared table is closed at the end (ctl_mw_destroyed()) */
 	case CTL_KIND_PD:
 	case CTL_KIND_COUNT:
 		break;

@@ -12,42 +12,51 @@
 #include "ctl_internal.h"
 #include "ipc_verbs.h"
 
-#define DP(ctl) ((ctl)->cfg.dp_ops)
-#define DP_HAS(ctl, fn) (DP(ctl) != NULL && DP(ctl)->fn != NULL)
-
-/* A CQ or SRQ without QPs is free to move to another lcore. */
+/* A CQ or SRQ without QPs is free to move to another lcore (NULL: an XRC QP has none). */
 static void ctl_cq_put(struct ctl_cq *cq)
 {
-	if (--cq->o.refs == 0)
+	if (cq != NULL && --cq->o.refs == 0)
 		cq->lcore = CTL_LCORE_NONE;
+}
+
+static void ctl_cq_get(struct ctl_cq *cq, uint32_t lcore)
+{
+	if (cq != NULL) {
+		cq->o.refs++;
+		cq->lcore = lcore;
+	}
 }
 
 static void ctl_qp_put_refs(struct ctl *ctl, struct ctl_qp *qp)
 {
-	qp->pd->o.refs--;
+	if (qp->pd != NULL)
+		qp->pd->o.refs--;
 	ctl_cq_put(qp->scq);
 	ctl_cq_put(qp->rcq);
 	if (qp->srq && --qp->srq->o.refs == 0)
 		qp->srq->lcore = CTL_LCORE_NONE;
+	if (qp->xrcd != NULL)
+		ctl_xrcd_unbind(ctl, qp->xrcd);
 	ctl->lcore_qps[ctl_qpn_lcore(&ctl->cfg.limits, qp->info.qpn)]--;
 }
 
 static void ctl_qp_get_refs(struct ctl *ctl, struct ctl_qp *qp, uint32_t lcore)
 {
-	qp->pd->o.refs++;
-	qp->scq->o.refs++;
-	qp->scq->lcore = lcore;
-	qp->rcq->o.refs++;
-	qp->rcq->lcore = lcore;
+	if (qp->pd != NULL)
+		qp->pd->o.refs++;
+	ctl_cq_get(qp->scq, lcore);
+	ctl_cq_get(qp->rcq, lcore);
 	if (qp->srq) {
 		qp->srq->o.refs++;
 		qp->srq->lcore = lcore;
 	}
+	if (qp->xrcd != NULL)
+		ctl_xrcd_bind(ctl, qp->xrcd, lcore);
 	ctl->lcore_qps[lcore]++;
 }
 
 /* Merge one object's binding into @p lcore. @return false on a conflict. */
-static bool ctl_place_with(uint32_t bound, uint32_t *lcore)
+bool ctl_place_with(uint32_t bound, uint32_t *lcore)
 {
 	if (bound == CTL_LCORE_NONE)
 		return true;
@@ -61,21 +70,55 @@ static bool ctl_place_with(uint32_t bound, uint32_t *lcore)
  * The lcore a new QP must run on (ctl.h "QP placement").
  * @return 0, or EINVAL when its CQs/SRQ live on different lcores
  */
-static int ctl_qp_place(const struct ctl *ctl, const struct ctl_cq *scq, const struct ctl_cq *rcq,
-			const struct ctl_srq *srq, uint32_t *lcore)
+static int ctl_qp_place(const struct ctl *ctl, const struct ctl_qp *qp, uint32_t *lcore)
+{
+	*lcore = CTL_LCORE_NONE;
+	if ((qp->scq && !ctl_place_with(qp->scq->lcore, lcore)) ||
+	    (qp->rcq && !ctl_place_with(qp->rcq->lcore, lcore)) ||
+	    (qp->srq && !ctl_place_with(qp->srq->lcore, lcore)) ||
+	    (qp->xrcd && !ctl_place_with(ctl_xrcd_lcore(ctl, qp->xrcd), lcore)))
+		return EINVAL;
+	if (*lcore == CTL_LCORE_NONE)
+		*lcore = ctl_lcore_least(ctl);
+	return 0;
+}
+
+uint32_t ctl_lcore_least(const struct ctl *ctl)
 {
 	uint32_t n = ctl->cfg.limits.n_lcores > 1 ? ctl->cfg.limits.n_lcores : 1;
+	uint32_t best = 0;
 
-	*lcore = CTL_LCORE_NONE;
-	if (!ctl_place_with(scq->lcore, lcore) || !ctl_place_with(rcq->lcore, lcore) ||
-	    (srq && !ctl_place_with(srq->lcore, lcore)))
-		return EINVAL;
-	if (*lcore != CTL_LCORE_NONE)
-		return 0;
-	*lcore = 0;
 	for (uint32_t l = 1; l < n; l++)
-		if (ctl->lcore_qps[l] < ctl->lcore_qps[*lcore])
-			*lcore = l;
+		if (ctl->lcore_qps[l] < ctl->lcore_qps[best])
+			best = l;
+	return best;
+}
+
+/*
+ * The objects a new QP names, by type: XRC_SEND (INI) a PD and a send CQ,
+ * XRC_RECV (TGT) only its XRC domain (ctl_xrc.c), the others a PD, two CQs
+ * and maybe an SRQ (not an XRC one). @return 0 or EINVAL
+ */
+static int ctl_qp_lookup(struct ctl_conn *c, const struct ipc_create_qp_req *q, struct ctl_qp *qp)
+{
+	bool ini = q->qp_type == IBV_QPT_XRC_SEND, tgt = q->qp_type == IBV_QPT_XRC_RECV;
+
+	*qp = (struct ctl_qp){ 0 };
+	if (tgt) {
+		qp->xrcd = ctl_lookup(c, CTL_KIND_XRCD, q->xrcd);
+		return qp->xrcd == NULL || q->srq != IPC_HANDLE_NONE ? EINVAL : 0;
+	}
+	qp->pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
+	qp->scq = ctl_lookup(c, CTL_KIND_CQ, q->send_cq);
+	if (!ini)
+		qp->rcq = ctl_lookup(c, CTL_KIND_CQ, q->recv_cq);
+	if (qp->pd == NULL || qp->scq == NULL || (!ini && qp->rcq == NULL))
+		return EINVAL;
+	if (q->srq != IPC_HANDLE_NONE) {
+		qp->srq = ctl_lookup(c, CTL_KIND_SRQ, q->srq);
+		if (ini || qp->srq == NULL || qp->srq->xrcd != NULL)
+			return EINVAL;
+	}
 	return 0;
 }
 
@@ -114,10 +157,8 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	const struct ipc_create_qp_req *q = &req->u.req_CREATE_QP;
 	struct ipc_create_qp_rsp *r = &rsp->u.rsp_CREATE_QP;
 	struct ctl *ctl = c->ctl;
-	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
-	struct ctl_cq *scq = ctl_lookup(c, CTL_KIND_CQ, q->send_cq);
-	struct ctl_cq *rcq = ctl_lookup(c, CTL_KIND_CQ, q->recv_cq);
-	struct ctl_srq *srq = NULL;
+	struct ctl_qp objs;
+	struct ctl_srq *srq;
 	struct ibv_qp_init_attr init;
 	struct qp_sem sem;
 	uint32_t sq_n, rq_n = 0;
@@ -125,23 +166,26 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	struct ctl_qp *qp;
 	uint32_t lcore;
 	int rc, fd;
+	/* no receive queue: an SRQ, or XRC; XRC_RECV's SQ is the daemon's own */
+	bool tgt = q->qp_type == IBV_QPT_XRC_RECV;
+	bool no_rq = q->qp_type == IBV_QPT_XRC_SEND || tgt;
 
-	if (pd == NULL || scq == NULL || rcq == NULL)
-		return EINVAL;
-	if (q->srq != IPC_HANDLE_NONE) {
-		srq = ctl_lookup(c, CTL_KIND_SRQ, q->srq);
-		if (srq == NULL)
-			return EINVAL;
-	}
-	rc = ctl_qp_place(ctl, scq, rcq, srq, &lcore);
+	rc = ctl_qp_lookup(c, q, &objs);
+	if (rc)
+		return rc;
+	srq = objs.srq;
+	no_rq = no_rq || srq != NULL;
+	if (q->qp_type == IBV_QPT_RAW_PACKET && (rc = ctl_raw_allowed(c)) != 0)
+		return rc;
+	rc = ctl_qp_place(ctl, &objs, &lcore);
 	if (rc)
 		return rc;
 	if (q->create_flags != 0)
 		return EOPNOTSUPP;
 	/* The semantics only check that the CQs exist; they never dereference them. */
 	memset(&init, 0, sizeof(init));
-	init.send_cq = (struct ibv_cq *)scq;
-	init.recv_cq = (struct ibv_cq *)rcq;
+	init.send_cq = (struct ibv_cq *)objs.scq;
+	init.recv_cq = (struct ibv_cq *)objs.rcq;
 	init.srq = (struct ibv_srq *)srq;
 	ipc_cap_to_ibv(&q->cap, &init.cap);
 	init.qp_type = (enum ibv_qp_type)q->qp_type;
@@ -153,11 +197,11 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	/* Rings hold exactly the adjusted caps: max_wr is 2^k - 1, the ring 2^k. */
 	sq_n = sem.init.cap.max_send_wr + 1;
 	sq_bytes = ipc_ring_bytes(sq_n, sizeof(struct sq_wqe));
-	if (!srq) {
+	if (!no_rq) {
 		rq_n = sem.init.cap.max_recv_wr + 1;
 		rq_bytes = ipc_ring_bytes(rq_n, sizeof(struct rq_wqe));
 	}
-	if (sq_bytes == 0 || (!srq && rq_bytes == 0))
+	if (sq_bytes == 0 || (!no_rq && rq_bytes == 0))
 		return EINVAL;
 
 	qp = ctl_table_alloc_class(&ctl->tab[CTL_KIND_QP], c, CTL_KIND_QP, q->user_handle,
@@ -172,17 +216,19 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	}
 	qp->sem = sem;
 	ctl_qp_ring(&qp->shm, 0, sq_n, sizeof(struct sq_wqe), &qp->info.sq, &r->sq);
-	if (!srq)
+	if (!no_rq)
 		ctl_qp_ring(&qp->shm, sq_bytes, rq_n, sizeof(struct rq_wqe), &qp->info.rq, &r->rq);
-	qp->pd = pd;
-	qp->scq = scq;
-	qp->rcq = rcq;
+	qp->pd = objs.pd;
+	qp->scq = objs.scq;
+	qp->rcq = objs.rcq;
 	qp->srq = srq;
+	qp->xrcd = objs.xrcd;
 	qp->info.qpn = ctl->cfg.limits.qpn_base + qp->o.index;
 	qp->info.qp_type = q->qp_type;
-	qp->info.pd = pd->o.index;
-	qp->info.send_cqn = scq->info.cqn;
-	qp->info.recv_cqn = rcq->info.cqn;
+	qp->info.pd = objs.pd ? objs.pd->o.index : UINT32_MAX;
+	qp->info.send_cqn = objs.scq ? objs.scq->info.cqn : UINT32_MAX;
+	qp->info.recv_cqn = objs.rcq ? objs.rcq->info.cqn : UINT32_MAX;
+	qp->info.xrcd = objs.xrcd ? ctl_xrcd_num(objs.xrcd) : 0;
 	qp->info.srqn = srq ? srq->info.srqn : UINT32_MAX;
 	qp->info.dev = (uint32_t)c->dev;
 	qp->info.port = 1;
@@ -194,8 +240,14 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	r->qpn = qp->info.qpn;
 	ipc_cap_from_ibv(&qp->sem.init.cap, &r->cap);
 	r->shm_size = sq_bytes + rq_bytes;
-	rfds[0] = fd; /* closed if the dataplane refuses */
-	*rnfds = 1;
+	if (tgt) {
+		/* nothing for the client to write: its SQ stays the daemon's, empty */
+		close(fd);
+		r->shm_size = 0;
+	} else {
+		rfds[0] = fd; /* closed if the dataplane refuses */
+		*rnfds = 1;
+	}
 	rc = DP_HAS(ctl, qp_create) ? DP(ctl)->qp_create(ctl->cfg.dp, &qp->info) : 0;
 	return ctl_then(ctl, ctl->cur, rc, ctl_create_qp_fin, &qp->o);
 }
@@ -365,6 +417,7 @@ int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t c
 
 void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp)
 {
+	mw_qp_gone(ctl->mws, qp->info.qpn); /* its type 2 windows: a later QPN twin may not use them */
 	ctl_shm_free(&qp->shm);
 	ctl_qp_put_refs(ctl, qp);
 	ctl_table_free(&ctl->tab[CTL_KIND_QP], qp);
@@ -379,6 +432,8 @@ int ctl_h_DESTROY_QP(const struct ctl_req *x)
 
 	if (qp == NULL)
 		return EINVAL;
+	if (qp->o.refs != 0)
+		return EBUSY; /* flows steer to it: as Linux, ibv_destroy_flow first */
 	rsp->u.rsp_DESTROY_QP.events_reported = qp->o.events;
 	return ctl_obj_destroy(c->ctl, &qp->o);
 }

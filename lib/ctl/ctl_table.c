@@ -141,11 +141,17 @@ static uint32_t ctl_quota_of(const struct ctl_quota *q, enum ctl_kind kind)
 	switch (kind) {
 	case CTL_KIND_QP: return q->max_qp;
 	case CTL_KIND_SRQ: return q->max_srq;
+	case CTL_KIND_XRCD: return q->max_pd;
 	case CTL_KIND_AH: return q->max_ah;
 	case CTL_KIND_MR: return q->max_mr;
+	case CTL_KIND_MW: return q->max_mr;
+	case CTL_KIND_DM: return q->max_mr;
+	case CTL_KIND_FLOW: return q->max_flows;
 	case CTL_KIND_CQ: return q->max_cq;
 	case CTL_KIND_CHANNEL: return q->max_channels;
 	case CTL_KIND_PD: return q->max_pd;
+	case CTL_KIND_CM_ID: return q->max_cm_ids;
+	case CTL_KIND_CM_CHANNEL: return q->max_cm_channels;
 	default: return 0;
 	}
 }

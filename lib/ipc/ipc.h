@@ -27,7 +27,7 @@
  *
  * Shared memory: CQ, QP (SQ+RQ) and SRQ rings live in a memfd the daemon
  * creates and passes back in the create response (see ipc_shm.h); they are
- * lib/qp's spsc_ring carrying lib/qp's sq_wqe/rq_wqe/cqe records. MR pages
+ * lib/shm's spsc_ring carrying lib/shm's sq_wqe/rq_wqe/cqe records. MR pages
  * live in a memfd the shim creates, passes with REG_MR, and maps at the
  * application's own addresses.
  *
@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "flow.h"
 #include "wqe.h"
 
 #ifdef __cplusplus
@@ -53,8 +54,12 @@ extern "C" {
 
 #define IPC_MAGIC 0x52434531u       /**< "RCE1" */
 /* 2: CREATE_CHANNEL returns the channel fd (a socket pair), takes none
- * 3: ipc_device_attr carries the ODP capabilities */
-#define IPC_VERSION 3u
+ * 3: ipc_device_attr carries the ODP capabilities
+ * 4: XRC: OPEN_XRCD, CLOSE_XRCD (36, 37 kept for OPEN_QP); CREATE_SRQ takes a type, an XRC
+ *    domain and a CQ, CREATE_QP an XRC domain
+ * 5: CREATE_FLOW/DESTROY_FLOW; ipc_device_attr carries the raw packet caps
+ * 6: device memory (ALLOC_DM, FREE_DM, REG_DM_MR, IMPORT_DM: 46-49; max_dm_size) */
+#define IPC_VERSION 6u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -126,6 +131,13 @@ struct ipc_device_attr {
 	uint32_t odp_uc_caps;
 	uint32_t odp_ud_caps;
 	uint32_t odp_xrc_caps;
+	/** RAW_PACKET QPs (ibv_device_attr.max_raw_ethy_qp; 0: none) and
+	 *  ibv_device_attr_ex.raw_packet_caps (enum ibv_raw_packet_caps) */
+	uint32_t max_raw_ethy_qp;
+	uint32_t raw_packet_caps;
+	uint32_t pad_dm;
+	/** ibv_device_attr_ex.max_dm_size: the largest ALLOC_DM; 0: no device memory */
+	uint64_t max_dm_size;
 };
 
 /** Port attributes (ibv_port_attr). */
@@ -214,7 +226,7 @@ struct ipc_qp_attr {
 
 /**
  * Where one ring sits inside the memfd of a create response: a struct
- * spsc_ring (lib/qp queue.h) at @c offset, records follow its header.
+ * spsc_ring (lib/shm queue.h) at @c offset, records follow its header.
  */
 struct ipc_ring_desc {
 	uint64_t offset;  /**< byte offset of the ring header in the memfd */
@@ -292,6 +304,56 @@ struct ipc_reg_mr_rsp { uint32_t handle; uint32_t lkey; uint32_t rkey; uint32_t 
 /** IMPORT_MR (ibv_import_mr): the MR @c handle of the connection's group, registered in PD @c pd. */
 struct ipc_import_mr_req { uint32_t handle; uint32_t pd; };
 struct ipc_import_mr_rsp { uint32_t lkey; uint32_t rkey; uint64_t length; };
+/**
+ * ATTACH_MCAST / DETACH_MCAST (ibv_attach_mcast / ibv_detach_mcast): UD QP
+ * @c qp joins or leaves multicast group @c gid (ff00::/8, or ::ffff:224.0.0.0/4
+ * for an IPv4 group); @c lid is ignored on RoCE.
+ */
+/**
+ * CREATE_FLOW (ibv_create_flow): steer the frames of port @c port that
+ * match @c match to RAW_PACKET QP @c qp. The shim turns the verbs specs
+ * (struct ibv_flow_spec_eth, _ipv4(_ext), _ipv6, _tcp_udp) into one
+ * lib/flow rule; the daemon checks it (flow_match_check()).
+ */
+struct ipc_create_flow_req {
+	uint64_t user_handle;
+	uint32_t qp;
+	uint32_t port;       /**< ibv_flow_attr.port */
+	uint32_t type;       /**< enum ibv_flow_attr_type: IBV_FLOW_ATTR_NORMAL only */
+	uint32_t flags;      /**< ibv_flow_attr.flags: 0 only */
+	uint32_t priority;   /**< ibv_flow_attr.priority (16 bits): lower first */
+	uint32_t reserved;
+	struct flow_match match;
+};
+struct ipc_mcast_req { uint32_t qp; uint16_t lid; uint16_t pad; uint8_t gid[16]; };
+/** ALLOC_MW (ibv_alloc_mw): a window of @c type (1 or 2, enum ibv_mw_type) in PD @c pd. */
+struct ipc_alloc_mw_req { uint64_t user_handle; uint32_t pd; uint32_t type; };
+/** The window's handle and its first R_Key (lib/xport mw.h keys). */
+struct ipc_alloc_mw_rsp { uint32_t handle; uint32_t rkey; };
+/**
+ * ALLOC_DM (ibv_alloc_dm): @c length bytes of device memory. Ours is memory
+ * the daemon owns: a memfd it creates, maps and passes back (fd 0 of the
+ * answer) for the shim to map; bounded by max_dm_size, a per-client quota
+ * and a global cap. @c comp_mask must be 0 (struct ibv_alloc_dm_attr).
+ */
+struct ipc_alloc_dm_req {
+	uint64_t user_handle;
+	uint64_t length;
+	uint32_t log_align_req; /**< at most the page size's log (the memfd is page aligned) */
+	uint32_t comp_mask;
+};
+/** ALLOC_DM and IMPORT_DM answer: fd 0 is the memfd, @c map_size bytes (whole pages). */
+struct ipc_alloc_dm_rsp { uint32_t handle; uint32_t pad; uint64_t length; uint64_t map_size; };
+/** REG_DM_MR (ibv_reg_dm_mr): [@c offset, + @c length) of DM @c dm, zero-based, in PD @c pd. */
+struct ipc_reg_dm_mr_req {
+	uint64_t user_handle;
+	uint64_t offset;
+	uint64_t length;
+	uint32_t pd;
+	uint32_t dm;
+	uint32_t access;     /**< enum ibv_access_flags; IBV_ACCESS_ZERO_BASED required */
+	uint32_t pad;
+};
 struct ipc_rereg_mr_req {
 	uint32_t handle;
 	uint32_t flags;      /**< IBV_REREG_MR_CHANGE_* */
@@ -331,14 +393,14 @@ struct ipc_resize_cq_req { uint32_t handle; uint32_t cqe; };
 
 struct ipc_create_qp_req {
 	uint64_t user_handle;
-	uint32_t pd;
-	uint32_t send_cq;
-	uint32_t recv_cq;
+	uint32_t pd;          /**< IPC_HANDLE_NONE for XRC_RECV */
+	uint32_t send_cq;     /**< IPC_HANDLE_NONE for XRC_RECV */
+	uint32_t recv_cq;     /**< IPC_HANDLE_NONE for XRC_SEND and XRC_RECV */
 	uint32_t srq;         /**< or IPC_HANDLE_NONE */
 	uint32_t qp_type;     /**< enum ibv_qp_type */
 	uint32_t sq_sig_all;
 	uint32_t create_flags;
-	uint32_t pad;
+	uint32_t xrcd;        /**< XRC_RECV: its XRC domain (OPEN_XRCD handle); else IPC_HANDLE_NONE */
 	uint64_t send_ops_flags;
 	struct ipc_qp_cap cap;
 	uint32_t pad2;
@@ -368,6 +430,10 @@ struct ipc_create_srq_req {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;
+	uint32_t srq_type;    /**< enum ibv_srq_type: IBV_SRQT_BASIC or IBV_SRQT_XRC */
+	uint32_t xrcd;        /**< IBV_SRQT_XRC: its XRC domain (OPEN_XRCD handle) */
+	uint32_t cq;          /**< IBV_SRQT_XRC: the CQ of its receive completions */
+	uint32_t pad;
 };
 /** SRQ create answer; fd 0 is the ring memfd. */
 struct ipc_create_srq_rsp {
@@ -379,6 +445,15 @@ struct ipc_create_srq_rsp {
 	struct ipc_ring_desc ring;
 };
 struct ipc_modify_srq_req { uint32_t handle; uint32_t mask; uint32_t max_wr; uint32_t srq_limit; };
+
+/**
+ * OPEN_XRCD (ibv_open_xrcd(3)): fd 0, if any, names the domain by its inode:
+ * every context of the device that opens the same inode shares one XRC
+ * domain. oflags: O_CREAT (create it if the inode has none; required
+ * without an fd), O_EXCL (fail if it exists). Answer: ipc_create_rsp
+ * {handle, domain number}.
+ */
+struct ipc_open_xrcd_req { uint32_t oflags; uint32_t pad; };
 struct ipc_query_srq_rsp { uint32_t max_wr; uint32_t max_sge; uint32_t srq_limit; uint32_t pad; };
 
 struct ipc_create_ah_req { uint64_t user_handle; uint32_t pd; uint32_t pad; struct ipc_ah_attr attr; };
@@ -450,6 +525,18 @@ enum ipc_obj_kind {
 	IPC_OP(DESTROY_AH,     29, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(IMPORT_PD,      30, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(IMPORT_MR,      31, ipc_import_mr_req,       ipc_import_mr_rsp,    0, 0)  \
+	IPC_OP(ATTACH_MCAST,   32, ipc_mcast_req,           ipc_empty,            0, 0)  \
+	IPC_OP(DETACH_MCAST,   33, ipc_mcast_req,           ipc_empty,            0, 0)  \
+	IPC_OP(OPEN_XRCD,      34, ipc_open_xrcd_req,       ipc_create_rsp,       1, 0)  \
+	IPC_OP(CLOSE_XRCD,     35, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(CREATE_FLOW,    38, ipc_create_flow_req,     ipc_create_rsp,       0, 0)  \
+	IPC_OP(DESTROY_FLOW,   39, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(ALLOC_MW,       44, ipc_alloc_mw_req,        ipc_alloc_mw_rsp,     0, 0)  \
+	IPC_OP(DEALLOC_MW,     45, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(ALLOC_DM,       46, ipc_alloc_dm_req,        ipc_alloc_dm_rsp,     0, 1)  \
+	IPC_OP(FREE_DM,        47, ipc_handle_req,          ipc_empty,            0, 0)  \
+	IPC_OP(REG_DM_MR,      48, ipc_reg_dm_mr_req,       ipc_reg_mr_rsp,       0, 0)  \
+	IPC_OP(IMPORT_DM,      49, ipc_handle_req,          ipc_alloc_dm_rsp,     0, 1)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */
 
 /** Operation codes. */

@@ -84,9 +84,17 @@
  * when ARP/ND gives no answer in time), and for REJECTED the IB CM reject
  * reason (positive: 8 invalid service ID, 28 consumer reject, ...).
  *
- * @par Not yet
- * JOIN_MCAST and LEAVE_MCAST are in the table so the shim can be complete;
- * the daemon answers ENOSYS until multicast lands (issue 21).
+ * @par Multicast
+ * JOIN_MCAST (rdma_join_multicast) answers the join's handle and reports
+ * RDMA_CM_EVENT_MULTICAST_JOIN on the id (uid and id: the id's) with the
+ * group's address vector in ud_ah (dgid = the MGID: an IPv4 group as
+ * ::ffff:a.b.c.d, an IPv6 group as itself), param.qp_num 0xFFFFFF and
+ * param.qkey 0x01234567; the shim attaches the id's QP when it reads the
+ * event (not for RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER). LEAVE_MCAST takes
+ * the join's handle as its id. Errors: EINVAL (an id not bound to a device,
+ * not UD, not a multicast address, bad flags), EADDRINUSE (the id joined
+ * that group already), ENOMEM (too many joins: CTL_MCAST_CM_MAX in all,
+ * CTL_MCAST_CM_PER_CLIENT or the client's max_mcast_attach per client).
  */
 #ifndef IPC_CM_H
 #define IPC_CM_H
@@ -308,11 +316,11 @@ struct ipc_cm_option_rsp {
 /** CM_NOTIFY (rdma_notify): request ipc_cm_id_req with arg = enum ibv_event_type. */
 /** CM_MIGRATE_ID (rdma_migrate_id): request ipc_cm_id_req with arg = the new channel handle. */
 
-/** CM_JOIN_MCAST (reserved until issue 21: ENOSYS). */
+/** CM_JOIN_MCAST (rdma_join_multicast(_ex)): see "Multicast" above. Answer: ipc_create_rsp. */
 struct ipc_cm_join_mcast_req {
 	uint64_t uid;
 	uint32_t id;
-	uint16_t join_flags;
+	uint16_t join_flags;      /**< RDMA_MC_JOIN_FLAG_FULLMEMBER or _SENDONLY_FULLMEMBER */
 	uint16_t pad;
 	struct ipc_cm_addr addr;
 };

@@ -4,8 +4,8 @@
  * lib/ipc: shared memory between an application (the verbs shim) and the
  * daemon: sealed memfd regions, and where the rings and control words sit.
  *
- * The rings are lib/qp's single-producer/single-consumer rings (queue.h,
- * struct spsc_ring) carrying lib/qp's records (wqe.h):
+ * The rings are lib/shm's single-producer/single-consumer rings (queue.h,
+ * struct spsc_ring) carrying lib/shm's records (wqe.h):
  *
  *  ring   producer            consumer            record
  *  SQ     application         daemon lcore        struct sq_wqe
@@ -47,7 +47,7 @@ extern "C" {
 
 #define IPC_CACHE_LINE 64u
 
-/** Values of ipc_cq_ctrl.arm (equal to lib/qp's enum xport_cq_arm). */
+/** Values of ipc_cq_ctrl.arm (equal to lib/xport's enum xport_cq_arm). */
 enum ipc_cq_arm {
 	IPC_CQ_ARM_NONE = 0,
 	IPC_CQ_ARM_NEXT = 1,      /**< any next completion */

@@ -54,7 +54,7 @@
 	X(max_total_mcast_qp_attach, max_total_mcast_qp_attach) X(max_ah, max_ah) \
 	X(max_srq, max_srq) X(max_srq_wr, max_srq_wr) X(max_srq_sge, max_srq_sge) \
 	X(max_pkeys, max_pkeys) X(local_ca_ack_delay, local_ca_ack_delay) \
-	X(phys_port_cnt, phys_port_cnt)
+	X(phys_port_cnt, phys_port_cnt) X(max_raw_ethy_qp, max_raw_ethy_qp)
 
 /* o is the destination, a the source; the cast is to the destination's type */
 #define IPC_FIELD_FROM_IBV(f_ipc, f_ibv) o->f_ipc = (__typeof__(o->f_ipc))a->f_ibv;
@@ -109,5 +109,14 @@ static inline void ipc_device_attr_to_ibv(const struct ipc_device_attr *a, struc
 	o->fw_ver[sizeof(o->fw_ver) - 1] = '\0';
 	IPC_DEVICE_ATTR_FIELDS(IPC_FIELD_TO_IBV)
 }
+
+/**
+ * Turn ibv_create_flow's @p attr (and the specs after it, attr->size bytes
+ * in all) into a CREATE_FLOW request: one lib/flow rule from the Ethernet,
+ * IPv4 (plain or _ext), IPv6, TCP and UDP specs, each at most once.
+ * @return 0, or EINVAL (sizes, a repeated layer, comp_mask), EOPNOTSUPP
+ *         (another spec type); qp and user_handle are left 0
+ */
+int ipc_flow_from_ibv(const struct ibv_flow_attr *attr, struct ipc_create_flow_req *q);
 
 #endif /* IPC_VERBS_H */

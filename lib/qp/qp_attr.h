@@ -31,6 +31,21 @@
 
 #include <infiniband/verbs.h>
 
+/**
+ * @name IBTA 1.5 FLUSH and ATOMIC WRITE names rdma-core 44 lacks
+ * The values of rdma-core 45's verbs.h (IBV_ACCESS_FLUSH_GLOBAL/_PERSISTENT)
+ * and of the kernel's IB_UVERBS_DEVICE_FLUSH_GLOBAL/_PERSISTENT and
+ * IB_UVERBS_DEVICE_ATOMIC_WRITE (device_cap_flags_ex), which is what an
+ * application built against newer headers passes and tests.
+ * @{
+ */
+#define QP_ACCESS_FLUSH_GLOBAL (1u << 8)
+#define QP_ACCESS_FLUSH_PERSISTENT (1u << 9)
+#define QP_DEVICE_FLUSH_GLOBAL (1ULL << 38)
+#define QP_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
+#define QP_DEVICE_ATOMIC_WRITE (1ULL << 40)
+/** @} */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,6 +67,8 @@ enum qp_sem_type_index {
 	QP_SEM_UC,
 	QP_SEM_UD,
 	QP_SEM_RAW_PACKET,
+	QP_SEM_XRC_INI,                /**< IBV_QPT_XRC_SEND */
+	QP_SEM_XRC_TGT,                /**< IBV_QPT_XRC_RECV */
 	QP_SEM_NTYPES,
 };
 
@@ -204,8 +221,11 @@ struct qp_sem_effects {
  * becomes max(16 x max_send_sge, requested) and max_send_sge that / 16; with
  * an SRQ the receive caps are 0. (libibverbs then writes back the requested
  * WR counts but the adjusted SGE/inline values; that is the shim's job.)
- * @return 0; EINVAL for caps above the limits, missing CQs, XRC_RECV or an
- *   unknown type; EOPNOTSUPP for a known type @p dev does not list.
+ * XRC: an XRC_SEND (INI) QP needs a send CQ only and has no receive caps;
+ * an XRC_RECV (TGT) QP needs no CQ and has no caps at all (its XRC domain
+ * is the control plane's business).
+ * @return 0; EINVAL for caps above the limits, missing CQs or an unknown
+ *   type; EOPNOTSUPP for a known type @p dev does not list.
  */
 int qp_sem_create(struct qp_sem *qp, const struct ibv_qp_init_attr *init,
 		  const struct qp_sem_device *dev);

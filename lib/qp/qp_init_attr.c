@@ -28,11 +28,14 @@ check_type(enum ibv_qp_type type, const struct qp_sem_device *dev)
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
 	case IBV_QPT_RAW_PACKET:
-		return (dev->qp_types & (1u << type)) ? 0 : EOPNOTSUPP;
 	case IBV_QPT_XRC_SEND:
+		return (dev->qp_types & (1u << type)) ? 0 : EOPNOTSUPP;
+	case IBV_QPT_XRC_RECV:
+		/* Linux (uverbs create_qp) wants the XRC domain first: a device
+		 * without XRC has none to name, so EINVAL (the oracle's answer) */
+		return (dev->qp_types & (1u << type)) ? 0 : EINVAL;
 	case IBV_QPT_DRIVER:
 		return EOPNOTSUPP;
-	case IBV_QPT_XRC_RECV:  /* needs an XRC domain we never have */
 	default:
 		return EINVAL;
 	}
@@ -62,12 +65,19 @@ qp_sem_create(struct qp_sem *qp, const struct ibv_qp_init_attr *init,
 	uint32_t wqe_bytes;
 	int rc;
 
+	/* XRC (IBTA 9.8.2): INI has a send queue only, TGT no queue of its own */
+	bool ini = init->qp_type == IBV_QPT_XRC_SEND, tgt = init->qp_type == IBV_QPT_XRC_RECV;
+
 	rc = check_type(init->qp_type, dev);
 	if (rc != 0)
 		return rc;
-	if (init->send_cq == NULL || init->recv_cq == NULL)
+	if ((!tgt && init->send_cq == NULL) || (!ini && !tgt && init->recv_cq == NULL))
 		return EINVAL;
-	rc = check_caps(&init->cap, init->srq != NULL, dev);
+	if (tgt) {
+		cap.max_send_wr = cap.max_send_sge = cap.max_inline_data = 0;
+		cap.max_recv_wr = cap.max_recv_sge = 0;
+	}
+	rc = check_caps(&cap, init->srq != NULL || ini || tgt, dev);
 	if (rc != 0)
 		return rc;
 
@@ -77,8 +87,8 @@ qp_sem_create(struct qp_sem *qp, const struct ibv_qp_init_attr *init,
 		wqe_bytes = cap.max_inline_data;
 	cap.max_send_sge = wqe_bytes / sge_size;
 	cap.max_inline_data = wqe_bytes;
-	cap.max_send_wr = ring_entries(cap.max_send_wr);
-	if (init->srq != NULL) {
+	cap.max_send_wr = tgt ? 0 : ring_entries(cap.max_send_wr);
+	if (init->srq != NULL || ini || tgt) {
 		cap.max_recv_wr = 0;
 		cap.max_recv_sge = 0;
 	} else {
@@ -182,7 +192,8 @@ qp_sem_init_attr(const struct qp_sem_conn_param *cp, enum ibv_qp_state state,
 	int ti = qp_sem_type_index(cp->qp_type);
 	int mask = IBV_QP_STATE;
 
-	if (ti < 0)
+	/* rdma_cm ids carry RC, UC, UD (and RAW_PACKET) QPs, never XRC ones */
+	if (ti < 0 || ti == QP_SEM_XRC_INI || ti == QP_SEM_XRC_TGT)
 		return EINVAL;
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = state;

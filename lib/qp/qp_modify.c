@@ -19,11 +19,12 @@
 #define CODE5_MAX    31u        /* timeout, min_rnr_timer: 5-bit codes */
 #define RETRY3_MAX   7u         /* retry_cnt, rnr_retry: 3-bit fields */
 
-/* Every IBV_ACCESS_* bit <infiniband/verbs.h> defines. */
+/* Every IBV_ACCESS_* bit <infiniband/verbs.h> defines, and rdma-core 45's FLUSH bits. */
 #define ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |      \
 		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |     \
 		      IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |            \
 		      IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |             \
+		      QP_ACCESS_FLUSH_GLOBAL | QP_ACCESS_FLUSH_PERSISTENT |   \
 		      IBV_ACCESS_RELAXED_ORDERING)
 
 /* What the checks decided, for the apply step. */

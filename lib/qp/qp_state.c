@@ -5,7 +5,7 @@
  * per QP type. IBV_QP_STATE is implied in every cell.
  *
  * Source: the Modify QP verb of IBTA Vol. 1 as encoded by the Linux core's
- * qp_state_table (drivers/infiniband/core/verbs.c) for RC, UC, UD and
+ * qp_state_table (drivers/infiniband/core/verbs.c) for RC, UC, UD, XRC and
  * RAW_PACKET. One deliberate addition, marked "ours": IBV_QP_RATE_LIMIT for
  * RC on INIT->RTR, RTR->RTS and RTS->RTS (Linux has it for RAW_PACKET only;
  * the RC cells follow the 2026 "IB/core: Extend rate limit support for RC
@@ -42,6 +42,8 @@
 #define UC  QP_SEM_UC
 #define UD  QP_SEM_UD
 #define RAW QP_SEM_RAW_PACKET
+#define INI QP_SEM_XRC_INI
+#define TGT QP_SEM_XRC_TGT
 
 #define S(x) IBV_QPS_##x
 
@@ -54,6 +56,8 @@ static const struct qp_sem_transition qp_state_table[S(ERR) + 1][S(ERR) + 1] = {
 				[UC] = PKEY | PORT | ACCESS,
 				[UD] = PKEY | PORT | QKEY,
 				[RAW] = PORT,
+				[INI] = PKEY | PORT | ACCESS,
+				[TGT] = PKEY | PORT | ACCESS,
 			},
 		},
 	},
@@ -65,17 +69,23 @@ static const struct qp_sem_transition qp_state_table[S(ERR) + 1][S(ERR) + 1] = {
 				[RC] = PKEY | PORT | ACCESS,
 				[UC] = PKEY | PORT | ACCESS,
 				[UD] = PKEY | PORT | QKEY,
+				[INI] = PKEY | PORT | ACCESS,
+				[TGT] = PKEY | PORT | ACCESS,
 			},
 		},
 		[S(RTR)] = { .valid = true,
 			.req = {
 				[RC] = AV | MTU | DQPN | RQ_PSN | DEST_RD | RNR_TMR,
 				[UC] = AV | MTU | DQPN | RQ_PSN,
+				[INI] = AV | MTU | DQPN | RQ_PSN,
+				[TGT] = AV | MTU | DQPN | RQ_PSN | DEST_RD | RNR_TMR,
 			},
 			.opt = {
 				[RC] = ALT | ACCESS | PKEY | RATE /* ours */,
 				[UC] = ALT | ACCESS | PKEY,
 				[UD] = PKEY | QKEY,
+				[INI] = ALT | ACCESS | PKEY,
+				[TGT] = ALT | ACCESS | PKEY,
 			},
 		},
 	},
@@ -87,12 +97,16 @@ static const struct qp_sem_transition qp_state_table[S(ERR) + 1][S(ERR) + 1] = {
 				[RC] = TIMEOUT | RETRY | RNR_RTY | SQ_PSN | RD_ATOM,
 				[UC] = SQ_PSN,
 				[UD] = SQ_PSN,
+				[INI] = TIMEOUT | RETRY | RNR_RTY | SQ_PSN | RD_ATOM,
+				[TGT] = TIMEOUT | SQ_PSN,
 			},
 			.opt = {
 				[RC] = CUR | ALT | ACCESS | RNR_TMR | MIG | RATE /* ours */,
 				[UC] = CUR | ALT | ACCESS | MIG,
 				[UD] = CUR | QKEY,
 				[RAW] = RATE,
+				[INI] = CUR | ALT | ACCESS | MIG,
+				[TGT] = CUR | ALT | ACCESS | RNR_TMR | MIG,
 			},
 		},
 	},
@@ -105,6 +119,8 @@ static const struct qp_sem_transition qp_state_table[S(ERR) + 1][S(ERR) + 1] = {
 				[UC] = CUR | ACCESS | ALT | MIG,
 				[UD] = CUR | QKEY,
 				[RAW] = RATE,
+				[INI] = CUR | ACCESS | ALT | MIG,
+				[TGT] = CUR | ACCESS | ALT | MIG | RNR_TMR,
 			},
 		},
 		[S(SQD)] = { .valid = true,
@@ -112,6 +128,8 @@ static const struct qp_sem_transition qp_state_table[S(ERR) + 1][S(ERR) + 1] = {
 				[RC] = SQD_EVT,
 				[UC] = SQD_EVT,
 				[UD] = SQD_EVT,
+				[INI] = SQD_EVT,
+				[TGT] = SQD_EVT,
 			},
 		},
 	},
@@ -123,6 +141,8 @@ static const struct qp_sem_transition qp_state_table[S(ERR) + 1][S(ERR) + 1] = {
 				[RC] = CUR | ALT | ACCESS | RNR_TMR | MIG,
 				[UC] = CUR | ALT | ACCESS | MIG,
 				[UD] = CUR | QKEY,
+				[INI] = CUR | ALT | ACCESS | MIG,
+				[TGT] = CUR | ALT | ACCESS | RNR_TMR | MIG,
 			},
 		},
 		[S(SQD)] = { .valid = true,
@@ -131,6 +151,10 @@ static const struct qp_sem_transition qp_state_table[S(ERR) + 1][S(ERR) + 1] = {
 				       DEST_RD | ALT | ACCESS | PKEY | RNR_TMR | MIG,
 				[UC] = AV | ALT | ACCESS | PKEY | MIG,
 				[UD] = PKEY | QKEY,
+				[INI] = PORT | AV | TIMEOUT | RETRY | RNR_RTY | RD_ATOM |
+					ALT | ACCESS | PKEY | MIG,
+				[TGT] = PORT | AV | TIMEOUT | DEST_RD | ALT | ACCESS | PKEY |
+					RNR_TMR | MIG,
 			},
 		},
 	},
@@ -170,6 +194,10 @@ qp_sem_type_index(enum ibv_qp_type type)
 		return UD;
 	case IBV_QPT_RAW_PACKET:
 		return RAW;
+	case IBV_QPT_XRC_SEND:
+		return INI;
+	case IBV_QPT_XRC_RECV:
+		return TGT;
 	default:
 		return -1;
 	}

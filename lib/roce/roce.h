@@ -128,6 +128,21 @@ _Static_assert(sizeof(struct roce_deth) == 8, "DETH is 8 bytes");
 _Static_assert(sizeof(struct roce_ipv4_hdr) == 20, "IPv4 header is 20 bytes");
 _Static_assert(sizeof(struct roce_ipv6_hdr) == 40, "IPv6 header is 40 bytes");
 
+/**
+ * FLUSH extended transport header (IBTA 1.5, 4 bytes before the RETH; Linux
+ * rxe_hdr.h feth): bits 3:0 placement type, bits 5:4 selectivity, the rest
+ * reserved.
+ */
+enum roce_feth {
+	ROCE_FETH_PLT_MASK = 0x0000000f,
+	ROCE_FETH_SEL_MASK = 0x00000030,
+	ROCE_FETH_SEL_SHIFT = 4,
+	ROCE_FLUSH_GLOBAL = 1u << 0,     /**< placement type: global visibility */
+	ROCE_FLUSH_PERSISTENT = 1u << 1, /**< placement type: persistence */
+	ROCE_FLUSH_RANGE = 0,            /**< selectivity: the RETH's range */
+	ROCE_FLUSH_MR = 1,               /**< selectivity: the whole region of the R_Key */
+};
+
 /** AETH syndromes (IBTA 9.7.5.1.3; Linux rxe_hdr.h). */
 enum roce_aeth_syndrome {
 	ROCE_AETH_TYPE_MASK = 0xe0,
@@ -201,7 +216,7 @@ struct roce_l3 {
 
 /**
  * One parsed RoCEv2 packet: every header field in host order. Produced by
- * roce_parse(), consumed by lib/qp, and accepted back by roce_build() so a
+ * roce_parse(), consumed by lib/xport, and accepted back by roce_build() so a
  * packet rebuilt from its record is byte-identical to the original.
  */
 struct roce_pkt {
@@ -223,12 +238,16 @@ struct roce_pkt {
 	/* extension headers: valid when roce_pkt_has(pkt, ROCE_HDR_x) */
 	uint16_t hdrs;          /**< enum roce_hdr_bit set, from the opcode */
 	struct { uint64_t va; uint32_t rkey; uint32_t length; } reth;
+	/** FETH: placement type (ROCE_FLUSH_GLOBAL | _PERSISTENT), selectivity
+	 *  (ROCE_FLUSH_RANGE/_MR), the other bits (kept for rebuild) */
+	struct { uint8_t placement; uint8_t selectivity; uint32_t resv; } feth;
 	struct { uint8_t syndrome; uint32_t msn; } aeth;
 	struct { uint64_t va; uint32_t rkey; uint64_t swap_add; uint64_t compare; } atmeth;
 	uint64_t atmack_orig;
 	struct { uint32_t qkey; uint32_t src_qpn; uint8_t resv; } deth;
 	uint32_t imm;           /**< ImmDt, as on the wire (big-endian value in host int) */
 	uint32_t ieth_rkey;
+	uint32_t xrc_srqn;      /**< XRCETH: the XRC SRQ the request is for (24 bits) */
 	/* payload: points into the parsed frame (or the caller's buffer when building) */
 	const uint8_t *payload;
 	uint32_t payload_len;   /**< without pad */
@@ -251,14 +270,15 @@ roce_pkt_has(const struct roce_pkt *pkt, enum roce_hdr_bit bit)
  * length, ethertype, IP header length, IP version, IPv4 IHL, IPv4 header
  * checksum, IP total length vs frame, IPv4 fragment, protocol UDP, UDP
  * length/port, UDP checksum when non-zero, BTH length, TVer, opcode validity
- * (RC/UC/UD/CNP only), extension header lengths, payload/pad rules, ICRC.
+ * (RC/UC/UD/XRC/CNP only), extension header lengths, payload/pad rules, ICRC.
  * The IP length, not @p len, bounds the packet: trailing Ethernet padding
  * (frames padded to 60 bytes) is ignored. Never reads past frame[len - 1].
  *
  * Payload/pad rules: opcodes without payload (READ request, ACK, atomics,
  * CNP) must have none and pad 0; otherwise payload + pad is a multiple of 4,
  * pad <= payload + pad, and FIRST/MIDDLE packets have pad 0 and a non-empty
- * payload. The path-MTU size of FIRST/MIDDLE is a QP check, not done here.
+ * payload; ATOMIC WRITE carries exactly 8 bytes, unpadded. The path-MTU size
+ * of FIRST/MIDDLE is a QP check, not done here.
  *
  * @param frame  frame bytes
  * @param len    frame length
@@ -347,11 +367,31 @@ size_t roce_build_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
  * Build a complete frame: headers, pkt->payload, pad bytes (zero) and ICRC,
  * then the UDP checksum if pkt->l3.udp_csum. A record from roce_parse() is
  * rebuilt byte for byte (up to frame_len; trailing Ethernet padding is not
- * reproduced).
+ * reproduced). The same as roce_build_gather() with one segment.
  * @return frame length, or 0 if @p cap is too small, the opcode invalid, the
  *         lengths overflow IP, or payload_len > 0 with a NULL payload
  */
 size_t roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
+
+/** One piece of a frame's payload (roce_build_gather()). */
+struct roce_seg {
+	const uint8_t *addr;    /**< first byte; may be NULL only when len is 0 */
+	uint32_t len;           /**< bytes */
+};
+
+/**
+ * Build a complete frame whose payload is gathered from @p nseg segments
+ * (the transport engine's frames point into registered memory): headers,
+ * @p seg[0..nseg) in order, pad bytes (zero), ICRC (chained over each
+ * segment right after it is copied), then the UDP checksum if
+ * pkt->l3.udp_csum. pkt->payload is not read; pkt->payload_len must equal
+ * the segments' total length.
+ * @return frame length, or 0 if @p cap is too small, the opcode invalid, the
+ *         lengths overflow IP, or the segments do not add up to payload_len
+ *         (or one with len > 0 has a NULL addr)
+ */
+size_t roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t nseg,
+			 uint8_t *buf, size_t cap);
 
 /**
  * Fill @p cnp as a RoCEv2 Congestion Notification Packet (IBTA Annex A17,

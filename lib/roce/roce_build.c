@@ -3,6 +3,9 @@
  * Transmit side: write a frame from struct roce_pkt. The inverse of
  * roce_parse(): every field the parser records (reserved bits included) is
  * written back, so parse -> build reproduces a captured frame exactly.
+ * The one frame builder of the project: the transport engine's frames
+ * (payload gathered from registered memory) and every other frame (CNPs,
+ * QP1 MADs, tests) are written by roce_build_gather().
  */
 #include <string.h>
 
@@ -125,6 +128,12 @@ write_ext(const struct roce_pkt *pkt, const struct roce_opcode_desc *desc, uint8
 		wr32(p, pkt->deth.qkey);
 		wr32(p + 4, (uint32_t)pkt->deth.resv << 24 | (pkt->deth.src_qpn & ROCE_QPN_MASK));
 	}
+	if (desc->hdrs & ROCE_HDR_FETH)
+		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_FETH)],
+		     (pkt->feth.resv & ~(uint32_t)(ROCE_FETH_PLT_MASK | ROCE_FETH_SEL_MASK)) |
+			     ((uint32_t)pkt->feth.selectivity << ROCE_FETH_SEL_SHIFT &
+			      ROCE_FETH_SEL_MASK) |
+			     (pkt->feth.placement & ROCE_FETH_PLT_MASK));
 	if (desc->hdrs & ROCE_HDR_RETH) {
 		p = bth + desc->offset[__builtin_ctz(ROCE_HDR_RETH)];
 		wr64(p, pkt->reth.va);
@@ -147,6 +156,8 @@ write_ext(const struct roce_pkt *pkt, const struct roce_opcode_desc *desc, uint8
 		memcpy(bth + desc->offset[__builtin_ctz(ROCE_HDR_IMMDT)], &pkt->imm, 4);
 	if (desc->hdrs & ROCE_HDR_IETH)
 		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_IETH)], pkt->ieth_rkey);
+	if (desc->hdrs & ROCE_HDR_XRCETH)
+		wr32(bth + desc->offset[__builtin_ctz(ROCE_HDR_XRCETH)], pkt->xrc_srqn & ROCE_QPN_MASK);
 	if (desc->hdrs & ROCE_HDR_CNP)
 		memset(bth + desc->offset[__builtin_ctz(ROCE_HDR_CNP)], 0, 16);
 }
@@ -187,41 +198,82 @@ roce_build_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
 	return hlen;
 }
 
+/* @return whether the @p nseg segments hold exactly @p len bytes, none at NULL */
+static inline bool
+segs_hold(const struct roce_seg *seg, uint32_t nseg, size_t len)
+{
+	size_t sum = 0;
+
+	for (uint32_t i = 0; i < nseg; i++) {
+		if (seg[i].len && !seg[i].addr)
+			return false;
+		sum += seg[i].len;
+	}
+	return sum == len;
+}
+
+/* The optional UDP checksum of the @p total byte frame @p buf (off the hot
+ * path: RoCEv2 senders leave it 0). It covers the ICRC, so it comes last;
+ * the ICRC masks this field. */
+static __attribute__((noinline)) void
+write_udp_csum(const struct roce_pkt *pkt, uint8_t *buf, size_t total)
+{
+	size_t l3_off = l2_len(pkt);
+	size_t udp_off = l3_off + ip_len(pkt);
+	uint16_t sum = roce_udp_csum_sum(buf + l3_off, pkt->l3.ipv6, buf + udp_off, total - udp_off);
+	uint16_t csum = (uint16_t)~sum;
+
+	wr16(buf + udp_off + offsetof(struct roce_udp_hdr, checksum), csum ? csum : 0xffff);
+}
+
 size_t
-roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
+roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t nseg,
+		  uint8_t *buf, size_t cap)
 {
 	size_t hlen = roce_headers_len(pkt);
 	size_t pad = pkt->pad & 3;
 	size_t total = hlen + (size_t)pkt->payload_len + pad + ROCE_ICRC_LEN;
 
-	if (hlen == 0 || cap < total || (pkt->payload_len && !pkt->payload))
+	/* segments checked first: a longer list would write past the frame */
+	if (hlen == 0 || cap < total || !segs_hold(seg, nseg, pkt->payload_len) ||
+	    roce_build_headers(pkt, buf, cap) != hlen)
 		return 0;
-	if (roce_build_headers(pkt, buf, cap) != hlen)
-		return 0;
-
-	uint8_t *p = buf + hlen;
-	if (pkt->payload_len)
-		memcpy(p, pkt->payload, pkt->payload_len);
-	memset(p + pkt->payload_len, 0, pad);
-
+	/* Annex A17.3.3: the ICRC covers the headers from IP on (variant
+	 * fields masked), the payload and the pad; chained over each segment
+	 * right after its copy, while it is in cache. */
 	size_t l3_off = l2_len(pkt);
-	uint32_t icrc = roce_icrc_compute(buf + l3_off, total - ROCE_ICRC_LEN - l3_off);
-	uint8_t *tail = buf + total - ROCE_ICRC_LEN;
-	tail[0] = (uint8_t)icrc;                /* least significant byte first */
-	tail[1] = (uint8_t)(icrc >> 8);
-	tail[2] = (uint8_t)(icrc >> 16);
-	tail[3] = (uint8_t)(icrc >> 24);
-
-	if (pkt->l3.udp_csum) {
-		/* Covers the ICRC, so it comes last; the ICRC masks this field. */
-		size_t udp_off = l3_off + ip_len(pkt);
-		uint16_t sum = roce_udp_csum_sum(buf + l3_off, pkt->l3.ipv6, buf + udp_off,
-						 total - udp_off);
-		uint16_t csum = (uint16_t)~sum;
-		wr16(buf + udp_off + offsetof(struct roce_udp_hdr, checksum),
-		     csum ? csum : 0xffff);
+	uint32_t crc = roce_icrc_headers(buf + l3_off, hlen - l3_off);
+	uint8_t *p = buf + hlen;
+	for (uint32_t i = 0; i < nseg; i++) {
+		if (seg[i].len == 0) /* its addr may be NULL: not even memcpy(p, NULL, 0) */
+			continue;
+		memcpy(p, seg[i].addr, seg[i].len);
+		crc = roce_icrc_update(crc, p, seg[i].len);
+		p += seg[i].len;
 	}
+	if (pad) {
+		memset(p, 0, pad);
+		crc = roce_icrc_update(crc, p, pad);
+		p += pad;
+	}
+	crc = roce_icrc_final(crc);
+	p[0] = (uint8_t)crc; /* least significant byte first */
+	p[1] = (uint8_t)(crc >> 8);
+	p[2] = (uint8_t)(crc >> 16);
+	p[3] = (uint8_t)(crc >> 24);
+	if (pkt->l3.udp_csum)
+		write_udp_csum(pkt, buf, total);
 	return total;
+}
+
+size_t
+roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
+{
+	struct roce_seg one = { pkt->payload, pkt->payload_len };
+
+	if (pkt->payload_len && !pkt->payload)
+		return 0;
+	return roce_build_gather(pkt, &one, pkt->payload_len ? 1 : 0, buf, cap);
 }
 
 void

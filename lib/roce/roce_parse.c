@@ -206,6 +206,12 @@ parse_ext(const uint8_t *bth, const struct roce_opcode_desc *desc, struct roce_p
 		pkt->deth.resv = p[4];
 		pkt->deth.src_qpn = rd32(p + 4) & ROCE_QPN_MASK;
 	}
+	if (desc->hdrs & ROCE_HDR_FETH) {
+		uint32_t w = rd32(bth + desc->offset[__builtin_ctz(ROCE_HDR_FETH)]);
+		pkt->feth.placement = (uint8_t)(w & ROCE_FETH_PLT_MASK);
+		pkt->feth.selectivity = (uint8_t)((w & ROCE_FETH_SEL_MASK) >> ROCE_FETH_SEL_SHIFT);
+		pkt->feth.resv = w & ~(uint32_t)(ROCE_FETH_PLT_MASK | ROCE_FETH_SEL_MASK);
+	}
 	if (desc->hdrs & ROCE_HDR_RETH) {
 		p = bth + desc->offset[__builtin_ctz(ROCE_HDR_RETH)];
 		pkt->reth.va = rd64(p);
@@ -230,6 +236,8 @@ parse_ext(const uint8_t *bth, const struct roce_opcode_desc *desc, struct roce_p
 		memcpy(&pkt->imm, bth + desc->offset[__builtin_ctz(ROCE_HDR_IMMDT)], 4);
 	if (desc->hdrs & ROCE_HDR_IETH)
 		pkt->ieth_rkey = rd32(bth + desc->offset[__builtin_ctz(ROCE_HDR_IETH)]);
+	if (desc->hdrs & ROCE_HDR_XRCETH) /* 8 reserved bits, then the XRC SRQ number */
+		pkt->xrc_srqn = rd32(bth + desc->offset[__builtin_ctz(ROCE_HDR_XRCETH)]) & ROCE_QPN_MASK;
 }
 
 /* Payload and pad rules (IBTA 9.2.1 pad, 9.7.4 / C9-20 lengths per opcode). */
@@ -243,6 +251,9 @@ check_payload(const struct roce_opcode_desc *desc, size_t with_pad, uint8_t pad)
 	}
 	if (with_pad % 4 != 0 || pad > with_pad)
 		return ROCE_DROP_PAD;
+	/* ATOMIC WRITE carries exactly the 8 bytes it stores (IBTA 1.5) */
+	if ((desc->kind & ROCE_KIND_ATOMIC_WRITE) && (with_pad != 8 || pad))
+		return ROCE_DROP_PAYLOAD_LENGTH;
 	if (!(desc->kind & ROCE_KIND_LAST)) {
 		/* FIRST/MIDDLE carry a whole path MTU: never padded, never empty. */
 		if (pad)

@@ -36,6 +36,9 @@ enum wr_kind {
 	WR_KIND_READ,       /**< remote memory to the local SGEs (wr.rdma) */
 	WR_KIND_ATOMIC,     /**< 8 bytes at remote memory (wr.atomic) */
 	WR_KIND_NONE,       /**< not supported */
+	WR_KIND_LOCAL,      /**< executed by the engine, nothing on the wire (wr.bind, imm_data) */
+	WR_KIND_ATOMIC_WRITE, /**< 8 payload bytes stored at once at remote memory (wr.rdma) */
+	WR_KIND_FLUSH,      /**< remote placement of earlier writes (wr.flush), no payload */
 };
 
 /** What sq_wqe.imm_data carries. */
@@ -78,10 +81,12 @@ enum wr_imm {
 	X(RDMA_READ, 4, READ, WR_QPT_RC, RDMA_READ, NONE, WR_WIRE_ONLY(RDMA_READ_REQUEST)) \
 	X(ATOMIC_CMP_AND_SWP, 5, ATOMIC, WR_QPT_RC, COMP_SWAP, NONE, WR_WIRE_ONLY(COMPARE_SWAP)) \
 	X(ATOMIC_FETCH_AND_ADD, 6, ATOMIC, WR_QPT_RC, FETCH_ADD, NONE, WR_WIRE_ONLY(FETCH_ADD)) \
-	X(LOCAL_INV, 7, NONE, 0, LOCAL_INV, NONE, WR_NO_WIRE) \
-	X(BIND_MW, 8, NONE, 0, BIND_MW, NONE, WR_NO_WIRE) \
+	X(LOCAL_INV, 7, LOCAL, WR_QPT_RC | WR_QPT_UC, LOCAL_INV, INV, WR_NO_WIRE) \
+	X(BIND_MW, 8, LOCAL, WR_QPT_RC | WR_QPT_UC, BIND_MW, NONE, WR_NO_WIRE) \
 	X(SEND_WITH_INV, 9, SEND, WR_QPT_RC, SEND, INV, \
-	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_INVALIDATE, SEND_ONLY_WITH_INVALIDATE))
+	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_INVALIDATE, SEND_ONLY_WITH_INVALIDATE)) \
+	X(FLUSH, 14, FLUSH, WR_QPT_RC, FLUSH, NONE, WR_WIRE_ONLY(FLUSH)) \
+	X(ATOMIC_WRITE, 15, ATOMIC_WRITE, WR_QPT_RC, ATOMIC_WRITE, NONE, WR_WIRE_ONLY(ATOMIC_WRITE))
 
 /** Send work request opcodes (= enum ibv_wr_opcode). */
 enum wr_opcode {
@@ -135,6 +140,8 @@ enum wc_opcode {
 	WC_FETCH_ADD = 4,
 	WC_BIND_MW = 5,
 	WC_LOCAL_INV = 6,
+	WC_FLUSH = 8,            /**< IBV_WC_FLUSH of rdma-core 45 (44 does not name it) */
+	WC_ATOMIC_WRITE = 9,
 	WC_RECV = 1 << 7,
 	WC_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
 };
@@ -162,10 +169,11 @@ wr_opcode_desc(uint32_t opcode)
 	};
 	struct wr_opcode_desc d = { WR_KIND_NONE, 0, WC_SEND, WR_IMM_NONE };
 
-	if (opcode < WR_OPCODE_SLOTS && table[opcode].qp_types != 0)
+	if (__builtin_expect(opcode < WR_OPCODE_SLOTS, 1)) {
 		d = table[opcode];
-	else if (opcode < WR_OPCODE_SLOTS)
-		d.wc_opcode = table[opcode].wc_opcode; /* LOCAL_INV, BIND_MW; WC_SEND in a gap */
+		if (d.qp_types == 0)
+			d.kind = WR_KIND_NONE; /* a gap: completion WC_SEND, no imm */
+	}
 	return d;
 }
 
@@ -180,7 +188,21 @@ wr_opcode_valid(uint32_t opcode, uint32_t qp_type)
 static inline bool
 wr_kind_sends_payload(uint8_t kind)
 {
-	return kind == WR_KIND_SEND || kind == WR_KIND_WRITE;
+	return kind == WR_KIND_SEND || kind == WR_KIND_WRITE || kind == WR_KIND_ATOMIC_WRITE;
+}
+
+/**
+ * @return true if work requests of @p kind use a responder resource at the
+ * peer, so count against max_rd_atomic (initiator depth) and wait for a
+ * response: READ, ATOMIC and, as in Linux rxe, ATOMIC WRITE and FLUSH
+ */
+static inline bool
+wr_kind_rd_atomic(uint8_t kind)
+{
+	const uint32_t set = 1u << WR_KIND_READ | 1u << WR_KIND_ATOMIC | 1u << WR_KIND_ATOMIC_WRITE |
+			     1u << WR_KIND_FLUSH;
+
+	return kind < 32 && (set >> kind & 1u) != 0;
 }
 
 /** Completion flags (= enum ibv_wc_flags). */
@@ -244,8 +266,8 @@ struct sq_wqe {
 	uint8_t num_sge;         /**< <= WQE_MAX_SGE */
 	uint16_t inline_len;     /**< <= WQE_MAX_INLINE, with WR_FLAG_INLINE */
 	uint32_t send_flags;     /**< enum wr_send_flag set */
-	uint32_t imm_data;       /**< *_WITH_IMM: big-endian as in ibv_send_wr; *_INV: R_Key to invalidate */
-	uint32_t reserved0;
+	uint32_t imm_data;       /**< *_WITH_IMM: big-endian as in ibv_send_wr; *_INV, LOCAL_INV: R_Key to invalidate */
+	uint32_t xrc_remote_srqn; /**< XRC INI QPs: the target's XRC SRQ (ibv_send_wr qp_type.xrc.remote_srqn) */
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -260,6 +282,22 @@ struct sq_wqe {
 			uint32_t rkey;
 			uint32_t reserved;
 		} atomic;
+		struct {
+			uint64_t remote_addr;  /**< RANGE: first byte to flush */
+			uint32_t rkey;
+			uint32_t length;       /**< RANGE: bytes (RETH DMA length) */
+			uint8_t type;          /**< placement type: 1 global, 2 persistent (set of) */
+			uint8_t level;         /**< selectivity: 0 range, 1 the whole region */
+			uint8_t reserved[14];
+		} flush;                       /**< FLUSH (IBTA 1.5; ibv_wr_flush of rdma-core 45) */
+		struct {
+			uint64_t addr;         /**< first byte of the window (MR IOVA) */
+			uint64_t length;       /**< 0: unbind (type 1) */
+			uint32_t mw_rkey;      /**< the window's current R_Key */
+			uint32_t rkey;         /**< its next R_Key: the low byte is taken */
+			uint32_t mr_lkey;      /**< the MR the window lies in */
+			uint32_t access;       /**< the window's ibv_access_flags */
+		} bind;                        /**< BIND_MW (IBA section 10.6.7) */
 		struct {
 			uint32_t remote_qpn;
 			uint32_t remote_qkey;  /**< MSB set: use the QP's own Q_Key */

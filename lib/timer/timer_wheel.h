@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * lib/qp: the per-lcore hierarchical timer wheel of the transport engine.
+ * lib/timer: the per-lcore hierarchical timer wheel of the transport engine.
  *
  * One wheel per lcore, touched only by the lcore that owns it: no locks, no
  * atomics. Timers are named by a 32-bit handle in [0, capacity) chosen by the

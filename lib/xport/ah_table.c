@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* lib/qp: the daemon's UD address handles (ah_table.h). */
+/* lib/xport: the daemon's UD address handles (ah_table.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

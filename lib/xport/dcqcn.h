@@ -19,7 +19,7 @@
  *   IEEE 802.1Qau, as DCQCN section 3.1 adopts it).
  *
  * No clock, no I/O: every call takes `now` in nanoseconds and the caller
- * (lib/qp's transport engine, xport_cc.c) runs the deadline
+ * (lib/xport's transport engine, xport_cc.c) runs the deadline
  * dcqcn_rp_next_ns() on its timer wheel. Rates are in kb/s, alpha in
  * fixed point (DCQCN_ALPHA_ONE = 1.0), so a test can compute every step by
  * hand.

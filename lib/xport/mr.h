@@ -47,6 +47,11 @@ enum mr_access {
 	MR_ACCESS_REMOTE_ATOMIC = 1u << 3,
 	MR_ACCESS_MW_BIND = 1u << 4,
 	MR_ACCESS_ZERO_BASED = 1u << 5,
+	/** IBV_ACCESS_FLUSH_GLOBAL / _PERSISTENT of rdma-core 45 (= the
+	 *  kernel's IB_ACCESS_FLUSH_*; rdma-core 44 does not name them): the
+	 *  target of an RDMA FLUSH of that placement type (IBTA 1.5) */
+	MR_ACCESS_FLUSH_GLOBAL = 1u << 8,
+	MR_ACCESS_FLUSH_PERSISTENT = 1u << 9,
 	/**
 	 * Not a verbs flag: the region may be invalidated by a remote SEND with
 	 * Invalidate (mr_invalidate_remote()). Linux rxe allows that only for

@@ -94,6 +94,25 @@ sq_slots_of(const struct xport_cfg *cfg)
 	return cfg->sq_size ? cfg->sq_size : cfg->sq->size;
 }
 
+static bool rc_limits_ok(const struct xport_cfg *cfg);
+
+/*
+ * XRC (IBTA 9.8.2): an RC QP with one side only. INI sends (SQ, send CQ; no
+ * receive side); TGT receives into the XRC SRQs its requests name (an SQ
+ * the daemon keeps to itself, no CQ, no RQ, a domain and an SRQ lookup).
+ */
+static bool
+xrc_cfg_valid(const struct xport_cfg *cfg)
+{
+	if (cfg->type != XPORT_RC || cfg->rq || cfg->srq || !cfg->mrs ||
+	    !ring_ok(cfg->sq, cfg->sq_size, sizeof(struct sq_wqe)))
+		return false;
+	if (cfg->xrc == XPORT_XRC_INI)
+		return cfg->send_cq && ring_ok(cfg->send_cq->ring, cfg->send_cq->size,
+					       sizeof(struct cqe)) && rc_limits_ok(cfg);
+	return cfg->xrc == XPORT_XRC_TGT && cfg->xrc_srq && cfg->xrcd && rc_limits_ok(cfg);
+}
+
 static bool
 cfg_valid(const struct xport_cfg *cfg)
 {
@@ -102,6 +121,8 @@ cfg_valid(const struct xport_cfg *cfg)
 	if (roce_mtu_bytes(cfg->path_mtu) == 0 || cfg->qpn > ROCE_QPN_MASK ||
 	    cfg->dest_qpn > ROCE_QPN_MASK)
 		return false;
+	if (cfg->xrc != XPORT_XRC_NONE)
+		return xrc_cfg_valid(cfg);
 	if (!ring_ok(cfg->sq, cfg->sq_size, sizeof(struct sq_wqe)) || !cfg->send_cq ||
 	    !cfg->recv_cq || !ring_ok(cfg->send_cq->ring, cfg->send_cq->size, sizeof(struct cqe)) ||
 	    !ring_ok(cfg->recv_cq->ring, cfg->recv_cq->size, sizeof(struct cqe)) || !cfg->mrs)
@@ -109,12 +130,15 @@ cfg_valid(const struct xport_cfg *cfg)
 	if (cfg->srq ? !ring_ok(cfg->srq->ring, cfg->srq->size, sizeof(struct rq_wqe))
 		     : !ring_ok(cfg->rq, cfg->rq_size, sizeof(struct rq_wqe)))
 		return false;
-	if (cfg->type == XPORT_RC &&
-	    (cfg->max_rd_atomic > XPORT_MAX_RD_ATOMIC || cfg->max_dest_rd_atomic == 0 ||
-	     cfg->max_dest_rd_atomic > XPORT_MAX_RD_ATOMIC || cfg->retry_cnt > 7 ||
-	     cfg->rnr_retry > 7 || cfg->timeout > 31 || cfg->min_rnr_timer > 31))
-		return false;
-	return true;
+	return cfg->type != XPORT_RC || rc_limits_ok(cfg);
+}
+
+static bool
+rc_limits_ok(const struct xport_cfg *cfg)
+{
+	return cfg->max_rd_atomic <= XPORT_MAX_RD_ATOMIC && cfg->max_dest_rd_atomic != 0 &&
+	       cfg->max_dest_rd_atomic <= XPORT_MAX_RD_ATOMIC && cfg->retry_cnt <= 7 &&
+	       cfg->rnr_retry <= 7 && cfg->timeout <= 31 && cfg->min_rnr_timer <= 31;
 }
 
 /* Responder resources a configuration needs: READ/ATOMIC are RC only; at least one. */
@@ -303,7 +327,8 @@ int
 xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 {
 	const struct xport_cfg *o = &qp->cfg;
-	if (!cfg_valid(cfg) || cfg->type != o->type || cfg->qpn != o->qpn || cfg->sq != o->sq ||
+	if (!cfg_valid(cfg) || cfg->type != o->type || cfg->xrc != o->xrc || cfg->qpn != o->qpn ||
+	    cfg->sq != o->sq ||
 	    cfg->rq != o->rq || cfg->srq != o->srq || cfg->send_cq != o->send_cq ||
 	    cfg->recv_cq != o->recv_cq || cfg->mrs != o->mrs || cfg->handle != o->handle ||
 	    sq_slots_of(cfg) != qp->sq_mask + 1 ||
@@ -313,9 +338,10 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 		return -ENOMEM;
 	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
 	uint16_t ip_id = qp->tmpl.l3.ip_id;
+	uint8_t algo = o->cc ? o->cc->algo : XPORT_CC_NONE;
 	qp->cfg = *cfg;
-	if (!cfg->cc || cfg->cc->algo != XPORT_CC_DCQCN)
-		xport_cc_reset(qp); /* no reaction point any more: line rate */
+	if (!cfg->cc || cfg->cc->algo == XPORT_CC_NONE || cfg->cc->algo != algo)
+		xport_cc_reset(qp); /* no (or another) reaction point: line rate */
 	derive(qp);
 	tmpl_init(qp);
 	qp->tmpl.l3.ip_id = ip_id;
@@ -458,7 +484,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			*c = (struct cqe){
 				.wr_id = w->wqe.wr_id,
 				.status = w->status,
-				.opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode,
+				.opcode = w->wc_opcode,
 				.vendor_err = w->err,
 				.byte_len = w->length,
 				.qp_num = qp->cfg.qpn,
@@ -469,7 +495,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			ok = false;
 		}
 	}
-	if ((w->kind == SWQE_READ || w->kind == SWQE_ATOMIC) &&
+	if (wr_kind_rd_atomic(w->kind) &&
 	    (int32_t)(qp->req.cur - head) > 0 && qp->req.rd_inflight)
 		qp->req.rd_inflight--;
 	qp->req.kick = true; /* a limit (rd_atomic, fence, window) may have opened */
@@ -573,7 +599,10 @@ flush_recv(struct xport_qp *qp, uint64_t wr_id, struct xport_out *out, uint64_t 
 		.qp_num = qp->cfg.qpn,
 		.timestamp = now,
 	};
-	xport_cq_post(qp, qp->cfg.recv_cq, &c, false, out);
+	struct xport_cq *cq = qp_recv_cq(qp);
+
+	if (cq) /* an XRC SRQ destroyed meanwhile took its CQ's references along */
+		xport_cq_post(qp, cq, &c, false, out);
 }
 
 /* Flush up to XPORT_FLUSH_BUDGET posted WQEs (IBA: all outstanding and
@@ -585,8 +614,11 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	struct spsc_ring *sq = qp->cfg.sq;
 	uint32_t avail = spsc_ring_prod_acquire(sq) - qp->comp.head;
 
+	/* A producer more than a ring ahead broke the ring (the requester
+	 * fetches nothing then, xport_req.c): flush only what was fetched, or
+	 * its client's one store would keep this lcore flushing forever. */
 	if (avail > qp->sq_mask + 1)
-		avail = qp->sq_mask + 1;
+		avail = qp->req.fetch - qp->comp.head;
 	while (avail && budget) {
 		uint32_t head = qp->comp.head;
 		struct xport_swqe *w = swqe_at(qp, head);
@@ -595,6 +627,7 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			const struct sq_wqe *rw = sq_ring_at(qp, head);
 			w->wqe.wr_id = rw->wr_id;
 			w->wqe.opcode = rw->opcode;
+			w->wc_opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode;
 			w->status = WC_SUCCESS;
 			w->kind = SWQE_SEND;
 			w->length = 0;
@@ -620,7 +653,11 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	}
 	if (qp->cfg.rq) {
 		struct spsc_ring *rq = qp->cfg.rq;
-		while (budget && spsc_ring_count_in(rq, qp->rq_mask + 1)) {
+		uint32_t used = spsc_ring_prod_acquire(rq) - spsc_ring_cons_index(rq);
+
+		if (used > qp->rq_mask + 1)
+			used = 0; /* overrun: a broken ring, as the SQ's above */
+		while (budget && used--) {
 			const struct rq_wqe *rw = spsc_ring_slot_in(rq, qp->rq_mask, sizeof(*rw),
 								    spsc_ring_cons_index(rq));
 			flush_recv(qp, rw->wr_id, out, now);
@@ -782,7 +819,7 @@ transport_of(const struct xport_qp *qp)
 {
 	switch (qp->cfg.type) {
 	case XPORT_RC:
-		return ROCE_TRANSPORT_RC;
+		return qp->cfg.xrc ? ROCE_TRANSPORT_XRC : ROCE_TRANSPORT_RC;
 	case XPORT_UC:
 		return ROCE_TRANSPORT_UC;
 	default:
@@ -850,6 +887,18 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 			continue;
 		}
 		bool request = (d->kind & ROCE_KIND_REQUEST) != 0;
+		struct roce_pkt rc_twin;
+		if (__builtin_expect(qp->cfg.xrc != XPORT_XRC_NONE, 0)) {
+			/* INI only sends, TGT only receives (IBTA 9.8.2) */
+			if (request != (qp->cfg.xrc == XPORT_XRC_TGT)) {
+				cnt_inc(qp, XPORT_CNT_DROP_XRC_ROLE);
+				continue;
+			}
+			/* the roles run XRC packets as their RC twins (opcode & 0x1f) */
+			rc_twin = *pkt;
+			rc_twin.opcode &= (uint8_t)(ROCE_TRANSPORT_UC - 1);
+			pkt = &rc_twin;
+		}
 		if (qp->state == XPORT_STATE_RESET || qp->state == XPORT_STATE_ERR ||
 		    (!request && qp->state == XPORT_STATE_RTR)) {
 			cnt_inc(qp, XPORT_CNT_DROP_STATE);
@@ -953,37 +1002,4 @@ xport_qp_cq_error(struct xport_qp *qp, struct xport_cq *cq, uint64_t now, struct
 	xport_event(out, XPORT_EV_ASYNC, ASYNC_CQ_ERR, cq->handle);
 	xport_qp_enter_error(qp, XPORT_ERR_CQ_OVERFLOW, out);
 	activate(qp, now, out);
-}
-
-/* ---- frame builder ----------------------------------------------------- */
-
-size_t
-xport_frame_build(const struct xport_frame *f, uint8_t *buf, size_t cap)
-{
-	size_t hlen = roce_headers_len(&f->pkt);
-	size_t pad = f->pkt.pad & 3;
-	size_t total = hlen + f->pkt.payload_len + pad + ROCE_ICRC_LEN;
-
-	if (hlen == 0 || total > cap || roce_build_headers(&f->pkt, buf, cap) != hlen)
-		return 0;
-	size_t l3 = sizeof(struct roce_eth_hdr) +
-		    (f->pkt.l3.vlan_present ? sizeof(struct roce_vlan_hdr) : 0);
-	uint32_t crc = roce_icrc_headers(buf + l3, hlen - l3);
-	uint8_t *p = buf + hlen;
-	for (uint32_t i = 0; i < f->nseg; i++) {
-		memcpy(p, f->seg[i].addr, f->seg[i].len);
-		crc = roce_icrc_update(crc, p, f->seg[i].len);
-		p += f->seg[i].len;
-	}
-	if (pad) {
-		memset(p, 0, pad);
-		crc = roce_icrc_update(crc, p, pad);
-		p += pad;
-	}
-	crc = roce_icrc_final(crc);
-	p[0] = (uint8_t)crc;
-	p[1] = (uint8_t)(crc >> 8);
-	p[2] = (uint8_t)(crc >> 16);
-	p[3] = (uint8_t)(crc >> 24);
-	return total;
 }

@@ -25,8 +25,8 @@
  * header record (struct roce_pkt, payload pointer NULL) plus up to
  * XPORT_FRAME_MAX_SEG payload segments given as host addresses into the
  * registered memory (or the engine's copy of inline data). The caller
- * either builds a contiguous frame with xport_frame_build() (headers,
- * payload, pad, ICRC), or writes the headers with roce_build_headers() and
+ * either builds a contiguous frame with lib/roce's roce_build_gather()
+ * (headers, payload, pad, ICRC), or writes the headers with roce_build_headers() and
  * attaches the segments as external buffers, chaining the ICRC with
  * roce_icrc_update(). Segments are valid until the next call into the engine
  * for the same lcore (memory registration changes only happen between calls).
@@ -67,7 +67,9 @@
 
 #include "ah_table.h"
 #include "dcqcn.h"
+#include "delay_cc.h"
 #include "mr.h"
+#include "mw.h"
 #include "queue.h"
 #include "roce.h"
 #include "wqe.h"
@@ -145,7 +147,35 @@ struct xport_srq {
 	uint32_t handle;          /**< daemon SRQ handle, echoed in events */
 	uint32_t limit;           /**< srq_limit: event when the count falls below it */
 	bool limit_armed;         /**< set by modify_srq; cleared when the event fires */
+	/**
+	 * @name XRC SRQs (IBTA 9.8.2): reached by number from the XRCETH of a
+	 * request to an XRC TGT QP of the same XRC domain, on the lcore that
+	 * runs the domain's TGT QPs.
+	 * @{ */
+	struct xport_cq *cq;      /**< receive completions of the SRQ */
+	uint32_t pd;              /**< PD of its receive buffers and of the R_Keys used through it */
+	uint32_t xrcd;            /**< XRC domain; 0: not an XRC SRQ */
+	/**
+	 * @ref handle while usable by TGT QPs, 0 otherwise; written by the
+	 * owner lcore (store-release), read with load-acquire by any TGT QP
+	 * that names the SRQ before it reads anything else of it.
+	 */
+	uint32_t xrc_live;
+	/** @} */
 };
+
+/** XRC role of a QP (cfg.type is XPORT_RC for both: XRC is RC with an XRCETH). */
+enum xport_xrc {
+	XPORT_XRC_NONE = 0,
+	XPORT_XRC_INI,            /**< IBV_QPT_XRC_SEND: requester only, no receive side */
+	XPORT_XRC_TGT,            /**< IBV_QPT_XRC_RECV: responder only, receives into XRC SRQs */
+};
+
+/**
+ * XRC TGT QPs: the SRQ numbered @p srqn (from the XRCETH), or NULL if
+ * there is none. The caller checks xrc_live and the domain.
+ */
+typedef struct xport_srq *(*xport_xrc_srq_fn)(void *ctx, uint32_t srqn);
 
 /** ECN codepoint of RoCE frames (RFC 3168 section 5: the two low bits of the traffic class). */
 enum xport_ecn {
@@ -158,6 +188,7 @@ enum xport_ecn {
 enum xport_cc_algo {
 	XPORT_CC_NONE = 0,     /**< CNPs are counted and ignored */
 	XPORT_CC_DCQCN = 1,    /**< DCQCN (dcqcn.h) paces the QP */
+	XPORT_CC_DELAY = 2,    /**< the RTT of ACKs against a target (delay_cc.h) paces the QP; CNPs ignored */
 };
 
 /**
@@ -181,7 +212,15 @@ struct xport_cc {
 	 * is slower than the link anyway, and pacing costs a timer per hold).
 	 */
 	bool pace_line;
+	/**
+	 * Burst size of the pacer in bytes (payload + XPORT_PACE_OVERHEAD per
+	 * frame): a late activation sends at most this much ahead of the rate,
+	 * as a NIC rate limiter's max_burst_sz. 0: up to 10 ms of the rate
+	 * (the pacer without congestion control).
+	 */
+	uint32_t pace_burst;
 	struct dcqcn_params dcqcn;
+	struct delay_params delay;  /**< cc = delay (RC QPs: the RTT needs ACKs) */
 };
 
 /**
@@ -192,6 +231,10 @@ struct xport_cc {
 struct xport_cfg {
 	uint32_t handle;          /**< daemon QP index (timer handles, events) */
 	uint8_t type;             /**< enum xport_qp_type */
+	uint8_t xrc;              /**< enum xport_xrc (type is XPORT_RC then) */
+	uint32_t xrcd;            /**< XRC TGT: its domain, matched against the SRQ's */
+	xport_xrc_srq_fn xrc_srq; /**< XRC TGT: SRQ lookup by number */
+	void *xrc_ctx;            /**< its context */
 	uint32_t qpn;
 	uint32_t pd;              /**< protection domain handle (MR checks) */
 	uint16_t pkey;            /**< P_Key sent, and accepted (low 15 bits) */
@@ -231,7 +274,7 @@ struct xport_cfg {
 	uint32_t min_window;
 	/* queues */
 	struct spsc_ring *sq;     /**< struct sq_wqe ring (engine = consumer) */
-	struct spsc_ring *rq;     /**< struct rq_wqe ring, or NULL with an SRQ */
+	struct spsc_ring *rq;     /**< struct rq_wqe ring, or NULL with an SRQ (and for XRC) */
 	/**
 	 * Trusted slots of the SQ and RQ rings (the geometry the daemon
 	 * allocated; the shared headers may be overwritten by the application).
@@ -243,6 +286,9 @@ struct xport_cfg {
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;
 	struct mr_table *mrs;
+	/** Memory windows of every lcore (mw.h); NULL: window keys fail
+	 *  like unknown keys, BIND_MW and LOCAL_INV of a window fail. */
+	struct mw_table *mws;
 	/** Congestion control and QoS of the QP's port; NULL: none (no ECN
 	 *  marking, no CNPs sent, CNPs ignored, the AV's traffic class as is). */
 	const struct xport_cc *cc;
@@ -287,6 +333,8 @@ struct xport_cfg {
 	X(DROP_STATE, "dropped: QP state does not accept the packet") \
 	X(DROP_DEST_QP, "dropped: destination QPN is not this QP") \
 	X(DROP_TRANSPORT, "dropped: opcode of another transport") \
+	X(DROP_XRC_ROLE, "dropped: a request to an XRC INI QP or a response to an XRC TGT QP") \
+	X(NAK_XRC_SRQ_TX, "XRC: invalid request NAKs for an SRQ missing or of another domain") \
 	X(DROP_SOURCE, "dropped: source GID is not the connected peer") \
 	X(DROP_PKEY, "dropped: P_Key mismatch") \
 	X(DROP_QKEY, "dropped: Q_Key mismatch (UD)") \
@@ -306,10 +354,14 @@ struct xport_cfg {
 	X(CNP_RX, "CNPs received and acted on (reaction point)") \
 	X(CNP_MALFORMED, "CNPs dropped as malformed (BECN clear)") \
 	X(CNP_IGNORED, "CNPs ignored: cc = none, QP not sending (state), or from another peer/P_Key") \
-	X(CC_RATE_CUTS, "DCQCN rate cuts") \
-	X(CC_RATE_KBPS, "DCQCN current rate in kb/s (a gauge: 0 = not limited, line rate)") \
+	X(CC_RATE_CUTS, "congestion control rate cuts (DCQCN or delay)") \
+	X(CC_RATE_KBPS, "congestion control current rate in kb/s (a gauge: 0 = not limited, line rate)") \
+	X(CC_RTT_SAMPLES, "RTT samples taken for cc = delay (AckReq packet to its ACK)") \
+	X(CC_RTT_US, "last RTT sample in us (a gauge, cc = delay)") \
 	X(INV_REFUSED, "SEND with Invalidate of a key that may not be invalidated remotely") \
 	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned") \
+	X(ATOMIC_WRITE_RX, "RDMA ATOMIC WRITEs executed (IBTA 1.5)") \
+	X(FLUSH_RX, "RDMA FLUSHes executed (IBTA 1.5)") \
 	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
 
 /** Counter indices. */
@@ -335,7 +387,9 @@ enum xport_counter {
 	X(CQ_OVERFLOW, "completion queue overflow") \
 	X(FLUSHED, "flushed in the error state") \
 	X(MODIFY, "moved to error by modify_qp") \
-	X(LOC_AH, "UD address handle unknown, destroyed or of another PD")
+	X(LOC_AH, "UD address handle unknown, destroyed or of another PD") \
+	X(LOC_BIND, "memory window bind refused (window, MR, PD or access rules)") \
+	X(LOC_INV, "local invalidate refused (unknown key, type 1 window, other PD or QP)")
 
 enum xport_err {
 #define XPORT_ERR_ENUM(sym, desc) XPORT_ERR_##sym,
@@ -375,14 +429,14 @@ struct xport_event {
 	uint32_t handle;       /**< QP, CQ or SRQ handle, per type/code */
 };
 
-/** A frame to transmit: full header record + payload gather list. */
+/**
+ * A frame to transmit: full header record + payload gather list, written
+ * into a buffer by lib/roce's roce_build_gather(&f->pkt, f->seg, f->nseg, ...).
+ */
 struct xport_frame {
 	struct roce_pkt pkt;   /**< every header field; pkt.payload is NULL, payload_len/pad set */
 	uint32_t nseg;
-	struct {
-		const uint8_t *addr; /**< host address */
-		uint32_t len;
-	} seg[XPORT_FRAME_MAX_SEG];
+	struct roce_seg seg[XPORT_FRAME_MAX_SEG]; /**< host addresses; lengths sum to pkt.payload_len */
 };
 
 /** Output context of one or more engine calls; the caller flushes and resets it. */
@@ -541,14 +595,9 @@ uint32_t xport_qp_send_window(const struct xport_qp *qp);
 uint32_t xport_qp_rq_psn(const struct xport_qp *qp);
 /** @return the QP's DCQCN reaction point state (tests, telemetry). */
 const struct dcqcn_rp *xport_qp_dcqcn(const struct xport_qp *qp);
+/** @return the QP's delay-based reaction point state (cc = delay; tests, telemetry). */
+const struct delay_rp *xport_qp_delay(const struct xport_qp *qp);
 /** @} */
-
-/**
- * Build @p f into a contiguous frame: headers (roce_build_headers()),
- * gathered payload, pad and ICRC.
- * @return frame length, or 0 if @p cap is too small
- */
-size_t xport_frame_build(const struct xport_frame *f, uint8_t *buf, size_t cap);
 
 #ifdef __cplusplus
 }

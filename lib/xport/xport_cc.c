@@ -3,7 +3,8 @@
  * Congestion control of the transport engine: QoS and ECN marking of the
  * frames a QP sends, the DCQCN notification point (a CE-marked packet ->
  * a CNP to its sender) and reaction point (a CNP -> dcqcn.h cuts the rate
- * the requester's pacer uses; XPORT_TIMER_CC raises it again).
+ * the requester's pacer uses; XPORT_TIMER_CC raises it again), and the
+ * delay-based reaction point (cc = delay: RTT probes -> delay_cc.h).
  *
  * As ConnectX does: the port's ECN codepoint replaces the ECN bits of the
  * AV's traffic class on every frame but CNPs; the AV's DSCP is honoured,
@@ -125,10 +126,50 @@ xport_cc_timer(struct xport_qp *qp, uint64_t now)
 	qp->cnt[XPORT_CNT_CC_RATE_KBPS] = dcqcn_rp_rate(&qp->rp);
 }
 
+/*
+ * cc = delay: time one AckReq packet at a time, from when it left to the
+ * ACK (or READ response) that covers it. A retransmission voids the probe:
+ * its ACK cannot tell which copy it answers (Karn's rule).
+ */
+void
+xport_cc_probe_sent(struct xport_qp *qp, uint32_t psn, bool retransmit, uint64_t now)
+{
+	if (!cc_on(qp) || qp->cfg.cc->algo != XPORT_CC_DELAY)
+		return;
+	if (retransmit) {
+		qp->probe_ns = 0;
+		return;
+	}
+	if (qp->probe_ns == 0) {
+		qp->probe_psn = psn;
+		qp->probe_ns = now ? now : 1;
+	}
+}
+
+/* Everything before @p psn is acknowledged: the probe's RTT, if it is covered. */
+void
+xport_cc_acked(struct xport_qp *qp, uint32_t psn, uint64_t now)
+{
+	if (qp->probe_ns == 0 || !psn_lt(qp->probe_psn, psn) || !cc_on(qp))
+		return;
+	uint64_t rtt = now > qp->probe_ns ? now - qp->probe_ns : 0;
+
+	qp->probe_ns = 0;
+	uint64_t cuts = qp->dl.cuts;
+	delay_rp_sample(&qp->dl, &qp->cfg.cc->delay, rtt, now);
+	cnt_inc(qp, XPORT_CNT_CC_RTT_SAMPLES);
+	qp->cnt[XPORT_CNT_CC_RTT_US] = rtt / 1000u;
+	if (qp->dl.cuts != cuts)
+		cnt_inc(qp, XPORT_CNT_CC_RATE_CUTS);
+	qp->cnt[XPORT_CNT_CC_RATE_KBPS] = delay_rp_rate(&qp->dl);
+}
+
 void
 xport_cc_reset(struct xport_qp *qp)
 {
 	dcqcn_rp_init(&qp->rp);
+	delay_rp_init(&qp->dl);
+	qp->probe_ns = 0;
 	memset(&qp->np, 0, sizeof(qp->np));
 	qp->cnt[XPORT_CNT_CC_RATE_KBPS] = 0;
 }
@@ -137,4 +178,10 @@ const struct dcqcn_rp *
 xport_qp_dcqcn(const struct xport_qp *qp)
 {
 	return &qp->rp;
+}
+
+const struct delay_rp *
+xport_qp_delay(const struct xport_qp *qp)
+{
+	return &qp->dl;
 }

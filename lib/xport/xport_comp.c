@@ -26,6 +26,7 @@
 	X(ACK, "positive ACK inside a WQE: progress") \
 	X(READ, "place READ response payload") \
 	X(ATOMIC, "store the original value") \
+	X(EMPTY_READ_RESP, "ATOMIC WRITE / FLUSH: its empty READ response completes it") \
 	X(COMPLETE, "complete the WQE") \
 	X(NEXT, "continue with the next WQE if the response covers more") \
 	X(SEQ_NAK, "PSN sequence NAK: progress up to its PSN, then go back") \
@@ -79,8 +80,11 @@ static void
 progress(struct xport_qp *qp, uint32_t psn, uint64_t now)
 {
 	struct xport_comp *c = &qp->comp;
-	if (psn_lt(c->psn, psn))
+	if (psn_lt(c->psn, psn)) {
 		xport_req_window_acked(qp, roce_psn_diff(psn, c->psn));
+		if (qp->probe_ns)
+			xport_cc_acked(qp, psn, now); /* an RTT probe is out (cc = delay) */
+	}
 	c->psn = psn;
 	c->retry_left = qp->cfg.retry_cnt;
 	c->rnr_left = qp->cfg.rnr_retry;
@@ -198,6 +202,14 @@ comp_check_ack(struct xport_qp *qp, struct comp_ctx *ctx)
 	case ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE:
 	case ROCE_OP_RC_RDMA_READ_RESPONSE_LAST:
 	case ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY:
+		if (w->kind == SWQE_ATOMIC_WRITE || w->kind == SWQE_FLUSH) {
+			/* IBTA 1.5: one READ RESPONSE ONLY without payload (rxe
+			 * send_read_response_ack()) at the request's PSN */
+			if (pkt->opcode != ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY ||
+			    pkt->psn != w->first_psn || pkt->payload_len != 0)
+				return COMP_DROP;
+			return COMP_EMPTY_READ_RESP;
+		}
 		if (w->kind != SWQE_READ)
 			return COMP_DROP;
 		if (pkt->psn != qp->comp.psn) {
@@ -265,6 +277,13 @@ comp_atomic(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 		w->err = XPORT_ERR_LOC_KEY;
 		return COMP_ERROR;
 	}
+	progress(qp, roce_psn_add(ctx->pkt->psn, 1), now);
+	return COMP_COMPLETE;
+}
+
+static enum comp_step
+comp_empty_read_resp(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
 	progress(qp, roce_psn_add(ctx->pkt->psn, 1), now);
 	return COMP_COMPLETE;
 }
@@ -422,6 +441,9 @@ xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 			break;
 		case COMP_ATOMIC:
 			step = comp_atomic(qp, &ctx, now);
+			break;
+		case COMP_EMPTY_READ_RESP:
+			step = comp_empty_read_resp(qp, &ctx, now);
 			break;
 		case COMP_COMPLETE:
 			step = comp_complete(qp, out, now);

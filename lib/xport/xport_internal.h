@@ -34,6 +34,9 @@ enum swqe_kind {
 	SWQE_WRITE = WR_KIND_WRITE,
 	SWQE_READ = WR_KIND_READ,
 	SWQE_ATOMIC = WR_KIND_ATOMIC,
+	SWQE_LOCAL = WR_KIND_LOCAL,
+	SWQE_ATOMIC_WRITE = WR_KIND_ATOMIC_WRITE,
+	SWQE_FLUSH = WR_KIND_FLUSH,
 };
 
 /* Engine copy of one send WQE plus its transport state. */
@@ -44,6 +47,8 @@ struct xport_swqe {
 	uint32_t first_psn;    /* valid when started */
 	uint32_t last_psn;
 	uint8_t kind;          /* enum swqe_kind */
+	uint8_t imm;           /* enum wr_imm of its opcode (the WR table, read once at fetch) */
+	uint8_t wc_opcode;     /* enum wc_opcode of its send completion (idem) */
 	bool started;          /* PSNs assigned (sticky across go-back-N) */
 	bool signaled;
 	uint8_t status;        /* enum wc_status to complete with (error marks) */
@@ -62,6 +67,7 @@ struct xport_req {
 	uint32_t window;       /* send window (PSNs): min_window..max_unacked */
 	uint32_t window_credit; /* PSNs acknowledged towards the next window + 1 */
 	uint64_t pace_next;    /* rate limiter: earliest time of the next frame */
+	uint64_t ack_req_ns;   /* when the last AckReq packet left (paced QPs ask often enough) */
 	uint64_t rnr_until;    /* RNR back-off end */
 	bool rnr_wait;
 	bool pace_wait;        /* held by the rate limiter */
@@ -78,11 +84,15 @@ struct xport_comp {
 	uint64_t progress_ns;  /* last forward progress (ACK timer base) */
 };
 
-/* Responder resource: one READ or ATOMIC kept for replay of duplicates. */
+/* Responder resource: one READ, ATOMIC, ATOMIC WRITE or FLUSH kept for
+ * replay of duplicates. */
 enum res_type {
 	RES_FREE = 0,
 	RES_READ,
 	RES_ATOMIC,
+	/* ATOMIC WRITE or FLUSH, executed once: answered (and replayed) by an
+	 * empty RDMA READ RESPONSE ONLY with the AETH (IBTA 1.5, as rxe) */
+	RES_EMPTY_READ_RESP,
 };
 
 struct xport_res {
@@ -131,6 +141,10 @@ struct xport_resp {
 	uint32_t res_pending;  /* resources with pending responses */
 	uint32_t res_emit;     /* slot emitting now (oldest pending), a hint */
 	struct xport_res *res; /* xport_qp.res_cap slots: storage, kept across resets */
+	/* XRC TGT: the SRQ the current request names (its XRCETH) and its handle then */
+	struct xport_srq *xsrq;
+	uint32_t xsrq_handle;
+	uint32_t xsrq_srqn;
 };
 
 struct xport_qp {
@@ -160,6 +174,9 @@ struct xport_qp {
 	uint32_t rq_mask;      /* trusted RQ geometry (cfg.rq_size - 1), 0 with an SRQ */
 	struct dcqcn_rp rp;    /* congestion control, reaction point (xport_cc.c) */
 	struct dcqcn_np np;    /* congestion control, notification point */
+	struct delay_rp dl;    /* cc = delay: reaction point */
+	uint64_t probe_ns;     /* cc = delay: when the RTT probe (probe_psn) left, 0: none out */
+	uint32_t probe_psn;    /* cc = delay: the AckReq packet being timed */
 	uint64_t cnt[XPORT_CNT_COUNT];
 };
 
@@ -199,6 +216,44 @@ static inline bool
 qp_is_rc(const struct xport_qp *qp)
 {
 	return qp->cfg.type == XPORT_RC;
+}
+
+/*
+ * XRC TGT: the SRQ the responder works for, while the owner lcore still has
+ * it (xrc_live: an SRQ destroyed or its slot reused is not). Others: cfg.srq.
+ */
+static inline struct xport_srq *
+qp_srq(const struct xport_qp *qp)
+{
+	struct xport_srq *s = qp->resp.xsrq;
+
+	if (__builtin_expect(qp->cfg.xrc != XPORT_XRC_TGT, 1))
+		return qp->cfg.srq;
+	if (s == NULL || __atomic_load_n(&s->xrc_live, __ATOMIC_ACQUIRE) != qp->resp.xsrq_handle)
+		return NULL;
+	return s;
+}
+
+/* Receive completions go to the QP's receive CQ, or an XRC SRQ's CQ (NULL: none). */
+static inline struct xport_cq *
+qp_recv_cq(const struct xport_qp *qp)
+{
+	if (__builtin_expect(qp->cfg.xrc != XPORT_XRC_TGT, 1))
+		return qp->cfg.recv_cq;
+	struct xport_srq *s = qp_srq(qp);
+	return s ? s->cq : NULL;
+}
+
+/* The PD of responder memory checks: an XRC TGT QP has none, the SRQ's counts (9.8.2). */
+static inline uint32_t
+qp_resp_pd(const struct xport_qp *qp)
+{
+	struct xport_srq *s;
+
+	if (__builtin_expect(qp->cfg.xrc != XPORT_XRC_TGT, 1))
+		return qp->cfg.pd;
+	s = qp_srq(qp);
+	return s ? s->pd : UINT32_MAX; /* no SRQ: no key matches */
 }
 
 /* PSN arithmetic shortcuts. */
@@ -270,25 +325,54 @@ void xport_cc_rx_ce(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t no
 void xport_cc_rx_cnp(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now);
 void xport_cc_timer(struct xport_qp *qp, uint64_t now);
 void xport_cc_reset(struct xport_qp *qp);
+void xport_cc_probe_sent(struct xport_qp *qp, uint32_t psn, bool retransmit, uint64_t now);
+void xport_cc_acked(struct xport_qp *qp, uint32_t psn, uint64_t now);
 
 /* ---- hot-path helpers (inline) ---- */
 
+/* The QP's reaction point times RTT probes (cc = delay): xport_cc_probe_sent() acts. */
+static inline bool
+xport_cc_probing(const struct xport_qp *qp)
+{
+	return qp->cfg.cc != NULL && qp->cfg.cc->algo == XPORT_CC_DELAY;
+}
+
 /*
  * The requester's pacing rate in kb/s, 0 = unpaced: the lower of the QP's
- * rate limit (ibv_qp_attr.rate_limit) and its DCQCN rate (or line rate
- * with xport_cc.pace_line).
+ * rate limit (ibv_qp_attr.rate_limit) and its congestion control rate
+ * (DCQCN's or the delay-based one's; line rate with xport_cc.pace_line).
  */
 static inline uint32_t
 xport_pace_kbps(const struct xport_qp *qp)
 {
 	uint32_t limit = qp->cfg.rate_limit_kbps, cc = dcqcn_rp_rate(&qp->rp);
 
+	if (cc == 0)
+		cc = delay_rp_rate(&qp->dl); /* one of the two is active per port */
 	if (cc == 0 && qp->cfg.cc && qp->cfg.cc->pace_line)
 		cc = qp->cfg.cc->dcqcn.line_kbps;
 	if (cc == 0 || (limit != 0 && limit < cc))
 		return limit;
 	return cc;
 }
+
+/*
+ * The pacer holds the QP's next data frame (a request, or a READ response:
+ * a NIC's rate limiter paces everything the QP sends with a payload) until
+ * req.pace_next. @return true if held; sync_timers arms the PACE timer.
+ */
+static inline bool
+xport_pace_hold(struct xport_qp *qp, uint64_t now)
+{
+	if (!xport_pace_kbps(qp) || now >= qp->req.pace_next)
+		return false;
+	if (!qp->req.pace_wait)
+		cnt_inc(qp, XPORT_CNT_PACE_WAIT);
+	qp->req.pace_wait = true;
+	return true;
+}
+
+void xport_pace_charge(struct xport_qp *qp, uint64_t now, uint32_t payload_len);
 
 /* @p bytes left the requester (frame bytes as the pacer charges them): DCQCN's byte counter. */
 static inline void
@@ -319,6 +403,9 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 		return NULL;
 	}
 	struct xport_frame *f = &out->frames[out->nframes];
+	/* XRC: the RC opcodes in the XRC class (IBTA 9.2 table 39) */
+	if (qp->cfg.xrc != XPORT_XRC_NONE && opcode < ROCE_TRANSPORT_UC)
+		opcode |= ROCE_TRANSPORT_XRC;
 	f->pkt = qp->tmpl;
 	f->pkt.opcode = opcode;
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
@@ -397,6 +484,39 @@ xport_bounce_read(struct xport_qp *qp, struct xport_out *out, const struct xport
 }
 
 /*
+ * The key check of every access: mr_check() for an MR key; a window key
+ * (mw.h) only as an R_Key, i.e. for a remote access, checked against its
+ * window, its QP and PD, then its MR. @return as mr_check()
+ */
+static inline enum mr_status
+xport_key_check(struct xport_qp *qp, uint32_t key, uint64_t iova, uint64_t len, uint32_t access,
+		uint8_t **host)
+{
+	const uint32_t remote = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+				MR_ACCESS_REMOTE_ATOMIC | MR_ACCESS_FLUSH_GLOBAL |
+				MR_ACCESS_FLUSH_PERSISTENT;
+
+	if (__builtin_expect(mw_key_is_mw(key), 0))
+		return (access & remote) ? mw_check(qp->cfg.mws, qp->cfg.mrs, key, qp_resp_pd(qp),
+						    qp->cfg.qpn, iova, len, access, host)
+					 : MR_ERR_KEY;
+	return mr_check(qp->cfg.mrs, key, qp_resp_pd(qp), iova, len, access, host);
+}
+
+/*
+ * Invalidate R_Key @p key for this QP: a type 2 window (mw_invalidate()),
+ * or an MR that may be invalidated so (mr_invalidate_remote()).
+ * @return 0 or -errno
+ */
+static inline int
+xport_invalidate(struct xport_qp *qp, uint32_t key)
+{
+	if (mw_key_is_mw(key))
+		return mw_invalidate(qp->cfg.mws, key, qp_resp_pd(qp), qp->cfg.qpn);
+	return mr_invalidate_remote(qp->cfg.mrs, key, qp_resp_pd(qp));
+}
+
+/*
  * Check [iova, iova + len) of @p key for @p access, then copy @p src there:
  * memcpy, or the fallback copy for an indirect MR.
  * @return MR_OK, or why not (MR_ERR_COPY: the fallback copy failed)
@@ -406,7 +526,7 @@ xport_mr_write(struct xport_qp *qp, uint32_t key, uint64_t iova, uint32_t access
 	       const uint8_t *src, uint32_t len)
 {
 	uint8_t *host;
-	enum mr_status st = mr_check(qp->cfg.mrs, key, qp->cfg.pd, iova, len, access, &host);
+	enum mr_status st = xport_key_check(qp, key, iova, len, access, &host);
 
 	if (__builtin_expect(st == MR_OK, 1)) {
 		memcpy(host, src, len);

@@ -28,6 +28,7 @@
 	X(CHECK_LIMITS, "rd_atomic, fence, send window, rate limit") \
 	X(BUILD, "build the next packet of the WQE") \
 	X(ADVANCE, "PSN, offset and WQE bookkeeping after a packet") \
+	X(LOCAL_OP, "bind a memory window or invalidate a key, once earlier WQEs completed") \
 	X(LOCAL_ERROR, "complete the WQE in error, QP to error") \
 	X(OUT_FULL, "exit: output context full, poll again") \
 	X(IDLE, "exit: nothing to send now")
@@ -58,6 +59,7 @@ struct req_ctx {
 	uint32_t payload;   /* payload bytes of the packet */
 	uint32_t psns;      /* PSNs the packet consumes */
 	bool last;          /* last packet of the WQE */
+	uint64_t now;       /* the activation's time */
 };
 
 _Static_assert(WR_QPT_RC == 1u << XPORT_RC && WR_QPT_UC == 1u << XPORT_UC &&
@@ -122,6 +124,42 @@ xport_req_window_acked(struct xport_qp *qp, uint32_t npsn)
 		req->window_credit = 0;
 }
 
+/*
+ * A frame with @p payload_len bytes of payload left at @p now: the next is
+ * due (payload + XPORT_PACE_OVERHEAD) x 8 bits later at xport_pace_kbps().
+ * The schedule runs from when this frame was due, not when it left, so
+ * late activations do not lower the rate; the credit a late activation
+ * may spend at once is bounded like a NIC rate limiter's burst size: by
+ * XPORT_PACE_CATCHUP_NS, and with congestion control by the port's
+ * pace_burst bytes (a descheduled sender must not dump milliseconds of
+ * rate into a shared queue).
+ */
+void
+xport_pace_charge(struct xport_qp *qp, uint64_t now, uint32_t payload_len)
+{
+	struct xport_req *req = &qp->req;
+	uint32_t kbps = xport_pace_kbps(qp);
+
+	if (!kbps)
+		return;
+	uint64_t bits = (uint64_t)(payload_len + XPORT_PACE_OVERHEAD) * 8;
+	uint64_t start = now;
+
+	if (req->pace_next > now) {
+		start = req->pace_next; /* on schedule */
+	} else if (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS) {
+		start = req->pace_next; /* catching up */
+		uint32_t burst = qp->cfg.cc ? qp->cfg.cc->pace_burst : 0;
+		if (burst) {
+			uint64_t credit_ns = (uint64_t)burst * 8 * 1000000u / kbps;
+			if (now - start > credit_ns)
+				start = now - credit_ns;
+		}
+	}
+	req->pace_next = start + bits * 1000000u / kbps;
+	xport_cc_sent(qp, bits / 8);
+}
+
 /* PSNs the next packet of @p w consumes: a READ request its response packets. */
 static uint32_t
 next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
@@ -131,6 +169,22 @@ next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
 	if (w->kind != SWQE_READ || rest == 0)
 		return 1;
 	return (rest + qp->mtu - 1) >> qp->mtu_shift;
+}
+
+/*
+ * @p opcode is valid on the QP's type and, on an XRC INI QP, its request has
+ * an XRC twin (IBTA Vol. 1 9.2 table 39): the IBTA 1.5 ATOMIC WRITE and
+ * FLUSH have none here (nor in Linux rxe, which has no XRC).
+ */
+static bool
+wr_opcode_ok(const struct xport_qp *qp, uint32_t opcode, const struct wr_opcode_desc *d)
+{
+	uint8_t only = wire_opcode[opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY];
+
+	if (qp->cfg.type >= 8 || (d->qp_types & (1u << qp->cfg.type)) == 0)
+		return false;
+	return qp->cfg.xrc == XPORT_XRC_NONE || only == 0 ||
+	       roce_opcode_desc((uint8_t)(only | ROCE_TRANSPORT_XRC)) != NULL;
 }
 
 /* Copy WQE @p idx from the ring into the shadow and validate it. */
@@ -143,6 +197,10 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 
 	/* the fields up to the address vector; a UD AV from the daemon's table */
 	memcpy(&w->wqe, src, offsetof(struct sq_wqe, av));
+	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
+
+	w->imm = op.imm;
+	w->wc_opcode = op.wc_opcode;
 	w->status = WC_SUCCESS;
 	w->err = XPORT_ERR_NONE;
 	w->started = false;
@@ -164,8 +222,7 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		w->err = XPORT_ERR_LOC_AH;
 		return;
 	}
-	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
-	bool ok_op = wr_opcode_valid(w->wqe.opcode, type);
+	bool ok_op = wr_opcode_ok(qp, w->wqe.opcode, &op);
 
 	w->kind = ok_op ? op.kind : SWQE_SEND;
 	bool is_inline = (w->wqe.send_flags & WR_FLAG_INLINE) != 0;
@@ -174,6 +231,8 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		w->err = XPORT_ERR_LOC_OPCODE;
 		return;
 	}
+	if (op.kind == WR_KIND_LOCAL)
+		return; /* no payload: its SGEs, if any, are not looked at */
 	uint64_t len = 0;
 	if (is_inline) {
 		if (w->wqe.inline_len > WQE_MAX_INLINE)
@@ -189,10 +248,11 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		}
 	}
 	if (len > (1u << 31) || (type == XPORT_UD && len > qp->mtu) ||
-	    (w->kind == SWQE_ATOMIC && len != 8))
+	    ((w->kind == SWQE_ATOMIC || w->kind == SWQE_ATOMIC_WRITE) && len != 8) ||
+	    (w->kind == SWQE_FLUSH && len != 0))
 		goto len_err;
 	w->length = (uint32_t)len;
-	if (w->kind != SWQE_ATOMIC && len)
+	if (w->kind != SWQE_ATOMIC && w->kind != SWQE_ATOMIC_WRITE && len)
 		w->npkts = (uint32_t)((len + qp->mtu - 1) >> qp->mtu_shift);
 	return;
 len_err:
@@ -222,7 +282,60 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 	ctx->w = swqe_at(qp, req->cur);
 	if (ctx->w->status != WC_SUCCESS)
 		return REQ_LOCAL_ERROR;
-	return REQ_CHECK_LIMITS;
+	return ctx->w->kind == SWQE_LOCAL ? REQ_LOCAL_OP : REQ_CHECK_LIMITS;
+}
+
+/* Carry out a BIND_MW or LOCAL_INV WQE; on failure its status says why. */
+static bool
+local_op(struct xport_qp *qp, struct xport_swqe *w)
+{
+	const struct sq_wqe *q = &w->wqe;
+
+	if (q->opcode == WR_BIND_MW) {
+		struct mw_bind_req b = {
+			.mw_key = q->wr.bind.mw_rkey,
+			.new_key = q->wr.bind.rkey,
+			.mr_key = q->wr.bind.mr_lkey,
+			.access = q->wr.bind.access,
+			.pd = qp->cfg.pd,
+			.qpn = qp->cfg.qpn,
+			.addr = q->wr.bind.addr,
+			.length = q->wr.bind.length,
+		};
+
+		if (mw_bind(qp->cfg.mws, qp->cfg.mrs, &b) == 0)
+			return true;
+		w->status = WC_MW_BIND_ERR;
+		w->err = XPORT_ERR_LOC_BIND;
+		return false;
+	}
+	if (xport_invalidate(qp, q->imm_data) == 0)
+		return true;
+	w->status = WC_LOC_QP_OP_ERR;
+	w->err = XPORT_ERR_LOC_INV;
+	return false;
+}
+
+/*
+ * A local operation runs when it reaches the head of the send queue, i.e.
+ * after every earlier WQE completed: a bind then never changes a window
+ * under an operation posted before it (IBA section 10.6.7 orders binds
+ * with the WRs around them), and its completion keeps the queue's order.
+ * It completes at once and consumes no PSN. A refused bind completes with
+ * MW_BIND_ERR, a refused invalidation with LOC_QP_OP_ERR, and the QP goes
+ * to the error state (IBA section 10.7.3 step 1: local errors).
+ */
+static enum req_step
+req_local_op(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	if (qp->comp.head != qp->req.cur)
+		return REQ_IDLE; /* the completer kicks the requester as WQEs complete */
+	if (!local_op(qp, ctx->w))
+		return REQ_LOCAL_ERROR;
+	qp->req.cur++;
+	if (!xport_sq_complete_head(qp, now, out))
+		return REQ_IDLE;
+	return REQ_GET_WQE;
 }
 
 static enum req_step
@@ -232,9 +345,9 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 	const struct xport_swqe *w = ctx->w;
 
 	if (qp_is_rc(qp)) {
-		bool rd_atomic = w->kind == SWQE_READ || w->kind == SWQE_ATOMIC;
-		/* at most max_rd_atomic READ/ATOMIC outstanding (initiator depth) */
-		if (rd_atomic && req->rd_inflight >= qp->cfg.max_rd_atomic)
+		/* at most max_rd_atomic READ/ATOMIC (and ATOMIC WRITE/FLUSH, which
+		 * take a responder resource too) outstanding: initiator depth */
+		if (wr_kind_rd_atomic(w->kind) && req->rd_inflight >= qp->cfg.max_rd_atomic)
 			return REQ_IDLE;
 		/* fence: wait for every prior READ/ATOMIC to complete */
 		if ((w->wqe.send_flags & WR_FLAG_FENCE) && req->offset == 0 && req->rd_inflight)
@@ -244,12 +357,8 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
-	if (xport_pace_kbps(qp) && now < req->pace_next) {
-		if (!req->pace_wait)
-			cnt_inc(qp, XPORT_CNT_PACE_WAIT);
-		req->pace_wait = true; /* sync_timers arms the pace timer */
+	if (xport_pace_hold(qp, now))
 		return REQ_IDLE;
-	}
 	return REQ_BUILD;
 }
 
@@ -263,25 +372,23 @@ build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
 	bool last = ctx->last;
 	struct roce_pkt *p = &f->pkt;
 
-	if (first && w->kind == SWQE_WRITE) {
+	if (first && (w->kind == SWQE_WRITE || w->kind == SWQE_ATOMIC_WRITE)) {
 		p->reth.va = wqe->wr.rdma.remote_addr;
 		p->reth.rkey = wqe->wr.rdma.rkey;
 		p->reth.length = w->length;
 	}
 	if (last) {
-		uint8_t imm = wr_opcode_desc(wqe->opcode).imm;
-
-		if (imm == WR_IMM_DATA)
+		if (w->imm == WR_IMM_DATA)
 			p->imm = wqe->imm_data;
-		else if (imm == WR_IMM_INV)
+		else if (w->imm == WR_IMM_INV)
 			p->ieth_rkey = wqe->imm_data;
 		p->se = (wqe->send_flags & WR_FLAG_SOLICITED) != 0;
 	}
 	p->payload_len = ctx->payload;
 }
 
-uint8_t
-xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
+static inline uint8_t
+wire_opcode_of(uint32_t wr_opcode, uint8_t type, unsigned int pos)
 {
 	uint8_t op = wire_opcode[wr_opcode & (WR_OPCODE_SLOTS - 1)][pos & 3];
 
@@ -290,13 +397,19 @@ xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
 	return type == XPORT_UC ? (uint8_t)(op | ROCE_TRANSPORT_UC) : op;
 }
 
+uint8_t
+xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
+{
+	return wire_opcode_of(wr_opcode, type, pos);
+}
+
 /* The BTH opcode of a packet of @p w. */
 static uint8_t
 data_opcode_of(const struct xport_qp *qp, const struct xport_swqe *w, bool first, bool last)
 {
 	enum wire_pos pos = first ? (last ? WIRE_ONLY : WIRE_FIRST) : (last ? WIRE_LAST : WIRE_MIDDLE);
 
-	return xport_wr_wire_opcode(w->wqe.opcode, qp->cfg.type, pos);
+	return wire_opcode_of(w->wqe.opcode, qp->cfg.type, pos);
 }
 
 static enum req_step
@@ -345,6 +458,23 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		ctx->last = true;
 		break;
 	}
+	case SWQE_FLUSH: {
+		/* IBTA 1.5 FLUSH: FETH + RETH, no payload; answered by an empty READ response */
+		f = xport_frame_new(qp, out, data_opcode_of(qp, w, true, true), req->psn);
+		if (!f)
+			return REQ_OUT_FULL;
+		f->pkt.feth.placement = w->wqe.wr.flush.type;
+		f->pkt.feth.selectivity = w->wqe.wr.flush.level;
+		f->pkt.reth.va = w->wqe.wr.flush.remote_addr;
+		f->pkt.reth.rkey = w->wqe.wr.flush.rkey;
+		f->pkt.reth.length = w->wqe.wr.flush.length;
+		f->pkt.ack_req = true;
+		f->pkt.payload_len = 0;
+		ctx->payload = 0;
+		ctx->psns = 1;
+		ctx->last = true;
+		break;
+	}
 	default: {
 		uint32_t rest = w->length - offset;
 		ctx->payload = rest < qp->mtu ? rest : qp->mtu;
@@ -366,11 +496,17 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 						   : wqe->wr.ud.remote_qkey;
 			f->pkt.deth.src_qpn = qp->cfg.qpn;
 		} else if (qp_is_rc(qp)) {
-			/* AckReq at the end of a message, every N packets, and on the
-			 * packet that fills the window (else nothing would open it) */
+			/* AckReq at the end of a message, every N packets, on the
+			 * packet that fills the window (else nothing would open it),
+			 * and when paced every quarter of the ACK timeout: N packets
+			 * at a low rate take longer than the timeout, which would
+			 * expire with nothing lost and go back N, again and again */
 			f->pkt.ack_req = ctx->last ||
 					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
-					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window;
+					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window ||
+					 (qp->ack_timeout_ns && xport_pace_kbps(qp) &&
+					  (req->ack_req_ns == 0 ||
+					   ctx->now - req->ack_req_ns >= qp->ack_timeout_ns / 4));
 		}
 		if (xport_sg_gather(qp, w, offset, ctx->payload, out, f) != 0) {
 			w->status = WC_LOC_PROT_ERR;
@@ -380,6 +516,8 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		break;
 	}
 	}
+	/* XRC INI: every request names the target's XRC SRQ (XRCETH, 9.3.5) */
+	f->pkt.xrc_srqn = w->wqe.xrc_remote_srqn & ROCE_QPN_MASK;
 	ctx->f = f;
 	return REQ_ADVANCE;
 }
@@ -397,26 +535,20 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 			qp->comp.progress_ns = now;
 		if (psn_lt(req->psn, req->psn_max))
 			cnt_inc(qp, XPORT_CNT_RETRANSMIT_PKTS);
-		if (ctx->f->pkt.ack_req)
+		if ((ctx->f->pkt.ack_req || psn_lt(req->psn, req->psn_max)) && xport_cc_probing(qp))
+			xport_cc_probe_sent(qp, req->psn, psn_lt(req->psn, req->psn_max), now);
+		if (ctx->f->pkt.ack_req) {
 			req->pkts_since_ack_req = 0;
-		else
+			req->ack_req_ns = now;
+		} else
 			req->pkts_since_ack_req++;
 	}
 	xport_frame_commit(qp, out, ctx->f);
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	uint32_t kbps = xport_pace_kbps(qp);
-	if (kbps) {
-		uint64_t bits = (uint64_t)(ctx->f->pkt.payload_len + XPORT_PACE_OVERHEAD) * 8;
-		uint64_t start = now;
-
-		if (req->pace_next > now ||
-		    (req->pace_next != 0 && now - req->pace_next <= XPORT_PACE_CATCHUP_NS))
-			start = req->pace_next; /* on schedule, or catching up */
-		req->pace_next = start + bits * 1000000u / kbps;
-		xport_cc_sent(qp, bits / 8);
-	}
+	if (xport_pace_kbps(qp))
+		xport_pace_charge(qp, now, ctx->f->pkt.payload_len);
 	if (!ctx->last) {
 		req->offset += ctx->payload;
 		return REQ_GET_WQE;
@@ -425,7 +557,7 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->offset = 0;
 	req->cur++;
 	if (rc) {
-		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+		if (wr_kind_rd_atomic(w->kind))
 			req->rd_inflight++;
 	} else {
 		/* UC/UD: no response will come, complete now */
@@ -447,7 +579,7 @@ req_local_error(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 void
 xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
-	struct req_ctx ctx = { 0 };
+	struct req_ctx ctx = { .now = now };
 	enum req_step step = REQ_GET_WQE;
 
 	qp->req.kick = false;
@@ -464,6 +596,9 @@ xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			break;
 		case REQ_ADVANCE:
 			step = req_advance(qp, &ctx, now, out);
+			break;
+		case REQ_LOCAL_OP:
+			step = req_local_op(qp, &ctx, now, out);
 			break;
 		case REQ_LOCAL_ERROR:
 			step = req_local_error(qp, &ctx, out);
@@ -493,7 +628,7 @@ xport_req_rewind(struct xport_qp *qp, uint32_t psn)
 		w = swqe_at(qp, idx);
 		if (!w->started || psn_le(psn, w->last_psn))
 			break;
-		if (w->kind == SWQE_READ || w->kind == SWQE_ATOMIC)
+		if (wr_kind_rd_atomic(w->kind))
 			req->rd_inflight++;
 		w = NULL;
 	}

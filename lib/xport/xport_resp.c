@@ -16,6 +16,10 @@
  * C (invalid request, access, length, operational) -> NAK then QP error;
  * D (duplicate not in the resources) -> silent drop. UC/UD never NAK:
  * they drop (and count).
+ *
+ * XRC (IBTA 9.8.2): a TGT QP runs its requests as RC (xport.c hands their
+ * RC twins over); the XRCETH picks the SRQ, whose receive WQEs, CQ and PD
+ * serve the message (qp_srq(), qp_recv_cq(), qp_resp_pd()).
  */
 #include <string.h>
 
@@ -24,11 +28,14 @@
 #define RESP_STEP_LIST(X) \
 	X(CHECK_PSN, "new, duplicate or out of sequence") \
 	X(CHECK_OP_SEQ, "FIRST/MIDDLE/LAST order") \
+	X(CHECK_XRC, "XRC TGT: the XRCETH names a live SRQ of the QP's domain") \
 	X(CHECK_OP_VALID, "QP access flags; UD Q_Key") \
 	X(CHECK_RESOURCE, "receive WQE for SEND and WRITE-with-immediate; READ/ATOMIC resource") \
 	X(CHECK_LENGTH, "payload vs MTU, message vs buffer and RETH, atomic alignment") \
 	X(CHECK_RKEY, "R_Key, PD, access, range before any byte moves") \
 	X(EXECUTE, "place data, run the atomic, record the READ") \
+	X(ATOMIC_WRITE, "store the 8 bytes at once, owe the empty READ response") \
+	X(FLUSH, "order every earlier write before the response, owe it") \
 	X(COMPLETE, "receive completion at the end of the message") \
 	X(ACKNOWLEDGE, "owe an ACK when AckReq is set") \
 	X(DUPLICATE, "re-ACK SEND/WRITE, replay READ/ATOMIC from the resources") \
@@ -61,6 +68,19 @@ xport_resp_step_name(unsigned step)
 
 /* Test an opcode property of the packet being processed. */
 #define HAS(ctx, KIND) (((ctx)->kind & ROCE_KIND_##KIND) != 0)
+
+/* Requests that take a responder resource (replayed, never executed twice). */
+#define ROCE_KIND_RESOURCE \
+	(ROCE_KIND_READ | ROCE_KIND_ATOMIC | ROCE_KIND_ATOMIC_WRITE | ROCE_KIND_FLUSH)
+
+/* MR/QP access an RDMA FLUSH of placement type @p plt needs (IBTA 1.5; rxe
+ * check_qp_attr_access, check_rkey). */
+static uint32_t
+flush_access(uint8_t plt)
+{
+	return ((plt & ROCE_FLUSH_GLOBAL) ? MR_ACCESS_FLUSH_GLOBAL : 0) |
+	       ((plt & ROCE_FLUSH_PERSISTENT) ? MR_ACCESS_FLUSH_PERSISTENT : 0);
+}
 
 struct resp_ctx {
 	const struct roce_pkt *pkt;
@@ -109,7 +129,7 @@ static bool
 take_recv(struct xport_qp *qp, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
-	struct xport_srq *srq = qp->cfg.srq;
+	struct xport_srq *srq = qp_srq(qp);
 	struct spsc_ring *ring = srq ? srq->ring : qp->cfg.rq;
 	uint32_t size = srq ? srq_slots(srq) : qp->rq_mask + 1;
 
@@ -191,7 +211,7 @@ resp_check_op_seq(struct xport_qp *qp, struct resp_ctx *ctx)
 		break;
 	}
 	if (ok)
-		return RESP_CHECK_OP_VALID;
+		return qp->cfg.xrc == XPORT_XRC_TGT ? RESP_CHECK_XRC : RESP_CHECK_OP_VALID;
 	if (qp_is_rc(qp)) {
 		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
 		return RESP_CLASS_C;
@@ -202,6 +222,40 @@ resp_check_op_seq(struct xport_qp *qp, struct resp_ctx *ctx)
 		return RESP_CHECK_OP_VALID;
 	}
 	return RESP_UC_DROP;
+}
+
+/*
+ * XRC TGT (IBTA 9.8.2, 9.3.5): the XRCETH names the XRC SRQ of the request.
+ * An SRQ that does not exist (or is being destroyed) or belongs to another
+ * XRC domain than the QP is an invalid request (class C: NAK, the QP goes
+ * to error); so is a message whose packets name different SRQs.
+ */
+static enum resp_step
+resp_check_xrc(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	struct xport_resp *r = &qp->resp;
+	uint32_t srqn = ctx->pkt->xrc_srqn;
+	struct xport_srq *s;
+	uint32_t live;
+
+	if (!HAS(ctx, FIRST)) {
+		if (qp_srq(qp) != NULL && qp->resp.xsrq_srqn == srqn)
+			return RESP_CHECK_OP_VALID;
+		goto refuse;
+	}
+	s = qp->cfg.xrc_srq(qp->cfg.xrc_ctx, srqn);
+	live = s ? __atomic_load_n(&s->xrc_live, __ATOMIC_ACQUIRE) : 0;
+	/* xrc_live first: the rest of the SRQ is read only once it is ours */
+	if (live == 0 || s->xrcd != qp->cfg.xrcd)
+		goto refuse;
+	r->xsrq = s;
+	r->xsrq_handle = live;
+	r->xsrq_srqn = srqn;
+	return RESP_CHECK_OP_VALID;
+refuse:
+	cnt_inc(qp, XPORT_CNT_NAK_XRC_SRQ_TX);
+	ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
+	return RESP_CLASS_C;
 }
 
 static enum resp_step
@@ -219,8 +273,10 @@ resp_check_op_valid(struct xport_qp *qp, struct resp_ctx *ctx)
 	}
 	/* every WRITE packet, not only the FIRST: modify_qp may take the right
 	 * away mid-message (rxe check_op_valid: RXE_WRITE_MASK) */
-	if HAS(ctx, WRITE)
+	if (HAS(ctx, WRITE) || HAS(ctx, ATOMIC_WRITE))
 		need = MR_ACCESS_REMOTE_WRITE;
+	else if HAS(ctx, FLUSH)
+		need = flush_access(ctx->pkt->feth.placement);
 	else if HAS(ctx, READ)
 		need = MR_ACCESS_REMOTE_READ;
 	else if HAS(ctx, ATOMIC)
@@ -249,7 +305,7 @@ resp_check_resource(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out 
 			r->msg = RESP_MSG_NONE;
 		return qp->cfg.type == XPORT_UC ? RESP_UC_DROP : RESP_DROP;
 	}
-	if (HAS(ctx, READ) || HAS(ctx, ATOMIC)) {
+	if (ctx->kind & ROCE_KIND_RESOURCE) {
 		/* the oldest resource is reused (rxe get_rsp_res). Still sending its
 		 * original responses = more RD/ATOMIC than max_dest_rd_atomic; a
 		 * queued replay is stale: a new PSN means the requester moved past it. */
@@ -285,6 +341,20 @@ resp_check_length(struct xport_qp *qp, struct resp_ctx *ctx)
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
 	if HAS(ctx, READ)
 		return RESP_CHECK_RKEY;
+	if HAS(ctx, ATOMIC_WRITE) {
+		/* IBTA 1.5: 8 bytes (the parser checked the payload), naturally aligned */
+		if (pkt->reth.length != 8 || (pkt->reth.va & 7))
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+		return RESP_CHECK_RKEY;
+	}
+	if HAS(ctx, FLUSH) {
+		/* a placement type of neither or unknown bits, a reserved selectivity */
+		uint8_t plt = pkt->feth.placement;
+		if (plt == 0 || (plt & ~(ROCE_FLUSH_GLOBAL | ROCE_FLUSH_PERSISTENT)) ||
+		    pkt->feth.selectivity > ROCE_FLUSH_MR)
+			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+		return RESP_CHECK_RKEY;
+	}
 	if HAS(ctx, ATOMIC) {
 		if (pkt->atmeth.va & 7) /* misaligned atomic -> invalid request */
 			return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
@@ -331,6 +401,21 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 		rkey = pkt->atmeth.rkey;
 		len = 8;
 		access = MR_ACCESS_REMOTE_ATOMIC;
+	} else if HAS(ctx, FLUSH) {
+		va = pkt->reth.va;
+		rkey = pkt->reth.rkey;
+		len = pkt->reth.length;
+		access = flush_access(pkt->feth.placement);
+		if (pkt->feth.selectivity == ROCE_FLUSH_MR) {
+			/* the whole region: key, PD and access, no range (rxe: an MR
+			 * key; a window key is refused) */
+			const struct mr_entry *e = mw_key_is_mw(rkey) ? NULL
+					: mr_lookup(qp->cfg.mrs, rkey);
+			va = e ? e->iova : 0;
+			len = 0;
+			if (!e)
+				return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
+		}
 	} else {
 		va = pkt->reth.va;
 		rkey = pkt->reth.rkey;
@@ -339,7 +424,8 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 		if (len == 0)
 			return RESP_EXECUTE; /* a zero-length RDMA checks no R_Key */
 	}
-	ctx->host_st = mr_check(qp->cfg.mrs, rkey, qp->cfg.pd, va, len, access, &ctx->host);
+	/* a FLUSH of a range checks its R_Key even when the range is empty */
+	ctx->host_st = xport_key_check(qp, rkey, va, len, access, &ctx->host);
 	if (ctx->host_st != MR_OK && ctx->host_st != MR_INDIRECT)
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
 	/*
@@ -349,11 +435,13 @@ resp_check_rkey(struct xport_qp *qp, struct resp_ctx *ctx)
 	 * SIGBUS on arm64). Misaligned: invalid request, as rxe does for the
 	 * virtual address it maps (IBA 9.4.5 ATOMIC: naturally aligned).
 	 */
-	if (HAS(ctx, ATOMIC) && ((uintptr_t)ctx->host & 7) != 0) {
+	if ((HAS(ctx, ATOMIC) || HAS(ctx, ATOMIC_WRITE)) && ((uintptr_t)ctx->host & 7) != 0) {
 		cnt_inc(qp, XPORT_CNT_ATOMIC_HOST_MISALIGNED);
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
 	}
-	return RESP_EXECUTE;
+	if HAS(ctx, ATOMIC_WRITE)
+		return RESP_ATOMIC_WRITE;
+	return HAS(ctx, FLUSH) ? RESP_FLUSH : RESP_EXECUTE;
 }
 
 /* The 40-byte GRH at the head of a UD receive buffer: the
@@ -499,17 +587,72 @@ op_err:
 	return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_OP_ERR);
 }
 
+/* Record the executed ATOMIC WRITE or FLUSH at @p psn; its response is owed. */
+static enum resp_step
+owe_empty_read_resp(struct xport_qp *qp, uint32_t psn)
+{
+	struct xport_res res = {
+		.type = RES_EMPTY_READ_RESP, .pending = true,
+		.first_psn = psn, .last_psn = psn, .next_psn = psn,
+	};
+
+	record_resource(qp, &res);
+	qp->resp.epsn = roce_psn_add(psn, 1);
+	qp->resp.msn++;
+	return RESP_DONE;
+}
+
+/*
+ * RDMA ATOMIC WRITE (IBTA 1.5; rxe atomic_write_reply): the 8 payload bytes,
+ * as they are on the wire, replace the aligned word in one store, so a
+ * reader on the application's CPU sees the old or the new value, never a
+ * mix. Executed once; a duplicate replays the response only.
+ */
+static enum resp_step
+resp_atomic_write(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	uint64_t v;
+
+	memcpy(&v, pkt->payload, sizeof(v));
+	if (__builtin_expect(ctx->host_st == MR_OK, 1))
+		__atomic_store_n((uint64_t *)(void *)ctx->host, v, __ATOMIC_SEQ_CST);
+	else if (xport_fallback(qp, mr_indirect_write(qp->cfg.mrs, pkt->reth.rkey, ctx->host,
+						      &v, sizeof(v))) != MR_OK)
+		/* one pwrite of the owner's memory: not atomic against its CPU (mr.h) */
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_REM_ACC_ERR);
+	cnt_inc(qp, XPORT_CNT_ATOMIC_WRITE_RX);
+	return owe_empty_read_resp(qp, pkt->psn);
+}
+
+/*
+ * RDMA FLUSH (IBTA 1.5; rxe process_flush). Every earlier request of this
+ * QP was placed by a CPU store of this lcore into ordinary memory, so
+ * global visibility is a full fence before the response leaves. There is
+ * no persistent memory here: a region never gets FLUSH_PERSISTENT access
+ * (the daemon refuses it at registration, as rxe does off pmem), so a
+ * persistent flush fails its key check with a remote access error.
+ */
+static enum resp_step
+resp_flush(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	cnt_inc(qp, XPORT_CNT_FLUSH_RX);
+	return owe_empty_read_resp(qp, ctx->pkt->psn);
+}
+
 static bool
 post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_t now,
 	      struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
 	const struct roce_pkt *pkt = ctx->pkt;
-	struct cqe *c = xport_cq_reserve(qp, qp->cfg.recv_cq, out);
+	struct xport_cq *cq = qp_recv_cq(qp);
+	struct cqe *c = cq ? xport_cq_reserve(qp, cq, out) : NULL;
 
 	r->have_recv = false;
 	if (!c)
-		return false; /* CQ overflow: the QP is in error */
+		return false; /* CQ overflow: the QP is in error (or its XRC SRQ went) */
 	uint32_t flags = 0, imm = 0;
 	if (status == WC_SUCCESS) {
 		if (HAS(ctx, IMM)) {
@@ -534,18 +677,18 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 		.wc_flags = flags,
 		.timestamp = now,
 	};
-	xport_cq_commit(qp->cfg.recv_cq, c, pkt->se, out);
+	xport_cq_commit(cq, c, pkt->se, out);
 	return true;
 }
 
 static enum resp_step
 resp_complete(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
 {
-	if (HAS(ctx, INV) &&
-	    mr_invalidate_remote(qp->cfg.mrs, ctx->pkt->ieth_rkey, qp->cfg.pd) != 0) {
+	if (HAS(ctx, INV) && xport_invalidate(qp, ctx->pkt->ieth_rkey) != 0) {
 		/* SEND with Invalidate of a key we cannot invalidate: unknown, of
-		 * another PD, or one the peer may not invalidate (a region of
-		 * ibv_reg_mr, as rxe: only fast-registration MRs) */
+		 * another PD or QP, a type 1 window, or one the peer may not
+		 * invalidate (a region of ibv_reg_mr, as rxe: only
+		 * fast-registration MRs and type 2 windows) */
 		cnt_inc(qp, XPORT_CNT_INV_REFUSED);
 		ctx->recv_status = WC_REM_INV_REQ_ERR;
 		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
@@ -611,8 +754,8 @@ resp_duplicate(struct xport_qp *qp, struct resp_ctx *ctx)
 		cnt_inc(qp, XPORT_CNT_DUP_READ_REPLAY);
 		return RESP_DONE;
 	}
-	/* ATOMIC: replay the saved result, never execute again */
-	res = find_resource(qp, RES_ATOMIC, pkt->psn);
+	/* ATOMIC (ATOMIC WRITE, FLUSH): replay the saved response, never execute again */
+	res = find_resource(qp, HAS(ctx, ATOMIC) ? RES_ATOMIC : RES_EMPTY_READ_RESP, pkt->psn);
 	if (!res)
 		return RESP_DROP;
 	if (!res->pending) {
@@ -693,6 +836,9 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 		case RESP_CHECK_OP_SEQ:
 			step = resp_check_op_seq(qp, &ctx);
 			break;
+		case RESP_CHECK_XRC:
+			step = resp_check_xrc(qp, &ctx);
+			break;
 		case RESP_CHECK_OP_VALID:
 			step = resp_check_op_valid(qp, &ctx);
 			break;
@@ -707,6 +853,12 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 			break;
 		case RESP_EXECUTE:
 			step = resp_execute(qp, &ctx);
+			break;
+		case RESP_ATOMIC_WRITE:
+			step = resp_atomic_write(qp, &ctx);
+			break;
+		case RESP_FLUSH:
+			step = resp_flush(qp, &ctx);
 			break;
 		case RESP_COMPLETE:
 			step = resp_complete(qp, &ctx, now, out);
@@ -765,9 +917,20 @@ read_resource_fail(struct xport_qp *qp, struct xport_res *res, uint32_t psn)
 	r->error_code = XPORT_ERR_RESP_CLASS_C;
 }
 
-/* Emit the next response of @p res. @return false if the output is full. */
+/*
+ * READ responses go at the QP's rate as its requests do (one pacer per QP,
+ * as a NIC's rate limiter and DCQCN's reaction point see all the QP sends):
+ * in RTS/SQD, where the PACE timer runs.
+ */
 static bool
-emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
+read_resp_paced(struct xport_qp *qp)
+{
+	return qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD;
+}
+
+/* Emit the next response of @p res. @return false if the output is full or the pacer holds it. */
+static bool
+emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
 	uint32_t psn = res->next_psn;
@@ -790,12 +953,14 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 		enum mr_status st = MR_OK;
 
 		if (len)
-			st = mr_check(qp->cfg.mrs, res->rkey, qp->cfg.pd, res->va + offset, len,
-				      MR_ACCESS_REMOTE_READ, &host);
+			st = xport_key_check(qp, res->rkey, res->va + offset, len,
+					     MR_ACCESS_REMOTE_READ, &host);
 		if (st != MR_OK && st != MR_INDIRECT) {
 			read_resource_fail(qp, res, psn);
 			return true;
 		}
+		if (read_resp_paced(qp) && xport_pace_hold(qp, now))
+			return false;
 		f = xport_frame_new(qp, out, read_resp_opcode(first, last), psn);
 		if (!f)
 			return false;
@@ -819,6 +984,8 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, struct xport_out *out)
 		}
 	}
 	xport_frame_commit(qp, out, f);
+	if (res->type == RES_READ && read_resp_paced(qp))
+		xport_pace_charge(qp, now, f->pkt.payload_len);
 	if (psn == res->last_psn) {
 		res->pending = false;
 		r->res_pending--;
@@ -855,7 +1022,6 @@ void
 xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
-	(void)now;
 
 	if (!qp_is_rc(qp))
 		return;
@@ -871,7 +1037,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			unsigned i = r->res_emit + 1 == n ? 0 : r->res_emit + 1, k;
 			if (r->res[i].pending) {
 				r->res_emit = i;
-				if (!emit_resource(qp, &r->res[i], out))
+				if (!emit_resource(qp, &r->res[i], now, out))
 					return;
 				continue;
 			}
@@ -886,7 +1052,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			r->res_emit = i;
 			res = &r->res[i];
 		}
-		if (!emit_resource(qp, res, out))
+		if (!emit_resource(qp, res, now, out))
 			return;
 	}
 	if (!r->ack_pending)

@@ -85,7 +85,21 @@ xport_cfg_from_sem(const struct xport_cfg *cur, const struct qp_sem *sem,
 	uint8_t mtu = a->path_mtu ? (uint8_t)a->path_mtu : port->active_mtu;
 	bool resolve = false;
 
-	c.type = (uint8_t)sem->init.qp_type;
+	/* XRC is RC to the engine, one side of it (IBTA 9.8.2) */
+	switch (sem->init.qp_type) {
+	case IBV_QPT_XRC_SEND:
+		c.type = XPORT_RC;
+		c.xrc = XPORT_XRC_INI;
+		break;
+	case IBV_QPT_XRC_RECV:
+		c.type = XPORT_RC;
+		c.xrc = XPORT_XRC_TGT;
+		break;
+	default:
+		c.type = (uint8_t)sem->init.qp_type;
+		c.xrc = XPORT_XRC_NONE;
+		break;
+	}
 	c.pkey = port->pkeys[a->pkey_index < port->n_pkeys ? a->pkey_index : 0];
 	c.qkey = a->qkey;
 	c.dest_qpn = a->dest_qp_num & 0xffffff;
@@ -99,7 +113,8 @@ xport_cfg_from_sem(const struct xport_cfg *cur, const struct qp_sem *sem,
 	c.max_rd_atomic = rd_atomic(a->max_rd_atomic, 0);
 	c.max_dest_rd_atomic = rd_atomic(a->max_dest_rd_atomic, 1);
 	c.access_flags = a->qp_access_flags &
-			 (MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC);
+			 (MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC |
+			  MR_ACCESS_FLUSH_GLOBAL | MR_ACCESS_FLUSH_PERSISTENT);
 	c.sq_sig_all = sem->init.sq_sig_all != 0;
 	c.rate_limit_kbps = a->rate_limit;
 	c.max_unacked = port->max_unacked;

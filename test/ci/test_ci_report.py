@@ -43,14 +43,15 @@ def run(tmp, tests, expected, allow, strict=True, retried=''):
     return p.returncode, p.stdout + p.stderr
 
 
-def case(name, want_rc, tests, expected=None, allow=(), want=(), strict=True, retried=''):
+def case(name, want_rc, tests, expected=None, allow=(), want=(), strict=True, retried='',
+         not_want=()):
     global n, failed
     n += 1
     if expected is None:
         expected = [t[0] for t in tests]
     with tempfile.TemporaryDirectory() as tmp:
         rc, out = run(tmp, tests, expected, list(allow), strict, retried)
-    bad = [w for w in want if w not in out]
+    bad = [w for w in want if w not in out] + [f'(unwanted) {w}' for w in not_want if w in out]
     if rc == want_rc and not bad:
         lines.append(f'ok {n} - {name}')
     else:
@@ -99,6 +100,12 @@ case('reruns a test recorded in retried.txt are counted', 0, [(T, 'OK', TAP_OK)]
      retried='t\tstream: stalls_long +1\n',
      want=['retried: stream: stalls_long +1', 'release  s              1       2      0'
            '       0    0       1'])
+case("a failed test's exit status and last output lines are repeated", 1,
+     [(T, 'ERROR', TAP_OK + '# cleanup: lab.sh down failed\n')],
+     want=['--- release: roce-dpdk:s / t: ERROR, exit status 1',
+           '|# cleanup: lab.sh down failed', '|ok 2 - a::two'])
+case("a passing test's output is not repeated", 0, [(T, 'OK', TAP_OK + '# quiet\n')],
+     want=['tests: 2 passed'], not_want=['|# quiet', '--- release'])
 case('a malformed allow rule is a usage error', 2, [(T, 'OK', TAP_OK)],
      allow=['release t a::two no reason'])
 

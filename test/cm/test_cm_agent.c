@@ -406,6 +406,28 @@ Test(cm_agent, stale_connection_rejected_and_the_old_one_disconnected)
 	cr_assert_eq(side_state(A, a), CM_STATE_TIMEWAIT);
 }
 
+/*
+ * A QPN whose old connection is in TimeWait may connect again at once: as
+ * Linux's cm_enter_timewait() (cm_cleanup_timewait()), TimeWait leaves the
+ * remote-QPN table, so only a live connection makes a REQ stale. (The soak
+ * found this: rping in a loop got REJ 10 when the daemon reused a QPN
+ * within the peer's TimeWait.)
+ */
+Test(cm_agent, a_qpn_in_timewait_connects_again)
+{
+	cm_conn_t b, a = establish(0x18, &b), a2;
+
+	cr_assert_eq(cm_send_dreq(A->a, a, NULL, 0, w->now), 0);
+	wire_run_for(w, 1000);
+	cr_assert_eq(side_state(B, b), CM_STATE_TIMEWAIT);
+	cr_assert_eq(side_state(A, a), CM_STATE_TIMEWAIT);
+	a2 = wire_connect(w, 0, SID_A, 0x18);
+	wire_run_for(w, 1000);
+	cr_assert_eq(side_ctr(B, CM_CTR_REJ_TX_STALE), 0, "not stale: the old one is gone");
+	cr_assert_eq(side_state(A, a2), CM_STATE_ESTABLISHED);
+	cr_assert_eq(side_count(B, CM_EV_REQ_RECEIVED), 2);
+}
+
 Test(cm_agent, duplicate_req_in_timewait_gets_a_stale_rej)
 {
 	cm_conn_t b, a = establish(0x18, &b);

@@ -11,10 +11,15 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <grp.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -206,6 +211,93 @@ static inline int destroy(struct client *cl, enum ipc_op op, uint32_t handle)
 	req(&m, op);
 	m.u.req_DEALLOC_PD.handle = handle; /* every destroy body is an ipc_handle_req */
 	return call(cl, &m, NULL, 0, &r, NULL);
+}
+
+/*
+ * A peer with another user's IDs (@p uid, @p gid: no capabilities): a child
+ * that connects to a listening socket, so SO_PEERCRED and SO_PEERPIDFD are
+ * its. It then obeys one-letter commands: 'n' makes it non-dumpable (what a
+ * set-user-ID program is left with); every command is acknowledged.
+ */
+struct peer {
+	char dir[32], path[64];
+	int lfd, cmd, done;
+	pid_t pid;
+	struct client cl;
+};
+
+static inline void peer_open(struct peer *p, uid_t uid, gid_t gid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ipc_msg m, r;
+	int cmd[2], done[2], rfds[IPC_MAX_FDS];
+	char c;
+
+	memset(p, 0, sizeof(*p));
+	strcpy(p->dir, "/tmp/roce-sec-XXXXXX");
+	cr_assert_not_null(mkdtemp(p->dir));
+	snprintf(p->path, sizeof(p->path), "%s/s", p->dir);
+	strcpy(sa.sun_path, p->path);
+	p->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(chmod(p->dir, 0755), 0);
+	cr_assert_eq(chmod(p->path, 0777), 0);
+	cr_assert_eq(listen(p->lfd, 1), 0);
+	cr_assert_eq(pipe(cmd), 0);
+	cr_assert_eq(pipe(done), 0);
+	p->pid = fork();
+	cr_assert_geq(p->pid, 0);
+	if (p->pid == 0) {
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+		alarm(20);
+		close(cmd[1]);
+		close(done[0]);
+		/* a user's ordinary process: changing IDs cleared "dumpable", set it back */
+		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
+		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 ||
+		    connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+			_exit(1);
+		while (read(cmd[0], &c, 1) == 1) {
+			if (c == 'n')
+				prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+			if (write(done[1], &c, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(cmd[0]);
+	close(done[1]);
+	p->cmd = cmd[1];
+	p->done = done[0];
+	p->cl.sp[1] = -1;
+	p->cl.async_fd = -1;
+	p->cl.sp[0] = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(p->cl.sp[0], 0);
+	p->cl.c = ctl_conn_open(ctl, p->cl.sp[0]);
+	if (p->cl.c == NULL)
+		return; /* refused (ctl_access): the caller checks */
+	req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	cr_assert_eq(call(&p->cl, &m, NULL, 0, &r, rfds), 0);
+	p->cl.async_fd = rfds[0];
+}
+
+static inline void peer_do(struct peer *p, char c)
+{
+	cr_assert_eq(write(p->cmd, &c, 1), 1);
+	cr_assert_eq(read(p->done, &c, 1), 1);
+}
+
+static inline void peer_close(struct peer *p)
+{
+	client_close(&p->cl);
+	close(p->cmd);
+	cr_assert_eq(waitpid(p->pid, NULL, 0), p->pid);
+	close(p->done);
+	close(p->lfd);
+	unlink(p->path);
+	rmdir(p->dir);
 }
 
 #endif /* CTL_TEST_H */

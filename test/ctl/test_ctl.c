@@ -445,7 +445,7 @@ Test(ctl, bad_requests_get_clear_errors)
 	uint32_t cq = create_cq(&a, 4, 0);
 
 	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_RAW_PACKET, NULL), EOPNOTSUPP);
-	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_XRC_SEND, NULL), EOPNOTSUPP);
+	cr_assert_eq(create_qp(&a, pd, cq, IBV_QPT_DRIVER, NULL), EOPNOTSUPP);
 	req(&m, IPC_OP_CREATE_QP);
 	m.u.req_CREATE_QP.pd = pd;
 	m.u.req_CREATE_QP.send_cq = cq;

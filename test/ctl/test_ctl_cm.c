@@ -509,9 +509,13 @@ Test(ctl_cm, ports_reuseaddr_and_wildcards)
 	m.u.req_CM_GET_OPTION.optname = RDMA_OPTION_ID_TOS;
 	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
 	cr_assert_eq(r.u.rsp_CM_GET_OPTION.optval[0], 0x20);
-	/* multicast is issue 21's */
+	/* multicast: an id that is not UD, or no id */
 	req(&m, IPC_OP_CM_JOIN_MCAST);
-	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), ENOSYS);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
+	m.u.req_CM_JOIN_MCAST.id = y;
+	m.u.req_CM_JOIN_MCAST.addr.family = AF_INET;
+	m.u.req_CM_JOIN_MCAST.addr.addr[0] = 239;
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), EINVAL);
 	close(ch.fd);
 	client_close(&a);
 }
@@ -780,4 +784,201 @@ Test(ctl_cm, crossing_disconnects_both_report_disconnected)
 	cr_assert_eq(next_event(p.cch, 100).event, 0xffff, "exactly one");
 	cr_assert_eq(next_event(p.sch, 100).event, 0xffff, "exactly one");
 	pair_down(&p);
+}
+
+/*
+ * Per-client quotas on rdma_cm ids and event channels (ctl_quota): a
+ * refusal is ENOMEM and counted (quota_refused); other clients are not
+ * affected; a listener whose client is at its quota refuses a new
+ * connection on the wire (REJ consumer defined), as for a full backlog.
+ */
+Test(ctl_cm, per_client_quota_on_ids_and_channels)
+{
+	struct ctl_config cfg = base_cfg();
+	struct client a, b;
+	struct cmch ch[2], bch;
+	struct ctl_stats st0, st1;
+	struct ipc_msg m, r;
+	uint32_t ids[3], lid, extra;
+	struct cm_path f = peer_path();
+	uint8_t mad[CM_MAD_SIZE];
+	int sp[2];
+
+	ctl_destroy(ctl);
+	cfg.cm_ops = &fake_ops;
+	cfg.cm_limits.max_ids = 64;
+	cfg.cm_limits.max_channels = 16;
+	cfg.cm_limits.max_conns = 32;
+	cfg.quota.max_cm_ids = 3;
+	cfg.quota.max_cm_channels = 2;
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+	client_open(&a, true);
+	client_open(&b, true);
+	ctl_get_stats(ctl, &st0);
+
+	ch[0] = channel(&a);
+	ch[1] = channel(&a);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	req(&m, IPC_OP_CM_CREATE_CHANNEL);
+	cr_assert_eq(call(&a, &m, &sp[1], 1, &r, NULL), ENOMEM, "a third channel");
+	close(sp[0]);
+
+	for (unsigned int i = 0; i < 3; i++)
+		cr_assert_eq(create_id(&a, ch[i % 2], RDMA_PS_TCP, 0x10 + i, &ids[i]), 0);
+	cr_assert_eq(create_id(&a, ch[0], RDMA_PS_TCP, 0x20, &extra), ENOMEM, "a fourth id");
+	ctl_get_stats(ctl, &st1);
+	cr_assert_eq(st1.quota_refused - st0.quota_refused, 2, "both refusals counted");
+
+	/* another client has its own quota */
+	bch = channel(&b);
+	cr_assert_eq(create_id(&b, bch, RDMA_PS_TCP, 0x30, &extra), 0);
+
+	/* one destroyed: room for one more */
+	cr_assert_eq(simple(&a, IPC_OP_CM_DESTROY_ID, ids[2], 0), 0);
+	cr_assert_eq(create_id(&a, ch[1], RDMA_PS_TCP, 0x12, &ids[2]), 0);
+
+	/* a listener at its client's quota: the REQ is refused on the wire */
+	lid = ids[0];
+	cr_assert_eq(bind_id(&a, lid, v4("198.18.0.1", 6100)), 0);
+	cr_assert_eq(listen_id(&a, lid, 4), 0);
+	foreign_req(mad, 6100, 4242);
+	cr_assert_eq(ctl_cm_rx(ctl, &f, mad, CM_MAD_SIZE), 0);
+	cr_assert_eq(next_event(ch[0], 100).event, 0xffff, "no CONNECT_REQUEST beyond the quota");
+	cr_assert_geq(ctl_cm_counters(ctl)[CM_CTR_REJ_TX_CONSUMER], 1, "refused on the wire");
+
+	/* under the quota again: the next REQ comes through */
+	cr_assert_eq(simple(&a, IPC_OP_CM_DESTROY_ID, ids[1], 0), 0);
+	foreign_req(mad, 6100, 4243);
+	cr_assert_eq(ctl_cm_rx(ctl, &f, mad, CM_MAD_SIZE), 0);
+	expect(ch[0], RDMA_CM_EVENT_CONNECT_REQUEST);
+
+	close(ch[0].fd);
+	close(ch[1].fd);
+	close(bch.fd);
+	client_close(&b);
+	client_close(&a);
+}
+
+/* rdma_join_multicast as cma.c for RoCE: MULTICAST_JOIN at once, bounds, leave. */
+static int join(struct client *cl, uint32_t id, struct ipc_cm_addr a, uint16_t flags,
+		uint32_t *h)
+{
+	struct ipc_msg m, r;
+	int rc;
+
+	req(&m, IPC_OP_CM_JOIN_MCAST);
+	m.u.req_CM_JOIN_MCAST.id = id;
+	m.u.req_CM_JOIN_MCAST.join_flags = flags;
+	m.u.req_CM_JOIN_MCAST.addr = a;
+	rc = call(cl, &m, NULL, 0, &r, NULL);
+	if (h != NULL)
+		*h = r.u.rsp_CM_JOIN_MCAST.handle;
+	return rc;
+}
+
+/*
+ * mckey's receiver: rdma_bind_addr, rdma_resolve_addr to the group with a
+ * timeout (mckey: 2000 ms), join, attach its QP, then wait for data. The
+ * resolve timer must not outlive the resolution: long past the timeout, no
+ * further event, the join is still counted and the QP still attached; the
+ * leave and the detach then find them.
+ */
+Test(ctl_cm, multicast_join_outlives_the_resolve_timeout)
+{
+	static const uint8_t mgid[16] = { [10] = 0xff, [11] = 0xff, 239, 1, 2, 3 };
+	struct client a;
+	struct cmch ch;
+	struct ipc_create_qp_rsp qp;
+	struct ipc_msg m, r;
+	struct ctl_mcast_stats st;
+	uint32_t id, mc;
+
+	client_open(&a, true);
+	ch = channel(&a);
+	cr_assert_eq(create_id(&a, ch, RDMA_PS_UDP, 9, &id), 0);
+	cr_assert_eq(bind_id(&a, id, v4("198.18.0.1", 0)), 0);
+	wire.resolve_rc = 0; /* the dataplane answers a group's MAC at once */
+	cr_assert_eq(resolve_addr(&a, id, v4("239.1.2.3", 0), 50), 0);
+	expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	cr_assert_eq(create_qp(&a, alloc_pd(&a), create_cq(&a, 8, IPC_HANDLE_NONE), IBV_QPT_UD,
+			       &qp), 0);
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, &mc), 0);
+	expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+	req(&m, IPC_OP_ATTACH_MCAST);
+	m.u.req_ATTACH_MCAST.qp = qp.handle;
+	memcpy(m.u.req_ATTACH_MCAST.gid, mgid, 16);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+	/* four times the resolve timeout, the CM ticking all along */
+	cr_assert_eq(next_event(ch, 200).event, 0xffff, "no event after the join");
+	ctl_mcast_get_stats(ctl, &st);
+	cr_assert_eq(st.cm_joins, 1, "the join is still counted");
+	cr_assert_eq(st.attached, 1, "the QP is still attached");
+	cr_assert_eq(st.groups, 1);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc, 0), 0, "the join is still there");
+	req(&m, IPC_OP_DETACH_MCAST);
+	m.u.req_ATTACH_MCAST.qp = qp.handle;
+	memcpy(m.u.req_ATTACH_MCAST.gid, mgid, 16);
+	cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0, "the QP was still attached");
+	ctl_mcast_get_stats(ctl, &st);
+	cr_assert_eq(st.cm_joins, 0);
+	cr_assert_eq(st.attached, 0);
+	close(ch.fd);
+	client_close(&a);
+}
+
+Test(ctl_cm, multicast_join_and_leave)
+{
+	static const uint8_t mgid[16] = { [10] = 0xff, [11] = 0xff, 239, 1, 2, 3 };
+	struct client a;
+	struct cmch ch;
+	struct ipc_cm_event ev;
+	uint32_t id, unbound, mc, mc6, n;
+	struct ipc_cm_addr g6 = { .family = AF_INET6, .addr = { 0xff, 0x0e, [15] = 1 } };
+	int rc;
+
+	client_open(&a, true);
+	ch = channel(&a);
+	cr_assert_eq(create_id(&a, ch, RDMA_PS_UDP, 7, &id), 0);
+	cr_assert_eq(create_id(&a, ch, RDMA_PS_UDP, 8, &unbound), 0);
+	cr_assert_eq(join(&a, unbound, v4("239.1.2.3", 0), 0, NULL), EINVAL, "not bound");
+	cr_assert_eq(bind_id(&a, id, v4("198.18.0.1", 0)), 0);
+	cr_assert_eq(join(&a, id, v4("198.18.0.2", 0), 0, NULL), EINVAL, "not a group");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 2, NULL), EINVAL, "bad flags");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, &mc), 0);
+	ev = expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+	cr_assert_eq(ev.uid, 7u);
+	cr_assert_eq(ev.status, 0);
+	cr_assert_eq(ev.param.qp_num, 0xffffffu);
+	cr_assert_eq(ev.param.qkey, 0x01234567u);
+	cr_assert_arr_eq(ev.ud_ah.dgid, mgid, 16, "IPv4-mapped MGID");
+	cr_assert_eq(ev.ud_ah.is_global, 1);
+	cr_assert_eq(ev.ud_ah.sgid_index, 1, "the bound address's GID");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, NULL), EADDRINUSE, "joined already");
+	cr_assert_eq(join(&a, id, g6, 1, &mc6), 0, "an IPv6 group, send-only");
+	ev = expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+	cr_assert_arr_eq(ev.ud_ah.dgid, g6.addr, 16);
+	/* a join flood: the client's share runs out with ENOMEM */
+	n = 2;
+	for (unsigned int i = 0; i < CTL_MCAST_CM_PER_CLIENT + 4; i++) {
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "239.2.%u.%u", i / 200, i % 200);
+		rc = join(&a, id, v4(ip, 0), 0, NULL);
+		cr_assert(rc == 0 || rc == ENOMEM);
+		if (rc == 0) {
+			n++;
+			expect(ch, RDMA_CM_EVENT_MULTICAST_JOIN);
+		}
+	}
+	cr_assert_eq(n, CTL_MCAST_CM_PER_CLIENT);
+	cr_assert_geq(ctl_cm_stats(ctl)[CTL_CM_CTR_MCAST_REFUSED], 4u + 2);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc, 0), 0);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc, 0), EINVAL, "left already");
+	cr_assert_eq(join(&a, id, v4("239.1.2.3", 0), 0, NULL), 0, "room again");
+	/* the id's joins go with it */
+	cr_assert_eq(simple(&a, IPC_OP_CM_DESTROY_ID, id, 0), 0);
+	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc6, 0), EINVAL);
+	close(ch.fd);
+	client_close(&a);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* lib/ipc: framing, descriptor passing, validation, shared rings. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include "ipc.h"
 #include "ipc_shm.h"
+#include "ipc_verbs.h"
 
 static int sv[2];
 
@@ -373,4 +375,90 @@ Test(ipc, a_hugetlb_memfd_is_refused)
 	fd = ipc_shm_create("plain", 8192);
 	cr_assert_eq(ipc_shm_check(fd, 8192), 0, "an ordinary sealed memfd still passes");
 	close(fd);
+}
+
+/* ibv_create_flow's attribute and specs as the shim sends them (ipc_flow_from_ibv()). */
+struct flow_attr_buf {
+	struct ibv_flow_attr attr;
+	struct ibv_flow_spec_eth eth;
+	struct ibv_flow_spec_ipv4_ext ip;
+	struct ibv_flow_spec_tcp_udp udp;
+};
+
+static struct flow_attr_buf flow_attr_udp(void)
+{
+	struct flow_attr_buf b;
+
+	memset(&b, 0, sizeof(b));
+	b.attr = (struct ibv_flow_attr){ .type = IBV_FLOW_ATTR_NORMAL, .size = sizeof(b),
+					 .priority = 7, .num_of_specs = 3, .port = 1 };
+	b.eth.type = IBV_FLOW_SPEC_ETH;
+	b.eth.size = sizeof(b.eth);
+	b.eth.val.ether_type = htons(0x0800);
+	b.eth.mask.ether_type = 0xffff;
+	b.eth.val.dst_mac[5] = 0x42;
+	memset(b.eth.mask.dst_mac, 0xff, 6);
+	b.ip.type = IBV_FLOW_SPEC_IPV4_EXT;
+	b.ip.size = sizeof(b.ip);
+	b.ip.val.dst_ip = htonl(0xc6120002);
+	b.ip.mask.dst_ip = 0xffffffff;
+	b.ip.val.proto = 17;
+	b.ip.mask.proto = 0xff;
+	b.udp.type = IBV_FLOW_SPEC_UDP;
+	b.udp.size = sizeof(b.udp);
+	b.udp.val.dst_port = htons(4000);
+	b.udp.mask.dst_port = 0xffff;
+	return b;
+}
+
+Test(ipc, flow_specs_become_one_rule)
+{
+	struct flow_attr_buf b = flow_attr_udp();
+	struct ipc_create_flow_req q;
+
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), 0);
+	cr_assert_eq(q.port, 1u);
+	cr_assert_eq(q.priority, 7u);
+	cr_assert_eq(q.type, IBV_FLOW_ATTR_NORMAL);
+	cr_assert_eq(q.match.layers, FLOW_L_ETH | FLOW_L_IPV4 | FLOW_L_UDP);
+	cr_assert_eq(q.match.val.ether_type, htons(0x0800));
+	cr_assert_eq(q.match.val.dst_mac[5], 0x42);
+	cr_assert_eq(q.match.mask.dst_mac[0], 0xff);
+	cr_assert_eq(q.match.val.ip4_dst, htonl(0xc6120002));
+	cr_assert_eq(q.match.val.ip4_proto, 17);
+	cr_assert_eq(q.match.val.l4_dst, htons(4000));
+	cr_assert_eq(q.match.mask.l4_src, 0, "unasked: a wildcard");
+	cr_assert_eq(flow_match_check(&q.match), 0, "the daemon takes it");
+}
+
+Test(ipc, malformed_flow_specs_are_refused)
+{
+	struct flow_attr_buf b = flow_attr_udp();
+	struct ipc_create_flow_req q;
+
+	b.attr.num_of_specs = 4;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "a spec beyond attr.size");
+	b = flow_attr_udp();
+	b.ip.size = 4;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "a spec shorter than its type");
+	b = flow_attr_udp();
+	b.udp.size = 0;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "a spec of size 0");
+	b = flow_attr_udp();
+	b.ip.type = IBV_FLOW_SPEC_ETH;
+	b.ip.size = sizeof(b.ip);
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "two Ethernet specs");
+	b = flow_attr_udp();
+	b.udp.type = IBV_FLOW_SPEC_VXLAN_TUNNEL;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EOPNOTSUPP);
+	b = flow_attr_udp();
+	b.udp.type = IBV_FLOW_SPEC_UDP | IBV_FLOW_SPEC_INNER;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EOPNOTSUPP, "inner specs");
+	b = flow_attr_udp();
+	b.attr.comp_mask = 1;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL);
+	b = flow_attr_udp();
+	b.attr.num_of_specs = 0;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), 0, "no spec: every frame");
+	cr_assert_eq(q.match.layers, 0u);
 }

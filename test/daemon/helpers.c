@@ -328,3 +328,19 @@ t_run(char *out, size_t len, unsigned int timeout_s, const char *fmt, ...)
 		return -1;
 	return WEXITSTATUS(st);
 }
+
+void
+t_fini_check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ok)
+		return;
+	fprintf(stderr, "teardown check failed: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	fflush(stderr);
+	abort();
+}

@@ -64,4 +64,12 @@ bool t_json_has(const char *json, const char *needle);
 int t_run(char *out, size_t len, unsigned int timeout_s, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/**
+ * A check in a suite's .fini, where Criterion 2.4 ignores cr_assert and
+ * cr_expect (test/ci/check_criterion.py): if @p ok is false, print the
+ * message to stderr and abort. Criterion then reports the teardown crash
+ * and exits 1, and CI's report shows the message in the stderr tail.
+ */
+void t_fini_check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif /* TEST_DAEMON_HELPERS_H */

@@ -206,6 +206,13 @@ Test(config, congestion_control_keys)
 	cr_expect_eq(cc.dcqcn.hai_kbps, 400000);
 	cr_expect_eq(cc.dcqcn.min_kbps, 1000);
 	cr_expect_eq(cc.dcqcn.line_kbps, 25000000, "the link speed");
+	cr_expect_eq(cc.pace_burst, 16384);
+	cr_expect_eq(cc.delay.target_ns, 500000);
+	cr_expect_eq(cc.delay.ai_kbps, 5000);
+	cr_expect_eq(cc.delay.beta_pct, 80);
+	cr_expect_eq(cc.delay.max_md_pct, 50);
+	cr_expect_eq(cc.delay.min_kbps, 1000);
+	cr_expect_eq(cc.delay.line_kbps, 25000000);
 	config_port_cc(&cfg.ports[0], 0, &cc);
 	cr_expect_eq(cc.dcqcn.line_kbps, CONFIG_CC_LINE_MBPS_DEFAULT * 1000u, "no link speed");
 
@@ -236,6 +243,27 @@ Test(config, congestion_control_keys)
 	cr_expect_eq(cc.dcqcn.hai_kbps, 50000);
 	cr_expect_eq(cc.dcqcn.min_kbps, 10000);
 	cr_expect_eq(cc.dcqcn.line_kbps, 100000, "configured line rate wins");
+
+	cr_assert_eq(config_load_string(PORT_OK "cc = delay\ndelay_target_us = 1500\n"
+					"delay_ai_mbps = 2\ndelay_beta_pct = 50\n"
+					"delay_max_md_pct = 30\npace_burst_bytes = 4480\n"
+					"dcqcn_min_mbps = 3\ndcqcn_line_mbps = 100\n",
+				     "cc", &cfg, err, sizeof(err)), 0, "%s", err);
+	config_port_cc(&cfg.ports[0], 25000, &cc);
+	cr_expect_eq(cc.algo, XPORT_CC_DELAY);
+	cr_expect_eq(cc.pace_burst, 4480);
+	cr_expect_eq(cc.delay.target_ns, 1500000);
+	cr_expect_eq(cc.delay.ai_kbps, 2000);
+	cr_expect_eq(cc.delay.beta_pct, 50);
+	cr_expect_eq(cc.delay.max_md_pct, 30);
+	cr_expect_eq(cc.delay.min_kbps, 3000, "the floor is shared");
+	cr_expect_eq(cc.delay.line_kbps, 100000, "so is the line rate");
+	/* out of range: a clear error */
+	cr_expect_neq(config_load_string(PORT_OK "delay_beta_pct = 0\n", "cc", &cfg, err,
+					 sizeof(err)), 0);
+	cr_expect_neq(config_load_string(PORT_OK "delay_max_md_pct = 101\n", "cc", &cfg, err,
+					 sizeof(err)), 0);
+	cr_expect_neq(config_load_string(PORT_OK "cc = swift\n", "cc", &cfg, err, sizeof(err)), 0);
 }
 
 Test(config, users_and_groups_by_number_or_name)

@@ -18,7 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -336,6 +342,68 @@ Test(dataplane, neighbour_solicitation_and_pings_are_answered)
 }
 
 /* ---- RoCE receive path ---- */
+
+/*
+ * Found by fuzz/fuzz_neigh.c: an echo reply was the request with its MACs
+ * swapped, so its source was whatever MAC the request was sent to (a
+ * broadcast, a multicast, another host's): a peer could make the daemon
+ * send frames as another host and poison the switches' MAC tables. The
+ * reply comes from the port's own MAC.
+ */
+Test(dataplane, an_echo_reply_comes_from_our_mac_whatever_the_request_was_sent_to)
+{
+	uint8_t f[256], echo[16] = { 128 };
+	static const uint8_t to[][6] = {
+		{ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+		{ 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 },
+		{ 0x02, 0x00, 0x00, 0x00, 0x00, 0x32 }, /* another host */
+	};
+
+	setup(1, "0");
+	for (unsigned int i = 0; i < 3; i++) {
+		inject(0, f, icmp6_frame(f, to[i], "2001:db8::12", "2001:db8::11", echo, sizeof(echo),
+					 64));
+		run();
+		size_t n = collect(0, f, sizeof(f));
+
+		if (n == 0)
+			continue; /* not answered at all: as good */
+		cr_assert_eq(n, 14 + 40 + sizeof(echo));
+		cr_expect_arr_eq(f, peer_mac, 6, "to the requester");
+		cr_expect_arr_eq(f + 6, our_mac, 6, "from our own MAC (request to %02x:..:%02x)", to[i][0],
+				 to[i][5]);
+	}
+}
+
+/*
+ * Found by fuzz/fuzz_neigh.c: ARP refused a multicast sender address, but a
+ * neighbour solicitation's source link-layer option (or an advertisement's
+ * target one) with the group bit set was learned: RoCE frames to that peer
+ * would have gone to a multicast MAC.
+ */
+Test(dataplane, a_multicast_link_layer_address_is_never_learned)
+{
+	uint8_t f[256], ns[32] = { 135 }, target[16], src[16];
+	uint8_t mc[6] = { 0x33, 0x33, 0xff, 0, 0, 0x11 };
+	static const uint8_t group[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+
+	setup(1, "0");
+	t_gid6("2001:db8::11", target);
+	t_gid6("2001:db8::12", src);
+	memcpy(ns + 8, target, 16);
+	ns[24] = 1; /* source link-layer address option: a group address */
+	ns[25] = 1;
+	memcpy(ns + 26, group, 6);
+	inject(0, f, icmp6_frame(f, mc, "2001:db8::12", "ff02::1:ff00:11", ns, sizeof(ns), 255));
+	run();
+	size_t n = collect(0, f, sizeof(f));
+
+	cr_expect(n == 0 || (f[0] & 1) == 0, "no advertisement to a group address");
+	struct neigh_result r = neigh_lookup(&d.neigh, 0, src);
+
+	cr_assert(r.state != NEIGH_REACHABLE || (r.mac[0] & 1) == 0,
+		  "2001:db8::12 learned at a multicast MAC");
+}
 
 Test(dataplane, malformed_frames_are_dropped_and_counted)
 {
@@ -1467,7 +1535,7 @@ app_setup(void)
 	cr_assert_not_null(mkdtemp(sock_dir));
 	snprintf(daemon_extra, sizeof(daemon_extra),
 		 "socket = %s/roce.sock\ntelemetry = no\nneigh_retry_ms = 1000\nneigh_retries = 3\n"
-		 "link_poll_ms = 20\n",
+		 "link_poll_ms = 20\nsocket_mode = 0666\n",
 		 sock_dir);
 	engine = &engine_xport;
 	setup(2, "0@0,1@1,2@1");
@@ -1702,7 +1770,8 @@ fast_calls(struct cli *b)
 		ms = reg_and_create(b);
 		if (ms < FAST_MS)
 			return;
-		cr_log_warn("reg_mr + create_qp took %.1f ms: a stall of this machine? again", ms);
+		/* info, not warn: Criterion exits 1 after any warning (test/ci/check_criterion.py) */
+		cr_log_info("reg_mr + create_qp took %.1f ms: a stall of this machine? again", ms);
 	}
 	cr_expect_lt(ms, FAST_MS, "reg_mr and create_qp answered in %.1f ms", ms);
 }
@@ -1834,6 +1903,393 @@ collect_wait(uint8_t *buf, size_t cap, unsigned int ms)
  * ibv_query_port follows, and frames sent while down are dropped and
  * counted (tx_link_down) instead of reaching the wire.
  */
+/* ---- two unprivileged users (issue 16) ---- */
+
+/*
+ * A user's client in a child process: lib/ipc and its own shared memory
+ * only (no DPDK, no Criterion: errors are exit codes). A UD QP in RTS with
+ * Q_Key USR_QKEY, a 64 KiB MR, one CQ.
+ */
+#define USR_QKEY 0x1234u
+#define USR_MR (64u << 10)
+
+struct usr {
+	int fd;
+	uint32_t seq, pd, cq, qp, qpn, lkey;
+	uint8_t *mem;
+	struct spsc_ring *sq, *rq, *cqr;
+	uint32_t sq_n, rq_n, cq_n;
+	uint8_t gid4;   /* index of the daemon's IPv4 GID */
+};
+
+static int
+usr_call(struct usr *u, struct ipc_msg *m, enum ipc_op op, int fd, int *rfds)
+{
+	int tmp[IPC_MAX_FDS];
+
+	m->hdr.op = op;
+	m->hdr.seq = ++u->seq;
+	return ipc_call(u->fd, m, fd >= 0 ? &fd : NULL, fd >= 0, m, rfds ? rfds : tmp);
+}
+
+static void
+usr_req(struct ipc_msg *m, enum ipc_op op)
+{
+	memset(m, 0, sizeof(*m));
+	ipc_req_init(m, op, 0);
+}
+
+/* Become @p uid (and gid), connect, build the QP. @return 0 or the step that failed. */
+static int
+usr_setup(struct usr *u, uid_t uid)
+{
+	char path[64];
+	struct ipc_msg m;
+	int rfds[IPC_MAX_FDS], mfd;
+	uint8_t want[16];
+
+	/* the test may fail and go: the child goes with it */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || setgroups(0, NULL) || setgid(uid) || setuid(uid) ||
+	    geteuid() != uid)
+		return 10;
+	snprintf(path, sizeof(path), "%s/roce.sock", sock_dir);
+	memset(u, 0, sizeof(*u));
+	if ((u->fd = ipc_connect(path)) < 0)
+		return 11;
+	usr_req(&m, IPC_OP_OPEN_DEVICE);
+	strcpy(m.u.req_OPEN_DEVICE.name, "dpdk_roce0");
+	if (usr_call(u, &m, IPC_OP_OPEN_DEVICE, -1, NULL))
+		return 12;
+	t_gid4(T_IP_A, want);
+	for (u->gid4 = 0; u->gid4 < 16; u->gid4++) {
+		usr_req(&m, IPC_OP_QUERY_GID);
+		m.u.req_QUERY_GID.port = 1;
+		m.u.req_QUERY_GID.index = u->gid4;
+		if (usr_call(u, &m, IPC_OP_QUERY_GID, -1, NULL) == 0 &&
+		    memcmp(m.u.rsp_QUERY_GID.gid, want, 16) == 0)
+			break;
+	}
+	usr_req(&m, IPC_OP_ALLOC_PD);
+	if (u->gid4 == 16 || usr_call(u, &m, IPC_OP_ALLOC_PD, -1, NULL))
+		return 13;
+	u->pd = m.u.rsp_ALLOC_PD.handle;
+	mfd = ipc_shm_create("usr-mr", USR_MR);
+	u->mem = ipc_shm_map(mfd, USR_MR, 0);
+	if (u->mem == NULL)
+		return 14;
+	usr_req(&m, IPC_OP_REG_MR);
+	m.u.req_REG_MR.pd = u->pd;
+	m.u.req_REG_MR.addr = m.u.req_REG_MR.iova = (uintptr_t)u->mem;
+	m.u.req_REG_MR.length = USR_MR;
+	m.u.req_REG_MR.access = IBV_ACCESS_LOCAL_WRITE;
+	if (usr_call(u, &m, IPC_OP_REG_MR, mfd, NULL))
+		return 15;
+	u->lkey = m.u.rsp_REG_MR.lkey;
+	usr_req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = 16;
+	if (usr_call(u, &m, IPC_OP_CREATE_CQ, -1, rfds))
+		return 16;
+	u->cq = m.u.rsp_CREATE_CQ.handle;
+	u->cq_n = m.u.rsp_CREATE_CQ.ring.entries;
+	u->cqr = (struct spsc_ring *)((uint8_t *)ipc_shm_map(rfds[0], m.u.rsp_CREATE_CQ.shm_size, 0) +
+				      m.u.rsp_CREATE_CQ.ring.offset);
+	usr_req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = u->pd;
+	m.u.req_CREATE_QP.send_cq = m.u.req_CREATE_QP.recv_cq = u->cq;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_UD;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
+						     .max_send_sge = 1, .max_recv_sge = 1 };
+	if (usr_call(u, &m, IPC_OP_CREATE_QP, -1, rfds))
+		return 17;
+	struct ipc_create_qp_rsp q = m.u.rsp_CREATE_QP;
+	uint8_t *qm = ipc_shm_map(rfds[0], q.shm_size, 0);
+
+	u->qp = q.handle;
+	u->qpn = q.qpn;
+	u->sq = (struct spsc_ring *)(qm + q.sq.offset);
+	u->rq = (struct spsc_ring *)(qm + q.rq.offset);
+	u->sq_n = q.sq.entries;
+	u->rq_n = q.rq.entries;
+	usr_req(&m, IPC_OP_MODIFY_QP);
+	m.u.req_MODIFY_QP.handle = u->qp;
+	m.u.req_MODIFY_QP.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	m.u.req_MODIFY_QP.attr.qp_state = IBV_QPS_INIT;
+	m.u.req_MODIFY_QP.attr.port_num = 1;
+	m.u.req_MODIFY_QP.attr.qkey = USR_QKEY;
+	if (usr_call(u, &m, IPC_OP_MODIFY_QP, -1, NULL))
+		return 18;
+	for (int st = IBV_QPS_RTR; st <= IBV_QPS_RTS; st++) {
+		usr_req(&m, IPC_OP_MODIFY_QP);
+		m.u.req_MODIFY_QP.handle = u->qp;
+		m.u.req_MODIFY_QP.mask = IBV_QP_STATE | (st == IBV_QPS_RTS ? IBV_QP_SQ_PSN : 0);
+		m.u.req_MODIFY_QP.attr.qp_state = (uint32_t)st;
+		if (usr_call(u, &m, IPC_OP_MODIFY_QP, -1, NULL))
+			return 19;
+	}
+	return 0;
+}
+
+/*
+ * An AH to the daemon's own IPv4 GID (the loopback path). @return the
+ * handle a WQE names (av.ah_handle of the answer, as the shim copies it),
+ * 0 on error
+ */
+static uint32_t
+usr_ah(struct usr *u)
+{
+	struct ipc_msg m;
+
+	usr_req(&m, IPC_OP_CREATE_AH);
+	m.u.req_CREATE_AH.pd = u->pd;
+	t_gid4(T_IP_A, m.u.req_CREATE_AH.attr.dgid);
+	m.u.req_CREATE_AH.attr.is_global = 1;
+	m.u.req_CREATE_AH.attr.sgid_index = u->gid4;
+	m.u.req_CREATE_AH.attr.hop_limit = 64;
+	m.u.req_CREATE_AH.attr.port_num = 1;
+	return usr_call(u, &m, IPC_OP_CREATE_AH, -1, NULL) ? 0 : m.u.rsp_CREATE_AH.av.ah_handle;
+}
+
+/* The next CQE within 5 s; status 99: none. */
+static struct cqe
+usr_cqe(struct usr *u)
+{
+	struct cqe c = { .status = 99 };
+
+	for (int i = 0; i < 5000; i++) {
+		uint32_t cons = __atomic_load_n(&u->cqr->cons, __ATOMIC_RELAXED);
+
+		if (__atomic_load_n(&u->cqr->prod, __ATOMIC_ACQUIRE) != cons) {
+			memcpy(&c, spsc_ring_slot_in(u->cqr, u->cq_n - 1, sizeof(c), cons), sizeof(c));
+			__atomic_store_n(&u->cqr->cons, cons + 1, __ATOMIC_RELEASE);
+			break;
+		}
+		usleep(1000);
+	}
+	return c;
+}
+
+/* What the children tell the test (one record each way per step). */
+struct usr_msg {
+	uint32_t qpn, ah;       /* the receiver's QP and AH */
+	uint32_t status[2];     /* CQE statuses (99: none came) */
+	uint32_t vendor[2];     /* their detail codes */
+	uint32_t byte_len;
+	uint8_t sgid[16];       /* source IPv4 address of the datagram the receiver got */
+	double worst_ms;        /* the receiver's slowest verb while the sender misbehaves */
+	int err;
+};
+
+static void
+usr_tell(int fd, const struct usr_msg *r)
+{
+	if (write(fd, r, sizeof(*r)) != (ssize_t)sizeof(*r))
+		_exit(3);
+}
+
+static bool
+usr_hear(int fd, struct usr_msg *r)
+{
+	return read(fd, r, sizeof(*r)) == (ssize_t)sizeof(*r);
+}
+
+static double
+usr_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* User b (uid 65533): receives one datagram, then times its verbs on request. */
+static void
+usr_receiver(int to, int from)
+{
+	struct usr u;
+	struct usr_msg r = { 0 };
+	struct ipc_msg m;
+
+	r.err = usr_setup(&u, 65533);
+	r.ah = r.err ? 0 : usr_ah(&u);
+	struct rq_wqe w = { .wr_id = 7, .num_sge = 1, .sg_list[0] = { (uintptr_t)u.mem, 4096, u.lkey } };
+
+	if (!r.err) {
+		memcpy(spsc_ring_slot_in(u.rq, u.rq_n - 1, sizeof(w), u.rq->prod), &w, sizeof(w));
+		__atomic_store_n(&u.rq->prod, u.rq->prod + 1, __ATOMIC_RELEASE);
+	}
+	r.qpn = u.qpn;
+	usr_tell(to, &r);
+	if (r.err)
+		_exit(1);
+	struct cqe c = usr_cqe(&u);
+
+	r.status[0] = c.status;
+	r.byte_len = c.byte_len;
+	/* RoCEv2 over IPv4: the 40 bytes before the payload end with the IPv4 header */
+	memcpy(r.sgid, u.mem + 20 + 12, 4);
+	usr_tell(to, &r);
+	if (!usr_hear(from, &r)) /* the sender misbehaves now */
+		_exit(4);
+	r.worst_ms = 0;
+	for (int i = 0; i < 50; i++) {
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		usr_req(&m, IPC_OP_ALLOC_PD);
+		if (usr_call(&u, &m, IPC_OP_ALLOC_PD, -1, NULL))
+			r.err = 20;
+		uint32_t pd = m.u.rsp_ALLOC_PD.handle;
+
+		usr_req(&m, IPC_OP_QUERY_QP);
+		m.u.req_QUERY_QP.handle = u.qp;
+		m.u.req_QUERY_QP.mask = IBV_QP_STATE;
+		if (usr_call(&u, &m, IPC_OP_QUERY_QP, -1, NULL))
+			r.err = 21;
+		usr_req(&m, IPC_OP_DEALLOC_PD);
+		m.u.req_DEALLOC_PD.handle = pd;
+		if (usr_call(&u, &m, IPC_OP_DEALLOC_PD, -1, NULL))
+			r.err = 22;
+		double ms = usr_ms(&t0);
+
+		if (ms > r.worst_ms)
+			r.worst_ms = ms;
+	}
+	usr_tell(to, &r);
+	_exit(0);
+}
+
+/* One UD SEND of 64 bytes to (@p qpn, USR_QKEY) naming AH @p ah, with @p av written over the rest. */
+static void
+usr_send(struct usr *u, uint32_t ah, uint32_t qpn, const struct wr_av *av)
+{
+	struct sq_wqe w;
+
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 1;
+	w.opcode = WR_SEND;
+	w.send_flags = WR_FLAG_SIGNALED;
+	w.num_sge = 1;
+	w.sg_list[0] = (struct wr_sge){ (uintptr_t)u->mem, 64, u->lkey };
+	w.wr.ud.remote_qpn = qpn;
+	w.wr.ud.remote_qkey = USR_QKEY;
+	w.av = *av;
+	w.av.ah_handle = ah;
+	memcpy(spsc_ring_slot_in(u->sq, u->sq_n - 1, sizeof(w), u->sq->prod), &w, sizeof(w));
+	__atomic_store_n(&u->sq->prod, u->sq->prod + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * User a (uid 65534): sends with a forged address vector in its ring, then
+ * names b's AH, then misbehaves: its SQ producer index far beyond the ring
+ * (a QP in error flushing), requests written and never read, its own
+ * channel... and stays until killed.
+ */
+static void
+usr_sender(int to, int from)
+{
+	struct usr u;
+	struct usr_msg b, r = { 0 };
+	struct wr_av forged;
+
+	if (!usr_hear(from, &b))
+		_exit(4);
+	r.err = usr_setup(&u, 65534);
+	uint32_t ah = r.err ? 0 : usr_ah(&u);
+
+	if (r.err || ah == 0) {
+		r.err = r.err ? r.err : 30;
+		usr_tell(to, &r);
+		_exit(1);
+	}
+	memset(&forged, 0xee, sizeof(forged));
+	t_gid4("198.18.0.99", forged.sgid);    /* another host's address */
+	memcpy(forged.smac, peer_mac, 6);       /* and MAC */
+	forged.vlan_present = 1;
+	forged.vlan_tci = 7;
+	t_gid4(T_IP_A, forged.dgid);
+	forged.ipv6 = 0;
+	memcpy(u.mem, "from user a, as another host", 29);
+	for (int i = 0; i < 2; i++) {
+		usr_send(&u, i == 0 ? ah : b.ah, b.qpn, &forged); /* its own AH, then b's */
+		struct cqe c = usr_cqe(&u);
+
+		r.status[i] = c.status;
+		r.vendor[i] = c.vendor_err;
+	}
+	usr_tell(to, &r);
+	/* misbehave: a producer index no ring has, then a flood of requests never read */
+	__atomic_store_n(&u.sq->prod, u.sq->prod + 0x7fffffffu, __ATOMIC_RELEASE);
+	__atomic_store_n(&u.rq->prod, u.rq->prod + 0x40000000u, __ATOMIC_RELEASE);
+	int fl = fcntl(u.fd, F_GETFL);
+
+	fcntl(u.fd, F_SETFL, fl | O_NONBLOCK);
+	for (int i = 0; i < 100000; i++) {
+		struct ipc_msg m;
+
+		usr_req(&m, IPC_OP_QUERY_DEVICE);
+		m.hdr.seq = ++u.seq;
+		if (ipc_send(u.fd, &m, NULL, 0) != 0)
+			break;
+	}
+	usr_tell(to, &r);
+	for (;;)
+		pause();
+}
+
+Test(app_iface, two_users_neither_spoofs_a_ud_source_nor_stalls_the_other, .timeout = 90)
+{
+	int to_b[2], from_b[2], to_a[2], from_a[2];
+	struct usr_msg rb, ra;
+	uint8_t ours[16], forged[16];
+	pid_t pb, pa;
+	int st;
+
+	if (geteuid() != 0) {
+		cr_skip_test("needs root: clients with other user IDs");
+		return;
+	}
+	cr_assert_eq(chmod(sock_dir, 0711), 0);
+	cr_assert_eq(pipe(to_b) | pipe(from_b) | pipe(to_a) | pipe(from_a), 0);
+	pb = fork();
+	cr_assert_geq(pb, 0);
+	if (pb == 0)
+		usr_receiver(from_b[1], to_b[0]);
+	cr_assert(usr_hear(from_b[0], &rb), "b set up");
+	cr_assert_eq(rb.err, 0, "b (uid 65533): step %d failed", rb.err);
+	pa = fork();
+	cr_assert_geq(pa, 0);
+	if (pa == 0)
+		usr_sender(from_a[1], to_a[0]);
+	usr_tell(to_a[1], &rb);
+	cr_assert(usr_hear(from_a[0], &ra), "a sent");
+	cr_assert_eq(ra.err, 0, "a (uid 65534): step %d failed", ra.err);
+
+	/* the forged address vector: what went out is the daemon's, from a's own AH */
+	cr_assert(usr_hear(from_b[0], &rb), "b received");
+	cr_assert_eq(ra.status[0], WC_SUCCESS, "a's send with a forged AV completes (status %u, %u)",
+		     ra.status[0], ra.vendor[0]);
+	cr_assert_eq(rb.status[0], WC_SUCCESS, "b got a datagram");
+	cr_assert_eq(rb.byte_len, 40 + 64);
+	t_gid4(T_IP_A, ours);
+	t_gid4("198.18.0.99", forged);
+	cr_assert_arr_eq(rb.sgid, ours + 12, 4, "its source is the daemon's address: %u.%u.%u.%u",
+			 rb.sgid[0], rb.sgid[1], rb.sgid[2], rb.sgid[3]);
+	cr_assert(memcmp(rb.sgid, forged + 12, 4) != 0);
+	cr_assert_eq(ra.status[1], WC_LOC_QP_OP_ERR, "b's AH is not a's to use (status %u, %u)",
+		     ra.status[1], ra.vendor[1]);
+
+	/* a misbehaves; b's verbs are answered at once meanwhile */
+	cr_assert(usr_hear(from_a[0], &ra), "a misbehaves");
+	usr_tell(to_b[1], &rb);
+	cr_assert(usr_hear(from_b[0], &rb), "b timed its verbs");
+	cr_assert_eq(rb.err, 0, "b's verbs: step %d failed", rb.err);
+	cr_expect_lt(rb.worst_ms, FAST_MS, "b's slowest verb: %.1f ms", rb.worst_ms);
+	cr_assert_eq(waitpid(pb, &st, 0), pb);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	kill(pa, SIGKILL);
+	cr_assert_eq(waitpid(pa, &st, 0), pa);
+}
+
 Test(app_iface, link_changes_reach_every_context_and_gate_transmit)
 {
 	struct cli a, b;

@@ -79,7 +79,7 @@ fini(void)
 	if (lab_is_up) {
 		bool ok = lab_down();
 
-		cr_expect(ok, "daemons did not exit 0 on SIGTERM:\n%s", out);
+		t_fini_check(ok, "daemons did not exit 0 on SIGTERM:\n%s", out);
 	}
 }
 

@@ -2,10 +2,12 @@
 /*
  * Pure pieces of roce-daemon, without EAL: GID table and attributes, the
  * neighbour table's state machine on a fake clock, the PMD limit checks,
- * the counter tables and the QP1 frame builder against rxe's capture.
+ * the counter tables, the multicast membership table and the QP1 frame
+ * builder against rxe's capture.
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "gid.h"
 #include "gsi.h"
 #include "helpers.h"
+#include "mcast_table.h"
 #include "neigh.h"
 #include "port.h"
 
@@ -346,6 +349,114 @@ Test(counters, accumulate)
 	cr_expect_eq(a.v[CTR_RX_PACKETS], 6);
 	cr_expect_eq(a.drop[ROCE_DROP_ICRC], 4);
 	cr_expect_eq(a.v[CTR_XPORT_RNR_NAK_TX], 2);
+}
+
+/* ---- UD multicast membership (mcast_table.h) ---- */
+
+static struct mcast_table *mt;
+
+static void
+mt_init(void)
+{
+	mt = mcast_table_new();
+	cr_assert_not_null(mt);
+}
+
+static void
+mt_fini(void)
+{
+	mcast_table_free(mt);
+	mt = NULL;
+}
+
+TestSuite(mcast_table, .init = mt_init, .fini = mt_fini);
+
+Test(mcast_table, first_attach_joins_last_detach_leaves)
+{
+	uint8_t g[16];
+	uint32_t qpn[MCAST_MAX_MEMBERS];
+	bool first;
+
+	t_gid4("224.0.0.251", g);
+	cr_expect(!mcast_port_active(mt, 1));
+	cr_expect_eq(mcast_members(mt, 1, g, qpn), 0);
+	cr_assert_eq(mcast_table_add(mt, 1, g, 17, &first), 0);
+	cr_expect(first);
+	cr_assert_eq(mcast_table_add(mt, 1, g, 18, &first), 0);
+	cr_expect(!first);
+	cr_assert_eq(mcast_table_add(mt, 1, g, 17, &first), 0, "attached again: no change");
+	cr_expect(!first);
+	cr_expect(mcast_port_active(mt, 1));
+	cr_expect(!mcast_port_active(mt, 0), "another port has no group");
+	cr_expect(!mcast_port_active(mt, CONFIG_MAX_PORTS));
+	cr_expect(!mcast_port_active(NULL, 1));
+	cr_expect_eq(mt->port[1].n_attach, 2);
+	cr_assert_eq(mcast_members(mt, 1, g, qpn), 2);
+	cr_expect(qpn[0] == 17 && qpn[1] == 18);
+	cr_expect_eq(mcast_members(mt, 0, g, qpn), 0, "the group is per port");
+	cr_expect_not_null(mcast_table_find(mt, 1, g));
+	cr_expect(!mcast_table_remove(mt, 1, g, 99), "not attached");
+	cr_expect(!mcast_table_remove(mt, 1, g, 17), "a member remains");
+	cr_assert_eq(mcast_members(mt, 1, g, qpn), 1);
+	cr_expect_eq(qpn[0], 18);
+	cr_expect(mcast_table_remove(mt, 1, g, 18), "the last member leaves the link");
+	cr_expect(!mcast_port_active(mt, 1));
+	cr_expect_null(mcast_table_find(mt, 1, g));
+	cr_expect_eq(mt->port[1].n_attach, 0);
+	cr_expect(!mcast_table_remove(mt, 1, g, 18), "gone already");
+	cr_expect_eq(mt->ctr[MCAST_CTR_ATTACH_REFUSED], 0);
+}
+
+Test(mcast_table, full_group_and_full_port_refuse_with_enomem_counted)
+{
+	uint8_t g[16];
+	uint32_t qpn[MCAST_MAX_MEMBERS];
+	bool first;
+
+	t_gid6("ff0e::1", g);
+	for (uint32_t i = 0; i < MCAST_MAX_MEMBERS; i++)
+		cr_assert_eq(mcast_table_add(mt, 0, g, 100 + i, &first), 0);
+	cr_expect_eq(mcast_table_add(mt, 0, g, 999, &first), ENOMEM);
+	cr_expect(!first);
+	cr_expect_eq(mt->ctr[MCAST_CTR_ATTACH_REFUSED], 1);
+	cr_expect_eq(mcast_members(mt, 0, g, qpn), MCAST_MAX_MEMBERS);
+	for (unsigned int i = 1; i < MCAST_MAX_GROUPS; i++) {
+		g[15] = (uint8_t)(i + 1);
+		cr_assert_eq(mcast_table_add(mt, 0, g, 7, &first), 0, "group %u", i);
+		cr_expect(first);
+	}
+	g[15] = 0xee;
+	cr_expect_eq(mcast_table_add(mt, 0, g, 7, &first), ENOMEM, "no group entry left");
+	cr_expect_eq(mt->ctr[MCAST_CTR_ATTACH_REFUSED], 2);
+	cr_expect_eq(mt->port[0].n_groups, MCAST_MAX_GROUPS);
+	cr_expect_eq(mt->port[0].n_attach, MCAST_MAX_MEMBERS + MCAST_MAX_GROUPS - 1);
+}
+
+Test(mcast_table, only_igmp_and_mld_go_to_the_control_thread)
+{
+	uint8_t f[128];
+
+	memset(f, 0, sizeof(f));
+	f[12] = 0x08; /* IPv4 */
+	f[14 + 9] = 2; /* IGMP */
+	cr_expect(mcast_is_ctl_frame(f, 14 + 28));
+	cr_expect(!mcast_is_ctl_frame(f, 14 + 19), "shorter than an IPv4 header");
+	f[14 + 9] = 17; /* UDP */
+	cr_expect(!mcast_is_ctl_frame(f, 14 + 28));
+	memset(f, 0, sizeof(f));
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	f[14 + 6] = 0; /* hop-by-hop: MLD's Router Alert */
+	f[14 + 24] = 0xff; /* to a group */
+	cr_expect(mcast_is_ctl_frame(f, 14 + 48));
+	cr_expect(!mcast_is_ctl_frame(f, 14 + 39), "shorter than an IPv6 header");
+	f[14 + 24] = 0xfe;
+	cr_expect(!mcast_is_ctl_frame(f, 14 + 48), "to a unicast address");
+	f[14 + 24] = 0xff;
+	f[14 + 6] = 58; /* ICMPv6 without Router Alert: ND, the slow path's anyway */
+	cr_expect(!mcast_is_ctl_frame(f, 14 + 48));
+	f[12] = 0x88; /* neither */
+	cr_expect(!mcast_is_ctl_frame(f, 14 + 48));
 }
 
 /* ---- QP1 frames: byte for byte what Linux rxe sends (gsi.h) ---- */

@@ -186,7 +186,7 @@ flush_out(struct sim *s, int from)
 			if (depart == 0)
 				continue;
 		}
-		size_t len = xport_frame_build(fr, buf, sizeof(buf));
+		size_t len = roce_build_gather(&fr->pkt, fr->seg, fr->nseg, buf, sizeof(buf));
 		if (len == 0)
 			abort(); /* the engine produced something unbuildable */
 		s->frames_sent++;
@@ -405,11 +405,71 @@ sim_default_params(struct sim_params *p)
 	p->max_rd_atomic = 4;
 }
 
-static struct spsc_ring *
-ring_new(uint32_t size, uint32_t elem)
+/*
+ * Blocks of an earlier sim that sim_reset() hands to the next one: a block
+ * is reused for an allocation of exactly its length, zeroed first (so a
+ * reused block starts as the fresh one of sim_init, which zeroes its arena
+ * and whose QP and rings initialise what they use).
+ */
+#define SIM_POOL_MAX 16
+
+struct sim_pool {
+	void *p[SIM_POOL_MAX];
+	size_t len[SIM_POOL_MAX];
+	uint32_t n;
+};
+
+static void
+pool_put(struct sim_pool *pool, void *p, size_t len)
 {
-	size_t bytes = spsc_ring_bytes(size, elem);
-	struct spsc_ring *r = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	if (p == NULL)
+		return;
+	if (pool->n == SIM_POOL_MAX) {
+		free(p);
+		return;
+	}
+	pool->p[pool->n] = p;
+	pool->len[pool->n++] = len;
+}
+
+/* Every block is whole pages. */
+static size_t
+block_len(size_t len)
+{
+	return (len + 4095) & ~(size_t)4095;
+}
+
+/* (the ring's own size field is the client's to scribble: the trusted one) */
+static size_t
+ring_len(const struct spsc_ring *r, uint32_t size, uint32_t elem)
+{
+	return r != NULL ? block_len(spsc_ring_bytes(size, elem)) : 0;
+}
+
+/* @p len bytes, 4096-aligned (enough for the rings' and the QP's 64), zeroed. */
+static void *
+pool_take(struct sim_pool *pool, size_t len)
+{
+	len = block_len(len);
+	for (uint32_t i = 0; pool != NULL && i < pool->n; i++) {
+		if (pool->len[i] != len)
+			continue;
+		void *p = pool->p[i];
+		pool->p[i] = pool->p[--pool->n];
+		pool->len[i] = pool->len[pool->n];
+		memset(p, 0, len);
+		return p;
+	}
+	void *p = aligned_alloc(4096, len);
+	if (p != NULL)
+		memset(p, 0, len);
+	return p;
+}
+
+static struct spsc_ring *
+ring_new(struct sim_pool *pool, uint32_t size, uint32_t elem)
+{
+	struct spsc_ring *r = pool_take(pool, spsc_ring_bytes(size, elem));
 	spsc_ring_init(r, size, elem);
 	return r;
 }
@@ -443,8 +503,18 @@ host_av(struct wr_av *av, int self, bool ipv6)
 	av->traffic_class = 0x02;
 }
 
-int
-sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
+/* Host 1's XRC SRQ lookup (xport_cfg.xrc_srq): one SRQ, SIM_XRC_SRQN. */
+static struct xport_srq *
+sim_xrc_srq(void *ctx, uint32_t srqn)
+{
+	struct sim_host *h = ctx;
+
+	return srqn == SIM_XRC_SRQN ? &h->srq : NULL;
+}
+
+/* sim_init() with the blocks of @p pool (NULL: none) reused where they fit. */
+static int
+sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_pool *pool)
 {
 	memset(s, 0, sizeof(*s));
 	s->rng = seed * 0x9E3779B97F4A7C15ULL + 0x1234567;
@@ -457,16 +527,16 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		struct sim_host *h = &s->h[i];
 		h->mrs = mr_table_create(64);
 		h->arena_len = p->arena_len;
-		h->arena = aligned_alloc(4096, (p->arena_len + 4095) & ~(uint64_t)4095);
-		memset(h->arena, 0, p->arena_len);
+		h->arena = pool_take(pool, p->arena_len);
 		h->arena_iova = 0x10000000ull * (uint64_t)(i + 1);
 		mr_reg(h->mrs, SIM_PD, (uintptr_t)h->arena, h->arena_iova, h->arena_len,
 		       MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
-			       MR_ACCESS_REMOTE_ATOMIC,
+			       MR_ACCESS_REMOTE_ATOMIC | MR_ACCESS_FLUSH_GLOBAL,
 		       &h->arena_key);
-		h->sq = ring_new(p->sq_size, sizeof(struct sq_wqe));
-		h->scq_ring = ring_new(p->cq_size, sizeof(struct cqe));
-		h->rcq_ring = ring_new(p->cq_size, sizeof(struct cqe));
+		h->rq_size = p->rq_size;
+		h->sq = ring_new(pool, p->sq_size, sizeof(struct sq_wqe));
+		h->scq_ring = ring_new(pool, p->cq_size, sizeof(struct cqe));
+		h->rcq_ring = ring_new(pool, p->cq_size, sizeof(struct cqe));
 		/* the allocator's geometry is the trusted one (xport.h "Untrusted rings") */
 		h->scq = (struct xport_cq){ .ring = h->scq_ring, .size = p->cq_size,
 					    .handle = (uint32_t)(10 + i * 2) };
@@ -496,8 +566,9 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->max_rd_atomic = p->max_rd_atomic;
 		c->max_dest_rd_atomic = p->max_dest_rd_atomic ? p->max_dest_rd_atomic
 							      : XPORT_MAX_RD_ATOMIC;
-		c->access_flags = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
-				  MR_ACCESS_REMOTE_ATOMIC;
+		c->access_flags = p->qp_access ? p->qp_access
+					       : MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+							 MR_ACCESS_REMOTE_ATOMIC;
 		c->sq_sig_all = p->sq_sig_all;
 		c->rate_limit_kbps = p->rate_limit_kbps;
 		c->cc = p->cc[i];
@@ -505,24 +576,41 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 		c->max_unacked = p->max_unacked;
 		c->sq = h->sq;
 		c->sq_size = p->sq_size;
-		if (p->srq && i == 1) {
-			h->srq_ring = ring_new(p->rq_size, sizeof(struct rq_wqe));
+		if (p->xrcd) {
+			/* XRC: host 0 sends only (INI), host 1 receives into its XRC SRQ (TGT) */
+			c->xrc = i == 0 ? XPORT_XRC_INI : XPORT_XRC_TGT;
+			if (i == 1) {
+				h->srq_ring = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
+				h->srq = (struct xport_srq){
+					.ring = h->srq_ring, .size = p->rq_size, .handle = 77,
+					.cq = &h->rcq, .pd = SIM_PD, .xrc_live = 77,
+					.xrcd = p->xrc_srq_xrcd ? p->xrc_srq_xrcd : p->xrcd,
+				};
+				c->xrcd = p->xrcd;
+				c->xrc_srq = sim_xrc_srq;
+				c->xrc_ctx = h;
+			}
+		} else if (p->srq && i == 1) {
+			h->srq_ring = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
 			h->srq = (struct xport_srq){ .ring = h->srq_ring, .size = p->rq_size,
 						     .handle = 77 };
 			c->srq = &h->srq;
 		} else {
-			h->rq = ring_new(p->rq_size, sizeof(struct rq_wqe));
+			h->rq = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
 			c->rq = h->rq;
 			c->rq_size = p->rq_size;
 		}
-		c->send_cq = &h->scq;
-		c->recv_cq = &h->rcq;
+		c->send_cq = p->xrcd && i == 1 ? NULL : &h->scq;
+		c->recv_cq = p->xrcd ? NULL : &h->rcq;
 		c->mrs = h->mrs;
+		c->mws = p->mws;
 		/* as the daemon does: created with one responder resource, sized
 		 * by the modify that brings max_dest_rd_atomic (INIT -> RTR) */
 		struct xport_cfg c1 = *c;
 		c1.max_dest_rd_atomic = 1;
-		h->qp = xport_qp_create(&c1);
+		h->qp_mem_len = xport_qp_mem_size(&c1);
+		void *mem = h->qp_mem_len ? pool_take(pool, h->qp_mem_len) : NULL;
+		h->qp = mem ? xport_qp_init(mem, &c1) : NULL;
 		if (!h->qp || xport_qp_modify(h->qp, c) != 0)
 			return -1;
 	}
@@ -536,20 +624,38 @@ sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
 	return 0;
 }
 
-void
-sim_fini(struct sim *s)
+int
+sim_init(struct sim *s, const struct sim_params *p, uint64_t seed)
+{
+	return sim_setup(s, p, seed, NULL);
+}
+
+/* Free what @p s holds; its blocks go to @p pool (NULL: freed too). */
+static void
+sim_release(struct sim *s, struct sim_pool *pool)
 {
 	for (int i = 0; i < 2; i++) {
 		struct sim_host *h = &s->h[i];
-		xport_qp_destroy(h->qp);
+		xport_qp_fini(h->qp);
 		mr_table_destroy(h->mrs);
 		ah_table_destroy(h->ahs);
-		free(h->arena);
-		free(h->sq);
-		free(h->rq);
-		free(h->srq_ring);
-		free(h->scq_ring);
-		free(h->rcq_ring);
+		if (pool != NULL) {
+			pool_put(pool, h->qp, block_len(h->qp_mem_len));
+			pool_put(pool, h->arena, block_len(h->arena_len));
+			pool_put(pool, h->sq, ring_len(h->sq, h->cfg.sq_size, sizeof(struct sq_wqe)));
+			pool_put(pool, h->rq, ring_len(h->rq, h->rq_size, sizeof(struct rq_wqe)));
+			pool_put(pool, h->srq_ring, ring_len(h->srq_ring, h->rq_size, sizeof(struct rq_wqe)));
+			pool_put(pool, h->scq_ring, ring_len(h->scq_ring, h->scq.size, sizeof(struct cqe)));
+			pool_put(pool, h->rcq_ring, ring_len(h->rcq_ring, h->rcq.size, sizeof(struct cqe)));
+		} else {
+			free(h->qp);
+			free(h->arena);
+			free(h->sq);
+			free(h->rq);
+			free(h->srq_ring);
+			free(h->scq_ring);
+			free(h->rcq_ring);
+		}
 		for (uint32_t j = 0; j < h->ring.n; j++)
 			free(h->ring.q[j]);
 		free(h->ring.q);
@@ -557,6 +663,25 @@ sim_fini(struct sim *s)
 	while (s->heap_len)
 		free(heap_pop(s));
 	free(s->heap);
+}
+
+void
+sim_fini(struct sim *s)
+{
+	sim_release(s, NULL);
+}
+
+int
+sim_reset(struct sim *s, const struct sim_params *p, uint64_t seed)
+{
+	struct sim_pool pool = { .n = 0 };
+	int rc;
+
+	sim_release(s, &pool);
+	rc = sim_setup(s, p, seed, &pool);
+	for (uint32_t i = 0; i < pool.n; i++)
+		free(pool.p[i]);
+	return rc;
 }
 
 bool

@@ -5,7 +5,7 @@
  * Each host has one QP with its own rings (SQ, RQ or SRQ, two CQs), an MR
  * table with one large "arena" region, and a model of the timer wheel
  * (absolute expiries of the two engine timers). Frames leave an engine as
- * struct xport_frame, are built into bytes (xport_frame_build: headers,
+ * struct xport_frame, are built into bytes (roce_build_gather: headers,
  * gathered payload, pad, ICRC), go through the faulty link (seeded loss,
  * duplication, reordering, corruption, delay) and are parsed with
  * roce_parse() (so the ICRC catches corruption) before reaching the peer.
@@ -77,7 +77,7 @@ struct sim_host {
 	struct ah_table *ahs;     /* SIM_AH: cfg.av, PD SIM_PD */
 	uint8_t *arena;
 	uint64_t arena_len;
-	uint32_t arena_key;       /* all access rights, PD SIM_PD */
+	uint32_t arena_key;       /* all access rights (FLUSH_GLOBAL too), PD SIM_PD */
 	uint64_t arena_iova;      /* application VA of arena[0] */
 	struct spsc_ring *sq, *rq, *srq_ring, *scq_ring, *rcq_ring;
 	struct xport_cq scq, rcq;
@@ -85,6 +85,8 @@ struct sim_host {
 	uint32_t cq_arm;          /* arm word of the recv CQ */
 	struct xport_cfg cfg;
 	struct xport_qp *qp;
+	size_t qp_mem_len;        /* bytes of the QP's memory (xport_qp_init) */
+	uint32_t rq_size;         /* slots of its RQ or SRQ ring */
 	uint64_t timer_at[XPORT_TIMER_COUNT];
 	uint32_t qp_errors;       /* XPORT_EV_QP_ERROR events seen */
 	uint32_t async[32];       /* async events seen, by code */
@@ -131,12 +133,32 @@ struct sim_params {
 	bool sq_sig_all;
 	bool ipv6;
 	const struct xport_cc *cc[2]; /* congestion control of host i's QP, NULL: none */
+	struct mw_table *mws;     /* memory windows of both QPs (one daemon's), NULL: none */
+	uint32_t qp_access;       /* QP access flags of both; 0: remote write, read, atomic */
+	/*
+	 * XRC (nonzero): host 0's QP is an XRC INI QP, host 1's an XRC TGT QP
+	 * of domain xrcd, whose XRC SRQ (number SIM_XRC_SRQN, domain
+	 * xrc_srq_xrcd or else xrcd, CQ: host 1's recv CQ) is its only one.
+	 */
+	uint32_t xrcd;
+	uint32_t xrc_srq_xrcd;
 };
+
+#define SIM_XRC_SRQN 0x42
 
 void sim_default_params(struct sim_params *p);
 /* Create both hosts, QPs in RTS. @return 0 */
 int sim_init(struct sim *s, const struct sim_params *p, uint64_t seed);
 void sim_fini(struct sim *s);
+/*
+ * sim_init() again on a sim of sim_init() or sim_reset(), keeping its
+ * allocations (QP memory, arenas, rings) where @p p needs the same sizes:
+ * every QP, table, ring, timer, counter and in-flight frame is new, reused
+ * memory zeroed as sim_init() leaves it. For loops of many short sims (the
+ * xport fuzz target); test_random proves a reset sim replays as a fresh one.
+ * @return 0
+ */
+int sim_reset(struct sim *s, const struct sim_params *p, uint64_t seed);
 
 uint64_t sim_rand(struct sim *s);
 /* uniform in [0, n) */

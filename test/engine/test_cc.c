@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Congestion control (lib/qp dcqcn.c, xport_cc.c):
+ * Congestion control (lib/xport dcqcn.c, xport_cc.c):
  * - dcqcn: the reaction point's rate and alpha against sequences computed
  *   by hand from the DCQCN paper's rules (section 3.1; numbers in the
  *   comments), the notification point's CNP interval;
@@ -234,6 +234,110 @@ Test(dcqcn, np_one_cnp_per_interval)
 	cr_expect(dcqcn_np_ce(&np, 50000, 200000));
 	cr_expect(!dcqcn_np_ce(&np, 50000, 200001));
 	cr_expect(dcqcn_np_ce(&np, 0, 200001));       /* interval 0: every mark */
+}
+
+/* ---- delay_cc.c: hand-computed sequences ------------------------------- */
+
+static struct delay_params
+delay_hand_params(void)
+{
+	struct delay_params p;
+
+	delay_params_default(&p, LINE_KBPS);
+	p.target_ns = 100000;         /* 100 us */
+	p.ai_kbps = 10000;            /* 10 Mb/s per sample */
+	p.beta_pct = 80;
+	p.max_md_pct = 50;
+	p.min_kbps = 1000;
+	return p;
+}
+
+Test(delay, defaults)
+{
+	struct delay_params p;
+
+	delay_params_default(&p, 40000000u);
+	cr_expect_eq(p.target_ns, 500000);
+	cr_expect_eq(p.ai_kbps, 5000);
+	cr_expect_eq(p.beta_pct, 80);          /* Swift's beta */
+	cr_expect_eq(p.max_md_pct, 50);        /* Swift's max_mdf */
+	cr_expect_eq(p.line_kbps, 40000000u);
+}
+
+Test(delay, scaled_decrease_once_per_rtt_then_additive_increase)
+{
+	struct delay_params p = delay_hand_params();
+	struct delay_rp rp;
+
+	delay_rp_init(&rp);
+	/* t = 0, RTT 80 us <= 100 us: at line rate already, nothing to do */
+	delay_rp_sample(&rp, &p, 80000, 0);
+	cr_expect(!rp.limited);
+	cr_expect_eq(delay_rp_rate(&rp), 0);
+	cr_expect_eq(rp.samples, 1);
+
+	/* t = 1 ms, RTT 200 us: from line rate 1000000; excess 100/200 = 500
+	 * per mille; cut = 1000000 x 80 % x 500 / 1000 = 400000 (< 50 %) ->
+	 * 600000 */
+	delay_rp_sample(&rp, &p, 200000, 1000000);
+	cr_expect(rp.limited);
+	cr_expect_eq(rp.rate_kbps, 600000);
+	cr_expect_eq(rp.cuts, 1);
+
+	/* t = 1.1 ms, RTT 300 us: 100 us since the cut < one RTT: no cut */
+	delay_rp_sample(&rp, &p, 300000, 1100000);
+	cr_expect_eq(rp.rate_kbps, 600000);
+	cr_expect_eq(rp.cuts, 1);
+
+	/* t = 1.3 ms, RTT 300 us: one RTT since the cut; excess 200/300 = 666
+	 * per mille; cut = 600000 x 80 x 666 / 100000 = 319680 > 50 % of
+	 * 600000: max_md -> 300000 */
+	delay_rp_sample(&rp, &p, 300000, 1300000);
+	cr_expect_eq(rp.rate_kbps, 300000);
+	cr_expect_eq(rp.cuts, 2);
+
+	/* t = 2.3 ms, RTT 110 us: excess 10/110 = 90 per mille (90.9);
+	 * cut = 300000 x 80 x 90 / 100000 = 21600 -> 278400 */
+	delay_rp_sample(&rp, &p, 110000, 2300000);
+	cr_expect_eq(rp.rate_kbps, 278400);
+	cr_expect_eq(rp.cuts, 3);
+	cr_expect_eq(rp.last_rtt_ns, 110000);
+
+	/* RTT at the target (not above): + R_AI per sample */
+	delay_rp_sample(&rp, &p, 100000, 2400000);
+	cr_expect_eq(rp.rate_kbps, 288400);
+	delay_rp_sample(&rp, &p, 50000, 2500000);
+	cr_expect_eq(rp.rate_kbps, 298400);
+	cr_expect_eq(delay_rp_rate(&rp), 298400);
+
+	/* 70 more: 998400, still limited; the next reaches line rate */
+	for (int i = 0; i < 70; i++)
+		delay_rp_sample(&rp, &p, 50000, 2600000 + (uint64_t)i * 100000);
+	cr_expect(rp.limited);
+	cr_expect_eq(rp.rate_kbps, 998400);
+	delay_rp_sample(&rp, &p, 50000, 10000000);
+	cr_expect(!rp.limited, "back at line rate");
+	cr_expect_eq(delay_rp_rate(&rp), 0);
+	cr_expect_eq(rp.samples, 78);
+	cr_expect_eq(rp.cuts, 3);
+}
+
+Test(delay, floor_and_huge_rtt)
+{
+	struct delay_params p = delay_hand_params();
+	struct delay_rp rp;
+	uint64_t t = 0;
+
+	delay_rp_init(&rp);
+	/* RTT 1 s: excess 999 per mille, cut capped at 50 % each RTT:
+	 * 1000000 / 2^10 = 976 < 1000: the floor */
+	for (int i = 0; i < 10; i++, t += 1000000000ull)
+		delay_rp_sample(&rp, &p, 1000000000ull, t);
+	cr_expect_eq(rp.rate_kbps, 1000);
+	cr_expect_eq(rp.cuts, 10);
+	/* an RTT of a day does not overflow: still the floor */
+	delay_rp_sample(&rp, &p, 86400ull * 1000000000ull, t + 86400ull * 1000000000ull);
+	cr_expect_eq(rp.rate_kbps, 1000);
 }
 
 /* ---- the engine: notification and reaction points ---------------------- */
@@ -681,4 +785,220 @@ Test(bottleneck, dcqcn_no_drops_full_link_vs_none)
 	cr_expect_gt(n.dropped, 0);
 	cr_expect_gt(n.retransmits, 0);
 	cr_expect_eq(n.cuts, 0);
+}
+
+/* ---- the pacer: burst bound and READ responses -------------------------- */
+
+/* Host 0 posts one @p opcode of @p len bytes (host 1's arena at 64 KB) and waits for its completion. */
+static void
+rdma_and_wait(uint8_t opcode, uint32_t len)
+{
+	struct sq_wqe w = wqe_new(opcode, 1, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), len, S.h[0].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1, 65536);
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &w));
+	struct collect k;
+	collect_init(&k);
+	k.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &k, S.now + 1000000000));
+	cr_expect_eq(k.c[0][0][0].status, WC_SUCCESS);
+	collect_fini(&k);
+}
+
+static void
+write_len(uint32_t len)
+{
+	rdma_and_wait(WR_RDMA_WRITE, len);
+}
+
+/* Host 0's frames of @p opcode: the largest number that left at one instant. */
+static uint32_t
+largest_burst(uint8_t opcode, int from)
+{
+	uint32_t best = 0, run = 0;
+	uint64_t at = UINT64_MAX;
+
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		if (CAP.from[i] != from || CAP.pkt[i].opcode != opcode)
+			continue;
+		run = CAP.at[i] == at ? run + 1 : 1;
+		at = CAP.at[i];
+		if (run > best)
+			best = run;
+	}
+	return best;
+}
+
+/* A 64 KB WRITE paced at 100 Mb/s (pace_line) with every PACE timer served
+ * 1 ms late, burst bound @p burst bytes: the largest burst. */
+static uint32_t
+late_wakeup_burst(uint32_t burst)
+{
+	start(true);
+	CC[0].pace_line = true;
+	CC[0].dcqcn.line_kbps = 100000;
+	CC[0].pace_burst = burst;
+	S.faults.timer_late_ns = 1000000;
+	write_len(65536);
+	uint32_t b = largest_burst(ROCE_OP_RC_RDMA_WRITE_MIDDLE, 0);
+	stop();
+	return b;
+}
+
+/*
+ * One frame = 1024 + 96 bytes = 89.6 us at 100 Mb/s. A PACE timer 1 ms
+ * late: without a burst bound the schedule catches up at once, 1 + 11 =
+ * 12 frames (lags 1 ms, 910.4 us, ... 14.4 us); with 4480 bytes (4
+ * frames, 358.4 us of credit) 1 + 4 = 5.
+ */
+Test(pace, a_late_wakeup_sends_at_most_the_burst)
+{
+	cr_expect_eq(late_wakeup_burst(4 * 1120), 5);
+	cr_expect_eq(late_wakeup_burst(0), 12);
+}
+
+/* Host 0 READs 64 KB from host 1, both QPs limited to 100 Mb/s: the
+ * responder's 64 READ responses leave one per 89.6 us. */
+Test(pace, read_responses_obey_the_rate)
+{
+	struct sim_params p;
+
+	sim_default_params(&p);
+	p.arena_len = 1u << 20;
+	p.rate_limit_kbps = 100000;
+	cr_assert_eq(sim_init(&S, &p, 11), 0);
+	capture_attach(&S, &CAP);
+	S.faults.delay_ns = 1000;
+	rdma_and_wait(WR_RDMA_READ, 65536);
+	uint64_t first = 0, last = 0;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < CAP.n; i++) {
+		uint8_t op = CAP.pkt[i].opcode;
+		if (CAP.from[i] != 1 || op < ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST ||
+		    op > ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY)
+			continue;
+		if (n++ == 0)
+			first = CAP.at[i];
+		last = CAP.at[i];
+	}
+	cr_expect_eq(n, 64);
+	/* 63 intervals of 89.6 us after the first: 5644.8 us, the timer tick late at most */
+	cr_expect_geq(last - first, 63 * 89600ull, "READ responses took %lu ns",
+		      (unsigned long)(last - first));
+	cr_expect_leq(last - first, 63 * 89600ull * 105 / 100);
+	cr_expect_gt(xport_qp_counters(S.h[1].qp)[XPORT_CNT_PACE_WAIT], 0);
+	cr_expect_eq(largest_burst(ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE, 1), 1);
+	stop();
+}
+
+/*
+ * A QP paced at 1 Mb/s sends a 16 KB WRITE: 16 frames, one per
+ * (1024 + 96) x 8 / 1 Mb/s = 8.96 ms, more than the ACK timeout (4.2 ms,
+ * timeout 10). AckReq only at the message end (every 64 packets) let the
+ * timer expire with nothing lost, go back N and run out of retries (as
+ * the testbed's senders did at a cut rate); every packet that leaves a
+ * quarter of the timeout after the last AckReq asks for an ACK.
+ */
+Test(pace, slow_pacing_asks_acks_within_the_ack_timeout)
+{
+	struct sim_params p;
+
+	sim_default_params(&p);
+	p.rate_limit_kbps = 1000;
+	cr_assert_eq(sim_init(&S, &p, 11), 0);
+	capture_attach(&S, &CAP);
+	S.faults.delay_ns = 1000;
+	write_len(16384);
+	cr_expect_eq(cnt(0, XPORT_CNT_RETRANSMIT_PKTS), 0);
+	uint32_t ack_req = 0;
+	for (uint32_t i = 0; i < CAP.n; i++)
+		if (CAP.from[i] == 0 && CAP.pkt[i].ack_req)
+			ack_req++;
+	cr_expect_eq(ack_req, 16, "every frame: 8.96 ms apart > 4.2 ms / 4");
+	stop();
+}
+
+/* ---- cc = delay through the engine ------------------------------------- */
+
+static void
+start_delay(uint64_t target_ns)
+{
+	start(true);
+	CC[0].algo = XPORT_CC_DELAY;
+	delay_params_default(&CC[0].delay, LINE_KBPS);
+	CC[0].delay.target_ns = target_ns;
+}
+
+/*
+ * One-way delay 1 us, the engine takes no time: every probe's RTT is 2 us.
+ * Target 1 us: the first sample cuts from line rate by 80 % x 1/2 = 40 %
+ * (1000000 -> 600000 kb/s), then once per RTT by 40 % again while the RTT
+ * stays 2 us; the next message is paced.
+ */
+Test(delay_qp, rtt_above_target_cuts_and_paces)
+{
+	start_delay(1000);
+	write_len(16384); /* one burst: every frame leaves before the first ACK */
+	cr_expect_eq(cnt(0, XPORT_CNT_PACE_WAIT), 0);
+	write_len(16384); /* at the cut rate */
+	const struct delay_rp *dl = xport_qp_delay(S.h[0].qp);
+	cr_expect_gt(cnt(0, XPORT_CNT_CC_RTT_SAMPLES), 0);
+	cr_expect_eq(cnt(0, XPORT_CNT_CC_RTT_US), 2);
+	cr_expect_eq(dl->last_rtt_ns, 2000);
+	cr_expect(dl->limited);
+	cr_expect_eq(cnt(0, XPORT_CNT_CC_RATE_CUTS), dl->cuts);
+	/* 1000000 x 0.6^cuts, integer steps: 600000, 360000, 216000, ...,
+	 * not below the 1 Mb/s floor */
+	uint64_t want = 1000000;
+	for (uint64_t i = 0; i < dl->cuts; i++) {
+		want -= want * 80 * 500 / 100000;
+		if (want < 1000)
+			want = 1000;
+	}
+	cr_expect_eq(dl->rate_kbps, want, "%lu cuts", (unsigned long)dl->cuts);
+	cr_expect_eq(cnt(0, XPORT_CNT_CC_RATE_KBPS), want);
+	cr_expect_gt(cnt(0, XPORT_CNT_PACE_WAIT), 0);
+	cr_expect_eq(S.h[0].timer_at[XPORT_TIMER_CC], 0, "no timer: samples drive the rate");
+	stop();
+}
+
+/* Target 1 ms: 2 us RTTs never cut; the QP stays at line rate. CNPs are
+ * ignored under cc = delay. */
+Test(delay_qp, rtt_below_target_and_cnps_change_nothing)
+{
+	start_delay(1000000);
+	write_len(65536);
+	cr_expect_gt(cnt(0, XPORT_CNT_CC_RTT_SAMPLES), 0);
+	cr_expect_eq(cnt(0, XPORT_CNT_CC_RATE_CUTS), 0);
+	cr_expect_eq(cnt(0, XPORT_CNT_CC_RATE_KBPS), 0);
+	cr_expect_eq(cnt(0, XPORT_CNT_PACE_WAIT), 0);
+	struct roce_pkt c = cnp_pkt();
+	sim_inject(&S, 0, &c);
+	cr_expect_eq(cnt(0, XPORT_CNT_CNP_IGNORED), 1);
+	cr_expect(!xport_qp_dcqcn(S.h[0].qp)->limited);
+	stop();
+}
+
+/* A retransmission voids the probe (Karn): the lost probe's go-back-N
+ * gives no sample of the time the loss took. */
+Test(delay_qp, a_retransmitted_probe_gives_no_sample)
+{
+	start_delay(1000000);
+	CAP.drop_op = ROCE_OP_RC_RDMA_WRITE_ONLY;
+	CAP.drop_from = 0;
+	CAP.drop_nth = 0;
+	struct sq_wqe w = wqe_new(WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED);
+	wqe_add_sge(&w, sim_va(&S, 0, 0), 8, S.h[0].arena_key);
+	w.wr.rdma.remote_addr = sim_va(&S, 1, 0);
+	w.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &w));
+	struct collect k;
+	collect_init(&k);
+	k.want[0][0] = 1;
+	cr_assert(sim_run(&S, collect_done, &k, S.now + 1000000000));
+	collect_fini(&k);
+	cr_expect_eq(cnt(0, XPORT_CNT_RETRANSMIT_PKTS), 1);
+	cr_expect_eq(cnt(0, XPORT_CNT_CC_RTT_SAMPLES), 0, "the timeout is not an RTT");
+	stop();
 }

@@ -329,11 +329,16 @@ struct mix_result {
 	uint64_t timeouts_seq_naks; /* ACK timeouts + PSN sequence NAKs, both sides */
 };
 
+/* Non-NULL: run_mix() runs on this sim, sim_reset() instead of sim_init(). */
+static struct sim *reused_sim;
+
 /* One randomized run: a few batches in both directions. */
 static struct mix_result
 run_mix(uint64_t seed, uint32_t batches, uint32_t max_fault_ppm)
 {
-	struct sim s;
+	static struct sim own;
+	struct sim *sp = reused_sim != NULL ? reused_sim : &own;
+#define s (*sp)
 	struct sim_params p;
 	struct mix_result res = { 0 };
 	sim_default_params(&p);
@@ -354,7 +359,7 @@ run_mix(uint64_t seed, uint32_t batches, uint32_t max_fault_ppm)
 	p.timeout = (uint8_t)(6 + sim_below(&g, 6));
 	p.ipv6 = sim_below(&g, 2);
 	p.sq_sig_all = sim_below(&g, 8) == 0;
-	cr_assert_eq(sim_init(&s, &p, seed), 0);
+	cr_assert_eq(reused_sim != NULL ? sim_reset(&s, &p, seed) : sim_init(&s, &p, seed), 0);
 	uint32_t f = max_fault_ppm ? (uint32_t)sim_below(&g, max_fault_ppm + 1) : 0;
 	s.faults = (struct sim_faults){
 		.loss_ppm = f / 2,
@@ -440,8 +445,10 @@ run_mix(uint64_t seed, uint32_t batches, uint32_t max_fault_ppm)
 		res.timeouts_seq_naks += xport_qp_counters(s.h[h].qp)[XPORT_CNT_RETRY_TIMEOUT] +
 					 xport_qp_counters(s.h[h].qp)[XPORT_CNT_NAK_SEQ_TX];
 	collect_fini(&k);
-	sim_fini(&s);
+	if (reused_sim == NULL)
+		sim_fini(&s);
 	return res;
+#undef s
 }
 
 Test(random, clean_link, .timeout = 120)
@@ -481,4 +488,86 @@ Test(random, same_seed_same_trace, .timeout = 120)
 	cr_assert_eq(a.trace, b.trace, "same seed, same trace");
 	cr_assert_eq(a.frames, b.frames);
 	cr_assert_neq(a.trace, c.trace, "another seed, another trace");
+}
+
+/*
+ * sim_reset() (the xport fuzz target's per-input reset) leaves nothing of the
+ * sim before: a run on a reset sim, after another run and in-flight frames,
+ * posted WRs, armed timers, a scribbled ring and a QP in ERR, replays exactly
+ * as on a fresh sim_init().
+ */
+Test(random, a_reset_sim_replays_like_a_fresh_one, .timeout = 120)
+{
+	static struct sim s;
+	struct sim_params p;
+	struct mix_result fresh = run_mix(4242, 2, 80000);
+
+	sim_default_params(&p);
+	p.srq = true;
+	p.arena_len = ARENA; /* as run_mix's: the reset reuses every block */
+	cr_assert_eq(sim_init(&s, &p, 7), 0);
+	reused_sim = &s;
+	struct mix_result other = run_mix(4243, 2, 80000);
+	cr_assert_neq(other.trace, fresh.trace);
+	/* leave it dirty: WRs posted and half sent, frames and timers pending */
+	for (uint64_t i = 0; i < 8; i++) {
+		struct sq_wqe w = { .wr_id = i, .opcode = WR_RDMA_WRITE, .num_sge = 1 };
+
+		w.sg_list[0] = (struct wr_sge){ .addr = sim_va(&s, 0, 0), .length = 3000,
+						.lkey = s.h[0].arena_key };
+		w.wr.rdma.remote_addr = sim_va(&s, 1, 4096);
+		w.wr.rdma.rkey = s.h[1].arena_key;
+		cr_assert(sim_post_send(&s, 0, &w));
+	}
+	sim_poll(&s);
+	cr_assert_gt(s.heap_len, 0, "frames in flight");
+	__atomic_store_n(&s.h[1].sq->prod, 0xdeadbeefu, __ATOMIC_RELEASE);
+	sim_set_state(&s, 1, XPORT_STATE_ERR);
+	struct mix_result again = run_mix(4242, 2, 80000);
+	cr_assert_eq(again.trace, fresh.trace, "a reset sim replays as a fresh one");
+	cr_assert_eq(again.frames, fresh.frames);
+	cr_assert_eq(again.msgs, fresh.msgs);
+	cr_assert_eq(again.retransmits, fresh.retransmits);
+
+	/* and state for state: dirty it again, reset, compare with a fresh one */
+	static struct sim n;
+	cr_assert(sim_post_send(&s, 0, &(struct sq_wqe){ .opcode = WR_SEND }));
+	sim_poll(&s);
+	sim_set_state(&s, 0, XPORT_STATE_ERR);
+	s.h[0].arena[100] = 0x55;
+	s.h[1].arena[ARENA - 1] = 0x55;
+	p.srq = false;
+	cr_assert_eq(sim_reset(&s, &p, 9), 0);
+	cr_assert_eq(sim_init(&n, &p, 9), 0);
+	cr_assert_eq(s.heap_len, 0);
+	cr_assert_eq(s.now, n.now);
+	cr_assert_eq(s.rng, n.rng);
+	cr_assert_eq(s.trace, n.trace);
+	cr_assert_eq(s.frames_sent, n.frames_sent);
+	for (int h = 0; h < 2; h++) {
+		struct sim_host *a = &s.h[h], *b = &n.h[h];
+
+		cr_assert_eq(xport_qp_state(a->qp), xport_qp_state(b->qp));
+		cr_assert_eq(xport_qp_sq_psn(a->qp), xport_qp_sq_psn(b->qp));
+		cr_assert_eq(xport_qp_rq_psn(a->qp), xport_qp_rq_psn(b->qp));
+		cr_assert_arr_eq(xport_qp_counters(a->qp), xport_qp_counters(b->qp),
+				 XPORT_CNT_COUNT * sizeof(uint64_t));
+		cr_assert_arr_eq(a->timer_at, b->timer_at, sizeof(a->timer_at));
+		cr_assert_eq(a->ring.n, 0);
+		cr_assert_eq(a->qp_errors, b->qp_errors);
+		cr_assert_eq(a->arena_key == 0, b->arena_key == 0);
+		cr_assert((a->rq == NULL) == (b->rq == NULL) && a->srq_ring == NULL);
+		cr_assert_eq(spsc_ring_count(a->sq), 0);
+		cr_assert_eq(spsc_ring_count(a->rq), 0);
+		cr_assert_eq(spsc_ring_count(a->rcq_ring), 0);
+		cr_assert_eq(spsc_ring_count(a->scq_ring), 0);
+		uint64_t nonzero = 0;
+
+		for (uint64_t i = 0; i < a->arena_len; i++)
+			nonzero += a->arena[i] != 0;
+		cr_assert_eq(nonzero, 0, "host %d: %lu arena bytes not zero", h, (unsigned long)nonzero);
+	}
+	sim_fini(&n);
+	reused_sim = NULL;
+	sim_fini(&s);
 }

@@ -560,7 +560,7 @@ Test(rules, resource_ring_has_max_dest_rd_atomic_slots, .init = NULL)
 }
 
 /*
- * lib/qp's calloc() goes through here: this executable links with
+ * lib/xport's calloc() goes through here: this executable links with
  * -Wl,--wrap=calloc (test/engine/meson.build), so a test can make the next
  * allocations fail.
  */

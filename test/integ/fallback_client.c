@@ -33,65 +33,19 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs_client.h"
+
 #define FILE_LEN (64u * 1024)
-#define GID_INDEX 1                 /* the IPv4 GID, as ibv_rc_pingpong -g 1 */
-#define WAIT_S 10
+#define WAIT_S VC_WAIT_S
 
 static char file_path[256];
 
 static void
-fail(const char *fmt, ...)
+remove_file(void)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("fallback_client: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
 	if (file_path[0])
 		unlink(file_path);
-	exit(1);
 }
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint8_t
-pattern(unsigned int id, size_t i)
-{
-	return (uint8_t)(id * 131u + i * 7u + (i >> 8));
-}
-
-static void
-fill(uint8_t *p, size_t len, unsigned int id)
-{
-	for (size_t i = 0; i < len; i++)
-		p[i] = pattern(id, i);
-}
-
-static void
-expect_fill(const uint8_t *p, size_t len, unsigned int id, const char *what)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != pattern(id, i))
-			fail("%s: byte %zu is %u, expected %u", what, i, p[i], pattern(id, i));
-}
-
-/* ---- resources ---- */
-
-struct dev {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	union ibv_gid gid;
-};
 
 struct conn_info {
 	uint32_t qpn;
@@ -99,25 +53,6 @@ struct conn_info {
 	uint64_t addr;
 	uint32_t rkey;
 };
-
-static void
-dev_open(struct dev *d)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-
-	if (list == NULL || list[0] == NULL)
-		fail("no RDMA device");
-	d->ctx = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-	if (d->ctx == NULL)
-		fail("ibv_open_device: %s", strerror(errno));
-	d->pd = ibv_alloc_pd(d->ctx);
-	d->cq = ibv_create_cq(d->ctx, 256, NULL, NULL, 0);
-	if (d->pd == NULL || d->cq == NULL)
-		fail("pd/cq: %s", strerror(errno));
-	if (ibv_query_gid(d->ctx, 1, GID_INDEX, &d->gid))
-		fail("ibv_query_gid: %s", strerror(errno));
-}
 
 static struct ibv_mr *
 reg(struct dev *d, void *addr, size_t len)
@@ -129,82 +64,6 @@ reg(struct dev *d, void *addr, size_t len)
 	if (mr == NULL)
 		fail("ibv_reg_mr(%p, %zu): %s", addr, len, strerror(errno));
 	return mr;
-}
-
-static struct ibv_qp *
-qp_new(struct dev *d)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = d->cq, .recv_cq = d->cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 128, .max_recv_wr = 16, .max_send_sge = 3,
-			 .max_recv_sge = 3 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(d->pd, &ia);
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-
-	if (qp == NULL)
-		fail("ibv_create_qp: %s", strerror(errno));
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				      IBV_QP_ACCESS_FLAGS))
-		fail("INIT: %s", strerror(errno));
-	return qp;
-}
-
-/* RTR then RTS towards @p peer. */
-static void
-qp_connect(struct ibv_qp *qp, const struct conn_info *peer)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = peer->qpn,
-		.rq_psn = 1, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = peer->gid, .sgid_index = GID_INDEX, .hop_limit = 64 } },
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				      IBV_QP_MIN_RNR_TIMER))
-		fail("RTR: %s", strerror(errno));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	a.timeout = 12; /* 16 ms */
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-		fail("RTS: %s", strerror(errno));
-}
-
-/* Wait for one completion. */
-static struct ibv_wc
-wait_wc(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	double end = now_s() + WAIT_S;
-
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-
-		if (n < 0)
-			fail("ibv_poll_cq");
-		if (n == 1)
-			return wc;
-		if (now_s() > end)
-			fail("no completion within %d s", WAIT_S);
-	}
-}
-
-static void
-post(struct ibv_qp *qp, struct ibv_send_wr *wr)
-{
-	struct ibv_send_wr *bad;
-
-	wr->send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(qp, wr, &bad))
-		fail("ibv_post_send: %s", strerror(errno));
 }
 
 /* Post @p wr on @p qp and expect success (and @p recvs successful receives before it). */
@@ -257,8 +116,8 @@ verify(const char *dir)
 	struct conn_info ia = { .qpn = qa->qp_num, .gid = d.gid },
 			 ib = { .qpn = qb->qp_num, .gid = d.gid };
 
-	qp_connect(qa, &ib);
-	qp_connect(qb, &ia);
+	qp_connect(qa, ib.qpn, &ib.gid);
+	qp_connect(qb, ia.qpn, &ia.gid);
 
 	/* 1. WRITE stack -> file: fallback gather, fallback placement */
 	fill(stk, 10000, 1);
@@ -381,7 +240,7 @@ die(const char *dir)
 		me = (struct conn_info){ qp->qp_num, d.gid, (uintptr_t)file, mf->rkey };
 		xfer(up[1], &me, sizeof(me), true);
 		xfer(down[0], &peer, sizeof(peer), false);
-		qp_connect(qp, &peer);
+		qp_connect(qp, peer.qpn, &peer.gid);
 		xfer(up[1], &me, 1, true); /* ready */
 		unlink(file_path);        /* the mapping keeps it */
 		for (;;)
@@ -397,7 +256,7 @@ die(const char *dir)
 	xfer(up[0], &peer, sizeof(peer), false);
 	me = (struct conn_info){ .qpn = qp->qp_num, .gid = d.gid };
 	xfer(down[1], &me, sizeof(me), true);
-	qp_connect(qp, &peer);
+	qp_connect(qp, peer.qpn, &peer.gid);
 	xfer(up[0], &me, 1, false);
 
 	/* stream 16 KiB WRITEs, 8 in flight; kill the target after 100 completions */
@@ -456,6 +315,8 @@ die(const char *dir)
 int
 main(int argc, char **argv)
 {
+	vc_name = "fallback_client";
+	vc_cleanup = remove_file;
 	if (argc == 3 && strcmp(argv[1], "verify") == 0)
 		return verify(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "die") == 0)

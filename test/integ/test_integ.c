@@ -137,7 +137,7 @@ fini(void)
 	if (lab_is_up) {
 		bool ok = lab_down();
 
-		cr_expect(ok, "daemons did not exit 0 on SIGTERM:\n%s", out);
+		t_fini_check(ok, "daemons did not exit 0 on SIGTERM:\n%s", out);
 	}
 	if (tmp_dir[0] != '\0')
 		t_run(NULL, 0, 10, "rm -rf %s", tmp_dir);
@@ -279,35 +279,6 @@ lab_telemetry(void)
 }
 
 /*
- * Record an excused rerun for the CI table: Criterion's TAP output drops a
- * test's own output and its cr_log lines, so scripts/ci_report.py reads
- * ROCE_RETRY_LOG (meson-logs/retried.txt, "TEST<TAB>what") instead.
- */
-static void
-retry_record(const char *what, const char *why)
-{
-	const char *path = getenv("ROCE_RETRY_LOG");
-	FILE *f = path ? fopen(path, "a") : NULL;
-
-	if (f) {
-		fprintf(f, "integ\t%s: %s\n", what, why);
-		fclose(f);
-	}
-}
-
-/*
- * perftest calibrates its cycle counter against gettimeofday() before it
- * reports (get_cpu_mhz(): a linear fit of samples); a process descheduled
- * while it samples gets r^2 < 0.9, prints this and exits 1 with "Can't
- * produce a report", whatever the transfer did, even with -F.
- */
-static bool
-perftest_clock_failed(const char *o)
-{
-	return strstr(o, "Correlation coefficient r^2") != NULL;
-}
-
-/*
  * A program that exhausted its transport retries is a failure, unless a
  * daemon's lcore stalled past the retry budget meanwhile (@p stalls_before:
  * lab_stalls_long() when it started): then @return true to run it once more.
@@ -323,7 +294,7 @@ retries_excused(const char *what, const char *o1, const char *o2, long long stal
 	if (perftest_clock_failed(o1) || perftest_clock_failed(o2)) {
 		cr_assert(may_rerun, "%s: perftest could not calibrate its clock twice\n%s\n%s",
 			  what, o1, o2);
-		retry_record(what, "perftest could not calibrate its clock (r^2 < 0.9)");
+		retry_record("integ", what, "perftest could not calibrate its clock (r^2 < 0.9)");
 		return true;
 	}
 	if (!retries_exhausted(o1) && !retries_exhausted(o2))
@@ -333,12 +304,13 @@ retries_excused(const char *what, const char *o1, const char *o2, long long stal
 		  "%s: transport retries exhausted%s\n%s\n%s\n%s", what,
 		  grew > 0 ? " (an lcore stalled, already ran it again)" : " without an lcore stall",
 		  o1, o2, lab_telemetry());
-	cr_log_warn("%s: transport retries exhausted while a daemon's lcore stalled over 200 ms "
+	/* info, not warn: Criterion exits 1 after any warning (test/ci/check_criterion.py) */
+	cr_log_info("%s: transport retries exhausted while a daemon's lcore stalled over 200 ms "
 		    "(%lld times): the machine is overloaded, running it again", what, grew);
 	char why[96];
 
 	snprintf(why, sizeof(why), "stalls_long +%lld (transport retries exhausted)", grew);
-	retry_record(what, why);
+	retry_record("integ", what, why);
 	return true;
 }
 
@@ -572,6 +544,30 @@ Test(hosts, ibverbs_pingpongs)
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 
+/*
+ * Debian's unmodified ibv_xsrq_pingpong: XRC domains, XRC SRQs, XRC INI and
+ * TGT QPs, XRCETH on the wire. It prints no rate, only "success" at the end.
+ */
+static void
+run_xsrq(char sh, char ch, const char *args, unsigned int iters)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "ibv_xsrq_pingpong -g 1 -n %u %s", iters, args);
+	pair(sh, ch, cmd, cmd, so, co, sizeof(so));
+	cr_assert_not_null(strstr(so, "success"), "%s server:\n%s", cmd, so);
+	cr_assert_not_null(strstr(co, "success"), "%s client:\n%s", cmd, co);
+}
+
+Test(hosts, xsrq_pingpong)
+{
+	cr_assert(have("ibv_xsrq_pingpong"), "needs ibverbs-utils' ibv_xsrq_pingpong");
+	lab_up("itgxr");
+	run_xsrq('a', 'b', "", 500);
+	run_xsrq('a', 'b', "-e -s 3000", 200);
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
 Test(hosts, perftest)
 {
 	lab_up("itgpt");
@@ -730,13 +726,22 @@ Test(workers, both_workers_carry_traffic_and_hand_off)
 			htx[h][w] = worker_ctr(host, w, "handoff_tx");
 		}
 	}
-	pairs(2, 'a', 'b', "ib_write_bw -q 4 -n 300 -s 4096");
+	/*
+	 * -u 16: a local ACK timeout of 268 ms, not perftest's 67 ms. Two
+	 * daemons of two workers each (six busy threads, ASan in one tree) on
+	 * two cores stall for 50 to 120 ms many times a second (telemetry
+	 * "stalls", under the 200 ms of stalls_long): CI once saw seven 67 ms
+	 * timeouts in a row end a QP with nothing lost on the link. This test
+	 * is about the workers' ownership and handoff; timeouts and loss are
+	 * tested in engine_rc and rxe-interop's lossy cases.
+	 */
+	pairs(2, 'a', 'b', "ib_write_bw -q 4 -n 300 -s 4096 -u 16");
 	for (unsigned int i = 0; i < 2; i++)
 		perftest_result(co_n[i], 4096, 4 * 300, 3, "ib_write_bw -q 4");
-	pairs(2, 'a', 'b', "ib_send_bw -q 4 -n 300 -s 2048");
+	pairs(2, 'a', 'b', "ib_send_bw -q 4 -n 300 -s 2048 -u 16");
 	for (unsigned int i = 0; i < 2; i++)
 		perftest_result(co_n[i], 2048, 4 * 300, 3, "ib_send_bw -q 4");
-	pairs(2, 'a', 'b', "ib_read_bw -q 4 -n 200 -s 8192");
+	pairs(2, 'a', 'b', "ib_read_bw -q 4 -n 200 -s 8192 -u 16");
 	for (unsigned int i = 0; i < 2; i++)
 		perftest_result(co_n[i], 8192, 4 * 200, 3, "ib_read_bw -q 4");
 	run_verify(2, "write_bw", "-q 4 -n 200 -s 5000");
@@ -1103,6 +1108,28 @@ Test(teardown, hostile_client_hurts_only_itself)
 	cr_assert(wait_app_empty('a', buf, sizeof(buf)), "objects left on a: %s", buf);
 	run_pingpong('a', 'a', "ibv_rc_pingpong", "-e", 100);
 	run_pingpong('a', 'b', "ibv_rc_pingpong", "-e", 100);
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
+/* ---- memory windows between the hosts (issue 19) ---- */
+
+TestSuite(mw, .fini = fini, .timeout = 120);
+
+/*
+ * mw_client: b binds a type 1 window (ibv_bind_mw) and a type 2 window
+ * (IBV_WR_BIND_MW), a writes and reads through them; the invalidated type 2
+ * key and a WRITE past the type 1 window get the remote access error NAK.
+ */
+Test(mw, windows_between_the_hosts_and_the_nak_of_a_violation)
+{
+	char srv[512], cli[512];
+
+	lab_up("itgmw");
+	snprintf(srv, sizeof(srv), "%s/test/integ/mw_client server", env("ROCE_BUILD_DIR"));
+	snprintf(cli, sizeof(cli), "%s/test/integ/mw_client client", env("ROCE_BUILD_DIR"));
+	pair('b', 'a', srv, cli, so, co, sizeof(so));
+	cr_assert_not_null(strstr(so, "mw server: OK"), "%s", so);
+	cr_assert_not_null(strstr(co, "mw client: OK"), "%s", co);
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 

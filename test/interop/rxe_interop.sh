@@ -31,9 +31,10 @@
 # ib_{write,read,send}_bw, ib_atomic_bw -A FETCH_AND_ADD / CMP_AND_SWAP,
 # ib_write_lat, and rdma_probe (content checks; wrong rkey, out of bounds,
 # missing permission, misaligned atomic: the requester's completion status,
-# the responder's memory untouched); with INTEROP_RDMACM=1 also ib_send_bw -R
-# and ib_write_bw -R (rdma_cm: our IB CM on QP1 against the guest kernel's,
-# through our librdmacm.so.1; see CM_TOOLS); at path MTU 1024 and 4096. Then the RC
+# the responder's memory untouched); rdma_cm: ib_send_bw -R, rping, ucmatose,
+# udaddy (our IB CM on QP1 against the guest kernel's, through our
+# librdmacm.so.1; see CM_TOOLS), rping's CM MADs checked with tshark against
+# rxe's own capture (cm-tshark); at path MTU 1024 and 4096. Then the RC
 # tools again through lossy_link (loss, duplication, reordering of RoCEv2
 # frames in both directions on the host side: this kernel has no sch_netem).
 #
@@ -48,7 +49,8 @@
 # changed and a roce-dump of the case's capture (kept in WORK/pcap).
 #
 # Environment (set by test/interop/meson.build):
-#   INTEROP_DAEMON, INTEROP_SHIM_DIR, INTEROP_RDMACM_SHIM_DIR (may be empty), INTEROP_PROBE, INTEROP_LOSSY,
+#   INTEROP_DAEMON, INTEROP_SHIM_DIR, INTEROP_RDMACM_SHIM_DIR (may be empty: no
+#   rdma_cm cases), INTEROP_CM_TSHARK (test/rdmacm/cm_tshark.py), INTEROP_PROBE, INTEROP_LOSSY,
 #   INTEROP_TC_DROP (may be empty), INTEROP_ROCE_DUMP, INTEROP_CMD_SERVER,
 #   RXE_PEER_DIR, INTEROP_WORK, INTEROP_LOG_DIR (copies of the run's files)
 # Optional: RXE_CACHE_DIR (/var/tmp/rxe-cache), RXE_WORK_DIR (the harness's
@@ -68,7 +70,7 @@ set -uo pipefail
 : "${INTEROP_DAEMON:?}" "${INTEROP_SHIM_DIR:?}" "${INTEROP_PROBE:?}" "${INTEROP_LOSSY:?}"
 : "${INTEROP_ROCE_DUMP:?}" "${INTEROP_CMD_SERVER:?}" "${RXE_PEER_DIR:?}" "${INTEROP_WORK:?}"
 : "${INTEROP_TC_DROP:=}" "${INTEROP_LOG_DIR:=}"
-: "${INTEROP_RDMACM_SHIM_DIR:=}"
+: "${INTEROP_RDMACM_SHIM_DIR:=}" "${INTEROP_CM_TSHARK:=}"
 : "${INTEROP_GUEST_MTU:=4200}" "${INTEROP_BUDGET:=400}" "${INTEROP_CASES:=.}"
 : "${INTEROP_MAX_RETRIES:=2}"
 : "${INTEROP_CAPTURE:=1}"
@@ -77,7 +79,18 @@ export RXE_PEER_NS=${RXE_PEER_NS:-rxe-io-$(printf '%s' "$INTEROP_WORK" | cksum |
 export RXE_WORK_DIR=${RXE_WORK_DIR:-$INTEROP_WORK/rxe}
 export RXE_BOOT_TIMEOUT=${RXE_BOOT_TIMEOUT:-90}
 export RXE_PEER_TOPOLOGY=veth
-export RXE_EXTRA_FILES="$INTEROP_PROBE=/usr/bin/rdma_probe"
+# libgcc_s: rping ends its CQ thread with pthread_cancel, which glibc does by
+# unwinding through libgcc_s.so.1; the image lacks it ("libgcc_s.so.1 must be
+# installed for pthread_exit to work", then abort). Debian 12's, as the image's.
+LIBGCC_S=/lib/x86_64-linux-gnu/libgcc_s.so.1
+# rstream and mckey (rdmacm-utils) are not in the guest image: the host's
+# (the same Debian librdmacm1 the guest has) are added for the rsockets and
+# multicast cases.
+RCM_EXTRA=
+for t in rstream mckey; do
+    [[ -x /usr/bin/$t ]] && RCM_EXTRA="$RCM_EXTRA /usr/bin/$t=/usr/bin/$t"
+done
+export RXE_EXTRA_FILES="$INTEROP_PROBE=/usr/bin/rdma_probe${INTEROP_RDMACM_SHIM_DIR:+ $LIBGCC_S=$LIBGCC_S$RCM_EXTRA}"
 
 NS=$RXE_PEER_NS
 W=$INTEROP_WORK
@@ -202,9 +215,21 @@ else
 fi
 
 diag "rxe-peer: namespace $NS, cache $RXE_CACHE_DIR, work $W, guest MTU $LINK_MTU"
-if ! "$RXE_PEER_DIR/peer.sh" up "$(guest_runner)" >"$W/peer.log" 2>&1; then
+peer_up() { "$RXE_PEER_DIR/peer.sh" up "$(guest_runner)" >"$W/peer.log" 2>&1; }
+if ! peer_up; then
     note <"$W/peer.log"
-    bail "the rxe guest did not come up"
+    # rxe-peer's guest_alive reads /proc/PID/cmdline; while that process execs
+    # (ip netns exec, the qemu wrapper above, qemu) the read can come back
+    # empty, and peer.sh then calls a booting guest dead at once ("did not
+    # come up" in the second it started; its console later says RXE-READY)
+    # and leaves its qemu running. Once more, after peer.sh down kills it.
+    grep -q "did not come up" "$W/peer.log" || bail "the rxe guest did not come up"
+    "$RXE_PEER_DIR/peer.sh" down >"$W/peer-down.log" 2>&1
+    echo "# RETRIED: rxe guest start: up again (first attempt: rxe-peer called the guest dead at once)"
+    if ! peer_up; then
+        note <"$W/peer.log"
+        bail "the rxe guest did not come up (twice)"
+    fi
 fi
 diag "$(grep -a RXE-READY "$GUEST_CONSOLE" | tr -d '\r' | head -1)"
 START=$SECONDS # the budget is for the cases, not for building the images
@@ -251,7 +276,7 @@ lcores = $LCORES
 eal_args = --no-huge --no-shconf -m 256 --file-prefix=$TEL_PREFIX --no-pci
 idle = sleep
 max_qps = 256
-; 128 as rxe (the engine's limit, lib/qp XPORT_MAX_RD_ATOMIC): perftest without
+; 128 as rxe (the engine's limit, lib/xport XPORT_MAX_RD_ATOMIC): perftest without
 ; -o gives its requester the peer's max_qp_rd_atom (read_bw_defaults)
 max_rd_atomic = 128
 telemetry = yes
@@ -269,9 +294,9 @@ DAEMON_PID=$!
 
 # ---------------------------------------------------------------- helpers
 # Our side of a case: the unmodified tool with the shim as its libibverbs.
-# With INTEROP_RDMACM=1 the tools load our librdmacm.so.1 too (INTEROP_RDMACM_SHIM_DIR).
+# The tools load our librdmacm.so.1 too (INTEROP_RDMACM_SHIM_DIR; INTEROP_RDMACM=0: not).
 RCM_DIR=
-[[ ${INTEROP_RDMACM:-0} == 1 ]] && RCM_DIR=$INTEROP_RDMACM_SHIM_DIR
+[[ ${INTEROP_RDMACM:-1} == 1 ]] && RCM_DIR=$INTEROP_RDMACM_SHIM_DIR
 host_env=(env "LD_LIBRARY_PATH=$INTEROP_SHIM_DIR${RCM_DIR:+:$RCM_DIR}" "ROCE_DAEMON_SOCKET=$W/roce.sock")
 
 # tel CMD: one telemetry answer (JSON) from the daemon.
@@ -359,6 +384,15 @@ capture_stop() { # KEEP(0|1)
         v4=$(grep -cE " $GUEST_IP:[0-9]+ > | $DAEMON_IP:[0-9]+ > " <<<"$d")
         ((v6o > 0 && v6g > 0 && v4 == 0))
         result "$CAP_NAME/ipv6-frames" $((! $?)) "RoCEv2 frames ours->rxe over IPv6 $v6o, rxe->ours $v6g, over IPv4 $v4"
+    fi
+    if [[ -n $CAP_NAME && $CAP_NAME =~ ^rping/[0-9]+/(rs|us)$ && -n $INTEROP_CM_TSHARK ]]; then
+        # our CM exchange with rxe's, as tshark decodes it: CM MADs, nothing
+        # malformed, each message laid out as in rxe's own capture
+        local o r
+        o=$("$PY" "$INTEROP_CM_TSHARK" "$CAP_FILE" "$RXE_PEER_DIR/pcaps/rc_send_rdmacm.pcap" 2>&1)
+        r=$?
+        result "$CAP_NAME/cm-tshark" $((r == 0)) "$(grep -m1 '^FAIL' <<<"$o")"
+        grep -E '^cm_tshark: [A-Z_]+:|^FAIL' <<<"$o" | head -12 | note
     fi
     if [[ $1 == 1 && -s $CAP_FILE ]]; then
         diag "capture: $CAP_FILE ($("$INTEROP_ROCE_DUMP" "$CAP_FILE" 2>/dev/null | tail -n 1)); roce-dump, first and last lines:"
@@ -503,20 +537,31 @@ TOOLS=(
     "write_lat|bw|ib_write_lat @D -x @G -F -m @M -s 64 -n 200 -p @P"
     "send_bw_cm|cm|ib_send_bw @D -R -F -s 16384 -n 100 -t 16 -u 16 -p @P"
     "write_bw_cm|cm|ib_write_bw @D -R -F -s 16384 -n 100 -t 16 -u 16 -p @P"
+    "rping|cmu|rping -s -a @A -p @P -C 10 -v -V||rping -c -a @A -p @P -C 10 -v -V"
+    "ucmatose|cmu|ucmatose -b @A -p @P -c 2 -C 5||ucmatose -s @A -p @P -c 2 -C 5"
+    "udaddy|cmu|udaddy -b @A -c 2 -C 5||udaddy -s @A -c 2 -C 5"
+    "rstream|cmr|rstream -b @A -p @P -S 8192 -C 50 -T v||rstream -s @A -p @P -S 8192 -C 50 -T v"
+    "mckey|cmm|mckey -m 239.1.2.21 -b @L -C 10||mckey -m 239.1.2.21 -b @L -s -C 10"
     "probe|probe|rdma_probe @D -g @G -m @M -s @S -T 8 -r 20 -p @P"
     "probe_noevents|probe|rdma_probe @D -g @G -m @M -s @S -T 8 -r 20 -E -t write_bad_rkey,write_verify -p @P"
     "probe_data|probe|rdma_probe @D -g @G -m @M -s @S -T 20 -r 20 -t write_verify,read_verify,send_verify,atomic_verify -p @P"
 )
 MAIN_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw read_bw_defaults send_bw atomic_fadd atomic_cas write_lat probe probe_noevents"
-# rdma_cm (perftest -R), only with INTEROP_RDMACM=1: the IB CM exchange and
-# the data pass against rxe (send_bw_cm us, write_bw_cm both ways), but
-# perftest -R opens a second connection on the same port right after its
-# handshake connection and gives up (then crashes, in the guest's own
-# librdmacm too) on the REJ "invalid service ID" it gets when the server has
-# not listened again yet: with the slow TCG guest, and under loss, that race
-# is lost often enough to make these cases flaky.
-CM_TOOLS="send_bw_cm write_bw_cm"
-if [[ ${INTEROP_RDMACM:-0} == 1 ]]; then
+# rdma_cm: our IB CM on QP1 against the guest kernel's, through our
+# librdmacm.so.1 (kind cm: perftest -R, one command for both ends; kind cmu:
+# the rdmacm-utils programs, "server||client", @A the server's address, @L
+# the side's own; kind cmr: rstream, verified (-T v), rsockets' protocol
+# against stock rsockets; kind cmm: mckey, the receiver joins first, the
+# sender starts 3 s later, both must exit 0).
+# INTEROP_RDMACM=0 leaves them out. perftest 4.5's -R server listens again
+# for its data connection only after the handshake over its first one; when
+# our client's REQ beats the slow guest's second listen, the guest kernel
+# answers REJ 8 and perftest's client retries on ids and a channel it has
+# just freed (fixed upstream after 4.5-0.17: perftest 3d9d8d0) and dies
+# (SIGBUS: a freed pointer); run_pair reruns that case, reported, when the
+# REJ 8 is in our client's output (the evidence, with that of an lcore stall).
+CM_TOOLS="send_bw_cm rping ucmatose udaddy rstream mckey"
+if [[ ${INTEROP_RDMACM:-1} == 1 && -n $INTEROP_RDMACM_SHIM_DIR ]]; then
     MAIN_TOOLS="$MAIN_TOOLS $CM_TOOLS"
 fi
 # (atomics and the 64-byte latency test carry no payload the MTU would split)
@@ -527,7 +572,10 @@ MTU4096_TOOLS="rc_pingpong uc_pingpong ud_pingpong write_bw read_bw send_bw prob
 # destroyed), not the probe's error tests (a lost NAK leaves the requester
 # retrying against a responder QP in the error state: RETRY_EXC_ERR).
 LOSS_TOOLS="write_bw read_bw send_bw atomic_fadd atomic_cas write_lat probe_data"
-[[ ${INTEROP_RDMACM:-0} == 1 ]] && LOSS_TOOLS="$LOSS_TOOLS send_bw_cm"
+# CM MADs are RoCEv2 frames too: lost REQs, REPs, RTUs, DREQs are retried by
+# the CMs. perftest -R and rping (not udaddy: its UD messages are not
+# retransmitted; ucmatose only in the main matrix, for the time budget).
+[[ ${INTEROP_RDMACM:-1} == 1 && -n $INTEROP_RDMACM_SHIM_DIR ]] && LOSS_TOOLS="$LOSS_TOOLS send_bw_cm rping"
 CASE_TIMEOUT=40
 LOSS_TIMEOUT=60
 tcp_port=18800
@@ -543,9 +591,9 @@ HOST_GID=1
 fill() {
     local t=$1 mtu=$3
     if [[ $2 == guest ]]; then
-        t=${t//@D/-d rxe0}; t=${t//@G/$GUEST_GID}
+        t=${t//@D/-d rxe0}; t=${t//@G/$GUEST_GID}; t=${t//@L/$GUEST_IP}
     else
-        t=${t//@D /}; t=${t//@G/$HOST_GID}; t=${t/#rdma_probe/$INTEROP_PROBE}
+        t=${t//@D /}; t=${t//@G/$HOST_GID}; t=${t/#rdma_probe/$INTEROP_PROBE}; t=${t//@L/$DAEMON_IP}
     fi
     t=${t//@M/$mtu}; t=${t//@U/$mtu}; t=${t//@S/$((3 * mtu - 72))}; t=${t//@P/$tcp_port}
     echo "$t"
@@ -558,6 +606,10 @@ check_out() {
     # bytes, iterations, then three measurements (ib_write_lat's passive side
     # sometimes prints inf)
     bw|cm) grep -qE '^ *[0-9]+[[:space:]]+[0-9]+([[:space:]]+([0-9.]+|inf)){3}' "$2" ;;
+    # rdmacm-utils: ucmatose/udaddy end with "test complete", rping -v prints each ping
+    cmu) grep -qE 'test complete|ping data: rdma-ping-' "$2" && ! grep -qiE 'error|fail' "$2" ;;
+    # rstream's result line (printed only for a transfer that completed and, -T v, verified)
+    cmr) grep -qE '^custom +[0-9]' "$2" && ! grep -qiE 'error|fail' "$2" ;;
     *) return 0 ;;
     esac
 }
@@ -590,8 +642,20 @@ run_pair() {
     hfile=$W/host/$gname.host
     gfile=$W/host/$gname.guest
     tcp_port=$((tcp_port + 1))
-    gcmd=$(fill "$tmpl" guest "$mtu")
-    hcmd=$(fill "$tmpl" host "$mtu")
+    # the client's last argument: the server's address (kind cmu: in @A)
+    local gpeer=" $KERNEL_IP" hpeer=" $GUEST_IP"
+    if [[ $kind == cmu || $kind == cmr || $kind == cmm ]]; then
+        # "server||client"; @A: the server's address
+        local srv=${tmpl%%||*} cli=${tmpl#*||} a=$GUEST_IP
+        [[ $dir == us ]] && a=$DAEMON_IP
+        if [[ $dir == rs ]]; then gcmd=$srv hcmd=$cli; else gcmd=$cli hcmd=$srv; fi
+        gcmd=$(fill "${gcmd//@A/$a}" guest "$mtu")
+        hcmd=$(fill "${hcmd//@A/$a}" host "$mtu")
+        gpeer= hpeer=
+    else
+        gcmd=$(fill "$tmpl" guest "$mtu")
+        hcmd=$(fill "$tmpl" host "$mtu")
+    fi
     [[ -e $W/s_last ]] || stats >"$W/s_last"
     local stalls0
     stalls0=$(stalls_long)
@@ -601,19 +665,26 @@ run_pair() {
         if ! wait_guest "^### BEGIN $gname " 30; then
             why="guest did not start the case"
         fi
+        # mckey: the guest's receiver joins before our sender sends
+        [[ $kind == cmm ]] && sleep 3
         # our client, retried while the guest's server is not listening yet
         for i in $(seq 60); do
             # shellcheck disable=SC2086
-            nsx "${host_env[@]}" timeout "$T" $hcmd "$GUEST_IP" >"$hfile" 2>&1
+            nsx "${host_env[@]}" timeout "$T" $hcmd$hpeer >"$hfile" 2>&1
             hrc=$?
-            # (rdma_cm, kind cm: a REQ before the guest's listen is REJECTED 8)
-            ((hrc != 0)) && grep -qiE "couldn.t connect|connection refused|Unexpected CM event" "$hfile" &&
+            # (rdma_cm: a REQ before the guest's listen is REJECTED 8, a
+            # SIDR_REQ UNREACHABLE 1 (SIDR_REP "unsupported"); perftest's
+            # first connection says "Unexpected CM event")
+            ((hrc != 0)) && grep -qiE "couldn.t connect|connection refused|Unexpected CM event|REJECTED, error:? 8|UNREACHABLE, error:? 1$" "$hfile" &&
                 ((SECONDS - t0 < 25)) || break
             sleep 0.25
         done
         # the guest's server may still wait for a connection: unblock it
+        # (a TCP connect; an rdma_cm server: a CM connect, rping's)
         if ! wait_guest "^### END $gname " 3; then
             nsx timeout 3 bash -c "exec 3<>/dev/tcp/$GUEST_IP/$tcp_port" 2>/dev/null
+            [[ $kind == cm* ]] &&
+                nsx "${host_env[@]}" timeout 8 rping -c -a "$GUEST_IP" -p "$tcp_port" -C 1 >/dev/null 2>&1
             wait_guest "^### END $gname " "$((T + 10))"
         fi
     else
@@ -622,14 +693,14 @@ run_pair() {
         timeout "$T" ip netns exec "$NS" "${host_env[@]}" $hcmd >"$hfile" 2>&1 &
         hpid=$!
         for i in $(seq 100); do
-            # an rdma_cm server (kind cm) listens on no TCP port: give it a second
-            [[ $kind == cm ]] && { sleep 1; break; }
+            # an rdma_cm server (kind cm*) listens on no TCP port: give it a second
+            [[ $kind == cm* ]] && { sleep $([[ $kind == cmm ]] && echo 3 || echo 1); break; }
             nsx ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q . && break
             alive "$hpid" || break
             sleep 0.1
         done
         if alive "$hpid"; then
-            publish "$gname" "$T" "$gcmd $KERNEL_IP"
+            publish "$gname" "$T" "$gcmd$gpeer"
             wait_guest "^### END $gname " "$((T + 30))" || why="guest case did not end"
             for i in $(seq 50); do alive "$hpid" || break; sleep 0.1; done
             stop_pid "$hpid"
@@ -666,11 +737,20 @@ run_pair() {
             if ((! ok)) && grep -qiE "retry counter exceeded|RETRY_EXC" "$hfile" "$gfile"; then
                 why="$why; our lcore stalled over 200 ms $stalls time(s) meanwhile"
             fi
-            if ((! ok && ATTEMPT == 1 && stalls > 0 && n_retried < INTEROP_MAX_RETRIES)) &&
-                grep -qiE "retry counter exceeded|RETRY_EXC" "$hfile" "$gfile"; then
+            local evidence=
+            if ((! ok && stalls > 0)) && grep -qiE "retry counter exceeded|RETRY_EXC" "$hfile" "$gfile"; then
                 # Transport retries exhausted while our lcore did not poll for
-                # over 200 ms: the machine, not the stack. Once more, reported.
-                echo "# RETRIED: $name: stalls_long +$stalls (first attempt: $why)"
+                # over 200 ms: the machine, not the stack.
+                evidence="stalls_long +$stalls"
+            elif ((! ok)) && [[ $kind == cm && $dir == rs ]] &&
+                grep -qE "RDMA_CM_EVENT_REJECTED; error: 8" "$hfile"; then
+                # The guest kernel refused our data connection: its perftest
+                # had not listened again after the handshake yet (CM_TOOLS).
+                evidence="rxe answered our data connection's REQ with REJ 8 (invalid service ID: not listening again yet; our client then exits $hrc in perftest 4.5's retry)"
+            fi
+            if ((! ok && ATTEMPT == 1 && n_retried < INTEROP_MAX_RETRIES)) && [[ -n $evidence ]]; then
+                # Once more, reported.
+                echo "# RETRIED: $name: $evidence (first attempt: $why)"
                 tail -n 4 "$hfile" | note
                 diag "daemon counters changed: $(delta "$W/s_last" "$W/s_now" | grep -vE '^(polls|idle_backoffs|idle_yields|rx_bytes|tx_bytes|eth_)' | tr '\n' ' ')"
                 capture_stop 1
@@ -712,6 +792,17 @@ run_matrix() {
         for dir in rs us; do
             cname="$phase$name/$mtu/$dir"
             [[ $cname =~ $INTEROP_CASES ]] || continue
+            # perftest -R with our client against rxe's server: Debian's
+            # perftest 4.5 client dies on the REJ 8 its slow-to-relisten
+            # server causes (a freed pointer, fixed upstream in 3d9d8d0; see
+            # CM_TOOLS), on the TCG guest in most runs and on both attempts
+            # in the lead's session 7 CI runs. Our rdma_cm client side is
+            # covered against rxe by rping, ucmatose and udaddy (rs);
+            # INTEROP_PERFTEST_CM_RS=1 runs it anyway.
+            if [[ $name == send_bw_cm && $dir == rs && ${INTEROP_PERFTEST_CM_RS:-0} != 1 ]]; then
+                diag "$cname left out: Debian perftest 4.5's client crashes on REJ 8 (INTEROP_PERFTEST_CM_RS=1 runs it)"
+                continue
+            fi
             if ((SECONDS - START > INTEROP_BUDGET)); then
                 # the budget is sized for the whole matrix: a case it leaves
                 # unrun is a failure (a slower stack or host must be seen)
@@ -728,7 +819,7 @@ run_matrix() {
     done
 }
 
-if [[ ${INTEROP_RDMACM:-0} == 1 ]]; then
+if [[ " $MAIN_TOOLS " == *" send_bw_cm "* ]]; then
     # The guest's first rdma_cm use loads its kernel modules (slow under
     # TCG): done here, so the first perftest -R server is not late to listen
     # again for its second connection (see CM_TOOLS).

@@ -9,12 +9,16 @@ libibverbs.so.1 from LD_LIBRARY_PATH.
 usage: pyverbs_suite.py TESTS_DIR RESULT_JSON DEVICE MODULE...
 
 The test package is loaded exactly as tests/run_tests.py loads it (its
-argument parser sees `--dev DEVICE`); the verbose unittest report goes to
-stdout, and RESULT_JSON gets one record per test:
+argument parser sees `--dev DEVICE`), with one adaptation: a device without
+sysfs gets its GIDs' net devices from ibv_query_gid_ex (use_gid_netdev). The
+verbose unittest report goes to stdout, and RESULT_JSON gets one record per test:
 {"id", "module", "outcome": pass|fail|error|skip|xfail|xpass, "reason"}.
 """
+import ipaddress
 import json
 import os
+import socket
+import subprocess
 import sys
 import unittest
 from importlib.machinery import SourceFileLoader
@@ -60,6 +64,53 @@ class RecordingResult(unittest.TextTestResult):
         self._record(test, 'xpass')
 
 
+def gid_netdev(dev, port, idx):
+    """(address, MAC) of GID @idx as its net device holds it, or (None, None).
+
+    The net device is the one ibv_query_gid_ex() reports (ndev_ifindex: the
+    kernel interface that holds the GID's address); the address is the GID's
+    own (IPv4 for an IPv4-mapped GID). A link-local GID gives none: rdma_cm
+    would need the interface's scope with it, and the RoCEv2 GIDs of the
+    global addresses are there to use.
+    """
+    import pyverbs.device as d
+    with d.Context(name=dev) as ctx:
+        try:
+            entry = ctx.query_gid_ex(port, idx)
+        except Exception:   # an empty slot (ENODATA)
+            return None, None
+    if not entry.ndev_ifindex:
+        return None, None
+    addr = ipaddress.IPv6Address(entry.gid_str())
+    if addr.is_link_local:
+        return None, None
+    ip = str(addr.ipv4_mapped or addr)
+    ifname = socket.if_indextoname(entry.ndev_ifindex)
+    out = subprocess.check_output(['ip', '-j', 'link', 'show', ifname])
+    return ip, json.loads(out.decode())[0]['address']
+
+
+def use_gid_netdev(base):
+    """Let rdma-core's tests find a GID's net device without sysfs.
+
+    tests/base.py (v44) finds the interface of a device in
+    /sys/class/infiniband/DEV/device/net/, which only the kernel's RDMA
+    drivers create: our device has no sysfs entry, and without an address
+    every rdma_cm test skips ("doesn't have net interface"). The same
+    information comes from the verbs API (ibv_query_gid_ex's ndev_ifindex,
+    what newer rdma-core reads as well), so where sysfs has nothing the
+    lookup asks it instead; with sysfs the tests' own code runs unchanged.
+    """
+    sysfs_lookup = base.RDMATestCase._get_ip_mac
+
+    def _get_ip_mac(self, dev, port, idx):
+        if idx is None or os.path.exists(f'/sys/class/infiniband/{dev}/device/net/'):
+            return sysfs_lookup(self, dev, port, idx)
+        ip, mac = gid_netdev(dev, port, idx)
+        self.args.append([dev, port, idx, ip, mac])
+    base.RDMATestCase._get_ip_mac = _get_ip_mac
+
+
 def main():
     if len(sys.argv) < 5:
         print(__doc__, file=sys.stderr)
@@ -70,6 +121,8 @@ def main():
     sys.argv = [os.path.join(tests_dir, 'run_tests.py'), '--dev', dev]
     parser.parse_args()
     SourceFileLoader('tests', os.path.join(tests_dir, '__init__.py')).load_module()
+    import tests.base
+    use_gid_netdev(tests.base)
     suite = unittest.defaultTestLoader.loadTestsFromNames(['tests.' + m for m in modules])
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2, resultclass=RecordingResult)
     result = runner.run(suite)

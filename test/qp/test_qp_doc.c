@@ -41,8 +41,8 @@ table_markdown(char *out, size_t len)
 	size_t used = 0;
 
 	used += (size_t)snprintf(out + used, len - used,
-		"| move | RC | UC | UD | RAW_PACKET |\n"
-		"| --- | --- | --- | --- | --- |\n");
+		"| move | RC | UC | UD | RAW_PACKET | XRC_INI | XRC_TGT |\n"
+		"| --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int from = IBV_QPS_RESET; from <= IBV_QPS_ERR; from++) {
 		for (int to = IBV_QPS_RESET; to <= IBV_QPS_ERR; to++) {
 			const struct qp_sem_transition *t = qp_sem_transition(from, to);

@@ -163,7 +163,7 @@ check_invariants(const struct qp_sem *qp)
 	cr_assert_leq(a.max_dest_rd_atomic, 128);
 	cr_assert_eq(a.pkey_index, 0);
 	cr_assert_leq(a.port_num, 1);
-	cr_assert_eq(a.qp_access_flags & ~0x1000ffu, 0);
+	cr_assert_eq(a.qp_access_flags & ~0x1003ffu, 0); /* bits 8, 9: FLUSH (rdma-core 45) */
 	cr_assert_leq(a.ah_attr.grh.flow_label, 0xfffffu);
 	cr_assert_leq(a.sq_draining, 1);
 	cr_assert(a.sq_draining == 0 || a.qp_state == IBV_QPS_SQD);

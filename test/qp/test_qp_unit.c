@@ -102,7 +102,9 @@ Test(qp_table, names_and_rule)
 	cr_expect_str_eq(qp_sem_state_name(IBV_QPS_SQE), "SQE");
 	cr_expect_null(qp_sem_state_name(7));
 	cr_expect_null(qp_sem_transition(IBV_QPS_ERR, 7));
-	cr_expect_eq(qp_sem_type_index(IBV_QPT_XRC_SEND), -1);
+	cr_expect_eq(qp_sem_type_index(IBV_QPT_XRC_SEND), QP_SEM_XRC_INI);
+	cr_expect_eq(qp_sem_type_index(IBV_QPT_XRC_RECV), QP_SEM_XRC_TGT);
+	cr_expect_eq(qp_sem_type_index(IBV_QPT_DRIVER), -1);
 
 	cr_expect(qp_sem_mask_ok(IBV_QPS_RTS, IBV_QPS_RTS, IBV_QPT_RC,
 				 IBV_QP_STATE | IBV_QP_CUR_STATE));
@@ -557,8 +559,20 @@ Test(qp_create, type_and_cq_checks)
 	fx_device_copy(&dev);
 	dev.qp_types |= 1u << IBV_QPT_RAW_PACKET;
 	cr_expect_eq(qp_sem_create(&qp, &init, &dev), 0);
+	/* XRC: a type the device lists or not; TGT needs no CQ, INI no receive CQ */
 	init.qp_type = IBV_QPT_XRC_RECV;
-	cr_expect_eq(qp_sem_create(&qp, &init, &dev), EINVAL);
+	cr_expect_eq(qp_sem_create(&qp, &init, &dev), EINVAL, "no XRC, so no XRC domain (Linux)");
+	dev.qp_types |= 1u << IBV_QPT_XRC_RECV | 1u << IBV_QPT_XRC_SEND;
+	init.send_cq = init.recv_cq = NULL;
+	cr_expect_eq(qp_sem_create(&qp, &init, &dev), 0);
+	cr_expect_eq(qp.init.cap.max_send_wr, 0);
+	cr_expect_eq(qp.init.cap.max_recv_wr, 0);
+	init.qp_type = IBV_QPT_XRC_SEND;
+	cr_expect_eq(qp_sem_create(&qp, &init, &dev), EINVAL, "INI needs a send CQ");
+	init.send_cq = FX_CQ;
+	cr_expect_eq(qp_sem_create(&qp, &init, &dev), 0);
+	cr_expect_eq(qp.init.cap.max_recv_wr, 0);
+	init.recv_cq = FX_CQ;
 	init.qp_type = IBV_QPT_DRIVER;
 	cr_expect_eq(qp_sem_create(&qp, &init, &dev), EOPNOTSUPP);
 	init.qp_type = 77;

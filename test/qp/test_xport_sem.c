@@ -187,7 +187,8 @@ Test(xport_sem, clamps_and_masks)
 	cr_expect_eq(out.av.ipv6, 1, "an IPv6 source GID sends IPv6");
 	cr_expect_eq(out.av.flow_label, 0x12345);
 	cr_expect_eq(out.access_flags,
-		     MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC);
+		     MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC |
+			     MR_ACCESS_FLUSH_GLOBAL | MR_ACCESS_FLUSH_PERSISTENT);
 	qp.attr.pkey_index = 1;
 	qp.attr.ah_attr.grh.sgid_index = 77;    /* beyond the table: entry 0 */
 	xport_cfg_from_sem(&cur, &qp, &p, &out);

@@ -4,7 +4,8 @@
  * librdmacm.so.1 and libibverbs.so.1, never the system's):
  *  - without a daemon: every entry point fails cleanly with librdmacm's
  *    errno (ENODEV: no RDMA device), nothing crashes;
- *  - bad arguments: EINVAL (ENOSYS for the rsockets/multicast calls);
+ *  - bad arguments: EINVAL (ENOSYS for multicast; EBADF for a descriptor
+ *    that is not an rsocket);
  *  - rdma_event_str for every event;
  *  - rdma_getaddrinfo against shim-server (lib/ctl, no DPDK): passive,
  *    active, hints, AF_IB conversion, getaddrinfo failures.
@@ -166,36 +167,71 @@ Test(args, getaddrinfo_nothing_to_resolve)
 	cr_assert_null(res);
 }
 
-Test(args, rsockets_and_multicast_enosys)
+/* Multicast calls without an id or an address: EINVAL (librdmacm's checks). */
+Test(args, multicast_bad_args)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rdma_cm_join_mc_attr_ex attr = { .comp_mask = RDMA_CM_JOIN_MC_ATTR_RESERVED };
+
+	errno = 0;
+	cr_expect_eq(rdma_join_multicast(NULL, (struct sockaddr *)&sin, NULL), -1);
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_eq(rdma_join_multicast_ex(NULL, NULL, NULL), -1);
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_eq(rdma_leave_multicast(NULL, (struct sockaddr *)&sin), -1);
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_eq(rdma_join_multicast_ex(NULL, &attr, NULL), -1);
+	cr_expect_eq(errno, ENOTSUP, "unknown comp_mask bits");
+}
+
+/*
+ * rsockets without a daemon: no device (ENODEV, as rdma_create_id; a
+ * datagram socket too, at once rather than at its first send); what
+ * librdmacm does not serve (AF_IB, other types and protocols): ENOTSUP; a descriptor that is
+ * not an rsocket: EBADF, as librdmacm's index lookup.
+ */
+Test(args, rsockets_without_a_daemon)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	char buf[4];
+	int fd = open("/dev/null", O_RDONLY);
 
-#define EXPECT_ENOSYS(call)                                                           \
+#define EXPECT_ERRNO(call, e)                                                         \
 	do {                                                                          \
 		errno = 0;                                                            \
 		cr_expect_eq((long)(call), -1L, "%s", #call);                         \
-		cr_expect_eq(errno, ENOSYS, "%s: errno %d", #call, errno);           \
+		cr_expect_eq(errno, e, "%s: errno %d", #call, errno);                \
 	} while (0)
-	EXPECT_ENOSYS(rsocket(AF_INET, SOCK_STREAM, 0));
-	EXPECT_ENOSYS(rbind(3, (struct sockaddr *)&sin, sizeof(sin)));
-	EXPECT_ENOSYS(rlisten(3, 1));
-	EXPECT_ENOSYS(raccept(3, NULL, NULL));
-	EXPECT_ENOSYS(rconnect(3, (struct sockaddr *)&sin, sizeof(sin)));
-	EXPECT_ENOSYS(rshutdown(3, SHUT_RDWR));
-	EXPECT_ENOSYS(rclose(3));
-	EXPECT_ENOSYS(rrecv(3, buf, sizeof(buf), 0));
-	EXPECT_ENOSYS(rsend(3, buf, sizeof(buf), 0));
-	EXPECT_ENOSYS(rread(3, buf, sizeof(buf)));
-	EXPECT_ENOSYS(rwrite(3, buf, sizeof(buf)));
-	EXPECT_ENOSYS(rsetsockopt(3, SOL_RDMA, 0, buf, 4));
-	EXPECT_ENOSYS(rfcntl(3, F_GETFL));
-	EXPECT_ENOSYS(riomap(3, buf, sizeof(buf), 0, 0, 0));
-	EXPECT_ENOSYS(riounmap(3, buf, sizeof(buf)));
-	EXPECT_ENOSYS(rdma_join_multicast(NULL, (struct sockaddr *)&sin, NULL));
-	EXPECT_ENOSYS(rdma_join_multicast_ex(NULL, NULL, NULL));
-	EXPECT_ENOSYS(rdma_leave_multicast(NULL, (struct sockaddr *)&sin));
-#undef EXPECT_ENOSYS
+	cr_assert_geq(fd, 0);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_STREAM, 0), ENODEV);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, 0), ENODEV);
+	EXPECT_ERRNO(rsocket(AF_INET6, SOCK_DGRAM, IPPROTO_UDP), ENODEV);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, IPPROTO_TCP), ENOTSUP);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_RAW, 0), ENOTSUP);
+	EXPECT_ERRNO(rsocket(AF_IB, SOCK_STREAM, 0), ENOTSUP);
+	EXPECT_ERRNO(rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), ENOTSUP);
+	EXPECT_ERRNO(rbind(fd, (struct sockaddr *)&sin, sizeof(sin)), EBADF);
+	EXPECT_ERRNO(rlisten(fd, 1), EBADF);
+	EXPECT_ERRNO(raccept(fd, NULL, NULL), EBADF);
+	EXPECT_ERRNO(rconnect(fd, (struct sockaddr *)&sin, sizeof(sin)), EBADF);
+	EXPECT_ERRNO(rshutdown(fd, SHUT_RDWR), EBADF);
+	EXPECT_ERRNO(rrecv(fd, buf, sizeof(buf), 0), EBADF);
+	EXPECT_ERRNO(rsend(fd, buf, sizeof(buf), 0), EBADF);
+	EXPECT_ERRNO(rread(fd, buf, sizeof(buf)), EBADF);
+	EXPECT_ERRNO(rwrite(fd, buf, sizeof(buf)), EBADF);
+	EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, buf, 4), EBADF);
+	EXPECT_ERRNO(rfcntl(fd, F_GETFL), EBADF);
+	EXPECT_ERRNO(riomap(fd, buf, sizeof(buf), 0, 0, 0), EBADF);
+	EXPECT_ERRNO(riounmap(fd, buf, sizeof(buf)), EBADF);
+	EXPECT_ERRNO((long)riowrite(fd, buf, sizeof(buf), 0, 0), EBADF);
+	EXPECT_ERRNO(rclose(fd), EBADF);
+	EXPECT_ERRNO(rclose(-1), EBADF);
+	EXPECT_ERRNO(rclose(1 << 30), EBADF);
+#undef EXPECT_ERRNO
+	close(fd);
 }
 
 /* rpoll/rselect on ordinary descriptors behave as poll/select (librdmacm's

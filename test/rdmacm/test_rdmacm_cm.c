@@ -179,6 +179,31 @@ Test(cm, bind_ports_and_errors)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * RDMA_PS_IPOIB has no meaning on RoCE: its Q_Key is the IPoIB broadcast
+ * group's, from the SA (the kernel's cma_set_qkey), and RoCE has no SA. The
+ * kernel creates the id and fails once it needs the Q_Key; the daemon
+ * refuses it at once, with a port space error, and nothing is left behind.
+ */
+Test(cm, ipoib_port_space_is_refused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+
+	cr_assert_not_null(ch);
+	errno = 0;
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_IPOIB), -1);
+	cr_assert_eq(errno, EPROTONOSUPPORT, "errno %d", errno);
+	cr_assert_null(id);
+	errno = 0;
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, (enum rdma_port_space)0x4242), -1);
+	cr_assert_eq(errno, EINVAL, "an unknown port space, as the kernel's ucma: errno %d", errno);
+	/* the channel is still good */
+	cr_assert_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 Test(cm, options)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -478,6 +503,76 @@ Test(cm, sync_connect_refused)
 	cr_assert_eq(cid->event->event, RDMA_CM_EVENT_REJECTED);
 	rdma_destroy_ep(cid);
 	rdma_freeaddrinfo(rai);
+}
+
+/*
+ * perftest -R's race (doc/rdma-cm.md, "Against Linux rxe"): its client's
+ * connection meets a server that has not listened again yet (REJECTED,
+ * status 8); it destroys the id with its QP still attached and the event
+ * channel, then retries with new ones once the server listens. Done right
+ * (as upstream perftest now does) the retry connects; perftest 4.5-0.17
+ * instead reuses the freed id and dies in the application.
+ */
+Test(cm, rejected_then_retried_with_fresh_ids)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *cid, *lid, *sid;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_init_attr qa;
+	struct ibv_qp *stale;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	cr_assert_not_null(ch);
+	cr_assert_not_null(sch);
+	/* the application's own PD and CQ, as perftest's ctx_init makes them */
+	cid = resolved(ch, RDMA_PS_TCP, 7061, false);
+	pd = ibv_alloc_pd(cid->verbs);
+	cq = ibv_create_cq(cid->verbs, 8, NULL, NULL, 0);
+	cr_assert_not_null(pd);
+	cr_assert_not_null(cq);
+	qp_attr(&qa, IBV_QPT_RC);
+	qa.send_cq = qa.recv_cq = cq;
+	cr_assert_eq(rdma_create_qp(cid, pd, &qa), 0, "errno %d", errno);
+	stale = cid->qp;
+	cr_assert_eq(rdma_connect(cid, NULL), 0, "errno %d", errno);
+	ev = expect_event(ch, RDMA_CM_EVENT_REJECTED);
+	cr_assert_eq(ev->status, 8, "invalid service ID: %d", ev->status);
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	cr_assert_eq(rdma_destroy_id(cid), 0, "with its QP attached: errno %d", errno);
+	rdma_destroy_event_channel(ch);
+
+	/* the server listens now; the retry uses a new channel and id */
+	lid = listener(sch, RDMA_PS_TCP, 7061);
+	ch = rdma_create_event_channel();
+	cr_assert_not_null(ch);
+	cid = resolved(ch, RDMA_PS_TCP, 7061, false);
+	cr_assert_eq(cid->verbs, pd->context, "the same device context: the PD still fits");
+	qp_attr(&qa, IBV_QPT_RC);
+	qa.send_cq = qa.recv_cq = cq;
+	cr_assert_eq(rdma_create_qp(cid, pd, &qa), 0, "errno %d", errno);
+	cr_assert_eq(rdma_connect(cid, NULL), 0, "errno %d", errno);
+	ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	sid = ev->id;
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	qp_attr(&qa, IBV_QPT_RC);
+	cr_assert_eq(rdma_create_qp(sid, NULL, &qa), 0, "errno %d", errno);
+	cr_assert_eq(rdma_accept(sid, NULL), 0, "errno %d", errno);
+	ack_event(ch, RDMA_CM_EVENT_ESTABLISHED);
+	ack_event(sch, RDMA_CM_EVENT_ESTABLISHED);
+
+	/* the first attempt's QP outlived its id: the application destroys it */
+	cr_assert_eq(ibv_destroy_qp(stale), 0);
+	rdma_destroy_qp(sid);
+	cr_assert_eq(rdma_destroy_id(sid), 0);
+	rdma_destroy_qp(cid);
+	cr_assert_eq(rdma_destroy_id(cid), 0);
+	cr_assert_eq(rdma_destroy_id(lid), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd), 0);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(sch);
 }
 
 /* ---- rdma_destroy_id waits for the ack of an event the application holds ---- */

@@ -31,7 +31,8 @@ static void
 put_hdrs(uint16_t hdrs)
 {
 	static const char *const names[] = { "RDETH", "DETH", "RETH", "ATMETH", "AETH",
-					     "ATMACK", "IMMDT", "IETH", "CNP" };
+					     "ATMACK", "IMMDT", "IETH", "CNP", "XRCETH",
+					     "FETH" };
 	const char *sep = "";
 
 	printf(" hdrs=");

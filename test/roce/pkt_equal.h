@@ -44,6 +44,9 @@ pkt_diff(const struct roce_pkt *a, const struct roce_pkt *b)
 	SAME(reth.va);
 	SAME(reth.rkey);
 	SAME(reth.length);
+	SAME(feth.placement);
+	SAME(feth.selectivity);
+	SAME(feth.resv);
 	SAME(aeth.syndrome);
 	SAME(aeth.msn);
 	SAME(atmeth.va);
@@ -56,6 +59,7 @@ pkt_diff(const struct roce_pkt *a, const struct roce_pkt *b)
 	SAME(deth.resv);
 	SAME(imm);
 	SAME(ieth_rkey);
+	SAME(xrc_srqn);
 	SAME(payload);
 	SAME(payload_len);
 	SAME(icrc);

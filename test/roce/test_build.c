@@ -31,6 +31,7 @@ record_for(uint8_t op, bool ipv6, bool vlan, bool udp_csum)
 			.ip_id = 0xbeef, .udp_sport = 0xd123, .udp_csum = udp_csum,
 		},
 		.reth = { 0x0123456789abcdefull, 0x11223344, 0x10000 },
+		.feth = { ROCE_FLUSH_GLOBAL | ROCE_FLUSH_PERSISTENT, ROCE_FLUSH_MR, 0xabcd0000 },
 		.aeth = { ROCE_AETH_RNR_NAK | 14, 0x654321 },
 		.atmeth = { 0x7fff0000aaaa5550ull, 0x55667788, 0x1111222233334444ull,
 			    0x9999888877776666ull },
@@ -38,12 +39,15 @@ record_for(uint8_t op, bool ipv6, bool vlan, bool udp_csum)
 		.deth = { ROCE_GSI_QKEY, 0x000001, 0 },
 		.imm = htobe32(0xc0ffee11),
 		.ieth_rkey = 0x0badcafe,
+		.xrc_srqn = 0x00abcdef,
 		.payload = payload,
 	};
 	test_gids(&p, ipv6);
 	p.hdrs = d->hdrs;
 	if (!(d->kind & ROCE_KIND_PAYLOAD)) {
 		p.payload = NULL;
+	} else if (d->kind & ROCE_KIND_ATOMIC_WRITE) {
+		p.payload_len = 8; /* exactly its 8 bytes */
 	} else if (d->kind & ROCE_KIND_LAST) {
 		p.payload_len = 1021;
 		p.pad = 3;
@@ -103,12 +107,14 @@ Test(build, every_opcode_round_trips)
 			in.frame_len = out.frame_len;
 			const struct roce_opcode_desc *d = roce_opcode_desc((uint8_t)op);
 			if (!(d->hdrs & ROCE_HDR_RETH)) memset(&in.reth, 0, sizeof(in.reth));
+			if (!(d->hdrs & ROCE_HDR_FETH)) memset(&in.feth, 0, sizeof(in.feth));
 			if (!(d->hdrs & ROCE_HDR_AETH)) memset(&in.aeth, 0, sizeof(in.aeth));
 			if (!(d->hdrs & ROCE_HDR_ATMETH)) memset(&in.atmeth, 0, sizeof(in.atmeth));
 			if (!(d->hdrs & ROCE_HDR_ATMACK)) in.atmack_orig = 0;
 			if (!(d->hdrs & ROCE_HDR_DETH)) memset(&in.deth, 0, sizeof(in.deth));
 			if (!(d->hdrs & ROCE_HDR_IMMDT)) in.imm = 0;
 			if (!(d->hdrs & ROCE_HDR_IETH)) in.ieth_rkey = 0;
+			if (!(d->hdrs & ROCE_HDR_XRCETH)) in.xrc_srqn = 0;
 			if (!vlan) in.l3.vlan_tci = 0;
 			if (!ipv6) in.l3.flow_label = 0;
 			else in.l3.ip_id = 0;
@@ -205,4 +211,147 @@ Test(build, icrc_header_split_at_every_offset)
 				cr_assert_eq(roce_icrc_final(crc), wire, "v%u split at %zu", variant, k);
 		}
 	}
+}
+
+/*
+ * Cut @p len bytes of payload into @p k segments at i^2/k^2 of the length
+ * (small and empty ones first, large ones last).
+ * @return k
+ */
+static uint32_t
+split(const uint8_t *base, uint32_t len, uint32_t k, struct roce_seg *seg)
+{
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t from = (uint32_t)((uint64_t)len * i * i / ((uint64_t)k * k));
+		uint32_t to = (uint32_t)((uint64_t)len * (i + 1) * (i + 1) / ((uint64_t)k * k));
+		seg[i] = (struct roce_seg){ base + from, to - from };
+	}
+	return k;
+}
+
+Test(build, gather_equals_build_for_every_split)
+{
+	static uint8_t want[4352], got[4352];
+	struct roce_seg seg[17];
+
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 131 + 7);
+	for (unsigned int op = 0; op < 256; op++) {
+		const struct roce_opcode_desc *d = roce_opcode_desc((uint8_t)op);
+		if (!d || !(d->kind & ROCE_KIND_PAYLOAD))
+			continue;
+		for (unsigned int v = 0; v < 8; v++) {
+			struct roce_pkt p = record_for((uint8_t)op, v & 1, v & 2, v & 4);
+			size_t n = roce_build(&p, want, sizeof(want));
+			cr_assert_gt(n, 0, "opcode 0x%02x variant %u", op, v);
+			p.payload = NULL; /* the gather builder must not read it */
+			for (uint32_t k = 1; k <= 17; k++) {
+				memset(got, 0x5a, sizeof(got));
+				uint32_t ns = split(payload, p.payload_len, k, seg);
+				cr_assert_eq(roce_build_gather(&p, seg, ns, got, sizeof(got)), n,
+					     "opcode 0x%02x variant %u %u segments", op, v, k);
+				cr_assert_eq(memcmp(want, got, n), 0, "opcode 0x%02x variant %u %u segments",
+					     op, v, k);
+				cr_assert_eq(got[n], 0x5a, "wrote past the frame");
+			}
+		}
+	}
+	/* no payload: no segment, or only empty ones */
+	struct roce_pkt ack = record_for(ROCE_OP_RC_ACKNOWLEDGE, false, false, false);
+	size_t n = roce_build(&ack, want, sizeof(want));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(roce_build_gather(&ack, NULL, 0, got, sizeof(got)), n);
+	cr_assert_eq(memcmp(want, got, n), 0);
+	seg[0] = (struct roce_seg){ NULL, 0 };
+	cr_assert_eq(roce_build_gather(&ack, seg, 1, got, sizeof(got)), n);
+}
+
+Test(build, gather_refuses_segments_that_do_not_add_up)
+{
+	static uint8_t buf[8192];
+	struct roce_pkt p = record_for(ROCE_OP_RC_SEND_ONLY, false, false, false);
+	size_t total = roce_headers_len(&p) + p.payload_len + (p.pad & 3) + ROCE_ICRC_LEN;
+	struct roce_seg seg[3];
+
+	/* longer than payload_len: refused before the extra bytes are written */
+	memset(buf, 0xa5, sizeof(buf));
+	split(payload, p.payload_len, 2, seg);
+	seg[2] = (struct roce_seg){ payload, 100 };
+	cr_expect_eq(roce_build_gather(&p, seg, 3, buf, sizeof(buf)), 0);
+	for (size_t i = total; i < sizeof(buf); i++)
+		cr_assert_eq(buf[i], 0xa5, "byte %zu past the frame written", i);
+	/* one segment too long by a byte */
+	seg[0] = (struct roce_seg){ payload, p.payload_len + 1 };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, sizeof(buf)), 0);
+	/* shorter than payload_len */
+	seg[0] = (struct roce_seg){ payload, p.payload_len - 1 };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, sizeof(buf)), 0);
+	cr_expect_eq(roce_build_gather(&p, NULL, 0, buf, sizeof(buf)), 0);
+	/* a NULL address with a length */
+	seg[0] = (struct roce_seg){ NULL, p.payload_len };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, sizeof(buf)), 0);
+	/* a buffer one byte short: nothing written at all */
+	memset(buf, 0xa5, sizeof(buf));
+	seg[0] = (struct roce_seg){ payload, p.payload_len };
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, total - 1), 0);
+	for (size_t i = 0; i < total; i++)
+		cr_assert_eq(buf[i], 0xa5, "byte %zu written into a short buffer", i);
+	cr_expect_eq(roce_build_gather(&p, seg, 1, buf, total), total);
+}
+
+/*
+ * IBTA 1.5 FLUSH and ATOMIC WRITE byte by byte, typed from the spec layout
+ * (as Linux rxe puts them on the wire): FLUSH is BTH, FETH (bits 3:0
+ * placement type, 5:4 selectivity), RETH; ATOMIC WRITE is BTH, RETH and the
+ * 8 bytes it stores, as they are in memory.
+ */
+Test(build, flush_and_atomic_write_byte_layout)
+{
+	static const uint8_t value[8] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88 };
+	uint8_t buf[256];
+	struct roce_pkt p = record_for(ROCE_OP_RC_FLUSH, false, false, false), out;
+	const size_t bth = 14 + 20 + 8;
+
+	p.feth.placement = ROCE_FLUSH_GLOBAL;
+	p.feth.selectivity = ROCE_FLUSH_MR;
+	p.feth.resv = 0;
+	p.reth.va = 0x0102030405060708ull;
+	p.reth.rkey = 0xa1b2c3d4;
+	p.reth.length = 0x40;
+	size_t n = roce_build(&p, buf, sizeof(buf));
+	cr_assert_eq(n, bth + 12 + 4 + 16 + 4);
+	cr_expect_eq(buf[bth], 0x1c);
+	static const uint8_t flush[20] = { 0, 0, 0, 0x11, /* FETH: sel MR (1 << 4) | GLOBAL */
+					   1, 2, 3, 4, 5, 6, 7, 8, 0xa1, 0xb2, 0xc3, 0xd4,
+					   0, 0, 0, 0x40 };
+	cr_expect_eq(memcmp(buf + bth + 12, flush, sizeof(flush)), 0);
+	cr_assert_eq(roce_parse(buf, n, &out), ROCE_DROP_NONE);
+	cr_expect_eq(out.feth.placement, ROCE_FLUSH_GLOBAL);
+	cr_expect_eq(out.feth.selectivity, ROCE_FLUSH_MR);
+	cr_expect_eq(out.reth.length, 0x40);
+
+	/* persistent, range */
+	buf[bth + 15] = 0x02;
+	cr_assert_eq(roce_parse_no_icrc(buf, n, &out), ROCE_DROP_NONE);
+	cr_expect_eq(out.feth.placement, ROCE_FLUSH_PERSISTENT);
+	cr_expect_eq(out.feth.selectivity, ROCE_FLUSH_RANGE);
+
+	p = record_for(ROCE_OP_RC_ATOMIC_WRITE, false, false, false);
+	p.reth.va = 0x0102030405060708ull;
+	p.reth.rkey = 0xa1b2c3d4;
+	p.reth.length = 8;
+	p.payload = value;
+	p.payload_len = 8;
+	p.pad = 0;
+	n = roce_build(&p, buf, sizeof(buf));
+	cr_assert_eq(n, bth + 12 + 16 + 8 + 4);
+	cr_expect_eq(buf[bth], 0x1d);
+	cr_expect_eq(buf[bth + 1] & 0x30, 0, "no pad");
+	static const uint8_t aw[24] = { 1, 2, 3, 4, 5, 6, 7, 8, 0xa1, 0xb2, 0xc3, 0xd4,
+					0, 0, 0, 8,
+					0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88 };
+	cr_expect_eq(memcmp(buf + bth + 12, aw, sizeof(aw)), 0);
+	cr_assert_eq(roce_parse(buf, n, &out), ROCE_DROP_NONE);
+	cr_expect_eq(out.payload_len, 8);
+	cr_expect_eq(memcmp(out.payload, value, 8), 0);
 }

@@ -66,6 +66,8 @@ expect_lengths(uint8_t opcode, size_t roce_len, uint8_t pad)
 		return rest ? ROCE_DROP_PAYLOAD_LENGTH : pad ? ROCE_DROP_PAD : ROCE_DROP_NONE;
 	if (rest % 4 || pad > rest)
 		return ROCE_DROP_PAD;
+	if ((d->kind & ROCE_KIND_ATOMIC_WRITE) && (rest != 8 || pad))
+		return ROCE_DROP_PAYLOAD_LENGTH; /* IBTA 1.5: its 8 bytes, unpadded */
 	if (!(d->kind & ROCE_KIND_LAST) && pad)
 		return ROCE_DROP_PAD;
 	if (!(d->kind & ROCE_KIND_LAST) && rest == 0)
@@ -261,6 +263,13 @@ Test(malformed, pad_and_payload_rules)
 		{ ROCE_OP_RC_ACKNOWLEDGE, 0, 2, ROCE_DROP_PAYLOAD_LENGTH }, /* pad bytes are payload */
 		{ ROCE_OP_RC_FETCH_ADD, 8, 0, ROCE_DROP_PAYLOAD_LENGTH },
 		{ ROCE_OP_RC_ATOMIC_ACKNOWLEDGE, 4, 0, ROCE_DROP_PAYLOAD_LENGTH },
+		{ ROCE_OP_RC_ATOMIC_WRITE, 8, 0, ROCE_DROP_NONE },
+		{ ROCE_OP_RC_ATOMIC_WRITE, 4, 0, ROCE_DROP_PAYLOAD_LENGTH },  /* 8 bytes, no fewer */
+		{ ROCE_OP_RC_ATOMIC_WRITE, 12, 0, ROCE_DROP_PAYLOAD_LENGTH }, /* nor more */
+		{ ROCE_OP_RC_ATOMIC_WRITE, 7, 1, ROCE_DROP_PAYLOAD_LENGTH },  /* nor padded */
+		{ ROCE_OP_RC_ATOMIC_WRITE, 0, 0, ROCE_DROP_PAYLOAD_LENGTH },
+		{ ROCE_OP_RC_FLUSH, 0, 0, ROCE_DROP_NONE },
+		{ ROCE_OP_RC_FLUSH, 4, 0, ROCE_DROP_PAYLOAD_LENGTH },
 		{ ROCE_OP_CNP, 4, 0, ROCE_DROP_PAYLOAD_LENGTH },
 		{ ROCE_OP_CNP, 0, 0, ROCE_DROP_NONE },
 		{ ROCE_OP_UD_SEND_ONLY, 0, 0, ROCE_DROP_NONE },
@@ -288,10 +297,10 @@ Test(malformed, pad_and_payload_rules)
 Test(malformed, opcode_not_valid_for_transport)
 {
 	static const uint8_t bad[] = {
-		0x15, 0x18, 0x1c /* FLUSH */, 0x1d /* ATOMIC_WRITE */, 0x1f,
+		0x15, 0x18, 0x1f, 0x3c /* UC FLUSH */, 0x3d /* UC ATOMIC_WRITE */,
 		0x2c /* UC READ */, 0x31 /* UC ACK */, 0x33 /* UC atomic */, 0x36 /* UC SEND_INV */,
 		0x40, 0x44, 0x51, 0x60 /* UD SEND_FIRST */, 0x66, 0x6c, 0x71, 0x80, 0x82,
-		0xa0, 0xa4, 0xc0, 0xe0, 0xff,
+		0xb5, 0xb8 /* the XRC class (0xa0..) has neither */, 0xc0, 0xe0, 0xff,
 	};
 	uint8_t buf[256];
 	struct roce_pkt p = base_pkt(ROCE_OP_UD_SEND_ONLY), out;
