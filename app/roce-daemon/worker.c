@@ -706,6 +706,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 				r->m = m;
 				r->port = port;
 				r->loopback = loopback;
+				r->raw = false; /* the slot may hold a steered frame's record */
 				r->qp = NULL;
 				n_local++;
 			} else {
@@ -715,6 +716,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 				h->m = m;
 				h->port = port;
 				h->loopback = loopback;
+				h->raw = false;
 				h->qp = NULL;
 				h->pkt = r->pkt;
 				if (w->handoff_n[owner] == w->burst)

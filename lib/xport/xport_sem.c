@@ -38,13 +38,16 @@ rd_atomic(uint8_t v, uint8_t if_zero)
 	return v > XPORT_MAX_RD_ATOMIC ? XPORT_MAX_RD_ATOMIC : v;
 }
 
-/* A connected QP past INIT sends to (and accepts from) one path. */
+/*
+ * A connected QP past INIT sends to (and accepts from) one path; UD takes
+ * it from each WQE's AH, RAW_PACKET frames carry their own addresses.
+ */
 static bool
 has_path(const struct qp_sem *sem)
 {
 	enum ibv_qp_state st = sem->attr.qp_state;
 
-	return sem->init.qp_type != IBV_QPT_UD &&
+	return sem->init.qp_type != IBV_QPT_UD && sem->init.qp_type != IBV_QPT_RAW_PACKET &&
 	       (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD || st == IBV_QPS_SQE);
 }
 

@@ -2730,3 +2730,37 @@ Test(raw_dp, a_send_longer_than_the_port_allows_is_refused)
 	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0, "nothing left the port");
 	cr_expect_eq(port_ctr(CTR_TX_RAW), 0);
 }
+
+/*
+ * The records of w->rx and the handoff buffers are reused burst after
+ * burst: a RoCE frame must not inherit the raw mark of a steered frame that
+ * used its slot before (it was then dropped by the engine as not RoCE, and
+ * RC traffic after raw traffic ended in RETRY_EXC_ERR: pyverbs test_mr
+ * after test_flow).
+ */
+Test(raw_dp, roce_frames_after_raw_frames_are_still_roce)
+{
+	struct test_qp raw, a, b;
+	uint8_t f[1024];
+	uint64_t dst = (uintptr_t)arena + ARENA / 4;
+
+	make_raw_qp(&raw, 0x21, 8);
+	raw_rule(0, 0x21, 0, raw_mcast_mac, false);
+	for (int i = 0; i < 4; i++) /* on worker 0, handed to worker 1: both kinds of record */
+		inject(0, f, raw_frame(f, raw_mcast_mac, 100));
+	cr_assert(wait_cqes(raw.rcq_ring, 4));
+	make_qp(&a, 4, 5, 0x100, 0x200); /* worker 0 */
+	make_qp(&b, 5, 4, 0x200, 0x100); /* worker 1 */
+	struct rq_wqe r = { .wr_id = 77, .num_sge = 1,
+			    .sg_list[0] = { .addr = dst, .length = 4096, .lkey = mr_key } };
+	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+	struct sq_wqe s = wqe(WR_SEND, 11, (uintptr_t)arena, 3000);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
+	cr_assert(wait_cqes(b.rcq_ring, 1), "receive completion");
+	struct cqe c = take_cqe(b.rcq_ring);
+	cr_expect_eq(c.status, WC_SUCCESS, "status %u", c.status);
+	cr_expect_eq(c.byte_len, 3000);
+	cr_assert(wait_cqes(a.scq_ring, 1), "send completion (the ACK came back)");
+	cr_expect_eq(take_cqe(a.scq_ring).status, WC_SUCCESS);
+	cr_expect_eq(worker_qp_slot(d.worker[1], 5)->ctr.v[CTR_XPORT_DROP_TRANSPORT], 0);
+}
