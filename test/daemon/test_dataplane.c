@@ -1003,6 +1003,18 @@ ring_new(uint32_t size, uint32_t elem)
 	return r;
 }
 
+/* The rings and CQs of test QP @p qpn. */
+static void
+qp_rings(struct test_qp *q, uint32_t qpn)
+{
+	q->sq = ring_new(64, sizeof(struct sq_wqe));
+	q->rq = ring_new(64, sizeof(struct rq_wqe));
+	q->scq_ring = ring_new(128, sizeof(struct cqe));
+	q->rcq_ring = ring_new(128, sizeof(struct cqe));
+	q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
+	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+}
+
 /* An RC QP on this daemon whose peer is @p peer, also on this daemon: every
  * frame between them takes the loopback path. */
 static void
@@ -1011,12 +1023,7 @@ make_qp(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn, uint32_
 	struct xport_cfg *c = &q->cfg;
 	uint8_t mac[6];
 
-	q->sq = ring_new(64, sizeof(struct sq_wqe));
-	q->rq = ring_new(64, sizeof(struct rq_wqe));
-	q->scq_ring = ring_new(128, sizeof(struct cqe));
-	q->rcq_ring = ring_new(128, sizeof(struct cqe));
-	q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
-	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+	qp_rings(q, qpn);
 	memset(c, 0, sizeof(*c));
 	c->type = XPORT_RC;
 	c->qpn = qpn;
@@ -2532,12 +2539,7 @@ make_raw_qp(struct test_qp *q, uint32_t qpn, unsigned int nrecv)
 	struct xport_cfg *c = &q->cfg;
 	struct worker *w = d.worker[worker_of_qpn(qpn, d.n_workers)];
 
-	q->sq = ring_new(64, sizeof(struct sq_wqe));
-	q->rq = ring_new(64, sizeof(struct rq_wqe));
-	q->scq_ring = ring_new(128, sizeof(struct cqe));
-	q->rcq_ring = ring_new(128, sizeof(struct cqe));
-	q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
-	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+	qp_rings(q, qpn);
 	*c = (struct xport_cfg){ .type = XPORT_RAW, .qpn = qpn, .pd = PD, .pkey = 0xffff,
 				 .path_mtu = 3, .raw_frame_max = 1514, .max_dest_rd_atomic = 1,
 				 .sq = q->sq, .rq = q->rq, .send_cq = &q->scq, .recv_cq = &q->rcq,
