@@ -149,12 +149,13 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 	if (nm < n) /* pool exhausted: the frames without an mbuf are lost, as on a full ring */
 		worker_count(w, q->port, slot, CTR_TX_DROPS, n - nm);
 	for (uint32_t i = 0; i < nm; i++) {
+		const struct xport_frame *f = &out->frames[i];
 		struct rte_mbuf *m = mbufs[i];
-		size_t len;
+		uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
+		size_t room = rte_pktmbuf_tailroom(m), len;
 
-		len = roce_build_gather(&out->frames[i].pkt, out->frames[i].seg,
-					out->frames[i].nseg, rte_pktmbuf_mtod(m, uint8_t *),
-					rte_pktmbuf_tailroom(m));
+		len = f->raw ? xport_frame_raw_gather(f, buf, room)
+			     : roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
 		if (len == 0) { /* larger than the mbuf: a path MTU above the port's */
 			rte_pktmbuf_free(m);
 			worker_count(w, q->port, slot, CTR_TX_DROPS, 1);
@@ -164,7 +165,12 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		m->pkt_len = (uint32_t)len;
 		ctr_add(&slot->ctr.v[CTR_TX_PACKETS], 1);
 		ctr_add(&slot->ctr.v[CTR_TX_BYTES], len);
-		worker_tx(w, q->port, m);
+		if (unlikely(f->raw)) {
+			ctr_add(&slot->ctr.v[CTR_TX_RAW], 1);
+			worker_tx_raw(w, q->port, m);
+		} else {
+			worker_tx(w, q->port, m);
+		}
 	}
 	for (uint32_t i = 0; i < out->ntimers; i++) {
 		const struct xport_timer_action *t = &out->timers[i];
@@ -300,15 +306,23 @@ rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
 	uint64_t now = now_ns(e, rte_rdtsc());
 
 	WORKER_OWNER_ASSERT(w);
-	/* One engine call per run of packets for the same QP. */
+	/* One engine call per run of packets for the same QP; a raw frame alone. */
 	for (uint16_t i = 0; i < n;) {
 		struct qp_slot *slot = pkts[i].qp;
 		struct eqp *q = slot->engine_qp;
 		uint32_t k = 0;
 
-		while (i < n && pkts[i].qp == slot)
-			group[k++] = &pkts[i++].pkt;
-		xport_qp_rx_burst(q->qp, group, k, now, &e->out);
+		if (unlikely(pkts[i].raw)) {
+			const struct rte_mbuf *m = pkts[i++].m;
+
+			ctr_add(&slot->ctr.v[CTR_RX_RAW], 1);
+			xport_qp_raw_rx(q->qp, rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, now,
+					&e->out);
+		} else {
+			while (i < n && pkts[i].qp == slot && !pkts[i].raw)
+				group[k++] = &pkts[i++].pkt;
+			xport_qp_rx_burst(q->qp, group, k, now, &e->out);
+		}
 		flush(w, e, slot, q);
 		mark_busy(w, e, q);
 	}

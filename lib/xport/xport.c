@@ -116,7 +116,13 @@ xrc_cfg_valid(const struct xport_cfg *cfg)
 static bool
 cfg_valid(const struct xport_cfg *cfg)
 {
-	if (cfg->type != XPORT_RC && cfg->type != XPORT_UC && cfg->type != XPORT_UD)
+	if (cfg->type != XPORT_RC && cfg->type != XPORT_UC && cfg->type != XPORT_UD &&
+	    cfg->type != XPORT_RAW)
+		return false;
+	/* a raw send is one frame: at least an Ethernet header, at most a bounce slot */
+	if (cfg->type == XPORT_RAW &&
+	    (cfg->raw_frame_max < sizeof(struct roce_eth_hdr) || cfg->raw_frame_max > XPORT_BOUNCE_FRAME ||
+	     cfg->xrc != XPORT_XRC_NONE))
 		return false;
 	if (roce_mtu_bytes(cfg->path_mtu) == 0 || cfg->qpn > ROCE_QPN_MASK ||
 	    cfg->dest_qpn > ROCE_QPN_MASK)
@@ -822,8 +828,10 @@ transport_of(const struct xport_qp *qp)
 		return qp->cfg.xrc ? ROCE_TRANSPORT_XRC : ROCE_TRANSPORT_RC;
 	case XPORT_UC:
 		return ROCE_TRANSPORT_UC;
-	default:
+	case XPORT_UD:
 		return ROCE_TRANSPORT_UD;
+	default:
+		return 0xff; /* RAW_PACKET: no RoCE packet is for it (xport_qp_raw_rx()) */
 	}
 }
 

@@ -303,6 +303,8 @@ uint8_t xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
 const char *xport_req_step_name(unsigned step);
 
 /* xport_resp.c */
+/* Take the next receive WQE (SRQ or RQ) into resp.recv; @return false: none posted. */
+bool xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out);
 void xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 		   struct xport_out *out);
 void xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out);
@@ -410,6 +412,7 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 	f->pkt.opcode = opcode;
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
 	f->pkt.psn = psn;
+	f->raw = false;
 	f->nseg = 0;
 	return f;
 }

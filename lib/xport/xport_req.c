@@ -63,7 +63,7 @@ struct req_ctx {
 };
 
 _Static_assert(WR_QPT_RC == 1u << XPORT_RC && WR_QPT_UC == 1u << XPORT_UC &&
-		       WR_QPT_UD == 1u << XPORT_UD,
+		       WR_QPT_UD == 1u << XPORT_UD && WR_QPT_RAW == 1u << XPORT_RAW,
 	       "WR opcode table QP types are enum xport_qp_type bits");
 
 /* Position of a packet in its message: the index into wire_opcode[op][]. */
@@ -247,12 +247,15 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 			len += w->wqe.sg_list[i].length;
 		}
 	}
+	/* RAW_PACKET: one whole frame, Ethernet header to the port's MTU */
 	if (len > (1u << 31) || (type == XPORT_UD && len > qp->mtu) ||
+	    (type == XPORT_RAW &&
+	     (len > qp->cfg.raw_frame_max || len < sizeof(struct roce_eth_hdr))) ||
 	    ((w->kind == SWQE_ATOMIC || w->kind == SWQE_ATOMIC_WRITE) && len != 8) ||
 	    (w->kind == SWQE_FLUSH && len != 0))
 		goto len_err;
 	w->length = (uint32_t)len;
-	if (w->kind != SWQE_ATOMIC && w->kind != SWQE_ATOMIC_WRITE && len)
+	if (w->kind != SWQE_ATOMIC && w->kind != SWQE_ATOMIC_WRITE && len && type != XPORT_RAW)
 		w->npkts = (uint32_t)((len + qp->mtu - 1) >> qp->mtu_shift);
 	return;
 len_err:
@@ -477,7 +480,9 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 	}
 	default: {
 		uint32_t rest = w->length - offset;
-		ctx->payload = rest < qp->mtu ? rest : qp->mtu;
+		bool raw = qp->cfg.type == XPORT_RAW;
+		/* a raw send is one frame, whatever the path MTU (fetch_wqe() bounds it) */
+		ctx->payload = rest < qp->mtu || raw ? rest : qp->mtu;
 		ctx->psns = 1;
 		ctx->last = ctx->payload == rest;
 		opcode = data_opcode_of(qp, w, offset == 0, ctx->last);
@@ -485,6 +490,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 		if (!f)
 			return REQ_OUT_FULL;
 		build_data(qp, ctx, f);
+		f->raw = raw;
 		if (qp->cfg.type == XPORT_UD) {
 			const struct sq_wqe *wqe = &w->wqe;
 			xport_frame_set_av(f, &wqe->av, qp->cfg.qpn, wqe->wr.ud.remote_qpn);

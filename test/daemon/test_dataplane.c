@@ -41,6 +41,7 @@
 #include "app_iface.h"
 #include "daemon.h"
 #include "engine_xport.h"
+#include "flow_steer.h"
 #include "gsi.h"
 #include "helpers.h"
 #include "cm.h"
@@ -1015,6 +1016,25 @@ static const struct qp_opts qp_defaults = { .timeout = 14, .retry_cnt = 7, .rnr_
 static void make_qp_with(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn,
 			 uint32_t rq_psn, const struct qp_opts *o);
 
+/* The rings and CQs of test QP @p qpn; @p rings_of non-NULL: that QP's rings. */
+static void
+qp_rings(struct test_qp *q, uint32_t qpn, const struct test_qp *rings_of)
+{
+	if (rings_of != NULL) {
+		q->sq = rings_of->sq;
+		q->rq = rings_of->rq;
+		q->scq_ring = rings_of->scq_ring;
+		q->rcq_ring = rings_of->rcq_ring;
+	} else {
+		q->sq = ring_new(64, sizeof(struct sq_wqe));
+		q->rq = ring_new(64, sizeof(struct rq_wqe));
+		q->scq_ring = ring_new(128, sizeof(struct cqe));
+		q->rcq_ring = ring_new(128, sizeof(struct cqe));
+	}
+	q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
+	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+}
+
 /* An RC QP on this daemon whose peer is @p peer, also on this daemon: every
  * frame between them takes the loopback path. */
 static void
@@ -1030,19 +1050,7 @@ make_qp_with(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn, ui
 	struct xport_cfg *c = &q->cfg;
 	uint8_t mac[6];
 
-	if (o->rings_of != NULL) {
-		q->sq = o->rings_of->sq;
-		q->rq = o->rings_of->rq;
-		q->scq_ring = o->rings_of->scq_ring;
-		q->rcq_ring = o->rings_of->rcq_ring;
-	} else {
-		q->sq = ring_new(64, sizeof(struct sq_wqe));
-		q->rq = ring_new(64, sizeof(struct rq_wqe));
-		q->scq_ring = ring_new(128, sizeof(struct cqe));
-		q->rcq_ring = ring_new(128, sizeof(struct cqe));
-	}
-	q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
-	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+	qp_rings(q, qpn, o->rings_of);
 	memset(c, 0, sizeof(*c));
 	c->type = XPORT_RC;
 	c->qpn = qpn;
@@ -2704,4 +2712,266 @@ Test(dataplane, gsi_mads_reach_the_control_thread_and_bad_ones_are_counted)
 	cr_expect_eq(pkt.psn, 1, "the port's second MAD");
 	gsi_destroy(d.gsi);
 	d.gsi = NULL;
+}
+
+/*
+ * ---- RAW_PACKET QPs and flow steering (issue 19, flow_steer.h): a frame
+ * the stack does not take goes to the raw QPs whose rules match it (the
+ * best priority's, each a copy) on their owner lcores; a raw QP's frame
+ * leaves through the port and runs through the port's own rules ----
+ */
+
+static const uint8_t raw_mcast_mac[6] = { 0x01, 0x50, 0x56, 0x19, 0x20, 0xa7 };
+
+static void
+raw_setup(void)
+{
+	engine_setup();
+	d.flows = flow_steer_new(16);
+	cr_assert_not_null(d.flows);
+}
+
+static void
+raw_teardown(void)
+{
+	flow_steer_free(d.flows); /* the workers are not running: no reader is left */
+	d.flows = NULL;
+	teardown();
+}
+
+TestSuite(raw_dp, .init = raw_setup, .fini = raw_teardown, .timeout = 60);
+
+/* A RAW_PACKET QP @p qpn in RTS (sends up to 1514-byte frames), with @p nrecv receive WQEs of 2 KiB. */
+static void
+make_raw_qp(struct test_qp *q, uint32_t qpn, unsigned int nrecv)
+{
+	struct xport_cfg *c = &q->cfg;
+	struct worker *w = d.worker[worker_of_qpn(qpn, d.n_workers)];
+
+	qp_rings(q, qpn, NULL);
+	*c = (struct xport_cfg){ .type = XPORT_RAW, .qpn = qpn, .pd = PD, .pkey = 0xffff,
+				 .path_mtu = 3, .raw_frame_max = 1514, .max_dest_rd_atomic = 1,
+				 .sq = q->sq, .rq = q->rq, .send_cq = &q->scq, .recv_cq = &q->rcq,
+				 .mrs = mrs };
+	cr_assert_eq(engine_xport_qp_create(w, c, 0, 0), 0);
+	cr_assert_eq(engine_xport_qp_set_state(w, qpn, XPORT_STATE_RTR), 0);
+	cr_assert_eq(engine_xport_qp_set_state(w, qpn, XPORT_STATE_RTS), 0);
+	for (unsigned int i = 0; i < nrecv; i++) {
+		struct rq_wqe r = { .wr_id = qpn * 100 + i, .num_sge = 1,
+				    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2 +
+							    ((qpn & 7) * 8 + i) * 2048,
+						    .length = 2048, .lkey = mr_key } };
+
+		cr_assert_eq(spsc_ring_push(q->rq, &r), 1);
+	}
+}
+
+/* Receive buffer @p i of raw QP @p qpn (make_raw_qp()). */
+static const uint8_t *
+raw_buf(uint32_t qpn, unsigned int i)
+{
+	return arena + ARENA / 2 + ((qpn & 7) * 8 + i) * 2048;
+}
+
+/* An Ethernet | IPv4 | UDP 1234 -> 5678 frame of @p len bytes to @p dmac from the peer. */
+static size_t
+raw_frame(uint8_t *f, const uint8_t dmac[6], size_t len)
+{
+	static const uint8_t hdr[14 + 20 + 8] = {
+		[12] = 0x08, [13] = 0x00,
+		[14] = 0x45, [14 + 8] = 64, [14 + 9] = 17,
+		[14 + 12] = 198, 19, 0, 50, 198, 19, 0, 51,
+		[34] = 0x04, 0xd2, 0x16, 0x2e,
+	};
+
+	memcpy(f, hdr, sizeof(hdr));
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, peer_mac, 6);
+	f[14 + 2] = (uint8_t)((len - 14) >> 8);
+	f[14 + 3] = (uint8_t)(len - 14);
+	for (size_t i = sizeof(hdr); i < len; i++)
+		f[i] = (uint8_t)(i * 7 + 1);
+	return len;
+}
+
+/* A rule on the destination MAC (and, with @p ipv4, on IPv4 frames only) to @p qpn. */
+static void
+raw_rule(uint32_t id, uint32_t qpn, uint16_t prio, const uint8_t dmac[6], bool ipv4)
+{
+	struct flow_match m = { .layers = FLOW_L_ETH | (ipv4 ? FLOW_L_IPV4 : 0) };
+
+	memcpy(m.val.dst_mac, dmac, 6);
+	memset(m.mask.dst_mac, 0xff, 6);
+	cr_assert_eq(flow_steer_add(d.flows, 0, id, &m, prio, qpn), 0);
+}
+
+Test(raw_dp, a_frame_a_rule_matches_lands_whole_in_the_raw_qps_receive_wqe)
+{
+	struct test_qp q;
+	uint8_t f[1024];
+	size_t n = raw_frame(f, raw_mcast_mac, 600);
+
+	make_raw_qp(&q, 0x21, 2); /* worker 1 owns it; the frame arrives on worker 0 */
+	raw_rule(0, 0x21, 0, raw_mcast_mac, false);
+	inject(0, f, n);
+	cr_assert(wait_cqes(q.rcq_ring, 1), "a receive completion");
+	struct cqe c = take_cqe(q.rcq_ring);
+	cr_expect_eq(c.status, WC_SUCCESS, "status %u", c.status);
+	cr_expect_eq(c.opcode, WC_RECV);
+	cr_expect_eq(c.wr_id, 0x21 * 100);
+	cr_expect_eq(c.byte_len, n, "the whole frame: %u", c.byte_len);
+	cr_expect_eq(memcmp(raw_buf(0x21, 0), f, n), 0, "from the Ethernet header on, intact");
+	cr_expect_eq(port_ctr(CTR_RX_RAW), 1);
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_HANDOFF_TX], 1, "matched on worker 0, handed over");
+	cr_expect_eq(worker_qp_slot(d.worker[1], 0x21)->ctr.v[CTR_RX_RAW], 1);
+	cr_expect_eq(spsc_ring_count(q.rcq_ring), 0, "one copy only");
+}
+
+Test(raw_dp, frames_no_rule_takes_stay_with_the_stack)
+{
+	static const uint8_t other_mac[6] = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 };
+	struct test_qp q;
+	uint8_t f[1024];
+	size_t n;
+
+	make_raw_qp(&q, 0x20, 2);
+	raw_rule(0, 0x20, 0, raw_mcast_mac, false);
+	inject(0, f, raw_frame(f, other_mac, 100));
+	run();
+	cr_expect_eq(spsc_ring_count(q.rcq_ring), 0, "no rule matched");
+	cr_expect_eq(port_ctr(CTR_RX_OTHER), 1, "ignored by the stack, as before");
+	cr_expect_eq(port_ctr(CTR_RX_RAW), 0);
+
+	/* a rule for every frame (no layer): the stack's own frames still go to the stack */
+	struct flow_match all = { 0 };
+
+	cr_assert_eq(flow_steer_add(d.flows, 0, 1, &all, 0, 0x20), 0);
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_gt(n, 0, "the ARP request was answered");
+	cr_expect_eq(f[14 + 7], 2, "an ARP reply");
+	cr_expect_eq(spsc_ring_count(q.rcq_ring), 0, "the raw QP got no copy of it");
+	inject(0, f, raw_frame(f, other_mac, 100));
+	cr_assert(wait_cqes(q.rcq_ring, 1), "the catch-all rule takes what the stack ignores");
+}
+
+Test(raw_dp, the_best_priority_wins_and_equal_rules_each_get_a_copy)
+{
+	struct test_qp a, b, c;
+	uint8_t f[1024];
+	size_t n = raw_frame(f, raw_mcast_mac, 200);
+
+	make_raw_qp(&a, 0x20, 2); /* worker 0 */
+	make_raw_qp(&b, 0x21, 2); /* worker 1 */
+	make_raw_qp(&c, 0x22, 2); /* worker 0 */
+	raw_rule(0, 0x20, 2, raw_mcast_mac, false);
+	raw_rule(1, 0x21, 1, raw_mcast_mac, true);
+	raw_rule(2, 0x22, 1, raw_mcast_mac, false);
+	inject(0, f, n);
+	cr_assert(wait_cqes(b.rcq_ring, 1) && wait_cqes(c.rcq_ring, 1), "priority 1: both");
+	run();
+	cr_expect_eq(spsc_ring_count(a.rcq_ring), 0, "priority 2 loses");
+	cr_expect_eq(memcmp(raw_buf(0x21, 0), f, n), 0);
+	cr_expect_eq(memcmp(raw_buf(0x22, 0), f, n), 0);
+	cr_expect_eq(port_ctr(CTR_RX_RAW), 2);
+
+	/* an IPv6 frame: the IPv4 rule of priority 1 does not match it; the other one does */
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	inject(0, f, n);
+	cr_assert(wait_cqes(c.rcq_ring, 2));
+	run();
+	cr_expect_eq(spsc_ring_count(b.rcq_ring), 1, "the IPv4 rule took only the IPv4 frame");
+	cr_expect_eq(spsc_ring_count(a.rcq_ring), 0);
+
+	/* the rules go: the next frame is the stack's */
+	flow_steer_del(d.flows, 1);
+	flow_steer_del(d.flows, 2);
+	inject(0, f, n);
+	cr_assert(wait_cqes(a.rcq_ring, 1), "priority 2 is the best left");
+	flow_steer_del(d.flows, 0);
+	cr_expect_not(flow_steer_active(d.flows, 0));
+	inject(0, f, n);
+	run();
+	cr_expect_eq(spsc_ring_count(a.rcq_ring), 1);
+}
+
+Test(raw_dp, two_raw_qps_of_one_port_see_each_other)
+{
+	struct test_qp tx, rx;
+	uint8_t f[1024], out[2048];
+	size_t n = raw_frame(f, raw_mcast_mac, 400);
+
+	make_raw_qp(&tx, 0x20, 0); /* worker 0 sends */
+	make_raw_qp(&rx, 0x21, 1); /* worker 1 receives */
+	raw_rule(0, 0x21, 0, raw_mcast_mac, false);
+	memcpy(arena, f, n);
+	struct sq_wqe s = wqe(WR_SEND, 5, (uintptr_t)arena, (uint32_t)n);
+	cr_assert_eq(spsc_ring_push(tx.sq, &s), 1);
+	cr_assert(wait_cqes(tx.scq_ring, 1), "send completion");
+	struct cqe c = take_cqe(tx.scq_ring);
+	cr_expect_eq(c.status, WC_SUCCESS);
+	cr_expect_eq(c.opcode, WC_SEND);
+	cr_assert(wait_cqes(rx.rcq_ring, 1), "the port's own rule saw the frame");
+	c = take_cqe(rx.rcq_ring);
+	cr_expect_eq(c.byte_len, n);
+	cr_expect_eq(memcmp(raw_buf(0x21, 0), f, n), 0);
+	run();
+	cr_assert_eq(collect(0, out, sizeof(out)), n, "and it left through the port, as sent");
+	cr_expect_eq(memcmp(out, f, n), 0);
+	cr_expect_eq(port_ctr(CTR_TX_RAW), 1);
+	cr_expect_eq(port_ctr(CTR_TX_RAW_LOOP), 1);
+	cr_expect_eq(port_ctr(CTR_RX_OTHER), 0, "the copy went to the rules only, not the stack");
+	cr_expect_eq(worker_qp_slot(d.worker[0], 0x20)->ctr.v[CTR_TX_RAW], 1);
+}
+
+Test(raw_dp, a_send_longer_than_the_port_allows_is_refused)
+{
+	struct test_qp q;
+
+	make_raw_qp(&q, 0x20, 0);
+	raw_frame(arena, raw_mcast_mac, 1515);
+	struct sq_wqe s = wqe(WR_SEND, 5, (uintptr_t)arena, 1515);
+	cr_assert_eq(spsc_ring_push(q.sq, &s), 1);
+	cr_assert(wait_cqes(q.scq_ring, 1));
+	struct cqe c = take_cqe(q.scq_ring);
+	cr_expect_eq(c.status, WC_LOC_LEN_ERR, "status %u", c.status);
+	run();
+	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0, "nothing left the port");
+	cr_expect_eq(port_ctr(CTR_TX_RAW), 0);
+}
+
+/*
+ * The records of w->rx and the handoff buffers are reused burst after
+ * burst: a RoCE frame must not inherit the raw mark of a steered frame that
+ * used its slot before (it was then dropped by the engine as not RoCE, and
+ * RC traffic after raw traffic ended in RETRY_EXC_ERR: pyverbs test_mr
+ * after test_flow).
+ */
+Test(raw_dp, roce_frames_after_raw_frames_are_still_roce)
+{
+	struct test_qp raw, a, b;
+	uint8_t f[1024];
+	uint64_t dst = (uintptr_t)arena + ARENA / 4;
+
+	make_raw_qp(&raw, 0x21, 8);
+	raw_rule(0, 0x21, 0, raw_mcast_mac, false);
+	for (int i = 0; i < 4; i++) /* on worker 0, handed to worker 1: both kinds of record */
+		inject(0, f, raw_frame(f, raw_mcast_mac, 100));
+	cr_assert(wait_cqes(raw.rcq_ring, 4));
+	make_qp(&a, 4, 5, 0x100, 0x200); /* worker 0 */
+	make_qp(&b, 5, 4, 0x200, 0x100); /* worker 1 */
+	struct rq_wqe r = { .wr_id = 77, .num_sge = 1,
+			    .sg_list[0] = { .addr = dst, .length = 4096, .lkey = mr_key } };
+	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+	struct sq_wqe s = wqe(WR_SEND, 11, (uintptr_t)arena, 3000);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
+	cr_assert(wait_cqes(b.rcq_ring, 1), "receive completion");
+	struct cqe c = take_cqe(b.rcq_ring);
+	cr_expect_eq(c.status, WC_SUCCESS, "status %u", c.status);
+	cr_expect_eq(c.byte_len, 3000);
+	cr_assert(wait_cqes(a.scq_ring, 1), "send completion (the ACK came back)");
+	cr_expect_eq(take_cqe(a.scq_ring).status, WC_SUCCESS);
+	cr_expect_eq(worker_qp_slot(d.worker[1], 5)->ctr.v[CTR_XPORT_DROP_TRANSPORT], 0);
 }
