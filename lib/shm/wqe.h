@@ -178,11 +178,20 @@ wr_opcode_desc(uint32_t opcode)
 	return d;
 }
 
+/** @return true if the opcode described by @p d is valid on a QP of type @p qp_type (enum ibv_qp_type). */
+static inline bool
+wr_desc_valid_on(const struct wr_opcode_desc *d, uint32_t qp_type)
+{
+	return qp_type < 16 && (d->qp_types & (1u << qp_type)) != 0;
+}
+
 /** @return true if work request opcode @p opcode is valid on a QP of type @p qp_type (enum ibv_qp_type). */
 static inline bool
 wr_opcode_valid(uint32_t opcode, uint32_t qp_type)
 {
-	return qp_type < 16 && (wr_opcode_desc(opcode).qp_types & (1u << qp_type)) != 0;
+	struct wr_opcode_desc d = wr_opcode_desc(opcode);
+
+	return wr_desc_valid_on(&d, qp_type);
 }
 
 /** @return true if work requests of @p kind carry payload out (so may be inline). */
