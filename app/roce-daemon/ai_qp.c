@@ -44,6 +44,10 @@ qp_cfg(struct app_iface *ai, const struct ai_qp *q, const struct qp_sem *sem,
 		.max_unacked = ai->d->cfg.daemon.max_inflight_packets,
 		.min_window = ai->d->cfg.daemon.min_inflight_packets,
 		.cc = info->dev < ai->d->n_ports ? &ai->d->port[info->dev].cc : NULL,
+		/* RAW_PACKET sends: the port's MTU plus the Ethernet header */
+		.raw_frame_max = info->dev < ai->d->n_ports
+					 ? ai->d->port[info->dev].mtu + (uint32_t)sizeof(struct roce_eth_hdr)
+					 : 0,
 	};
 
 	return xport_cfg_from_sem(cur, sem, &port, c);

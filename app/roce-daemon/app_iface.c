@@ -33,6 +33,7 @@
 #include "ai_telemetry.h"
 #include "config.h"
 #include "daemon.h"
+#include "flow_steer.h"
 #include "gid.h"
 #include "gid_ndev.h"
 #include "gsi.h"
@@ -53,6 +54,26 @@ dp_mcast_detach(void *dp, const struct ctl_mcast_info *m)
 	mcast_detach(((struct app_iface *)dp)->d, m);
 }
 
+/* A flow rule to the port's table (flow_steer.h); lib/ctl checked it and its QP. */
+static int
+dp_flow_create(void *dp, const struct ctl_flow_info *f)
+{
+	struct daemon *d = ((struct app_iface *)dp)->d;
+
+	if (d->flows == NULL || f->dev >= d->n_ports)
+		return EINVAL;
+	return flow_steer_add(d->flows, (uint16_t)f->dev, f->id, &f->match, f->priority, f->qpn);
+}
+
+static void
+dp_flow_destroy(void *dp, const struct ctl_flow_info *f)
+{
+	struct daemon *d = ((struct app_iface *)dp)->d;
+
+	if (d->flows != NULL)
+		flow_steer_del(d->flows, f->id);
+}
+
 static const struct ctl_dataplane_ops ai_ops = {
 	.mr_create = ai_dp_mr_create,
 	.mr_destroy = ai_dp_mr_destroy,
@@ -69,6 +90,8 @@ static const struct ctl_dataplane_ops ai_ops = {
 	.qp_destroy = ai_dp_qp_destroy,
 	.mcast_attach = dp_mcast_attach,
 	.mcast_detach = dp_mcast_detach,
+	.flow_create = dp_flow_create,
+	.flow_destroy = dp_flow_destroy,
 };
 
 /* ---- the lcore side: one handler per message (daemon.ctl_msg_fn) ---- */
@@ -284,8 +307,11 @@ ai_free(struct app_iface *ai)
 		free(ai->bl[i]);
 	}
 	ah_table_destroy(ai->ahs);
-	if (ai->d != NULL)
+	if (ai->d != NULL) {
 		mcast_destroy(ai->d);
+		flow_steer_free(ai->d->flows);
+		ai->d->flows = NULL;
+	}
 	free(ai->ops);
 	free(ai->pd_qps);
 	free(ai->cq);
@@ -324,6 +350,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_dm_bytes = (uint64_t)cd->max_dm_kb << 10,
 		.max_dm_size = (uint64_t)cd->dm_size_kb << 10,
 		.max_xrcd = cd->max_pds, /* XRC domain handles: as many as PDs */
+		.max_flows = cd->max_flows, /* 0: no RAW_PACKET QPs (ctl_flow.c) */
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};
@@ -339,6 +366,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_cm_channels = cd->client_max_cm_channels,
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
 		.max_dm_bytes = (uint64_t)cd->client_max_dm_kb << 10,
+		.max_flows = cd->client_max_flows,
 		.max_conns_per_user = cd->user_max_conns,
 	};
 	if (ai_access(cd, &cfg->access, err, errlen) != 0) {
@@ -391,6 +419,10 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	}
 	if (mcast_create(d) != 0) {
 		snprintf(err, errlen, "application interface: out of memory");
+		goto fail;
+	}
+	if (cd->max_flows != 0 && (d->flows = flow_steer_new(cd->max_flows)) == NULL) {
+		snprintf(err, errlen, "no memory for %u flow rules per port", cd->max_flows);
 		goto fail;
 	}
 	ai->ctl = ctl_create(cfg);

@@ -94,6 +94,11 @@ static const struct config_key daemon_keys[] = {
 	    "KiB of the largest one device memory allocation (max_dm_size; 0: no device memory)"),
 	U32("client_max_dm_kb", D_FIELD(client_max_dm_kb), 0, 1u << 22, "4096",
 	    "KiB of device memory one client may hold (0: up to max_dm_kb)"),
+	U32("max_flows", D_FIELD(max_flows), 0, 1u << 16, "256",
+	    "flow rules (ibv_create_flow) of all clients, also the rules one port holds; "
+	    "0: no RAW_PACKET QPs and no flows (EOPNOTSUPP)"),
+	U32("client_max_flows", D_FIELD(client_max_flows), 0, 1u << 16, "64",
+	    "flow rules one client may hold (0: up to max_flows)"),
 	U32("user_max_conns", D_FIELD(user_max_conns), 0, 1024, "64",
 	    "connections (= pending requests) one user may have open; root exempt (0: no quota)"),
 	STR("lcores", D_FIELD(lcores), "",

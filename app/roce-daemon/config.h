@@ -115,6 +115,8 @@ struct config_daemon {
 	uint32_t max_dm_kb;               /**< device memory KiB of all clients (ctl_dm.c) */
 	uint32_t dm_size_kb;              /**< largest one device memory allocation, KiB */
 	uint32_t client_max_dm_kb;        /**< device memory KiB per client; 0: no quota */
+	uint32_t max_flows;               /**< flow rules of all clients (and per port); 0: no raw QPs */
+	uint32_t client_max_flows;        /**< flow rules per client; 0: no quota */
 	uint32_t user_max_conns;          /**< open connections per user (root exempt); 0: no quota */
 	char lcores[128];                 /**< EAL --lcores value, unless given on the command line */
 	char eal_args[512];               /**< extra EAL arguments, whitespace separated */

@@ -74,6 +74,13 @@
 	X(RX_MCAST_CTL, "rx_mcast_ctl", CTR_S_PL, "IGMP/MLD frames passed to the control thread") \
 	X(TX_MCAST_LOOP, "tx_mcast_loop", CTR_S_PL, \
 	  "multicast frames sent also copied to the port's own members (loopback)") \
+	X(RX_RAW, "rx_raw", CTR_S_ALL, \
+	  "frames the port's flow rules steered to RAW_PACKET QPs (one per QP and frame)") \
+	X(TX_RAW, "tx_raw", CTR_S_ALL, "whole frames RAW_PACKET QPs sent") \
+	X(TX_RAW_LOOP, "tx_raw_loop", CTR_S_PL, \
+	  "frames RAW_PACKET QPs sent also copied through the port's own flow rules") \
+	X(RAW_DROPS, "raw_drops", CTR_S_PL, \
+	  "raw frames lost in the daemon: no mbuf, or no room for the copy to the port's rules") \
 	X(RX_CNP_NO_QP, "rx_cnp_no_qp", CTR_S_PL, "of those, CNPs (congestion notifications)") \
 	X(RX_GSI, "rx_gsi", CTR_S_PL, "MADs for QP1 (GSI) passed to the control thread") \
 	X(RX_GSI_BAD, "rx_gsi_bad", CTR_S_PL, \

@@ -34,6 +34,7 @@
 struct capture;
 struct ctl_msg;
 struct engine_ops;
+struct flow_steer;
 struct gsi;
 struct mcast_table;
 struct rte_rcu_qsbr;
@@ -95,6 +96,8 @@ struct daemon {
 	void *on_link_arg;
 	/** UD multicast groups (mcast_table.h): written by the control thread, read by workers; NULL: none. */
 	struct mcast_table *mcast;
+	/** RAW_PACKET flow rules (flow_steer.h): written by the control thread, read by workers; NULL: none. */
+	struct flow_steer *flows;
 };
 
 /** Add a control-loop hook. @return 0 or -ENOSPC */

@@ -31,6 +31,7 @@
 #include <rte_ring_elem.h>
 
 #include "daemon_state.h"
+#include "flow_steer.h"
 #include "gsi_wire.h"
 #include "mcast_table.h"
 #include "roce_mcast.h"
@@ -218,21 +219,44 @@ worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsign
 	return i;
 }
 
-/* Queue @p m for delivery to port @p local by the next poll (loopback). */
+/*
+ * Queue @p m for delivery to port @p local by the next poll (loopback);
+ * @p raw: a RAW_PACKET QP's frame for the port's flow rules only (the stack
+ * does not see it; it is captured when it leaves through the port).
+ */
 static void
-loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m)
+loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m, bool raw)
 {
 	if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
-		count_pl(w, port_idx, CTR_LOOPBACK_DROPS);
+		count_pl(w, port_idx, raw ? CTR_RAW_DROPS : CTR_LOOPBACK_DROPS);
 		rte_pktmbuf_free(m);
 		return;
 	}
-	if (unlikely(w->capture != NULL))
+	if (unlikely(w->capture != NULL) && !raw)
 		capture_frame(w, port_idx, m, true);
 	m->port = w->d->port[local].port_id;
 	w->loop[w->loop_n] = m;
+	w->loop_raw[w->loop_n] = raw;
 	w->loop_port[w->loop_n++] = local;
-	count_pl(w, port_idx, CTR_LOOPBACK);
+	count_pl(w, port_idx, raw ? CTR_TX_RAW_LOOP : CTR_LOOPBACK);
+}
+
+/* A copy of one-segment frame @p m in a new mbuf of port @p port's pool, or NULL (no mbuf). */
+static struct rte_mbuf *
+frame_copy(struct worker *w, uint16_t port, const struct rte_mbuf *m)
+{
+	struct rte_mbuf *c;
+	char *dst;
+
+	if (worker_tx_alloc(w, port, &c, 1) != 1)
+		return NULL;
+	dst = rte_pktmbuf_append(c, m->data_len);
+	if (dst == NULL) {
+		rte_pktmbuf_free(c);
+		return NULL;
+	}
+	memcpy(dst, rte_pktmbuf_mtod(m, const uint8_t *), m->data_len);
+	return c;
 }
 
 /*
@@ -248,23 +272,13 @@ mcast_loop_copy(struct worker *w, uint16_t port, const struct rte_mbuf *m)
 	uint32_t len = m->data_len, qpn[MCAST_MAX_MEMBERS];
 	struct roce_pkt pkt;
 	enum roce_drop_reason why;
-	struct rte_mbuf *c;
-	char *dst;
 
 	if (!mcast_port_active(w->d->mcast, port) || m->nb_segs != 1 ||
 	    roce_classify(f, len, ROCE_CLASSIFY_NO_ICRC, &pkt, &why) != ROCE_CLASS_ROCE ||
 	    why != ROCE_DROP_NONE || !roce_gid_is_mcast(pkt.l3.dgid) ||
 	    mcast_members(w->d->mcast, port, pkt.l3.dgid, qpn) == 0)
 		return NULL;
-	if (worker_tx_alloc(w, port, &c, 1) != 1)
-		return NULL;
-	dst = rte_pktmbuf_append(c, (uint16_t)len);
-	if (dst == NULL) {
-		rte_pktmbuf_free(c);
-		return NULL;
-	}
-	memcpy(dst, f, len);
-	return c;
+	return frame_copy(w, port, m);
 }
 
 void
@@ -277,7 +291,7 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 	if (local >= 0) {
 		/* Loopback: our own GID. Delivered by the next poll, through the
 		 * same receive path as a frame from the NIC. */
-		loop_enqueue(w, port_idx, (uint16_t)local, m);
+		loop_enqueue(w, port_idx, (uint16_t)local, m, false);
 		return;
 	}
 	if (unlikely(dst[0] & 1) && mcast_port_active(d->mcast, port_idx)) {
@@ -286,7 +300,7 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 
 		if (c != NULL) {
 			count_pl(w, port_idx, CTR_TX_MCAST_LOOP);
-			loop_enqueue(w, port_idx, port_idx, c);
+			loop_enqueue(w, port_idx, port_idx, c, false);
 		}
 	}
 	if (unlikely(!port_tx_on(&d->port[port_idx]))) {
@@ -302,6 +316,25 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 	ctr_add(&w->ctr.v[CTR_TX_PACKETS], 1);
 	ctr_add(&w->ctr.v[CTR_TX_BYTES], m->pkt_len);
 	rte_eth_tx_buffer(d->port[port_idx].port_id, (uint16_t)w->index, w->txbuf[port_idx], m);
+}
+
+void
+worker_tx_raw(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
+{
+	const uint8_t *dst = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	count_pl(w, port_idx, CTR_TX_RAW);
+	/* to one of our MACs, the loopback path runs it through the rules anyway */
+	if (flow_steer_active(w->d->flows, port_idx) &&
+	    ((dst[0] & 1) != 0 || daemon_find_mac(w->d, dst) < 0)) {
+		struct rte_mbuf *c = frame_copy(w, port_idx, m);
+
+		if (c != NULL)
+			loop_enqueue(w, port_idx, port_idx, c, true);
+		else
+			count_pl(w, port_idx, CTR_RAW_DROPS);
+	}
+	worker_tx(w, port_idx, m);
 }
 
 void
@@ -350,6 +383,7 @@ enum rx_next {
 	RX_NEXT_SLOW,    /* ARP / ND / echo / QP1 MADs -> control thread */
 	RX_NEXT_ROCE,    /* parsed into w->rx[...] */
 	RX_NEXT_MCAST,   /* parsed, to a multicast group: fanned out by rx_mcast() */
+	RX_NEXT_RAW,     /* not the stack's, the port has flow rules: rx_raw() matches it */
 };
 
 /*
@@ -386,11 +420,12 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	cls = roce_classify(f, len, loopback ? ROCE_CLASSIFY_NO_ICRC : 0, pkt, &why);
 	/* A port on a VLAN is a NIC on a VLAN netdev: the stack's frames are
 	 * those of its VLAN only (IEEE 802.1Q); untagged or priority-tagged
-	 * frames belong to a port without one. Anything else is left as rx_other. */
+	 * frames belong to a port without one. Anything else is left as rx_other;
+	 * either way the frame is not the stack's, so the raw QPs' rules see it. */
 	our_vlan = roce_eth_vid(f, len) == port_vlan(p);
 	if (unlikely(!our_vlan) && cls != ROCE_CLASS_OTHER && cls != ROCE_CLASS_MALFORMED) {
 		count_pl(w, port, CTR_RX_OTHER_VLAN);
-		return RX_NEXT_DROP;
+		return flow_steer_active(w->d->flows, port) ? RX_NEXT_RAW : RX_NEXT_DROP;
 	}
 	switch (cls) {
 	case ROCE_CLASS_ROCE:
@@ -403,7 +438,7 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 		}
 		if (gid_table_find(&p->gids, pkt->l3.dgid) < 0) {
 			count_pl(w, port, CTR_RX_NOT_OUR_ADDR);
-			return RX_NEXT_DROP;
+			return flow_steer_active(w->d->flows, port) ? RX_NEXT_RAW : RX_NEXT_DROP;
 		}
 		count_pl(w, port, CTR_RX_ROCE);
 		if (pkt->l3.ipv6)
@@ -437,7 +472,7 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 			return RX_NEXT_SLOW;
 		}
 		count_pl(w, port, CTR_RX_OTHER);
-		return RX_NEXT_DROP;
+		return flow_steer_active(w->d->flows, port) ? RX_NEXT_RAW : RX_NEXT_DROP;
 	}
 	count_drop(w, port, why);
 	return RX_NEXT_DROP;
@@ -556,10 +591,40 @@ rx_linearize(struct worker *w, uint16_t port, struct rte_mbuf *m)
 }
 
 /*
+ * Fan record @p src out to the @p nq QPs @p qpn (nq >= 1): one mbuf
+ * reference and one record per QP, each with the QP's own QPN as
+ * destination, delivered here (w->rx, @p k records so far) or handed to
+ * the QP's lcore like any frame. @return the records now in w->rx
+ */
+static uint16_t
+fan_out(struct worker *w, const struct engine_rx *src, const uint32_t *qpn, uint32_t nq,
+	uint16_t k)
+{
+	rte_mbuf_refcnt_update(src->m, (int16_t)(nq - 1));
+	for (uint32_t j = 0; j < nq; j++) {
+		unsigned int owner = worker_of_qpn(qpn[j], w->n_workers);
+		struct engine_rx *r;
+
+		if (owner == w->index) {
+			r = &w->rx[k++];
+		} else {
+			r = &w->handoff_buf[owner][w->handoff_n[owner]++];
+		}
+		*r = *src;
+		r->pkt.dest_qpn = qpn[j];
+		if (owner != w->index && w->handoff_n[owner] == w->burst)
+			handoff_flush(w, owner);
+		if (k == w->burst) {
+			deliver_local(w, k);
+			k = 0;
+		}
+	}
+	return k;
+}
+
+/*
  * Fan the burst's @p n multicast frames (w->mc_in) out to the QPs attached
- * to their group on their port: one mbuf reference and one record per QP,
- * each record with the QP's own QPN as destination, delivered here or
- * handed to the QP's lcore like any frame. Runs after deliver_local(), so
+ * to their group on their port (fan_out()). Runs after deliver_local(), so
  * w->rx is free.
  */
 static void
@@ -577,27 +642,43 @@ rx_mcast(struct worker *w, uint16_t n)
 			rte_pktmbuf_free(src->m);
 			continue;
 		}
-		rte_mbuf_refcnt_update(src->m, (int16_t)(nm - 1));
 		ctr_add(&w->port_ctr[src->port].v[CTR_RX_MCAST_DELIVERED], nm);
 		ctr_add(&w->ctr.v[CTR_RX_MCAST_DELIVERED], nm);
-		for (uint32_t j = 0; j < nm; j++) {
-			unsigned int owner = worker_of_qpn(qpn[j], w->n_workers);
-			struct engine_rx *r;
+		k = fan_out(w, src, qpn, nm, k);
+	}
+	if (k > 0)
+		deliver_local(w, k);
+}
 
-			if (owner == w->index) {
-				r = &w->rx[k++];
-			} else {
-				r = &w->handoff_buf[owner][w->handoff_n[owner]++];
-			}
-			*r = *src;
-			r->pkt.dest_qpn = qpn[j];
-			if (owner != w->index && w->handoff_n[owner] == w->burst)
-				handoff_flush(w, owner);
-			if (k == w->burst) {
-				deliver_local(w, k);
-				k = 0;
-			}
+/*
+ * The burst's @p n frames for the flow rules (w->raw_in): each parsed once
+ * (flow_parse()) and matched against its port's rules; every QP of the
+ * best matching priority gets it (fan_out(), records marked raw). A frame
+ * no rule takes stays with the stack, which ignores it (counted already by
+ * classify()). Runs after rx_mcast(), so w->rx is free.
+ */
+static void
+rx_raw(struct worker *w, uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = w->raw_in[i];
+		uint16_t port = w->raw_in_port[i];
+		uint32_t qpn[FLOW_STEER_MAX_DEST], nq = 0;
+		struct flow_key key;
+
+		if (flow_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &key) == 0)
+			nq = flow_steer_lookup(w->d->flows, port, &key, qpn);
+		if (nq == 0) {
+			rte_pktmbuf_free(m);
+			continue;
 		}
+		ctr_add(&w->port_ctr[port].v[CTR_RX_RAW], nq);
+		ctr_add(&w->ctr.v[CTR_RX_RAW], nq);
+		k = fan_out(w, &(struct engine_rx){ .m = m, .port = port,
+						    .loopback = w->raw_in_loop[i], .raw = true },
+			    qpn, nq, k);
 	}
 	if (k > 0)
 		deliver_local(w, k);
@@ -606,13 +687,16 @@ rx_mcast(struct worker *w, uint16_t n)
 /*
  * Classify and dispatch @p n frames. Each frame's port is its m->port
  * (ethdev id); loopback frames carry the port they were looped to.
+ * @p raw_only (loopback, or NULL): raw_only[i] marks a RAW_PACKET QP's
+ * frame that goes to the port's flow rules only, not to the stack.
  */
 static void
-rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
+rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
+	    const bool *raw_only)
 {
 	struct daemon *d = w->d;
 	struct rte_mbuf *slow[WORKER_BURST_MAX], *drop[WORKER_BURST_MAX];
-	uint16_t n_slow = 0, n_drop = 0, n_local = 0, n_mc = 0;
+	uint16_t n_slow = 0, n_drop = 0, n_local = 0, n_mc = 0, n_raw = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
@@ -631,7 +715,8 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 		}
 		if (!loopback)
 			count_rx_frame(w, port, m);
-		switch (classify(w, port, m, loopback, &r->pkt)) {
+		switch (raw_only != NULL && raw_only[i] ? RX_NEXT_RAW
+							: classify(w, port, m, loopback, &r->pkt)) {
 		case RX_NEXT_SLOW:
 			slow[n_slow++] = m;
 			break;
@@ -641,6 +726,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 				r->m = m;
 				r->port = port;
 				r->loopback = loopback;
+				r->raw = false; /* the slot may hold a steered frame's record */
 				r->qp = NULL;
 				n_local++;
 			} else {
@@ -650,6 +736,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 				h->m = m;
 				h->port = port;
 				h->loopback = loopback;
+				h->raw = false;
 				h->qp = NULL;
 				h->pkt = r->pkt;
 				if (w->handoff_n[owner] == w->burst)
@@ -660,6 +747,11 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 			w->mc_in[n_mc] = (struct engine_rx){ .m = m, .port = port, .loopback = loopback,
 							     .pkt = r->pkt };
 			n_mc++;
+			break;
+		case RX_NEXT_RAW:
+			w->raw_in[n_raw] = m;
+			w->raw_in_port[n_raw] = port;
+			w->raw_in_loop[n_raw++] = loopback;
 			break;
 		case RX_NEXT_DROP:
 		default:
@@ -678,6 +770,8 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback)
 		deliver_local(w, n_local);
 	if (n_mc > 0)
 		rx_mcast(w, n_mc);
+	if (n_raw > 0)
+		rx_raw(w, n_raw);
 	for (unsigned int o = 0; o < w->n_workers; o++)
 		handoff_flush(w, o);
 	rte_pktmbuf_free_bulk(drop, n_drop);
@@ -713,16 +807,19 @@ static unsigned int
 loopback_receive(struct worker *w)
 {
 	struct rte_mbuf *pkts[WORKER_BURST_MAX];
+	bool raw[WORKER_BURST_MAX];
 	uint32_t n = RTE_MIN(w->loop_n, (uint32_t)w->burst);
 
 	if (n == 0)
 		return 0;
 	memcpy(pkts, w->loop, n * sizeof(pkts[0]));
+	memcpy(raw, w->loop_raw, n * sizeof(raw[0]));
 	/* Frames looped back while we deliver these go behind the rest. */
 	memmove(w->loop, w->loop + n, (w->loop_n - n) * sizeof(w->loop[0]));
 	memmove(w->loop_port, w->loop_port + n, (w->loop_n - n) * sizeof(w->loop_port[0]));
+	memmove(w->loop_raw, w->loop_raw + n, (w->loop_n - n) * sizeof(w->loop_raw[0]));
 	w->loop_n -= n;
-	rx_dispatch(w, pkts, (uint16_t)n, true);
+	rx_dispatch(w, pkts, (uint16_t)n, true, raw);
 	return n;
 }
 
@@ -958,7 +1055,7 @@ worker_poll(struct worker *w, uint64_t now)
 					      w->burst);
 
 		if (n > 0) {
-			rx_dispatch(w, pkts, n, false);
+			rx_dispatch(w, pkts, n, false, NULL);
 			work += n;
 		}
 	}

@@ -81,12 +81,20 @@ struct qp_slot {
 	struct ctr_set ctr;
 };
 
-/** A parsed RoCE frame for a QP this lcore owns, as the engine receives it. */
+/**
+ * A parsed RoCE frame for a QP this lcore owns, as the engine receives it;
+ * or (raw) a whole frame the port's flow rules steered to a RAW_PACKET QP.
+ */
 struct engine_rx {
 	struct rte_mbuf *m;     /**< the frame; the worker frees it after rx() returns */
 	struct qp_slot *qp;     /**< never NULL: frames for missing QPs are dropped before */
 	uint16_t port;          /**< daemon port index it arrived on */
 	bool loopback;          /**< came through the loopback path (ICRC not checked) */
+	/**
+	 * a flow rule's copy for RAW_PACKET QP pkt.dest_qpn: m is the whole
+	 * frame (one segment) and the rest of pkt is zero (flow_steer.h)
+	 */
+	bool raw;
 	struct roce_pkt pkt;    /**< parsed record; payload points into m */
 };
 /* handoff rings carry struct engine_rx by value (rte_ring elements: 4-byte multiple) */
@@ -204,9 +212,14 @@ struct worker {
 	uint16_t handoff_n[WORKER_MAX];
 	struct rte_mbuf *loop[WORKER_LOOP_MAX];
 	uint16_t loop_port[WORKER_LOOP_MAX];
+	/** loop[i] is a RAW_PACKET QP's frame for the port's flow rules only (worker_tx_raw()) */
+	bool loop_raw[WORKER_LOOP_MAX];
 	uint32_t loop_n;
 	struct engine_rx rx[WORKER_BURST_MAX];
 	struct engine_rx mc_in[WORKER_BURST_MAX]; /**< a burst's multicast frames (rx_mcast()) */
+	struct rte_mbuf *raw_in[WORKER_BURST_MAX]; /**< a burst's frames for the flow rules (rx_raw()) */
+	uint16_t raw_in_port[WORKER_BURST_MAX];
+	bool raw_in_loop[WORKER_BURST_MAX];
 	struct ctl_msg ctl_ans[WORKER_CTL_BURST]; /**< answers ctl_out had no room for */
 	uint32_t ctl_ans_n;
 	struct worker_event *ev_spill; /**< events the ring had no room for (malloc, grows) */
@@ -312,6 +325,15 @@ void worker_tx_flush(struct worker *w);
  * that port's receive path without the NIC). Consumes @p m.
  */
 void worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m);
+
+/**
+ * Owner only: queue whole frame @p m a RAW_PACKET QP sent, for port
+ * @p port_idx, as worker_tx() does; when the port has flow rules and the
+ * frame is not for one of our own MACs (which the loopback path takes
+ * anyway), a copy goes through the port's rules too (flow_steer.h
+ * "Transmit"). Consumes @p m.
+ */
+void worker_tx_raw(struct worker *w, uint16_t port_idx, struct rte_mbuf *m);
 
 /**
  * Owner only: @p n mbufs from port @p port_idx's pool into @p m, in one bulk

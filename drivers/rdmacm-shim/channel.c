@@ -40,6 +40,7 @@ RCM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		errno = rc;
 		return NULL;
 	}
+	pthread_mutex_init(&c->rd_lock, NULL);
 	return &c->ch;
 }
 
@@ -48,6 +49,7 @@ RCM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	if (channel == NULL)
 		return;
 	rcm_tp_close(rcm_channel(channel)->tp);
+	pthread_mutex_destroy(&rcm_channel(channel)->rd_lock);
 	free(rcm_channel(channel));
 }
 
@@ -228,6 +230,33 @@ static int rcm_process(struct rcm_event *e, const struct rcm_tp_event *ev, struc
 	return 0;
 }
 
+/*
+ * The next event of @p c and its id (NULL: an id destroyed meanwhile).
+ * Waiting happens outside the read lock; taking the event and noting its
+ * seq under it, so rdma_migrate_id() knows exactly what was read.
+ * @return 0 or a positive errno.
+ */
+static int rcm_channel_take(struct rcm_channel *c, struct rcm_tp_event *ev, struct rcm_id **p)
+{
+	for (;;) {
+		int rc = rcm_tp_wait_event(c->ch.fd);
+
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&c->rd_lock);
+		rc = rcm_tp_get_event(c->ch.fd, ev);
+		if (rc == 0) {
+			c->last_seq = ev->seq;
+			*p = rcm_id_hold(ev->uid, ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ?
+							  UINT32_MAX : ev->id);
+		}
+		pthread_mutex_unlock(&c->rd_lock);
+		/* taken by another thread meanwhile, or the end of file: wait again */
+		if (rc != EAGAIN && rc != EPIPE)
+			return rc;
+	}
+}
+
 RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct rcm_tp_event ev;
@@ -242,13 +271,12 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 		return rcm_err(ENOMEM);
 	for (;;) {
 		memset(e, 0, sizeof(*e));
-		rc = rcm_tp_get_event(rcm_channel(channel)->tp, channel->fd, &ev);
+		rc = rcm_channel_take(rcm_channel(channel), &ev, &p);
 		if (rc) {
 			free(e);
 			return rcm_err(rc);
 		}
 		/* An event of an id destroyed meanwhile (or of none): dropped unread. */
-		p = rcm_id_hold(ev.uid, ev.event == RDMA_CM_EVENT_CONNECT_REQUEST ? UINT32_MAX : ev.id);
 		if (p == NULL)
 			continue;
 		if (rcm_process(e, &ev, p) == 0)
@@ -288,9 +316,9 @@ RCM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 
 RCM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
+	struct rcm_channel *from;
 	struct rcm_id *p;
 	struct rdma_event_channel *old;
-	uint32_t reported;
 	bool sync;
 	int rc;
 
@@ -305,29 +333,32 @@ RCM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel 
 		if (channel == NULL)
 			return -1;
 	}
-	rc = rcm_tp_migrate(rcm_channel(channel)->tp, rcm_tp_of(id), p->handle, &reported);
+	/*
+	 * The id's events not read yet move with it (ucma_migrate_id): nobody
+	 * takes an event from the old channel meanwhile, so the daemon learns
+	 * exactly which of those it wrote are still unread.
+	 */
+	old = id->channel;
+	from = rcm_channel(old);
+	pthread_mutex_lock(&from->rd_lock);
+	rc = rcm_tp_migrate(rcm_channel(channel)->tp, from->tp, old->fd, p->handle, from->last_seq);
+	if (rc == 0)
+		id->channel = channel;
+	pthread_mutex_unlock(&from->rd_lock);
 	if (rc) {
 		if (sync)
 			rdma_destroy_event_channel(channel);
 		return rcm_err(rc);
 	}
-	old = id->channel;
 	if (p->sync) {
 		if (id->event) {
 			rdma_ack_cm_event(id->event);
 			id->event = NULL;
 		}
-	}
-	/*
-	 * Events already read from the old channel must be acked before the id
-	 * moves (the daemon's count includes any still unread there: those are
-	 * delivered from the old channel later, as librdmacm leaves them).
-	 */
-	(void)reported;
-	pthread_mutex_lock(&p->mut);
-	id->channel = channel;
-	if (p->sync)
 		rdma_destroy_event_channel(old);
+	}
+	/* events already read from the old channel must be acked before the id moves */
+	pthread_mutex_lock(&p->mut);
 	p->sync = sync;
 	while (p->events_completed < p->events_delivered)
 		pthread_cond_wait(&p->cond, &p->mut);

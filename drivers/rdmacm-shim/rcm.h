@@ -122,6 +122,7 @@ struct rcm_route_info {
 struct rcm_tp_event {
 	uint64_t uid;                 /* the id's cookie (the listener's for CONNECT_REQUEST) */
 	uint32_t id;                  /* daemon handle of the id; the new id for CONNECT_REQUEST */
+	uint32_t seq;                 /* the channel's event number */
 	uint32_t event;               /* enum rdma_cm_event_type */
 	int32_t status;
 	struct rcm_conn param;
@@ -159,19 +160,30 @@ int rcm_tp_init_qp_attr(struct rcm_tp *tp, uint32_t handle, struct ibv_qp_attr *
 			int *mask);
 int rcm_tp_set_option(struct rcm_tp *tp, uint32_t handle, int level, int optname,
 		      const void *optval, size_t optlen);
-/* MIGRATE_ID: move @p handle from channel @p from to @p to. */
-int rcm_tp_migrate(struct rcm_tp *to, struct rcm_tp *from, uint32_t handle,
-		   uint32_t *events_reported);
 /*
- * Read the next event; blocks unless the channel fd is O_NONBLOCK (then
- * EAGAIN). @return 0 or a positive errno.
+ * MIGRATE_ID: move @p handle from channel @p from (its socket @p from_fd)
+ * to @p to, with the events of it not yet read: @p last_seq is the seq of
+ * the last event read from @p from. The caller holds @p from's read lock.
+ * When some are still in the socket it reads the socket dry and commits
+ * (ipc_cm.h "Migration").
  */
-int rcm_tp_get_event(struct rcm_tp *tp, int fd, struct rcm_tp_event *ev);
+int rcm_tp_migrate(struct rcm_tp *to, struct rcm_tp *from, int from_fd, uint32_t handle,
+		   uint32_t last_seq);
+/*
+ * Wait until an event waits on @p fd, without taking it; returns at once
+ * when the fd is O_NONBLOCK. @return 0, EAGAIN, or EIO (the daemon went
+ * away); a channel destroyed under the caller leaves it waiting.
+ */
+int rcm_tp_wait_event(int fd);
+/* Take the next event, never blocking. @return 0, EAGAIN, EPIPE (end of file) or an errno. */
+int rcm_tp_get_event(int fd, struct rcm_tp_event *ev);
 
 /* ---- channel.c ---- */
 struct rcm_channel {
 	struct rdma_event_channel ch; /* must be first: the application sees ch.fd */
 	struct rcm_tp *tp;
+	pthread_mutex_t rd_lock;      /* taking an event, and migrating an id away */
+	uint32_t last_seq;            /* seq of the last event taken (under rd_lock) */
 };
 static inline struct rcm_channel *rcm_channel(struct rdma_event_channel *c)
 {

@@ -426,7 +426,9 @@ static int rsk_copy_addr(const struct sockaddr *src, struct sockaddr *dst, sockl
 {
 	socklen_t have = rcm_addrlen(src);
 
-	if (dst == NULL || len == NULL)
+	/* as getsockname(2): no room asked for, nothing copied, the size told
+	 * (librspreload's fallback to a kernel socket asks the family so) */
+	if (len == NULL || (dst == NULL && *len > 0))
 		return rcm_err(EFAULT);
 	if (have == 0)
 		return rcm_err(ENOTCONN);

@@ -464,16 +464,42 @@ int rcm_tp_set_option(struct rcm_tp *tp, uint32_t handle, int level, int optname
 	return rcm_call(&req, NULL, 0, &rsp);
 }
 
-int rcm_tp_migrate(struct rcm_tp *to, struct rcm_tp *from, uint32_t handle,
-		   uint32_t *events_reported)
+static int rcm_migrate_call(enum ipc_op op, struct rcm_tp *to, struct rcm_tp *from,
+			    uint32_t handle, uint32_t last_seq, struct ipc_msg *rsp)
+{
+	struct ipc_msg req;
+
+	rcm_req(&req, op);
+	req.u.req_CM_MIGRATE_ID.id = handle; /* MIGRATE_COMMIT: the same body */
+	req.u.req_CM_MIGRATE_ID.channel = to->handle;
+	req.u.req_CM_MIGRATE_ID.from = from->handle;
+	req.u.req_CM_MIGRATE_ID.last_seq = last_seq;
+	return rcm_call(&req, NULL, 0, rsp);
+}
+
+int rcm_tp_migrate(struct rcm_tp *to, struct rcm_tp *from, int from_fd, uint32_t handle,
+		   uint32_t last_seq)
 {
 	struct ipc_msg rsp;
+	struct ipc_cm_event e;
 	int rc;
 
-	(void)from;
-	rc = rcm_id_call(IPC_OP_CM_MIGRATE_ID, handle, to->handle, &rsp);
-	*events_reported = rc ? 0 : rsp.u.rsp_CM_MIGRATE_ID.events_reported;
-	return rc;
+	rc = rcm_migrate_call(IPC_OP_CM_MIGRATE_ID, to, from, handle, last_seq, &rsp);
+	if (rc != 0 || !rsp.u.rsp_CM_MIGRATE_ID.pending)
+		return rc;
+	/*
+	 * The daemon paused @p from and keeps copies of what it wrote there:
+	 * read it dry (it writes nothing more until the commit), and it queues
+	 * the id's events on @p to and the others on @p from again, in order.
+	 */
+	for (;;) {
+		ssize_t n = recv(from_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_TRUNC);
+
+		if (n > 0 || (n < 0 && errno == EINTR))
+			continue;
+		break;
+	}
+	return rcm_migrate_call(IPC_OP_CM_MIGRATE_COMMIT, to, from, handle, last_seq, &rsp);
 }
 
 static void rcm_event_from_ipc(const struct ipc_cm_event *a, struct rcm_tp_event *o)
@@ -483,6 +509,7 @@ static void rcm_event_from_ipc(const struct ipc_cm_event *a, struct rcm_tp_event
 	memset(o, 0, sizeof(*o));
 	o->uid = a->uid;
 	o->id = a->id;
+	o->seq = a->seq;
 	o->event = a->event;
 	o->status = a->status;
 	o->param.qp_num = c->qp_num;
@@ -527,21 +554,36 @@ static int rcm_channel_eof(int fd)
 	}
 }
 
-int rcm_tp_get_event(struct rcm_tp *tp, int fd, struct rcm_tp_event *ev)
+int rcm_tp_wait_event(int fd)
+{
+	struct ipc_cm_event e;
+
+	for (;;) {
+		ssize_t n = recv(fd, &e, sizeof(e), MSG_PEEK | MSG_TRUNC);
+
+		if (n > 0)
+			return 0;
+		if (n == 0)
+			return rcm_channel_eof(fd);
+		if (errno != EINTR)
+			return errno;
+	}
+}
+
+int rcm_tp_get_event(int fd, struct rcm_tp_event *ev)
 {
 	struct ipc_cm_event e;
 	ssize_t n;
 
-	(void)tp;
 	for (;;) {
-		n = recv(fd, &e, sizeof(e), MSG_TRUNC);
+		n = recv(fd, &e, sizeof(e), MSG_TRUNC | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno;
+			return errno == EWOULDBLOCK ? EAGAIN : errno;
 		}
 		if (n == 0)
-			return rcm_channel_eof(fd);
+			return EPIPE;
 		if ((size_t)n != sizeof(e))
 			continue; /* not an event record: ignore it */
 		rcm_event_from_ipc(&e, ev);

@@ -48,6 +48,8 @@
 #define CM_PORT_LOW 32768u        /* ephemeral ports, as Linux's ip_local_port_range */
 #define CM_PORT_HIGH 60999u
 #define CM_DEFAULT_TIMEOUT_MS 2000u
+#define CM_CH_SOCKET_EVENTS 128u  /* bytes of as many events: what a channel's socket may hold unread */
+#define CM_CH_SENT_MAX 512u       /* sanity bound on its copies (SO_SNDBUF as the kernel set it) */
 
 enum cm_id_state {
 	CMS_IDLE,
@@ -65,13 +67,23 @@ enum cm_id_state {
 	CMS_DONE,         /* disconnected, rejected, failed */
 };
 
+/* An event and the id it belongs to (the listener for a CONNECT_REQUEST: ucma's uevent->ctx). */
+struct cm_ch_rec {
+	uint32_t owner;
+	struct ipc_cm_event ev;
+};
+
 struct ctl_cm_channel {
 	struct ctl_obj o;
 	int fd;                    /* the daemon's end of the application's socket pair */
 	bool dead;                 /* the application closed its end */
+	bool paused;               /* a migration waits for MIGRATE_COMMIT: nothing is written */
 	uint32_t seq;
-	struct ipc_cm_event *backlog; /* IPC_CM_EVENT_BACKLOG records, allocated when needed */
+	struct cm_ch_rec *backlog; /* cm_ch_ring() records, allocated when needed */
 	uint32_t head, count;
+	struct cm_ch_rec *sent;    /* copies of the last sent_cap events written (a ring) */
+	uint32_t sent_cap, sent_next, sent_n;
+	uint32_t written;          /* seq of the last event written */
 };
 
 struct ctl_cm_id {
@@ -232,37 +244,59 @@ static void cm_ev_init(struct ipc_cm_event *ev, const struct ctl_cm_id *id, uint
 	ev->status = status;
 }
 
-static bool cm_ch_send(struct ctl_cm_channel *ch, const struct ipc_cm_event *ev)
+/* Backlog room: IPC_CM_EVENT_BACKLOG, and what a migration may queue again at its head. */
+static uint32_t cm_ch_ring(const struct ctl_cm_channel *ch)
 {
-	ssize_t n = send(ch->fd, ev, sizeof(*ev), MSG_DONTWAIT | MSG_NOSIGNAL);
+	return IPC_CM_EVENT_BACKLOG + ch->sent_cap;
+}
 
-	if (n == (ssize_t)sizeof(*ev))
+static bool cm_ch_send(struct ctl_cm_channel *ch, const struct cm_ch_rec *r)
+{
+	ssize_t n = send(ch->fd, &r->ev, sizeof(r->ev), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+	if (n == (ssize_t)sizeof(r->ev)) {
+		ch->sent[ch->sent_next] = *r;
+		ch->sent_next = (ch->sent_next + 1) % ch->sent_cap;
+		if (ch->sent_n < ch->sent_cap)
+			ch->sent_n++;
+		ch->written = r->ev.seq;
 		return true;
+	}
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
 		ch->dead = true;
 	return false;
 }
 
-/* Queue @p ev on @p ch. @return false when it was dropped. */
-static bool cm_ch_push(struct ctl *ctl, struct ctl_cm_channel *ch, struct ipc_cm_event *ev)
+static void cm_ch_backlog_changed(struct ctl *ctl, struct ctl_cm_channel *ch, bool had)
+{
+	if (had && ch->count == 0 && ctl->cm->backlogged > 0)
+		ctl->cm->backlogged--;
+	else if (!had && ch->count > 0)
+		ctl->cm->backlogged++;
+}
+
+static bool cm_ch_backlog_alloc(struct ctl_cm_channel *ch)
+{
+	if (ch->backlog == NULL)
+		ch->backlog = calloc(cm_ch_ring(ch), sizeof(*ch->backlog));
+	return ch->backlog != NULL;
+}
+
+/* Queue @p ev of the id @p owner on @p ch. @return false when it was dropped. */
+static bool cm_ch_push(struct ctl *ctl, struct ctl_cm_channel *ch, uint32_t owner,
+		       struct ipc_cm_event *ev)
 {
 	struct ctl_cm *cm = ctl->cm;
+	struct cm_ch_rec r = { .owner = owner, .ev = *ev };
 
-	ev->seq = ++ch->seq;
-	if (!ch->dead && ch->count == 0 && cm_ch_send(ch, ev)) {
+	r.ev.seq = ev->seq = ++ch->seq;
+	if (!ch->dead && !ch->paused && ch->count == 0 && cm_ch_send(ch, &r)) {
 		cm->ctr[CTL_CM_CTR_EVENTS]++;
 		return true;
 	}
-	if (ch->dead)
+	if (ch->dead || !cm_ch_backlog_alloc(ch) || ch->count >= IPC_CM_EVENT_BACKLOG)
 		goto drop;
-	if (ch->backlog == NULL) {
-		ch->backlog = calloc(IPC_CM_EVENT_BACKLOG, sizeof(*ch->backlog));
-		if (ch->backlog == NULL)
-			goto drop;
-	}
-	if (ch->count == IPC_CM_EVENT_BACKLOG)
-		goto drop;
-	ch->backlog[(ch->head + ch->count) % IPC_CM_EVENT_BACKLOG] = *ev;
+	ch->backlog[(ch->head + ch->count) % cm_ch_ring(ch)] = r;
 	if (ch->count++ == 0)
 		cm->backlogged++;
 	return true;
@@ -275,9 +309,12 @@ drop:
 static unsigned int cm_ch_flush(struct ctl *ctl, struct ctl_cm_channel *ch)
 {
 	unsigned int n = 0;
+	bool had = ch->count > 0;
 
+	if (ch->paused)
+		return 0;
 	while (ch->count > 0 && !ch->dead && cm_ch_send(ch, &ch->backlog[ch->head])) {
-		ch->head = (ch->head + 1) % IPC_CM_EVENT_BACKLOG;
+		ch->head = (ch->head + 1) % cm_ch_ring(ch);
 		ch->count--;
 		n++;
 	}
@@ -286,8 +323,7 @@ static unsigned int cm_ch_flush(struct ctl *ctl, struct ctl_cm_channel *ch)
 		ctl->cm->ctr[CTL_CM_CTR_EVENTS_DROPPED] += ch->count;
 		ch->count = 0;
 	}
-	if (ch->count == 0 && n + (ch->dead ? 1 : 0) > 0 && ctl->cm->backlogged > 0)
-		ctl->cm->backlogged--;
+	cm_ch_backlog_changed(ctl, ch, had);
 	return n;
 }
 
@@ -296,7 +332,7 @@ static void cm_id_report(struct ctl *ctl, struct ctl_cm_id *id, struct ipc_cm_ev
 {
 	if (id->listener != 0 && !id->uid_set)
 		return;
-	if (cm_ch_push(ctl, id->ch, ev))
+	if (cm_ch_push(ctl, id->ch, ctl_obj_handle(&id->o), ev))
 		id->o.events++;
 }
 
@@ -788,7 +824,7 @@ static void cm_on_req(struct ctl *ctl, const struct cm_event *ev)
 		out.param.rnr_retry_count = r->rnr_retry_count;
 		out.param.srq = r->srq;
 	}
-	if (cm_ch_push(ctl, id->ch, &out))
+	if (cm_ch_push(ctl, id->ch, ctl_obj_handle(&l->o), &out))
 		id->o.events++;
 }
 
@@ -1027,6 +1063,8 @@ void ctl_cm_channel_freed(struct ctl *ctl, struct ctl_obj *o)
 	}
 	free(ch->backlog);
 	ch->backlog = NULL;
+	free(ch->sent);
+	ch->sent = NULL;
 	if (ch->fd >= 0)
 		close(ch->fd);
 	ch->fd = -1;
@@ -1067,7 +1105,7 @@ unsigned int ctl_cm_tick(struct ctl *ctl)
 		for (uint32_t i = 0; i < t->cap; i++) {
 			struct ctl_cm_channel *ch = ctl_table_at(t, i);
 
-			if (ch->o.owner != NULL && ch->count > 0)
+			if (ch->o.owner != NULL && ch->count > 0 && !ch->paused)
 				n += cm_ch_flush(ctl, ch);
 		}
 	}
@@ -1103,11 +1141,34 @@ static bool cm_fd_is_seqpacket(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) == 0 && v == SOCK_SEQPACKET;
 }
 
+/*
+ * Bound what the channel's socket holds unread, and keep a copy of as many
+ * last written events, so a migration can take an id's unread events back
+ * (see "Migration" in ipc_cm.h). A send is admitted while the bytes charged
+ * to the socket are below SO_SNDBUF, and each event is charged more than
+ * its size (the kernel's skb truesize), so at most SO_SNDBUF / size + 1 wait.
+ */
+static int cm_ch_bound(struct ctl_cm_channel *ch)
+{
+	int want = (int)(CM_CH_SOCKET_EVENTS * sizeof(struct ipc_cm_event) / 2); /* doubled */
+	int got = 0;
+	socklen_t len = sizeof(got);
+
+	if (setsockopt(ch->fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want)) < 0 ||
+	    getsockopt(ch->fd, SOL_SOCKET, SO_SNDBUF, &got, &len) < 0 || got <= 0)
+		return EBADF;
+	ch->sent_cap = (uint32_t)got / sizeof(struct ipc_cm_event) + 1;
+	if (ch->sent_cap > CM_CH_SENT_MAX)
+		return ENOBUFS;
+	ch->sent = calloc(ch->sent_cap, sizeof(*ch->sent));
+	return ch->sent ? 0 : ENOMEM;
+}
+
 int ctl_h_CM_CREATE_CHANNEL(const struct ctl_req *x)
 {
 	struct ctl *ctl = x->conn->ctl;
 	struct ctl_cm_channel *ch;
-	int fl;
+	int fl, rc;
 
 	if (x->nfds != 1 || !cm_fd_is_seqpacket(x->fds[0]))
 		return EBADF;
@@ -1117,6 +1178,11 @@ int ctl_h_CM_CREATE_CHANNEL(const struct ctl_req *x)
 		return ENOMEM;
 	ch->fd = x->fds[0];
 	x->fds[0] = -1; /* kept */
+	rc = cm_ch_bound(ch);
+	if (rc) {
+		ctl_obj_destroy(ctl, &ch->o);
+		return rc;
+	}
 	/* we only write: whatever the application writes is refused (EPIPE) */
 	shutdown(ch->fd, SHUT_RD);
 	fl = fcntl(ch->fd, F_GETFL);
@@ -1755,20 +1821,157 @@ int ctl_h_CM_NOTIFY(const struct ctl_req *x)
 	return 0;
 }
 
-int ctl_h_CM_MIGRATE_ID(const struct ctl_req *x)
+static void cm_id_set_channel(struct ctl_cm_id *id, struct ctl_cm_channel *ch)
 {
-	const struct ipc_cm_id_req *q = &x->req->u.req_CM_MIGRATE_ID;
-	struct ctl_cm_id *id = cm_id_lookup(x, q->id);
-	struct ctl_cm_channel *ch = ctl_lookup(x->conn, CTL_KIND_CM_CHANNEL, q->arg);
-
-	if (id == NULL || ch == NULL)
-		return EINVAL;
-	x->rsp->u.rsp_CM_MIGRATE_ID.events_reported = id->o.events;
-	if (ch == id->ch)
-		return 0;
 	id->ch->o.refs--;
 	id->ch = ch;
 	ch->o.refs++;
+}
+
+/* Whether @p ch's socket may still hold an event of @p owner written after @p last_seq. */
+static bool cm_ch_unread(const struct ctl_cm_channel *ch, uint32_t owner, uint32_t last_seq)
+{
+	for (uint32_t k = 0; k < ch->sent_n; k++) {
+		const struct cm_ch_rec *r = &ch->sent[(ch->sent_next + ch->sent_cap - 1 - k) %
+						      ch->sent_cap];
+
+		if ((int32_t)(r->ev.seq - last_seq) <= 0)
+			break;
+		if (r->owner == owner)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * An event of the migrating id @p id: onto @p to, after what is there
+ * (ucma_migrate_id's list_splice_tail). The id a moved CONNECT_REQUEST
+ * created (not accepted yet, so silent) follows its listener.
+ */
+static void cm_migrate_rec(struct ctl *ctl, struct ctl_cm_channel *from, struct ctl_cm_channel *to,
+			   struct cm_ch_rec *r)
+{
+	if (r->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		struct ctl_cm_id *nid = cm_id_at(ctl, r->ev.id);
+
+		if (nid != NULL && nid->ch == from && !nid->uid_set)
+			cm_id_set_channel(nid, to);
+	}
+	cm_ch_push(ctl, to, r->owner, &r->ev);
+}
+
+/*
+ * Move @p owner's events from @p from to @p to: those in the backlog and,
+ * when the caller read the socket dry (@p drained), those written after
+ * @p last_seq (their copies are all that is left of them); the others
+ * read then go back to the head of @p from's backlog in their order,
+ * ahead of what waits there.
+ */
+static void cm_ch_migrate(struct ctl *ctl, struct ctl_cm_channel *from, struct ctl_cm_channel *to,
+			  uint32_t owner, uint32_t last_seq, bool drained)
+{
+	uint32_t ring = cm_ch_ring(from), keep = 0, w = 0, first;
+	uint32_t n = drained ? from->sent_n : 0;
+	bool had = from->count > 0;
+
+	/* the unread copies, oldest first; the others kept at the front of sent[] */
+	first = (from->sent_next + from->sent_cap - from->sent_n) % from->sent_cap;
+	for (uint32_t k = 0; k < n; k++) {
+		struct cm_ch_rec *r = &from->sent[(first + k) % from->sent_cap];
+
+		if ((int32_t)(r->ev.seq - last_seq) <= 0)
+			continue;
+		if (r->owner == owner)
+			cm_migrate_rec(ctl, from, to, r);
+		else
+			from->sent[(first + keep++) % from->sent_cap] = *r;
+	}
+	/* the backlog: the id's out, the others compacted in order */
+	for (uint32_t k = 0; k < from->count; k++) {
+		struct cm_ch_rec *r = &from->backlog[(from->head + k) % ring];
+
+		if (r->owner == owner)
+			cm_migrate_rec(ctl, from, to, r);
+		else
+			from->backlog[(from->head + w++) % ring] = *r;
+	}
+	from->count = w;
+	if (keep > 0 && cm_ch_backlog_alloc(from)) {
+		from->head = (from->head + ring - keep) % ring;
+		for (uint32_t k = 0; k < keep; k++)
+			from->backlog[(from->head + k) % ring] = from->sent[(first + k) % from->sent_cap];
+		from->count += keep;
+	} else if (keep > 0) {
+		ctl->cm->ctr[CTL_CM_CTR_EVENTS_DROPPED] += keep;
+	}
+	if (drained)
+		from->sent_n = 0; /* nothing written waits there now */
+	cm_ch_backlog_changed(ctl, from, had);
+}
+
+static int cm_migrate_lookup(const struct ctl_req *x, const struct ipc_cm_migrate_req *q,
+			     struct ctl_cm_id **id, struct ctl_cm_channel **to,
+			     struct ctl_cm_channel **from)
+{
+	*id = cm_id_lookup(x, q->id);
+	*to = ctl_lookup(x->conn, CTL_KIND_CM_CHANNEL, q->channel);
+	*from = ctl_lookup(x->conn, CTL_KIND_CM_CHANNEL, q->from);
+	if (*id == NULL || *to == NULL || *from == NULL || (*id)->ch != *from)
+		return EINVAL;
+	return 0;
+}
+
+int ctl_h_CM_MIGRATE_ID(const struct ctl_req *x)
+{
+	const struct ipc_cm_migrate_req *q = &x->req->u.req_CM_MIGRATE_ID;
+	struct ipc_cm_migrate_rsp *a = &x->rsp->u.rsp_CM_MIGRATE_ID;
+	struct ctl_cm_channel *ch, *from;
+	struct ctl_cm_id *id;
+	uint32_t owner = q->id;
+
+	if (cm_migrate_lookup(x, q, &id, &ch, &from) != 0)
+		return EINVAL;
+	a->events_reported = id->o.events;
+	if (ch == from)
+		return 0;
+	if (from->paused || ch->paused)
+		return EBUSY;
+	if (cm_ch_unread(from, owner, q->last_seq)) {
+		/* only the application's end can take those out: pause, let it read */
+		from->paused = true;
+		a->pending = 1;
+		a->seq = from->written;
+		return 0;
+	}
+	cm_ch_migrate(x->conn->ctl, from, ch, owner, q->last_seq, false);
+	cm_id_set_channel(id, ch);
+	cm_ch_flush(x->conn->ctl, from);
+	return 0;
+}
+
+int ctl_h_CM_MIGRATE_COMMIT(const struct ctl_req *x)
+{
+	const struct ipc_cm_migrate_req *q = &x->req->u.req_CM_MIGRATE_COMMIT;
+	struct ctl *ctl = x->conn->ctl;
+	struct ctl_cm_channel *ch, *from = ctl_lookup(x->conn, CTL_KIND_CM_CHANNEL, q->from);
+	struct ctl_cm_id *id;
+	int rc;
+
+	if (from == NULL || !from->paused)
+		return EINVAL;
+	from->paused = false;
+	rc = cm_migrate_lookup(x, q, &id, &ch, &from);
+	if (rc != 0 || ch == from || ch->paused) {
+		/* the id went meanwhile: what the caller read goes back, nothing moves */
+		cm_ch_migrate(ctl, from, from, 0, q->last_seq, true);
+		cm_ch_flush(ctl, from);
+		return rc ? rc : EINVAL;
+	}
+	x->rsp->u.rsp_CM_MIGRATE_COMMIT.events_reported = id->o.events;
+	cm_ch_migrate(ctl, from, ch, q->id, q->last_seq, true);
+	cm_id_set_channel(id, ch);
+	cm_ch_flush(ctl, from);
+	cm_ch_flush(ctl, ch);
 	return 0;
 }
 

@@ -58,8 +58,10 @@ extern "C" {
  * 4: XRC: OPEN_XRCD, CLOSE_XRCD (36, 37 kept for OPEN_QP); CREATE_SRQ takes a type, an XRC
  *    domain and a CQ, CREATE_QP an XRC domain
  * 5: CREATE_FLOW/DESTROY_FLOW; ipc_device_attr carries the raw packet caps
- * 6: device memory (ALLOC_DM, FREE_DM, REG_DM_MR, IMPORT_DM: 46-49; max_dm_size) */
-#define IPC_VERSION 6u
+ * 6: device memory (ALLOC_DM, FREE_DM, REG_DM_MR, IMPORT_DM: 46-49; max_dm_size)
+ * 7: rdma_migrate_id moves queued events: CM_MIGRATE_ID takes ipc_cm_migrate_req, CM_MIGRATE_COMMIT
+ *    (80) */
+#define IPC_VERSION 7u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */

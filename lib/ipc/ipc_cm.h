@@ -73,6 +73,23 @@
  * (its @c uid); as ucma does, events of such an id before that (the peer
  * gave up before the application accepted) are not reported.
  *
+ * @par Migration
+ * rdma_migrate_id moves the id's events not yet read to the new channel,
+ * after the events already there, as ucma_migrate_id() does (a listener's
+ * CONNECT_REQUESTs are the listener's). Those still in the daemon's backlog
+ * it moves itself; those written to the old channel's socket only the
+ * application's end can take out. So the daemon bounds how many unread
+ * events a channel's socket can hold (SO_SNDBUF on its end) and keeps a
+ * copy of that many last written ones. CM_MIGRATE_ID names the old
+ * channel and the seq of the last event the caller read from it: when no
+ * later event of the id was written there, the id moves at once; else
+ * the answer is @c pending, the old channel is paused (later events wait
+ * in its backlog), the caller reads the old socket dry and sends
+ * CM_MIGRATE_COMMIT: the daemon queues the id's events of those it copied
+ * on the new channel, the others again at the head of the old channel,
+ * in their order, and resumes it. A client that never commits stalls only
+ * its own channel.
+ *
  * @par Addresses
  * struct ipc_cm_addr carries AF_INET or AF_INET6 (AF_IB: EAFNOSUPPORT), the
  * port and the address in network byte order, as a sockaddr would.
@@ -182,7 +199,7 @@ struct ipc_cm_create_id_req {
 	uint8_t pad;
 };
 
-/** CM_DESTROY_ID / CM_MIGRATE_ID answer: events reported for the id so far. */
+/** CM_DESTROY_ID answer: events reported for the id so far. */
 struct ipc_cm_destroy_rsp { uint32_t events_reported; uint32_t pad; };
 
 /**
@@ -314,7 +331,25 @@ struct ipc_cm_option_rsp {
 };
 
 /** CM_NOTIFY (rdma_notify): request ipc_cm_id_req with arg = enum ibv_event_type. */
-/** CM_MIGRATE_ID (rdma_migrate_id): request ipc_cm_id_req with arg = the new channel handle. */
+/**
+ * CM_MIGRATE_ID and CM_MIGRATE_COMMIT (rdma_migrate_id): see "Migration" above.
+ * MIGRATE_ID: @c from must be the id's channel; @c last_seq is the seq of the
+ * last event the caller read from it. MIGRATE_COMMIT: the same fields, after
+ * the caller read @c from dry.
+ */
+struct ipc_cm_migrate_req {
+	uint32_t id;
+	uint32_t channel;         /**< the new channel */
+	uint32_t from;            /**< the id's channel */
+	uint32_t last_seq;        /**< seq of the last event read from @c from (0: none) */
+};
+/** CM_MIGRATE_ID / CM_MIGRATE_COMMIT answer. */
+struct ipc_cm_migrate_rsp {
+	uint32_t events_reported; /**< events reported for the id so far */
+	uint32_t seq;             /**< MIGRATE_ID with @c pending: the last seq written on @c from */
+	uint8_t pending;          /**< 1: @c from is paused: read it dry, then MIGRATE_COMMIT */
+	uint8_t pad[7];
+};
 
 /** CM_JOIN_MCAST (rdma_join_multicast(_ex)): see "Multicast" above. Answer: ipc_create_rsp. */
 struct ipc_cm_join_mcast_req {
@@ -348,8 +383,9 @@ struct ipc_cm_join_mcast_req {
 	IPC_OP(CM_SET_OPTION,     74, ipc_cm_option_req,         ipc_empty,                0, 0) \
 	IPC_OP(CM_GET_OPTION,     75, ipc_cm_option_req,         ipc_cm_option_rsp,        0, 0) \
 	IPC_OP(CM_NOTIFY,         76, ipc_cm_id_req,             ipc_empty,                0, 0) \
-	IPC_OP(CM_MIGRATE_ID,     77, ipc_cm_id_req,             ipc_cm_destroy_rsp,       0, 0) \
+	IPC_OP(CM_MIGRATE_ID,     77, ipc_cm_migrate_req,        ipc_cm_migrate_rsp,       0, 0) \
 	IPC_OP(CM_JOIN_MCAST,     78, ipc_cm_join_mcast_req,     ipc_create_rsp,           0, 0) \
-	IPC_OP(CM_LEAVE_MCAST,    79, ipc_cm_id_req,             ipc_cm_destroy_rsp,       0, 0)
+	IPC_OP(CM_LEAVE_MCAST,    79, ipc_cm_id_req,             ipc_cm_destroy_rsp,       0, 0) \
+	IPC_OP(CM_MIGRATE_COMMIT, 80, ipc_cm_migrate_req,        ipc_cm_migrate_rsp,       0, 0)
 
 #endif /* IPC_CM_H */

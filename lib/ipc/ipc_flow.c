@@ -103,14 +103,11 @@ static int put_spec(struct flow_match *m, const uint8_t *p, uint16_t len)
 int ipc_flow_from_ibv(const struct ibv_flow_attr *attr, struct ipc_create_flow_req *q)
 {
 	const uint8_t *p = (const uint8_t *)(attr + 1);
-	size_t left;
 
 	memset(q, 0, sizeof(*q));
-	if (attr->comp_mask != 0)
+	/* attr->size is not looked at: libibverbs recomputes it from the specs */
+	if (attr->comp_mask != 0 || attr->num_of_specs > IPC_FLOW_MAX_SPECS)
 		return EINVAL;
-	if (attr->size < sizeof(*attr))
-		return EINVAL;
-	left = attr->size - sizeof(*attr);
 	q->port = attr->port;
 	q->type = attr->type;
 	q->flags = attr->flags;
@@ -119,16 +116,13 @@ int ipc_flow_from_ibv(const struct ibv_flow_attr *attr, struct ipc_create_flow_r
 		__typeof__(((struct ibv_flow_spec *)0)->hdr) h;
 		int rc;
 
-		if (left < sizeof(h))
-			return EINVAL;
 		memcpy(&h, p, sizeof(h));
-		if (h.size < sizeof(h) || h.size > left)
+		if (h.size < sizeof(h) || h.size > sizeof(struct ibv_flow_spec))
 			return EINVAL;
 		rc = put_spec(&q->match, p, h.size);
 		if (rc)
 			return rc;
 		p += h.size;
-		left -= h.size;
 	}
 	return 0;
 }

@@ -110,12 +110,18 @@ static inline void ipc_device_attr_to_ibv(const struct ipc_device_attr *a, struc
 	IPC_DEVICE_ATTR_FIELDS(IPC_FIELD_TO_IBV)
 }
 
+/** Specs one ibv_create_flow may carry (a rule takes each layer once: four at most). */
+#define IPC_FLOW_MAX_SPECS 8
+
 /**
- * Turn ibv_create_flow's @p attr (and the specs after it, attr->size bytes
- * in all) into a CREATE_FLOW request: one lib/flow rule from the Ethernet,
- * IPv4 (plain or _ext), IPv6, TCP and UDP specs, each at most once.
- * @return 0, or EINVAL (sizes, a repeated layer, comp_mask), EOPNOTSUPP
- *         (another spec type); qp and user_handle are left 0
+ * Turn ibv_create_flow's @p attr (and the attr->num_of_specs specs after
+ * it, each as long as its own size says: as libibverbs, which recomputes
+ * attr->size, this does not read attr->size) into a CREATE_FLOW request:
+ * one lib/flow rule from the Ethernet, IPv4 (plain or _ext), IPv6, TCP and
+ * UDP specs, each at most once.
+ * @return 0, or EINVAL (more than IPC_FLOW_MAX_SPECS, a spec size below its
+ *         header's or above any spec's, a repeated layer, comp_mask),
+ *         EOPNOTSUPP (another spec type); qp and user_handle are left 0
  */
 int ipc_flow_from_ibv(const struct ibv_flow_attr *attr, struct ipc_create_flow_req *q);
 

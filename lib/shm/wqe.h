@@ -52,6 +52,7 @@ enum wr_imm {
 #define WR_QPT_RC (1u << 2)
 #define WR_QPT_UC (1u << 3)
 #define WR_QPT_UD (1u << 4)
+#define WR_QPT_RAW (1u << 8)   /**< RAW_PACKET: SEND only, the payload is a whole Ethernet frame */
 /** @} */
 
 /*
@@ -74,7 +75,7 @@ enum wr_imm {
 	X(RDMA_WRITE_WITH_IMM, 1, WRITE, WR_QPT_RC | WR_QPT_UC, RDMA_WRITE, DATA, \
 	  WR_WIRE(RDMA_WRITE_FIRST, RDMA_WRITE_MIDDLE, RDMA_WRITE_LAST_WITH_IMMEDIATE, \
 		  RDMA_WRITE_ONLY_WITH_IMMEDIATE)) \
-	X(SEND, 2, SEND, WR_QPT_RC | WR_QPT_UC | WR_QPT_UD, SEND, NONE, \
+	X(SEND, 2, SEND, WR_QPT_RC | WR_QPT_UC | WR_QPT_UD | WR_QPT_RAW, SEND, NONE, \
 	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY)) \
 	X(SEND_WITH_IMM, 3, SEND, WR_QPT_RC | WR_QPT_UC | WR_QPT_UD, SEND, DATA, \
 	  WR_WIRE(SEND_FIRST, SEND_MIDDLE, SEND_LAST_WITH_IMMEDIATE, SEND_ONLY_WITH_IMMEDIATE)) \
@@ -149,7 +150,7 @@ enum wc_opcode {
 /** What the table says about one work request opcode. */
 struct wr_opcode_desc {
 	uint8_t kind;       /**< enum wr_kind */
-	uint8_t qp_types;   /**< WR_QPT_* set it is valid on; 0: not supported (or no opcode) */
+	uint16_t qp_types;  /**< WR_QPT_* set it is valid on; 0: not supported (or no opcode) */
 	uint8_t wc_opcode;  /**< enum wc_opcode of its send completion */
 	uint8_t imm;        /**< enum wr_imm */
 };
@@ -169,18 +170,28 @@ wr_opcode_desc(uint32_t opcode)
 	};
 	struct wr_opcode_desc d = { WR_KIND_NONE, 0, WC_SEND, WR_IMM_NONE };
 
-	if (opcode < WR_OPCODE_SLOTS && table[opcode].qp_types != 0)
+	if (__builtin_expect(opcode < WR_OPCODE_SLOTS, 1)) {
 		d = table[opcode];
-	else if (opcode < WR_OPCODE_SLOTS)
-		d.wc_opcode = table[opcode].wc_opcode; /* WC_SEND in a gap */
+		if (d.qp_types == 0)
+			d.kind = WR_KIND_NONE; /* a gap: completion WC_SEND, no imm */
+	}
 	return d;
+}
+
+/** @return true if the opcode described by @p d is valid on a QP of type @p qp_type (enum ibv_qp_type). */
+static inline bool
+wr_desc_valid_on(const struct wr_opcode_desc *d, uint32_t qp_type)
+{
+	return qp_type < 16 && (d->qp_types & (1u << qp_type)) != 0;
 }
 
 /** @return true if work request opcode @p opcode is valid on a QP of type @p qp_type (enum ibv_qp_type). */
 static inline bool
 wr_opcode_valid(uint32_t opcode, uint32_t qp_type)
 {
-	return qp_type < 8 && (wr_opcode_desc(opcode).qp_types & (1u << qp_type)) != 0;
+	struct wr_opcode_desc d = wr_opcode_desc(opcode);
+
+	return wr_desc_valid_on(&d, qp_type);
 }
 
 /** @return true if work requests of @p kind carry payload out (so may be inline). */
@@ -198,8 +209,10 @@ wr_kind_sends_payload(uint8_t kind)
 static inline bool
 wr_kind_rd_atomic(uint8_t kind)
 {
-	return kind == WR_KIND_READ || kind == WR_KIND_ATOMIC || kind == WR_KIND_ATOMIC_WRITE ||
-	       kind == WR_KIND_FLUSH;
+	const uint32_t set = 1u << WR_KIND_READ | 1u << WR_KIND_ATOMIC | 1u << WR_KIND_ATOMIC_WRITE |
+			     1u << WR_KIND_FLUSH;
+
+	return kind < 32 && (set >> kind & 1u) != 0;
 }
 
 /** Completion flags (= enum ibv_wc_flags). */

@@ -101,6 +101,13 @@ enum xport_qp_type {
 	XPORT_RC = 2,
 	XPORT_UC = 3,
 	XPORT_UD = 4,
+	/**
+	 * RAW_PACKET: whole Ethernet frames, no transport. A send WQE is one
+	 * frame (xport_frame.raw), completed once built; received frames come
+	 * through xport_qp_raw_rx() (the daemon's flow steering), never as
+	 * RoCE packets.
+	 */
+	XPORT_RAW = 8,
 };
 
 /**
@@ -239,6 +246,12 @@ struct xport_cfg {
 	uint32_t pd;              /**< protection domain handle (MR checks) */
 	uint16_t pkey;            /**< P_Key sent, and accepted (low 15 bits) */
 	uint32_t qkey;            /**< UD Q_Key */
+	/**
+	 * RAW_PACKET: the longest frame a send may be, Ethernet header
+	 * included (the port's MTU + 14, at most XPORT_BOUNCE_FRAME); a longer
+	 * or shorter-than-Ethernet-header send completes with WC_LOC_LEN_ERR.
+	 */
+	uint32_t raw_frame_max;
 	/* connected QPs (RC/UC) */
 	uint32_t dest_qpn;
 	struct wr_av av;          /**< path to the peer (its GID filters received packets) */
@@ -346,6 +359,7 @@ struct xport_cfg {
 	X(DROP_UC_MSG, "dropped: UC packet of a broken message") \
 	X(DROP_NO_RECV, "dropped: UC/UD SEND without a receive WQE") \
 	X(DROP_UD_LEN, "dropped: UD SEND larger than the receive WQE") \
+	X(DROP_RAW_LEN, "dropped: RAW_PACKET frame larger than the receive WQE") \
 	X(CQ_OVERFLOW, "CQEs that did not fit their CQ") \
 	X(MR_FALLBACK_COPIES, "copies to/from memory the daemon cannot map (process_vm_readv/writev)") \
 	X(MR_FALLBACK_ERRORS, "fallback copies that failed (owner gone, pages unmapped or read-only)") \
@@ -435,6 +449,12 @@ struct xport_event {
  */
 struct xport_frame {
 	struct roce_pkt pkt;   /**< every header field; pkt.payload is NULL, payload_len/pad set */
+	/**
+	 * RAW_PACKET: seg[] is the whole frame from its Ethernet header on, to
+	 * be sent as it is (pkt.payload_len is its length; no headers, no
+	 * ICRC): copy the segments, do not call roce_build_gather().
+	 */
+	bool raw;
 	uint32_t nseg;
 	struct roce_seg seg[XPORT_FRAME_MAX_SEG]; /**< host addresses; lengths sum to pkt.payload_len */
 };
@@ -546,6 +566,45 @@ void xport_qp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
  * and flushes. Sets out->more if work remains.
  */
 void xport_qp_poll(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+
+/**
+ * Whether xport_qp_poll() would do nothing now and keeps doing nothing
+ * until the application posts to the SQ (moves the SQ producer index, the
+ * doorbell of ipc_shm.h), a packet arrives (xport_qp_rx_burst()), a timer
+ * fires (xport_qp_timer_expired()) or the state changes: nothing posted and
+ * unsent, no ACK or READ response owed, RTS or RTR. A scheduler polls only
+ * the QPs for which this is false, and after any of those four events.
+ * Reads the SQ producer index (shared memory) and a few engine fields.
+ */
+bool xport_qp_idle(const struct xport_qp *qp);
+
+/**
+ * The SQ index up to which the engine took WQEs. While xport_qp_idle() holds,
+ * it equals the SQ ring's producer index, and a post moves that index away
+ * from it: a scheduler keeps this value and compares the producer index
+ * with it (the doorbell) instead of calling xport_qp_idle().
+ */
+uint32_t xport_qp_sq_fetched(const struct xport_qp *qp);
+
+/**
+ * RAW_PACKET QP: a received frame the daemon's flow rules steered to it
+ * (@p len bytes from the Ethernet header on, as a NIC delivers it). Taken
+ * in RTR, RTS and SQD (else dropped, DROP_STATE): the next receive WQE gets
+ * the whole frame and an IBV_WC_RECV completion with byte_len @p len. No
+ * receive WQE: dropped (DROP_NO_RECV); a frame larger than the WQE:
+ * dropped, the WQE kept (DROP_RAW_LEN; as UD, IBA class D, and as rxe);
+ * a receive buffer that cannot be written: the WQE completes with
+ * WC_LOC_PROT_ERR.
+ */
+void xport_qp_raw_rx(struct xport_qp *qp, const uint8_t *frame, uint32_t len, uint64_t now,
+		     struct xport_out *out);
+
+/**
+ * A RAW_PACKET QP's frame (xport_frame.raw): its segments, the whole frame,
+ * copied as they are into @p buf (@p room bytes).
+ * @return its length, 0 when it does not fit
+ */
+size_t xport_frame_raw_gather(const struct xport_frame *f, uint8_t *buf, size_t room);
 
 /** Timer @p timer of this QP fired at @p now. */
 void xport_qp_timer_expired(struct xport_qp *qp, enum xport_timer timer, uint64_t now,

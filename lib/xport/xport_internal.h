@@ -47,6 +47,8 @@ struct xport_swqe {
 	uint32_t first_psn;    /* valid when started */
 	uint32_t last_psn;
 	uint8_t kind;          /* enum swqe_kind */
+	uint8_t imm;           /* enum wr_imm of its opcode (the WR table, read once at fetch) */
+	uint8_t wc_opcode;     /* enum wc_opcode of its send completion (idem) */
 	bool started;          /* PSNs assigned (sticky across go-back-N) */
 	bool signaled;
 	uint8_t status;        /* enum wc_status to complete with (error marks) */
@@ -301,6 +303,8 @@ uint8_t xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
 const char *xport_req_step_name(unsigned step);
 
 /* xport_resp.c */
+/* Take the next receive WQE (SRQ or RQ) into resp.recv; @return false: none posted. */
+bool xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out);
 void xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 		   struct xport_out *out);
 void xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out);
@@ -327,6 +331,13 @@ void xport_cc_probe_sent(struct xport_qp *qp, uint32_t psn, bool retransmit, uin
 void xport_cc_acked(struct xport_qp *qp, uint32_t psn, uint64_t now);
 
 /* ---- hot-path helpers (inline) ---- */
+
+/* The QP's reaction point times RTT probes (cc = delay): xport_cc_probe_sent() acts. */
+static inline bool
+xport_cc_probing(const struct xport_qp *qp)
+{
+	return qp->cfg.cc != NULL && qp->cfg.cc->algo == XPORT_CC_DELAY;
+}
 
 /*
  * The requester's pacing rate in kb/s, 0 = unpaced: the lower of the QP's
@@ -401,6 +412,7 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 	f->pkt.opcode = opcode;
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
 	f->pkt.psn = psn;
+	f->raw = false;
 	f->nseg = 0;
 	return f;
 }

@@ -125,8 +125,8 @@ owe(struct xport_qp *qp, uint8_t syndrome, uint32_t psn)
 }
 
 /* Take the next receive WQE from the SRQ or the RQ. */
-static bool
-take_recv(struct xport_qp *qp, struct xport_out *out)
+bool
+xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
 	struct xport_srq *srq = qp_srq(qp);
@@ -297,7 +297,7 @@ resp_check_resource(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out 
 	bool need_recv = (HAS(ctx, SEND) && HAS(ctx, FIRST)) ||
 			 (HAS(ctx, WRITE) && HAS(ctx, IMM) && HAS(ctx, LAST));
 
-	if (need_recv && !r->have_recv && !take_recv(qp, out)) {
+	if (need_recv && !r->have_recv && !xport_resp_take_recv(qp, out)) {
 		if (qp_is_rc(qp))
 			return RESP_RNR;
 		ctx->drop = XPORT_CNT_DROP_NO_RECV;

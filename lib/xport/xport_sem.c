@@ -38,13 +38,16 @@ rd_atomic(uint8_t v, uint8_t if_zero)
 	return v > XPORT_MAX_RD_ATOMIC ? XPORT_MAX_RD_ATOMIC : v;
 }
 
-/* A connected QP past INIT sends to (and accepts from) one path. */
+/*
+ * A connected QP past INIT sends to (and accepts from) one path; UD takes
+ * it from each WQE's AH, RAW_PACKET frames carry their own addresses.
+ */
 static bool
 has_path(const struct qp_sem *sem)
 {
 	enum ibv_qp_state st = sem->attr.qp_state;
 
-	return sem->init.qp_type != IBV_QPT_UD &&
+	return sem->init.qp_type != IBV_QPT_UD && sem->init.qp_type != IBV_QPT_RAW_PACKET &&
 	       (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD || st == IBV_QPS_SQE);
 }
 
@@ -78,6 +81,11 @@ path_from_sem(struct xport_cfg *c, const struct wr_av *prev, const struct qp_sem
 	return true;
 }
 
+/* the engine's type is the verbs QP type (c.type = qp_type below) */
+_Static_assert((int)XPORT_RC == (int)IBV_QPT_RC && (int)XPORT_UC == (int)IBV_QPT_UC &&
+		       (int)XPORT_UD == (int)IBV_QPT_UD && (int)XPORT_RAW == (int)IBV_QPT_RAW_PACKET,
+	       "enum xport_qp_type is enum ibv_qp_type");
+
 bool
 xport_cfg_from_sem(const struct xport_cfg *cur, const struct qp_sem *sem,
 		   const struct xport_sem_port *port, struct xport_cfg *out)
@@ -107,6 +115,10 @@ xport_cfg_from_sem(const struct xport_cfg *cur, const struct qp_sem *sem,
 	c.qkey = a->qkey;
 	c.dest_qpn = a->dest_qp_num & 0xffffff;
 	c.path_mtu = sem->init.qp_type == IBV_QPT_UD ? port->active_mtu : mtu;
+	c.raw_frame_max = 0;
+	if (sem->init.qp_type == IBV_QPT_RAW_PACKET)
+		c.raw_frame_max = port->raw_frame_max < XPORT_BOUNCE_FRAME ? port->raw_frame_max
+									   : XPORT_BOUNCE_FRAME;
 	c.sq_psn = a->sq_psn & 0xffffff;
 	c.rq_psn = a->rq_psn & 0xffffff;
 	c.timeout = a->timeout;

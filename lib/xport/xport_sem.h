@@ -36,6 +36,8 @@ struct xport_sem_port {
 	uint32_t max_unacked;        /**< [daemon] max_inflight_packets (xport_cfg) */
 	uint32_t min_window;         /**< [daemon] min_inflight_packets (xport_cfg) */
 	const struct xport_cc *cc;   /**< the port's congestion control, or NULL */
+	/** RAW_PACKET sends: the port's MTU plus the Ethernet header (xport_cfg.raw_frame_max) */
+	uint32_t raw_frame_max;
 };
 
 /**

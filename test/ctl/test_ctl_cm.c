@@ -156,6 +156,24 @@ static int simple(struct client *cl, enum ipc_op op, uint32_t id, uint32_t arg)
 	return call(cl, &m, NULL, 0, &r, NULL);
 }
 
+/* CM_MIGRATE_ID or CM_MIGRATE_COMMIT of @p id from @p from to @p to. */
+static int migrate(struct client *cl, enum ipc_op op, uint32_t id, struct cmch to,
+		   struct cmch from, uint32_t last_seq, struct ipc_cm_migrate_rsp *o)
+{
+	struct ipc_msg m, r;
+	int rc;
+
+	req(&m, op);
+	m.u.req_CM_MIGRATE_ID.id = id;
+	m.u.req_CM_MIGRATE_ID.channel = to.h;
+	m.u.req_CM_MIGRATE_ID.from = from.h;
+	m.u.req_CM_MIGRATE_ID.last_seq = last_seq;
+	rc = call(cl, &m, NULL, 0, &r, NULL);
+	if (o != NULL)
+		*o = r.u.rsp_CM_MIGRATE_ID;
+	return rc;
+}
+
 /* The next event on @p ch within @p ms, ticking the CM meanwhile; event 0xffff: none. */
 static struct ipc_cm_event next_event(struct cmch ch, int ms)
 {
@@ -535,7 +553,7 @@ Test(ctl_cm, handles_and_qps_are_checked)
 	cr_assert_eq(create_id(&other, p.cch, RDMA_PS_TCP, 1, &oid), EINVAL);
 	cr_assert_eq(simple(&other, IPC_OP_CM_DISCONNECT, p.cid, 0), EINVAL);
 	cr_assert_eq(simple(&other, IPC_OP_CM_DESTROY_ID, p.lid, 0), EINVAL);
-	cr_assert_eq(simple(&other, IPC_OP_CM_MIGRATE_ID, p.cid, och.h), EINVAL);
+	cr_assert_eq(migrate(&other, IPC_OP_CM_MIGRATE_ID, p.cid, och, p.cch, 0, NULL), EINVAL);
 	cr_assert_eq(create_id(&other, och, 0x4242, 1, &oid), EPROTONOSUPPORT);
 	/* a QPN that is nobody's */
 	cr_assert_eq(connect_id(&p.c, p.cid, 0xfffff0, NULL), EINVAL);
@@ -550,7 +568,7 @@ Test(ctl_cm, handles_and_qps_are_checked)
 	/* migrate to a channel of ours */
 	struct cmch ch2 = channel(&p.c);
 
-	cr_assert_eq(simple(&p.c, IPC_OP_CM_MIGRATE_ID, p.cid, ch2.h), 0);
+	cr_assert_eq(migrate(&p.c, IPC_OP_CM_MIGRATE_ID, p.cid, ch2, p.cch, 0, NULL), 0);
 	cr_assert_eq(simple(&p.c, IPC_OP_CM_DESTROY_CHANNEL, p.cch.h, 0), 0, "no id left on it");
 	cr_assert_eq(simple(&p.c, IPC_OP_CM_DESTROY_CHANNEL, ch2.h, 0), 0, "its ids go with it");
 	cr_assert_eq(simple(&p.c, IPC_OP_CM_DISCONNECT, p.cid, 0), EINVAL, "destroyed");
@@ -981,4 +999,203 @@ Test(ctl_cm, multicast_join_and_leave)
 	cr_assert_eq(simple(&a, IPC_OP_CM_LEAVE_MCAST, mc6, 0), EINVAL);
 	close(ch.fd);
 	client_close(&a);
+}
+
+/* ---- rdma_migrate_id moves the events not read yet (ucma_migrate_id) ---- */
+
+static void setup_big(void)
+{
+	struct ctl_config cfg = base_cfg();
+
+	memset(&wire, 0, sizeof(wire));
+	cfg.cm_ops = &fake_ops;
+	cfg.cm_limits.max_ids = 512;
+	cfg.cm_limits.max_channels = 16;
+	cfg.cm_limits.max_conns = 512;
+	cfg.quota.max_cm_ids = 512;
+	ctl = ctl_create(&cfg);
+	cr_assert_not_null(ctl);
+}
+
+TestSuite(ctl_cm_migrate, .init = setup_big, .fini = teardown, .timeout = 30);
+
+/* Read @p ch dry without ticking, as the shim does after a pending MIGRATE_ID. @return records */
+static unsigned int drain(struct cmch ch)
+{
+	struct ipc_cm_event ev;
+	unsigned int n = 0;
+
+	while (recv(ch.fd, &ev, sizeof(ev), MSG_DONTWAIT) == (ssize_t)sizeof(ev))
+		n++;
+	return n;
+}
+
+/* A foreign REQ for 198.18.0.1:@p port: a CONNECT_REQUEST for its listener. */
+static void inject_req(uint16_t port, uint32_t comm_id)
+{
+	struct cm_path f = peer_path();
+	uint8_t mad[CM_MAD_SIZE];
+
+	foreign_req(mad, port, comm_id);
+	cr_assert_eq(ctl_cm_rx(ctl, &f, mad, CM_MAD_SIZE), 0);
+}
+
+/*
+ * A listener's CONNECT_REQUESTs written to its channel and not read, with
+ * another id's event between them: after MIGRATE_ID (pending: the channel
+ * is paused), the socket read dry and MIGRATE_COMMIT, the CONNECT_REQUESTs
+ * are read from the new channel, in order, none from the old one, and the
+ * other id's event is read from the old channel again.
+ */
+Test(ctl_cm_migrate, unread_events_move_with_their_id)
+{
+	struct client s;
+	struct cmch a, b;
+	uint32_t lid, yid, first;
+	struct ipc_cm_migrate_rsp o;
+	struct ipc_cm_event ev;
+
+	client_open(&s, true);
+	a = channel(&s);
+	b = channel(&s);
+	cr_assert_eq(create_id(&s, a, RDMA_PS_TCP, 0x11, &lid), 0);
+	cr_assert_eq(bind_id(&s, lid, v4("198.18.0.1", 6100)), 0);
+	cr_assert_eq(listen_id(&s, lid, 16), 0);
+	cr_assert_eq(create_id(&s, a, RDMA_PS_TCP, 0x22, &yid), 0);
+	inject_req(6100, 1);
+	cr_assert_eq(resolve_addr(&s, yid, v4("198.18.0.1", 6101), 1000), 0);
+	ctl_cm_tick(ctl);
+	inject_req(6100, 2);
+	/* nothing read: all three wait in a's socket */
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_ID, lid, b, a, 0, &o), 0);
+	cr_assert_eq(o.pending, 1, "the listener's events are in the socket");
+	cr_assert_eq(o.seq, 3, "three written");
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_ID, lid, b, a, 0, NULL), EBUSY, "paused");
+	inject_req(6100, 3); /* while paused: waits in a's backlog */
+	cr_assert_eq(drain(a), 3);
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_COMMIT, lid, b, a, 0, &o), 0);
+	cr_assert_eq(o.pending, 0);
+	ev = next_event(b, 1000);
+	cr_assert_eq(ev.event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	cr_assert_eq(ev.uid, 0x11);
+	first = ev.id;
+	ev = next_event(b, 1000);
+	cr_assert_eq(ev.event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	cr_assert_neq(ev.id, first, "the second connection");
+	cr_assert_eq(expect(b, RDMA_CM_EVENT_CONNECT_REQUEST).uid, 0x11, "the one queued while paused");
+	ev = next_event(a, 1000);
+	cr_assert_eq(ev.event, RDMA_CM_EVENT_ADDR_RESOLVED, "the other id's event, again");
+	cr_assert_eq(ev.uid, 0x22);
+	cr_assert_eq(next_event(a, 100).event, 0xffff, "nothing of the listener left on a");
+	cr_assert_eq(next_event(b, 100).event, 0xffff);
+	/* later events follow the id; the other id stays */
+	inject_req(6100, 4);
+	cr_assert_eq(expect(b, RDMA_CM_EVENT_CONNECT_REQUEST).uid, 0x11);
+	/* the connection a moved CONNECT_REQUEST made is on b: its events after ACCEPT too */
+	cr_assert_eq(accept_id(&s, first, qp_of(&s, IBV_QPT_RC), 0x33, NULL), 0);
+	cr_assert_eq(simple(&s, IPC_OP_CM_RESOLVE_ROUTE, yid, 1000), 0);
+	expect(a, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_COMMIT, lid, b, a, 0, NULL), EINVAL, "not paused");
+	close(a.fd);
+	close(b.fd);
+	client_close(&s);
+}
+
+/*
+ * The socket holds a bounded number of unread events (the daemon keeps a
+ * copy of each); the rest wait in the backlog. Both parts move, in order;
+ * an event read before the migration (last_seq) stays read. No unread
+ * event of the id: the move is done at once.
+ */
+Test(ctl_cm_migrate, socket_and_backlog_both_move_in_order)
+{
+	struct client s;
+	struct cmch a, b, c;
+	uint32_t lid, prev;
+	struct ipc_cm_migrate_rsp o;
+	struct ipc_cm_event ev;
+	unsigned int in_socket, n = 0;
+
+	client_open(&s, true);
+	a = channel(&s);
+	b = channel(&s);
+	c = channel(&s);
+	cr_assert_eq(create_id(&s, a, RDMA_PS_TCP, 0x11, &lid), 0);
+	cr_assert_eq(bind_id(&s, lid, v4("198.18.0.1", 6200)), 0);
+	cr_assert_eq(listen_id(&s, lid, 300), 0);
+	for (uint32_t i = 0; i < 200; i++)
+		inject_req(6200, 10 + i);
+	cr_assert_eq(recv(a.fd, &ev, sizeof(ev), 0), (ssize_t)sizeof(ev));
+	cr_assert_eq(ev.seq, 1);
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_ID, lid, b, a, ev.seq, &o), 0);
+	cr_assert_eq(o.pending, 1);
+	in_socket = drain(a);
+	cr_log_info("unread in the socket: %u of 199", in_socket);
+	cr_assert_gt(in_socket, 0);
+	cr_assert_lt(in_socket, 100, "the socket is bounded: %u", in_socket);
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_COMMIT, lid, b, a, 1, NULL), 0);
+	prev = 0;
+	while ((ev = next_event(b, 100)).event != 0xffff) {
+		cr_assert_eq(ev.event, RDMA_CM_EVENT_CONNECT_REQUEST);
+		cr_assert_gt(ev.seq, prev, "in order");
+		prev = ev.seq;
+		n++;
+	}
+	cr_assert_eq(n, 199, "every unread one moved: %u", n);
+	cr_assert_eq(next_event(a, 100).event, 0xffff, "none left on a");
+	cr_assert_eq(ctl_cm_stats(ctl)[CTL_CM_CTR_EVENTS_DROPPED], 0);
+	/* nothing unread: at once */
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_ID, lid, c, b, prev, &o), 0);
+	cr_assert_eq(o.pending, 0);
+	inject_req(6200, 500);
+	expect(c, RDMA_CM_EVENT_CONNECT_REQUEST);
+	close(a.fd);
+	close(b.fd);
+	close(c.fd);
+	client_close(&s);
+}
+
+/*
+ * Hostile or careless callers: the old channel must be the id's, a commit
+ * needs a pause, a paused channel refuses another migration, another
+ * client's handles are unknown; a client that never commits stalls only
+ * its own channel, and if its id goes meanwhile the commit gives what it
+ * read back to the old channel.
+ */
+Test(ctl_cm_migrate, bad_migrations_are_refused)
+{
+	struct client s, t;
+	struct cmch a, b, ta;
+	uint32_t lid, tid;
+	struct ipc_cm_migrate_rsp o;
+
+	client_open(&s, true);
+	client_open(&t, true);
+	a = channel(&s);
+	b = channel(&s);
+	ta = channel(&t);
+	cr_assert_eq(create_id(&s, a, RDMA_PS_TCP, 0x11, &lid), 0);
+	cr_assert_eq(bind_id(&s, lid, v4("198.18.0.1", 6300)), 0);
+	cr_assert_eq(listen_id(&s, lid, 16), 0);
+	cr_assert_eq(create_id(&t, ta, RDMA_PS_TCP, 0x44, &tid), 0);
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_ID, lid, a, b, 0, NULL), EINVAL, "not its channel");
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_COMMIT, lid, b, a, 0, NULL), EINVAL, "no pause");
+	cr_assert_eq(migrate(&t, IPC_OP_CM_MIGRATE_ID, lid, ta, a, 0, NULL), EINVAL, "not t's id");
+	inject_req(6300, 1);
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_ID, lid, b, a, 0, &o), 0);
+	cr_assert_eq(o.pending, 1);
+	cr_assert_eq(migrate(&t, IPC_OP_CM_MIGRATE_COMMIT, tid, ta, ta, 0, NULL), EINVAL);
+	/* another client's channel carries on */
+	cr_assert_eq(resolve_addr(&t, tid, v4("198.18.0.1", 6301), 1000), 0);
+	expect(ta, RDMA_CM_EVENT_ADDR_RESOLVED);
+	/* the id goes before the commit: what was read comes back on a */
+	cr_assert_eq(drain(a), 1);
+	cr_assert_eq(simple(&s, IPC_OP_CM_DESTROY_ID, lid, 0), 0);
+	cr_assert_eq(migrate(&s, IPC_OP_CM_MIGRATE_COMMIT, lid, b, a, 0, NULL), EINVAL);
+	cr_assert_eq(expect(a, RDMA_CM_EVENT_CONNECT_REQUEST).uid, 0x11, "given back");
+	close(a.fd);
+	close(b.fd);
+	close(ta.fd);
+	client_close(&t);
+	client_close(&s);
 }

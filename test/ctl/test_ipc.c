@@ -431,13 +431,33 @@ Test(ipc, flow_specs_become_one_rule)
 	cr_assert_eq(flow_match_check(&q.match), 0, "the daemon takes it");
 }
 
+/*
+ * attr.size is not a bound of the spec list: libibverbs' ibv_cmd_create_flow
+ * walks num_of_specs specs by their own sizes and recomputes it, and pyverbs
+ * (Flow) passes sizeof(struct ibv_flow_attr) with three specs after it.
+ */
+Test(ipc, the_spec_list_follows_the_specs_not_attr_size)
+{
+	struct flow_attr_buf b = flow_attr_udp();
+	struct ipc_create_flow_req q;
+
+	b.attr.size = sizeof(b.attr);
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), 0);
+	cr_assert_eq(q.match.layers, FLOW_L_ETH | FLOW_L_IPV4 | FLOW_L_UDP);
+	b.attr.size = 0;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), 0, "whatever it says");
+}
+
 Test(ipc, malformed_flow_specs_are_refused)
 {
 	struct flow_attr_buf b = flow_attr_udp();
 	struct ipc_create_flow_req q;
 
-	b.attr.num_of_specs = 4;
-	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "a spec beyond attr.size");
+	b.attr.num_of_specs = IPC_FLOW_MAX_SPECS + 1;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "more specs than a rule can hold");
+	b = flow_attr_udp();
+	b.eth.size = sizeof(struct ibv_flow_spec) + 8;
+	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "a spec larger than any spec type");
 	b = flow_attr_udp();
 	b.ip.size = 4;
 	cr_assert_eq(ipc_flow_from_ibv(&b.attr, &q), EINVAL, "a spec shorter than its type");

@@ -31,7 +31,7 @@ import tempfile
 # reaches a higher one.
 DAEMON_LAYERS = [
     ["config", "ctl_msg", "gsi_wire", "link",            # data and pure helpers
-     "mcast_table"],
+     "flow_steer", "mcast_table"],
     ["counters", "gid", "gid_ndev", "neigh_table"],
     ["port"],                                            # ethdev ports
     ["daemon_state"],                                    # struct daemon

@@ -10,6 +10,7 @@ struct sim_frame {
 	uint64_t at;
 	uint64_t seq;
 	int dst;
+	bool raw;                 /* a RAW_PACKET frame: to xport_qp_raw_rx() */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -105,12 +106,13 @@ heap_pop(struct sim *s)
 /* ---- outputs ---- */
 
 static void
-enqueue(struct sim *s, int dst, const uint8_t *data, uint32_t len, uint64_t at)
+enqueue(struct sim *s, int dst, const uint8_t *data, uint32_t len, uint64_t at, bool raw)
 {
 	struct sim_frame *f = malloc(sizeof(*f) + len);
 	f->at = at;
 	f->seq = s->seq++;
 	f->dst = dst;
+	f->raw = raw;
 	f->len = len;
 	memcpy(f->data, data, len);
 	heap_push(s, f);
@@ -186,7 +188,8 @@ flush_out(struct sim *s, int from)
 			if (depart == 0)
 				continue;
 		}
-		size_t len = roce_build_gather(&fr->pkt, fr->seg, fr->nseg, buf, sizeof(buf));
+		size_t len = fr->raw ? xport_frame_raw_gather(fr, buf, sizeof(buf))
+				     : roce_build_gather(&fr->pkt, fr->seg, fr->nseg, buf, sizeof(buf));
 		if (len == 0)
 			abort(); /* the engine produced something unbuildable */
 		s->frames_sent++;
@@ -216,11 +219,11 @@ flush_out(struct sim *s, int from)
 			t += 1 + sim_below(s, fl->reorder_ns ? fl->reorder_ns : 1);
 			s->frames_reordered++;
 		}
-		enqueue(s, 1 - from, buf, (uint32_t)len, t);
+		enqueue(s, 1 - from, buf, (uint32_t)len, t, fr->raw);
 		if (chance(s, fl->dup_ppm)) {
 			s->frames_dup++;
 			enqueue(s, 1 - from, buf, (uint32_t)len,
-				t + 1 + sim_below(s, fl->reorder_ns ? fl->reorder_ns : 1000));
+				t + 1 + sim_below(s, fl->reorder_ns ? fl->reorder_ns : 1000), fr->raw);
 		}
 	}
 	xport_out_reset(out);
@@ -266,6 +269,12 @@ deliver(struct sim *s, struct sim_frame *f)
 	struct roce_pkt pkt;
 	struct sim_host *h = &s->h[f->dst];
 
+	if (f->raw) {
+		xport_out_reset(&s->out);
+		xport_qp_raw_rx(h->qp, f->data, f->len, s->now, &s->out);
+		flush_out(s, f->dst);
+		return;
+	}
 	if (roce_parse(f->data, f->len, &pkt) != ROCE_DROP_NONE) {
 		h->parse_drops++;
 		return;
@@ -571,6 +580,8 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 							 MR_ACCESS_REMOTE_ATOMIC;
 		c->sq_sig_all = p->sq_sig_all;
 		c->rate_limit_kbps = p->rate_limit_kbps;
+		if (p->type == XPORT_RAW)
+			c->raw_frame_max = p->raw_frame_max ? p->raw_frame_max : 1514;
 		c->cc = p->cc[i];
 		c->ack_req_every = p->ack_req_every;
 		c->max_unacked = p->max_unacked;

@@ -13,7 +13,8 @@
  * Time is simulated: the loop jumps to the next frame arrival or timer
  * expiry; everything is ordered by (time, sequence number), so one seed
  * gives one trace. The trace hash covers every frame on the wire and every
- * CQE.
+ * CQE. Frames of RAW_PACKET QPs (xport_frame.raw) are their gathered
+ * bytes and reach the peer's xport_qp_raw_rx() unparsed.
  */
 #ifndef TEST_ENGINE_SIM_H
 #define TEST_ENGINE_SIM_H
@@ -142,6 +143,12 @@ struct sim_params {
 	 */
 	uint32_t xrcd;
 	uint32_t xrc_srq_xrcd;
+	/*
+	 * RAW_PACKET (type XPORT_RAW): both QPs' cfg.raw_frame_max (0: 1514);
+	 * a raw frame crosses the link as bytes and reaches the peer through
+	 * xport_qp_raw_rx(), as if a flow rule of the daemon matched it.
+	 */
+	uint32_t raw_frame_max;
 };
 
 #define SIM_XRC_SRQN 0x42

@@ -14,7 +14,9 @@
 # it sent before still read) while an rstream transfer on the same hosts
 # goes on; last, keepalive: with the link to the server cut, a client with
 # SO_KEEPALIVE (TCP_KEEPIDLE 1) blocked in rrecv learns its peer is gone
-# while one without it is still waiting. TAP output; needs root and rdmacm-utils (skips otherwise).
+# while one without it is still waiting. Also librspreload's fork mode
+# (RDMAV_FORK_SAFE=1) with a forking TCP server, and its fallback to TCP
+# when nobody listens on rsockets. TAP output; needs root and rdmacm-utils (skips otherwise).
 # Run under flock -o /tmp/roce-lab.lock.
 set -uo pipefail
 
@@ -27,6 +29,7 @@ SINK="$BUILD/test/integ/rsocket_sink"
 HOSTILE="$BUILD/test/integ/rsocket_hostile"
 DGCHECK="$BUILD/test/integ/rsocket_dgram_check"
 KACHECK="$BUILD/test/integ/rsocket_keepalive"
+FORKTCP="$BUILD/test/integ/fork_tcp"
 RSPRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 ASAN_PRE=${INTEG_CHILD_PRELOAD:-}
 W=$(mktemp -d /tmp/roce-rsocket-XXXXXX)
@@ -47,7 +50,7 @@ for t in rstream riostream rcopy udpong python3 sha256sum; do
 	command -v "$t" > /dev/null || { echo "1..0 # SKIP needs $t"; exit 0; }
 done
 [ -f "$RSPRELOAD" ] || { echo "1..0 # SKIP needs librdmacm1's librspreload.so"; exit 0; }
-echo "1..20"
+echo "1..22"
 
 # run HOST [PRELOAD] -- CMD...: a program on a lab host over both shims
 run() {
@@ -222,6 +225,72 @@ else
 	not_ok "a malformed control message fails only its connection" "$W/m" "$W/hostile.c" \
 		"$W/hostile.err" "$W/side.c" "$W/side.s"
 fi
+
+# librspreload's fork mode (RDMAV_FORK_SAFE=1, rdma-core's preload.c): a
+# TCP connection is made first and moved onto an rsocket at its first read
+# or write after the fork, to the address the TCP peer has. So host a's
+# kernel holds the daemon's address too (shared-NIC, as doc/deploy.md;
+# UDP 4791 stays the daemon's: lab.sh drops it at the kernel's ingress).
+# fork_tcp's server forks a child per connection, its clients are plain
+# sockets (python3 cannot take the fork path: SOCK_CLOEXEC, accept4). The
+# daemon on a must count one established CM connection per client.
+$LAB -n $L run a sh -c 'ip addr add "$LAB_SELF_IP/32" dev "$LAB_IF"'
+cm_est() { $LAB -n $L telemetry a /roce/cm | tr ',{}' '\n\n\n' | sed -n 's/^ *"cm_established": *//p'; }
+est0=$(cm_est)
+head -c 2000000 /dev/urandom > "$W/fork.bin"
+run a "$RSPRELOAD" -- env RDMAV_FORK_SAFE=1 timeout 60 "$FORKTCP" server 198.18.0.11 7477 2 "$W/fork.out" \
+	> "$W/fork.s" 2>&1 &
+fpid=$!
+frc=0
+for c in 1 2; do
+	for ((i = 0; i < 20; i++)); do
+		sleep 0.5
+		run b "$RSPRELOAD" -- env RDMAV_FORK_SAFE=1 timeout 30 "$FORKTCP" client 198.18.0.11 7477 \
+			"$W/fork.bin" > "$W/fork.c$c" 2>&1
+		rc=$?
+		grep -q "refused" "$W/fork.c$c" || break
+	done
+	[ "$rc" = 0 ] || frc=$rc
+done
+wait "$fpid"; fsrc=$?
+est1=$(cm_est)
+want=$(sha256sum < "$W/fork.bin")
+if [ "$frc" = 0 ] && [ "$fsrc" = 0 ] && [ "$want" = "$(sha256sum < "$W/fork.out.0")" ] &&
+	[ "$want" = "$(sha256sum < "$W/fork.out.1")" ] && [ $((est1 - est0)) = 2 ]; then
+	ok "librspreload fork mode: a forking TCP server's children take 2 clients' connections onto rsockets (2 CM connections), 2 MB each, sha256 equal"
+else
+	echo "clients $frc server $fsrc; cm_established $est0 -> $est1 (want +2)" > "$W/m"
+	not_ok "librspreload fork mode (RDMAV_FORK_SAFE=1), forking server" "$W/m" "$W/fork.c1" \
+		"$W/fork.c2" "$W/fork.s"
+fi
+
+# librspreload's fallback: a client's rconnect refused (nobody listens on
+# rsockets) turns its socket into a kernel one (transpose_socket, which
+# asks rgetsockname(fd, NULL, &zero) for the family: EFAULT from it failed
+# every such connect()) and connects over TCP to a kernel server on a.
+run a "" -- timeout 60 /usr/bin/python3 -c 'import socket,sys,hashlib
+l=socket.create_server(("198.18.0.11",7479)); c,_=l.accept(); h=hashlib.sha256()
+while True:
+    b=c.recv(65536)
+    if not b: break
+    h.update(b)
+print(h.hexdigest())' > "$W/fb.s" 2>&1 &
+fbpid=$!
+for ((i = 0; i < 20; i++)); do
+	sleep 0.5
+	run b "$RSPRELOAD" -- timeout 30 /usr/bin/python3 -c "$PYCLI" 198.18.0.11 7479 "$W/fork.bin" \
+		> "$W/fb.c" 2>&1
+	rc=$?
+	grep -q "ConnectionRefused" "$W/fb.c" || break
+done
+wait "$fbpid"; fbs=$?
+if [ "$rc" = 0 ] && [ "$fbs" = 0 ] && [ "$(cat "$W/fb.s")" = "${want%% *}" ]; then
+	ok "librspreload falls back to TCP when rconnect is refused: python3 sends 2 MB to a kernel server, sha256 equal"
+else
+	echo "client $rc server $fbs" > "$W/m"
+	not_ok "librspreload's fallback to a kernel socket" "$W/m" "$W/fb.c" "$W/fb.s"
+fi
+$LAB -n $L run a sh -c 'ip addr del "$LAB_SELF_IP/32" dev "$LAB_IF"'
 
 # Keepalive: two idle connections to a server on a; the link is cut. The one
 # with SO_KEEPALIVE (every 1 s: a zero-length RDMA WRITE) sees its write's

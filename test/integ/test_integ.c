@@ -243,14 +243,23 @@ retries_exhausted(const char *o)
 static long long
 lab_stalls_long(void)
 {
-	char buf[8192], prefix[32];
+	char buf[8192], prefix[32], cmd[32];
 	long long sum = 0;
 
 	for (char h = 'a'; h <= 'b'; h++) {
+		long long workers = 1;
+
 		snprintf(prefix, sizeof(prefix), "%s-%c", lab_name, h);
-		if (t_telemetry(prefix, "/roce/lcore/stats,0", buf, sizeof(buf)) == 0 &&
-		    t_json_int(buf, "stalls_long") > 0)
-			sum += t_json_int(buf, "stalls_long");
+		if (t_telemetry(prefix, "/roce/info", buf, sizeof(buf)) == 0 &&
+		    t_json_int(buf, "workers") > 1)
+			workers = t_json_int(buf, "workers");
+		/* every worker lcore: a stall of lcore 1 ends lcore 1's QPs just the same */
+		for (long long w = 0; w < workers && w < 64; w++) {
+			snprintf(cmd, sizeof(cmd), "/roce/lcore/stats,%lld", w);
+			if (t_telemetry(prefix, cmd, buf, sizeof(buf)) == 0 &&
+			    t_json_int(buf, "stalls_long") > 0)
+				sum += t_json_int(buf, "stalls_long");
+		}
 	}
 	return sum;
 }

@@ -269,8 +269,13 @@ Test(rdmacm, debian_programs_between_the_hosts)
 	run_pair("write_bw", "ib_write_bw -R -n 200", 'b', "ib_write_bw -R -n 200 198.18.0.11", true);
 	run_pair("read_lat", "ib_read_lat -R -n 100", 'b', "ib_read_lat -R -n 100 198.18.0.11", true);
 	run_pair("send_lat", "ib_send_lat -R -n 100", 'b', "ib_send_lat -R -n 100 198.18.0.11", true);
+	run_pair("read_bw", "ib_read_bw -R -n 200", 'b', "ib_read_bw -R -n 200 198.18.0.11", true);
+	run_pair("write_lat", "ib_write_lat -R -n 100", 'b', "ib_write_lat -R -n 100 198.18.0.11",
+		 true);
 	run_pair("ud_send_bw", "ib_send_bw -R -c UD -n 200", 'b',
 		 "ib_send_bw -R -c UD -n 200 198.18.0.11", true);
+	run_pair("ud_send_lat", "ib_send_lat -R -c UD -n 100", 'b',
+		 "ib_send_lat -R -c UD -n 100 198.18.0.11", true);
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 

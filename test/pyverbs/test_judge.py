@@ -101,6 +101,33 @@ class JudgeTest(unittest.TestCase):
         bad = self.judge(records)
         self.assertEqual([b.split(':')[0] for b in bad], ['FAIL', 'ERROR', 'XPASS'])
 
+    def test_pinned_errors_are_feature_gaps_with_exact_messages(self):
+        self.assertGreater(len(rp.PINNED_ERRORS), 0)
+        for tid, (label, messages, reason) in rp.PINNED_ERRORS.items():
+            self.assertEqual(label, rp.FEATURE_GAP, tid)
+            self.assertTrue(reason and messages, tid)
+            self.assertTrue(all('Errno: 95' in m for m in messages), 'EOPNOTSUPP only: ' + tid)
+            self.assertNotIn(tid, rp.PINNED_SKIPS)
+
+    def test_a_pinned_error_passes_only_with_its_message(self):
+        tid, (_, messages, _) = next(iter(rp.PINNED_ERRORS.items()))
+        self.assertEqual(self.judge(all_pinned_skips() + [rec(tid, 'error', messages[0])]), [])
+        bad = self.judge(all_pinned_skips() + [rec(tid, 'error', 'PyverbsRDMAError: EIO')])
+        self.assertEqual([b.split(':')[0] for b in bad], ['ERROR'])
+        bad = self.judge(all_pinned_skips() + [rec(tid, 'fail', messages[0])])
+        self.assertTrue(bad and bad[0].startswith('PINNED ERROR NOW FAIL: ' + tid), bad)
+        bad = self.judge(all_pinned_skips() + [rec(tid, 'pass')])
+        self.assertTrue(bad and bad[0].startswith('PINNED ERROR NOW PASS: ' + tid), bad)
+        others = all_pinned_skips()
+        bad = self.judge(others, modules_of(others) + [rp.module_of(tid)])
+        self.assertIn(f'PINNED TEST DID NOT RUN: {tid}: remove it from PINNED_ERRORS', bad)
+
+    def test_raw_packet_and_flow_tests_have_no_pins(self):
+        # issue 19: RAW_PACKET QPs and flow steering run
+        pins = [t for t in list(rp.PINNED_SKIPS) + list(rp.PINNED_ERRORS)
+                if rp.module_of(t) == 'test_flow' or '_raw_' in t]
+        self.assertEqual(pins, [])
+
     def test_module_without_tests_fails(self):
         bad = self.judge(all_pinned_skips(), modules_of(all_pinned_skips()) + ['test_new'])
         self.assertEqual(bad, ['NO TESTS RAN: test_new'])

@@ -185,6 +185,32 @@ Test(xport_sem, ud_no_path_port_mtu)
 	cr_expect_eq(out.av.port_num, 0, "UD takes its AV from each WQE's AH");
 }
 
+/*
+ * RAW_PACKET (issue 19): no path to resolve in RTR/RTS (the frames carry
+ * their own addresses: ibv_modify_qp to RTR failed with ETIMEDOUT waiting
+ * for the neighbour of GID ::), and the port's frame limit for its sends.
+ */
+Test(xport_sem, raw_packet_no_path_frame_limit)
+{
+	struct xport_sem_port p = port();
+	struct xport_cfg cur = identity(), out;
+	struct qp_sem qp;
+
+	p.raw_frame_max = 1514;
+	qp_at(&qp, IBV_QPT_RAW_PACKET, IBV_QPS_RTR);
+	cr_expect_not(xport_cfg_from_sem(&cur, &qp, &p, &out), "RTR: nothing to resolve");
+	cr_expect_eq(out.type, XPORT_RAW);
+	cr_expect_eq(out.raw_frame_max, 1514);
+	qp_at(&qp, IBV_QPT_RAW_PACKET, IBV_QPS_RTS);
+	cr_expect_not(xport_cfg_from_sem(&cur, &qp, &p, &out), "RTS: nothing to resolve");
+	p.raw_frame_max = 9014; /* jumbo: bounded by what one frame's bounce slot holds */
+	xport_cfg_from_sem(&cur, &qp, &p, &out);
+	cr_expect_eq(out.raw_frame_max, XPORT_BOUNCE_FRAME);
+	qp_at(&qp, IBV_QPT_UD, IBV_QPS_RTS);
+	xport_cfg_from_sem(&cur, &qp, &p, &out);
+	cr_expect_eq(out.raw_frame_max, 0, "other QPs send no raw frames");
+}
+
 /* Out-of-range values are clamped or masked to what the engine holds. */
 Test(xport_sem, clamps_and_masks)
 {

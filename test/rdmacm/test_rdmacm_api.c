@@ -4,7 +4,8 @@
  * librdmacm.so.1 and libibverbs.so.1, never the system's):
  *  - without a daemon: every entry point fails cleanly with librdmacm's
  *    errno (ENODEV: no RDMA device), nothing crashes;
- *  - bad arguments: EINVAL (ENOSYS for multicast; EBADF for a descriptor
+ *  - bad arguments: EINVAL (ENOTSUP for unknown multicast join bits and
+ *    rsocket types librdmacm does not serve; EBADF for a descriptor
  *    that is not an rsocket);
  *  - rdma_event_str for every event;
  *  - rdma_getaddrinfo against shim-server (lib/ctl, no DPDK): passive,

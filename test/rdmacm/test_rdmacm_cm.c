@@ -710,6 +710,80 @@ Test(cm, migrate_id_moves_events)
 	rdma_destroy_event_channel(a);
 }
 
+/*
+ * Events already queued on the old channel move with the id, as the
+ * kernel's ucma_migrate_id moves them: a listener's CONNECT_REQUEST and an
+ * accepted id's ESTABLISHED, written to the old channel and not read, are
+ * read from the new one after rdma_migrate_id, and nothing is left (or
+ * readable) on the old one.
+ */
+Test(cm, migrate_id_takes_queued_events_along)
+{
+	struct rdma_event_channel *a = rdma_create_event_channel();
+	struct rdma_event_channel *b = rdma_create_event_channel();
+	struct rdma_event_channel *c = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+				      .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_id *lid, *cid, *sid, *other;
+	struct sockaddr_in dst = sin_of(OUR_IP, 7091);
+	struct ibv_qp_init_attr qa;
+	struct rdma_cm_event *ev;
+
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert_not_null(c);
+	cr_assert_not_null(cch);
+	lid = listener(a, RDMA_PS_TCP, 7090);
+	cid = resolved(cch, RDMA_PS_TCP, 7090, true);
+	/* another id's event stays where it is */
+	cr_assert_eq(rdma_create_id(a, &other, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(other, NULL, (struct sockaddr *)&dst, 2000), 0);
+	cr_assert(readable(a, 3000));
+	cr_assert_eq(rdma_connect(cid, &cp), 0, "errno %d", errno);
+	usleep(200000); /* the REQ looped back: CONNECT_REQUEST written to a, unread */
+
+	cr_assert_eq(rdma_migrate_id(lid, b), 0, "errno %d", errno);
+	ev = expect_event(b, RDMA_CM_EVENT_CONNECT_REQUEST);
+	cr_assert_eq(ev->listen_id, lid);
+	sid = ev->id;
+	cr_assert_eq(sid->channel, b, "the new id on the listener's channel");
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	ev = expect_event(a, RDMA_CM_EVENT_ADDR_RESOLVED);
+	cr_assert_eq(ev->id, other, "the other id's event stayed on a");
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	cr_assert_not(readable(a, 100), "nothing of the listener left on a");
+	cr_assert_not(readable(b, 50));
+
+	qp_attr(&qa, IBV_QPT_RC);
+	cr_assert_eq(rdma_create_qp(sid, NULL, &qa), 0, "errno %d", errno);
+	cr_assert_eq(rdma_accept(sid, NULL), 0, "errno %d", errno);
+	ack_event(cch, RDMA_CM_EVENT_ESTABLISHED);
+	cr_assert(readable(b, 3000), "ESTABLISHED queued on b");
+	cr_assert_eq(rdma_migrate_id(sid, c), 0, "errno %d", errno);
+	cr_assert_eq(sid->channel, c);
+	ev = expect_event(c, RDMA_CM_EVENT_ESTABLISHED);
+	cr_assert_eq(ev->id, sid);
+	cr_assert_eq(rdma_ack_cm_event(ev), 0);
+	cr_assert_not(readable(b, 100), "nothing left on b");
+
+	/* later events follow it */
+	cr_assert_eq(rdma_disconnect(cid), 0, "errno %d", errno);
+	ack_event(c, RDMA_CM_EVENT_DISCONNECTED);
+	cr_assert_eq(rdma_disconnect(sid), 0, "errno %d", errno);
+	ack_event(cch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(cid);
+	rdma_destroy_qp(sid);
+	cr_assert_eq(rdma_destroy_id(cid), 0);
+	cr_assert_eq(rdma_destroy_id(sid), 0);
+	cr_assert_eq(rdma_destroy_id(other), 0);
+	cr_assert_eq(rdma_destroy_id(lid), 0);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(c);
+	rdma_destroy_event_channel(b);
+	rdma_destroy_event_channel(a);
+}
+
 Test(cm, accept_private_data_limit)
 {
 	struct rdma_event_channel *sch = rdma_create_event_channel();

@@ -153,6 +153,21 @@ Test(rsocket, connect_refused)
 	errno = 0;
 	cr_assert_eq(rconnect(fd, (struct sockaddr *)&sin, sizeof(sin)), -1);
 	cr_assert_eq(errno, ECONNREFUSED, "errno %d", errno);
+	/*
+	 * librspreload then falls back to a kernel socket (transpose_socket):
+	 * it asks the family with rgetsockname(fd, NULL, &zero), which must
+	 * tell the size and copy nothing, as getsockname(2) and librdmacm do
+	 * (an EFAULT here was every forked TCP client's connect() error).
+	 */
+	len = 0;
+	cr_assert_eq(rgetsockname(fd, NULL, &len), 0, "errno %d", errno);
+	cr_assert_eq(len, sizeof(struct sockaddr_in));
+	len = sizeof(sin);
+	cr_assert_eq(rgetsockname(fd, NULL, &len), -1, "room asked for at NULL");
+	cr_assert_eq(errno, EFAULT);
+	cr_assert_eq(rgetsockname(fd, (struct sockaddr *)&sin, NULL), -1);
+	cr_assert_eq(errno, EFAULT);
+	len = sizeof(err);
 	cr_assert_eq(rclose(fd), 0);
 
 	fd = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
