@@ -50,17 +50,25 @@ static int fake_resolve(void *ctx, uint32_t dev, const uint8_t dgid[16], uint8_t
 
 static const struct ctl_cm_ops fake_ops = { .send_mad = fake_send, .resolve = fake_resolve };
 
-static void setup(void)
+/* A control plane with the fake wire and @p max_ids ids, which one client may hold all of. */
+static void setup_with(uint32_t max_ids, uint32_t max_conns)
 {
 	struct ctl_config cfg = base_cfg();
 
 	memset(&wire, 0, sizeof(wire));
 	cfg.cm_ops = &fake_ops;
-	cfg.cm_limits.max_ids = 64;
+	cfg.cm_limits.max_ids = max_ids;
 	cfg.cm_limits.max_channels = 16;
-	cfg.cm_limits.max_conns = 32;
+	cfg.cm_limits.max_conns = max_conns;
+	if (cfg.quota.max_cm_ids < max_ids)
+		cfg.quota.max_cm_ids = max_ids;
 	ctl = ctl_create(&cfg);
 	cr_assert_not_null(ctl);
+}
+
+static void setup(void)
+{
+	setup_with(64, 32);
 }
 
 static void teardown(void)
@@ -1056,16 +1064,7 @@ Test(ctl_cm, multicast_join_flood_leaves_others_alone)
 
 static void setup_big(void)
 {
-	struct ctl_config cfg = base_cfg();
-
-	memset(&wire, 0, sizeof(wire));
-	cfg.cm_ops = &fake_ops;
-	cfg.cm_limits.max_ids = 512;
-	cfg.cm_limits.max_channels = 16;
-	cfg.cm_limits.max_conns = 512;
-	cfg.quota.max_cm_ids = 512;
-	ctl = ctl_create(&cfg);
-	cr_assert_not_null(ctl);
+	setup_with(512, 512);
 }
 
 TestSuite(ctl_cm_migrate, .init = setup_big, .fini = teardown, .timeout = 30);
