@@ -5,7 +5,12 @@
  * verbs shim (scripts/lab.sh run a ...) to read the daemon's resident memory
  * with 1, 1 k and 16 k QPs.
  *
- *   qp_hold N [HOLD_SEC]      N in 1..1048576, HOLD_SEC in 0..60 (default 2)
+ *   qp_hold N [HOLD_SEC] [connect]   N in 1..1048576, HOLD_SEC in 0..60 (default 2)
+ *
+ * connect: the QPs are joined in pairs (0 with 1, 2 with 3, ...) over the
+ * device's own GID (index 0: the daemon's loopback path) and moved to RTS,
+ * so they are connected and idle while held: bench/idle_qps.sh measures one
+ * busy QP beside them. An odd last QP stays in INIT.
  *
  * Prints "qp_hold: holding N QPs" once all exist (the sampling window), then
  * "qp_hold: created N destroyed N create_us_per_qp X first_us Y last_us Z
@@ -17,6 +22,7 @@
  * what grows with N is the daemon's per-QP state, not the rings asked for.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +82,28 @@ qp_make(struct ibv_pd *pd, struct ibv_cq *cq, unsigned long i)
 	return qp;
 }
 
+/* Move @p qp (INIT) to RTR then RTS, connected to QPN @p peer at @p gid. */
+static int
+qp_connect(struct ibv_qp *qp, uint32_t peer, const union ibv_gid *gid)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = peer,
+		.rq_psn = 0, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *gid, .sgid_index = 0, .hop_limit = 64 } },
+	};
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			       IBV_QP_MIN_RNR_TIMER);
+
+	if (rc)
+		return rc;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0, .timeout = 14,
+				  .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1 };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -88,10 +116,12 @@ main(int argc, char **argv)
 	double t0, t1, t_first = 0, t_last0 = 0, t2, t3;
 	unsigned long win;
 	int ndev = 0, status = 1;
+	bool connect = argc == 4 && strcmp(argv[3], "connect") == 0;
+	union ibv_gid gid;
 
-	if (argc < 2 || argc > 3 || parse_uint(argv[1], QP_HOLD_MAX, &n) || n == 0 ||
-	    (argc == 3 && parse_uint(argv[2], 60, &hold))) {
-		fprintf(stderr, "usage: qp_hold N [HOLD_SEC]   (N 1..%u, HOLD_SEC 0..60)\n",
+	if (argc < 2 || argc > 4 || parse_uint(argv[1], QP_HOLD_MAX, &n) || n == 0 ||
+	    (argc >= 3 && parse_uint(argv[2], 60, &hold)) || (argc == 4 && !connect)) {
+		fprintf(stderr, "usage: qp_hold N [HOLD_SEC] [connect]   (N 1..%u, HOLD_SEC 0..60)\n",
 			QP_HOLD_MAX);
 		return 2;
 	}
@@ -122,7 +152,27 @@ main(int argc, char **argv)
 			t_first = now_us();
 	}
 	t1 = now_us();
-	if (made == n) {
+	bool ok = made == n;
+
+	if (ok && connect) {
+		int rc = ibv_query_gid(ctx, 1, 0, &gid);
+
+		for (i = 0; rc == 0 && i + 1 < n; i += 2) {
+			rc = qp_connect(qps[i], qps[i + 1]->qp_num, &gid);
+			if (rc == 0)
+				rc = qp_connect(qps[i + 1], qps[i]->qp_num, &gid);
+			if (rc)
+				break;
+		}
+		if (rc) {
+			fprintf(stderr, "qp_hold: connecting pair %lu: %s\n", i / 2, strerror(rc));
+			ok = false;
+		} else {
+			printf("qp_hold: connected %lu pairs in %.1f us per QP\n", n / 2,
+			       (now_us() - t1) / (double)n);
+		}
+	}
+	if (ok) {
 		printf("qp_hold: holding %lu QPs\n", n);
 		fflush(stdout);
 		sleep((unsigned int)hold);

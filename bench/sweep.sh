@@ -17,7 +17,15 @@
 #    run, and the frames lost between the two PMDs (sent by one daemon's
 #    port, not received by the other's: af_packet ring overflows, which
 #    this PMD does not count as imissed). Skipped with a message when the daemon, the perftest or the lab is
-#    not there or does not run (memif: the lab has no memif link yet).
+#    not there or does not run. memif: scripts/lab.sh -p memif (the
+#    daemons over net_memif, linkrate over memif as the link limit).
+#    loopback (a PMD name of its own): one daemon, both QPs on it
+#    (roce-perftest --single-process, frames through the daemon's loopback
+#    path): the stack's capacity per worker core; no link phase.
+#    CPU per message of every bandwidth point: roce-perftest's own
+#    (cpu_ns_per_msg: its process in the measured window) and each daemon's
+#    (utime + stime over the run / messages at the measured rate over the
+#    run's wall time), in ours_bw.csv and the "ours" table.
 # 3. Daemon memory (VmRSS/VmHWM) with 0, 1, 1k, 16k QPs held by bench/qp_hold
 #    (MEM_QP_CMD), the lab brought up again with max_qps = MEM_MAX_QPS.
 # Then CSV files, a table with our throughput as a ratio of the link limit
@@ -27,7 +35,7 @@
 # Options (environment variable in brackets):
 #   -b DIR    build directory [BENCH_BUILD, default build]
 #   -o DIR    output directory [BENCH_OUT, default DIR/bench-results]
-#   -p LIST   PMDs, comma-separated: af_packet,af_xdp,memif [BENCH_PMDS, af_packet]
+#   -p LIST   PMDs, comma-separated: af_packet,af_xdp,memif,loopback [BENCH_PMDS, af_packet]
 #   -m MTU    IP MTU of the link, as lab.sh -m [BENCH_MTU, 1500]
 #   -r N      runs of each link point, interleaved; medians reported [BENCH_REPS, 3]
 #   -R N      rounds of our points, interleaved; medians [BENCH_OURS_REPS, 3]
@@ -143,7 +151,7 @@ done
 IFS=, read -r -a PMDS <<< "$BENCH_PMDS"
 # (re-plotting accepts any name: rows from other links, e.g. a real NIC)
 for p in "${PMDS[@]}"; do
-	case $p in af_packet|af_xdp|memif) ;; *) [ "$REPLOT" = 1 ] || die "unknown PMD '$p' (af_packet, af_xdp, memif)" ;; esac
+	case $p in af_packet|af_xdp|memif|loopback) ;; *) [ "$REPLOT" = 1 ] || die "unknown PMD '$p' (af_packet, af_xdp, memif, loopback)" ;; esac
 done
 [ "$REPLOT" = 1 ] || [ "$(id -u)" = 0 ] || die "must run as root (network namespaces)"
 
@@ -525,7 +533,6 @@ OURS_WHY=""
 ours_available() { # pmd; sets OURS_WHY when not
 	OURS_WHY=""
 	if [ "$BENCH_LINK_ONLY" = 1 ]; then OURS_WHY="-L given"
-	elif [ "$1" = memif ]; then OURS_WHY="scripts/lab.sh has no memif link"
 	elif [ ! -x "$DAEMON" ]; then OURS_WHY="no $DAEMON (not built)"
 	elif [ ! -x "$PERFTEST" ]; then OURS_WHY="no $PERFTEST (not built)"
 	elif [ ! -x "$LAB" ]; then OURS_WHY="no $LAB"
@@ -601,6 +608,8 @@ ours_run() { # test args tag
 	local test=$1 args="$2 $PERFTEST_EXTRA" tag=$3 srv="" cli rc limit before
 	OURS_LOG=$OUT/logs/ours-$tag-client.log
 	limit=$((BENCH_DURATION * 3 + 30))
+	local ca0 cb0 w0=$SECONDS
+	ca0=$(daemon_ticks a) cb0=$(daemon_ticks b)
 	before=$(port_counters)
 	if [ -n "$OURS_SERVER_CMD" ]; then
 		spawn "$OUT/logs/ours-$tag-server.log" timeout -s INT $limit bash -c "$(expand "$OURS_SERVER_CMD" "$test" "$args")"
@@ -617,12 +626,35 @@ ours_run() { # test args tag
 	rc=$?
 	[ -n "$srv" ] && reap "$srv" 15
 	OURS_CNT=$(counters_delta "$(port_counters)" "$before")
+	local ca1 cb1
+	ca1=$(daemon_ticks a) cb1=$(daemon_ticks b)
+	OURS_CPU="$((${ca1:-0} - ${ca0:-0})) $((${cb1:-0} - ${cb0:-0})) $((SECONDS - w0))"
 	return $rc
 }
 
+# utime + stime (clock ticks) of lab daemon h, all its threads
+daemon_ticks() { # h
+	local pid
+	pid=$(cat "${LAB_STATE:-/tmp/roce-lab}/$LAB_NAME/$1.pid" 2>/dev/null) || return 0
+	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null
+}
+
+# "cpu_a_ns cpu_b_ns": each daemon's CPU ns per message of a run at @p mmsgs
+# M msg/s (its CPU over the run, set-up included, / the messages of the whole
+# run's wall time at that rate: an upper bound when the run idles around -D)
+daemon_cpu_per_msg() { # mmsgs
+	read -r ta tb w <<< "$OURS_CPU"
+	awk -v ta="${ta:-0}" -v tb="${tb:-0}" -v w="${w:-0}" -v d="$BENCH_DURATION" -v mr="$1" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+		if (w < d) w = d
+		n = mr * 1e6 * w
+		if (n > 0) printf "%.1f %.1f", ta / hz * 1e9 / n, tb / hz * 1e9 / n; else printf "- -" }'
+}
+
 lab_up() { # pmd logfile [max_qps]
+	local p=$1
+	[ "$p" = loopback ] && p=af_packet # one daemon of the usual lab, its loopback path
 	net_down
-	LAB_MAX_QPS=${3:-256} LAB_PMD_ARGS=$BENCH_PMD_ARGS LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME -p "$1" -m "$BENCH_MTU" up >> "$2" 2>&1 &&
+	LAB_MAX_QPS=${3:-256} LAB_PMD_ARGS=$BENCH_PMD_ARGS LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME -p "$p" -m "$BENCH_MTU" up >> "$2" 2>&1 &&
 		{ LAB_UP=1; return 0; }
 	LAB_BUILD=$BUILD "$LAB" -n $LAB_NAME down > /dev/null 2>&1
 	return 1
@@ -649,7 +681,7 @@ ours_medians() { # pmd
 			n=$(awk -F, "$sel" "$OUT/ours_raw.csv" | wc -l)
 			[ "$n" -gt 0 ] || continue
 			local row="$pmd,$BENCH_MTU,$test,$s"
-			for col in 6 7 10 11 12 14 15; do
+			for col in 6 7 10 11 12 14 15 17 18 19; do
 				row="$row,$(awk -F, "$sel && \$$col != \"\" { print \$$col }" "$OUT/ours_raw.csv" | median)"
 			done
 			echo "$row,$n" >> "$OUT/ours_bw.csv"
@@ -678,7 +710,11 @@ ours_phase() { # pmd
 		echo "$pmd,skipped,$OURS_WHY" >> "$OUT/ours_status.csv"
 		return 0
 	fi
-	local ok=0 failed=0
+	local ok=0 failed=0 srv_cmd=$OURS_SERVER_CMD cli_cmd=$OURS_CLIENT_CMD
+	if [ "$pmd" = loopback ]; then # one process, both QPs, one daemon
+		OURS_SERVER_CMD=""
+		OURS_CLIENT_CMD='{lab} run a {perftest} {test} {args} --single-process'
+	fi
 	for rep in $(seq 1 "$BENCH_OURS_REPS"); do
 		for test in write_bw read_bw send_bw; do
 			for s in "${SIZES[@]}"; do
@@ -700,11 +736,15 @@ ours_phase() { # pmd
 					continue
 				fi
 				ok=$((ok + 1))
-				# pmd,mtu,test,size,rep,gbps,mmsgs,t_typical,t_p99,retransmits,tx_packets,timeouts,psn_naks,status
-				echo "$pmd,$BENCH_MTU,$test,$s,$rep,$bw,$mr,,,${cnt// /,},ok" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
-				printf "  #%d %-9s %8d B: %9.3f Gb/s %8.4f Mmsg/s  (%s iterations; retransmits %s of %s frames sent, %s lost, %s RNR NAKs)\n" \
+				local an dc
+				an=$(csv_field "$OURS_LOG" cpu_ns_per_msg)
+				dc=$(daemon_cpu_per_msg "$mr")
+				# pmd,mtu,test,size,rep,gbps,mmsgs,t_typical,t_p99,retransmits,tx_packets,timeouts,psn_naks,
+				# lost_frames,rnr_naks,status,app_cpu_ns,cpu_a_ns,cpu_b_ns
+				echo "$pmd,$BENCH_MTU,$test,$s,$rep,$bw,$mr,,,${cnt// /,},ok,${an:--},${dc// /,}" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
+				printf "  #%d %-9s %8d B: %9.3f Gb/s %8.4f Mmsg/s  (%s iterations; retransmits %s of %s frames sent, %s lost, %s RNR NAKs; CPU ns/msg app %s, daemon a %s, b %s)\n" \
 					"$rep" "$test" "$s" "$bw" "$mr" "$it" "$(cut -d' ' -f1 <<< "$cnt")" "$(cut -d' ' -f2 <<< "$cnt")" \
-					"$(cut -d' ' -f5 <<< "$cnt")" "$(cut -d' ' -f6 <<< "$cnt")"
+					"$(cut -d' ' -f5 <<< "$cnt")" "$(cut -d' ' -f6 <<< "$cnt")" "${an:--}" "${dc% *}" "${dc#* }"
 			done
 		done
 		for test in write_lat send_lat; do
@@ -720,6 +760,7 @@ ours_phase() { # pmd
 			printf "  #%d %-9s        8 B: p50 %.2f us, p99 %.2f us (retransmits %s)\n" "$rep" "$test" "$p50" "$p99" "$(cut -d' ' -f1 <<< "$cnt")"
 		done
 	done
+	OURS_SERVER_CMD=$srv_cmd OURS_CLIENT_CMD=$cli_cmd
 	if [ $ok -gt 0 ]; then
 		ours_medians "$pmd"
 		echo "$pmd,ran,$ok runs ok $failed failed" >> "$OUT/ours_status.csv"
@@ -729,7 +770,7 @@ ours_phase() { # pmd
 	fi
 	ours_memory_point "$pmd" 256 0 baseline
 	lab_down "$log"
-	ours_memory "$pmd"
+	[ "$pmd" = loopback ] || ours_memory "$pmd"
 }
 
 # ==== daemon memory with 1, 1k, 16k QPs =====================================
@@ -890,6 +931,12 @@ print_tables() {
 		tail -n +2 "$OUT/ours_status.csv" | sed 's/^\([^,]*\),[^,]*,/  \1: /'
 		echo ")"
 	fi
+	if [ "$(wc -l < "$OUT/ours_bw.csv")" -gt 1 ]; then
+		echo
+		echo "== ours: medians per point; CPU ns per message: roce-perftest's process in its window (app_cpu_ns),"
+		echo "   each daemon over the run (cpu_a_ns, cpu_b_ns; loopback: a only). loopback = one daemon, --single-process"
+		show_csv "$OUT/ours_bw.csv"
+	fi
 	echo
 	echo "== latency, 8 B, half round trips (ours: perftest t_typical/t_p99; link: linkrate ping/pong of a $LAT_FRAME B frame / 2)"
 	show_csv "$OUT/latency.csv"
@@ -988,10 +1035,47 @@ plots() {
 		} > "$gp"
 		gnuplot "$gp" 2>> "$OUT/logs/gnuplot.log" || echo "sweep: gnuplot failed, see $OUT/logs/gnuplot.log"
 	done
+	plot_ours
 	if [ -n "$BENCH_IMG" ]; then
 		mkdir -p "$BENCH_IMG" && cp "$OUT"/linkrate-mtu*.png "$OUT"/bandwidth-*-mtu*.png "$BENCH_IMG"/ &&
-			{ cp "$OUT"/ratio-*-mtu*.png "$BENCH_IMG"/ 2>/dev/null; true; } && echo "plots copied to $BENCH_IMG"
+			{ cp "$OUT"/ratio-*-mtu*.png "$OUT"/ours-mtu*.png "$BENCH_IMG"/ 2>/dev/null; true; } &&
+			echo "plots copied to $BENCH_IMG"
 	fi
+}
+
+# ours-mtuM.png: every PMD (loopback too) from ours_bw.csv, WRITE: Gb/s,
+# Mmsg/s and CPU ns per message (perftest's process, daemon a) against size
+plot_ours() {
+	local gp=$RUN/plot-ours.gp pmd first t
+	awk -F, 'NR > 1 && $3 == "write_bw" && $5 != "" { f = 1 } END { exit !f }' "$OUT/ours_bw.csv" 2>/dev/null || return 0
+	{
+		echo "set terminal pngcairo size 1400,420 font ',10' noenhanced"
+		echo "set output '$OUT/ours-mtu$BENCH_MTU.png'"
+		echo "set datafile separator ','"
+		echo "set multiplot layout 1,3 title 'ours, WRITE, IP MTU $BENCH_MTU (medians of $BENCH_OURS_REPS rounds; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))'"
+		echo "set logscale x 2; set grid; set key top left; set xlabel 'message bytes'; set format x '%.0b%B'"
+		for t in "5:Gb/s (payload)" "6:million messages/s" "cpu:CPU ns per message"; do
+			echo "set ylabel '${t#*:}'"
+			[ "${t%%:*}" = 6 ] && echo "set logscale y; set key top right"
+			[ "${t%%:*}" = cpu ] && echo "set logscale y; set key top left"
+			printf "plot "
+			first=1
+			for pmd in "${PMDS[@]}"; do
+				if [ "${t%%:*}" = cpu ]; then
+					[ $first = 1 ] || printf ", "
+					printf "'%s' using (strcol(1) eq '%s' && strcol(3) eq 'write_bw' ? \$4 : 1/0):12 with linespoints title '%s app', " "$OUT/ours_bw.csv" "$pmd" "$pmd"
+					printf "'%s' using (strcol(1) eq '%s' && strcol(3) eq 'write_bw' ? \$4 : 1/0):13 with linespoints dt 2 title '%s daemon a'" "$OUT/ours_bw.csv" "$pmd" "$pmd"
+				else
+					[ $first = 1 ] || printf ", "
+					printf "'%s' using (strcol(1) eq '%s' && strcol(3) eq 'write_bw' ? \$4 : 1/0):%s with linespoints title '%s'" "$OUT/ours_bw.csv" "$pmd" "${t%%:*}" "$pmd"
+				fi
+				first=0
+			done
+			echo
+		done
+		echo "unset multiplot"
+	} > "$gp"
+	gnuplot "$gp" 2>> "$OUT/logs/gnuplot.log" || echo "sweep: gnuplot failed, see $OUT/logs/gnuplot.log"
 }
 
 # ---- main -----------------------------------------------------------------
@@ -1007,14 +1091,14 @@ else
 		"$OUT"/logs/*.log
 	echo "pmd,mtu,tool,frame,rep,rx_mpps,rx_gbps,tx_mpps,lost,kernel_drop" > "$OUT/link_raw.csv"
 	echo "pmd,mtu,frame,probes,lost,rtt_min_us,rtt_p50_us,rtt_p99_us,rtt_max_us" > "$OUT/link_latency.csv"
-	echo "pmd,mtu,test,size,rep,bw_gbps,msg_rate_mpps,t_typical_us,t_p99_us,retransmits,tx_packets,timeouts,psn_naks,lost_frames,rnr_naks,status" > "$OUT/ours_raw.csv"
-	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps,retransmits,tx_packets,timeouts,lost_frames,rnr_naks,runs" > "$OUT/ours_bw.csv"
+	echo "pmd,mtu,test,size,rep,bw_gbps,msg_rate_mpps,t_typical_us,t_p99_us,retransmits,tx_packets,timeouts,psn_naks,lost_frames,rnr_naks,status,app_cpu_ns,cpu_a_ns,cpu_b_ns" > "$OUT/ours_raw.csv"
+	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps,retransmits,tx_packets,timeouts,lost_frames,rnr_naks,app_cpu_ns,cpu_a_ns,cpu_b_ns,runs" > "$OUT/ours_bw.csv"
 	echo "pmd,mtu,test,size,t_typical_us,t_p99_us,runs" > "$OUT/ours_lat.csv"
 	echo "pmd,max_qps,qps,vmrss_kb,vmhwm_kb,status,create_us_per_qp,create_us_last1k" > "$OUT/ours_mem.csv"
 	echo "pmd,status,detail" > "$OUT/ours_status.csv"
 	echo "sweep: build $BUILD, output $OUT, PMDs ${PMDS[*]}, IP MTU $BENCH_MTU, $BENCH_REPS x ${BENCH_DURATION}s per link point"
 	for pmd in "${PMDS[@]}"; do
-		link_phase "$pmd"
+		[ "$pmd" = loopback ] || link_phase "$pmd"
 		ours_phase "$pmd"
 	done
 fi

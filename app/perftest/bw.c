@@ -15,6 +15,14 @@
 #define PT_DRAIN_NS   (200 * 1000 * 1000ull)  /* receiver grace after the sender is done */
 #define PT_VERIFY_SHOW 5                      /* mismatches printed per side */
 
+uint64_t pt_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t pt_now_ns(void)
 {
 	struct timespec ts;
@@ -44,11 +52,13 @@ bool pt_window_step(struct pt_window *w, uint64_t now, uint64_t count)
 			w->sampling = true;
 			w->n_sample = count;
 			w->t_sample_seen = now;
+			w->cpu_sample = pt_cpu_ns();
 		}
 	} else if (!w->stopped && now >= w->t_stop && (moved || now >= w->t_end)) {
 		w->stopped = true;
 		w->n_stop = count;
 		w->t_stop_seen = now;
+		w->cpu_stop = pt_cpu_ns();
 	}
 	if (now >= w->t_end)
 		w->time_up = true;

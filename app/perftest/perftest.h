@@ -236,6 +236,7 @@ struct pt_window {
 	uint64_t n_sample, n_stop;                  /**< counts seen at the two edges */
 	uint64_t n_last;                            /**< count at the previous update */
 	uint64_t t_sample_seen, t_stop_seen;        /**< when the edges were seen */
+	uint64_t cpu_sample, cpu_stop;              /**< process CPU ns at the two edges */
 	bool sampling, stopped, time_up;
 };
 
@@ -305,6 +306,7 @@ struct pt_result {
 	double msg_rate;        /**< Mpps */
 	double t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999; /**< usec */
 	double tps;             /**< -D latency: transactions per second */
+	double cpu_ns_msg;      /**< -D: CPU ns of this process per message in the window; 0: unknown */
 	uint64_t verify_checked, verify_errors, lost;
 };
 
@@ -397,6 +399,8 @@ bool pt_window_update(struct pt_side *s, uint64_t count);
  */
 bool pt_window_step(struct pt_window *w, uint64_t now, uint64_t count);
 uint64_t pt_now_ns(void);
+/** CPU time this process used (all its threads), ns. */
+uint64_t pt_cpu_ns(void);
 
 /* ---- send_bw.c / read_bw.c / atomic_bw.c: shared with the latency modes */
 void pt_send_prepare(struct pt_side *s, uint32_t qp, uint64_t iter, struct ibv_send_wr *wr, struct ibv_sge *sge);

@@ -118,6 +118,9 @@ static bool pt_window_result(const struct pt_side *s, struct pt_result *r)
 		return false;
 	r->iters = w->n_stop - w->n_sample;
 	r->seconds = (double)(w->t_stop_seen - w->t_sample_seen) / 1e9;
+	/* single process: both sides' threads, per message of this side */
+	if (r->iters && w->cpu_stop > w->cpu_sample)
+		r->cpu_ns_msg = (double)(w->cpu_stop - w->cpu_sample) / (double)r->iters;
 	return true;
 }
 
@@ -325,7 +328,7 @@ void pt_csv_head(FILE *f)
 {
 	fputs("test,connection,role,device,size,iterations,qps,seconds,bw_peak,bw_avg,bw_unit,"
 	      "msg_rate_mpps,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,t_p99_us,t_p999_us,"
-	      "tps,verify,verify_checked,verify_errors,lost\n", f);
+	      "tps,verify,verify_checked,verify_errors,lost,cpu_ns_per_msg\n", f);
 }
 
 void pt_csv_row(FILE *f, const struct pt_params *p, const struct pt_info *in, const struct pt_result *r)
@@ -340,8 +343,11 @@ void pt_csv_row(FILE *f, const struct pt_params *p, const struct pt_info *in, co
 	else
 		fprintf(f, ",,,,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,,", r->t_min, r->t_max, r->t_typical,
 			r->t_avg, r->t_stdev, r->t_p99, r->t_p999);
-	fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", pt_verify_word(p, r),
+	fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", pt_verify_word(p, r),
 		r->verify_checked, r->verify_errors, r->lost);
+	if (r->cpu_ns_msg > 0)
+		fprintf(f, "%.1f", r->cpu_ns_msg);
+	fputc('\n', f);
 }
 
 /* Device names come from the kernel and test names from our table: neither
@@ -397,6 +403,8 @@ void pt_json_write(FILE *f, const struct pt_params *p, const struct pt_info *in,
 			fprintf(f, ", \"t_min_us\": %.3f, \"t_max_us\": %.3f, \"t_typical_us\": %.3f,"
 				" \"t_avg_us\": %.3f, \"t_stdev_us\": %.3f, \"t_p99_us\": %.3f, \"t_p999_us\": %.3f",
 				r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev, r->t_p99, r->t_p999);
+		if (r->cpu_ns_msg > 0)
+			fprintf(f, ", \"cpu_ns_per_msg\": %.1f", r->cpu_ns_msg);
 		fprintf(f, ", \"verify\": \"%s\", \"verify_checked\": %" PRIu64 ", \"verify_errors\": %" PRIu64
 			", \"lost\": %" PRIu64 "}", pt_verify_word(p, r), r->verify_checked, r->verify_errors, r->lost);
 	}

@@ -19,15 +19,26 @@
 
 #define TICK_NS 1000u             /* timer wheel tick: 1 us */
 #define EXPIRED_MAX 64u           /* timer expiries handled per poll */
+#define IDLE_SCAN 64u             /* idle QPs whose SQ doorbell one poll reads */
+#define IDLE_AFTER_NS 200000u     /* a busy QP idle this long stops being polled */
+#define ACTIVE_NONE UINT32_MAX    /* eqp.active_pos of a QP not polled */
 
 /* One engine QP as the worker keeps it (the slot's engine_qp). */
 struct eqp {
 	struct xport_qp *qp;
 	uint32_t slot;
 	uint16_t port;            /* daemon port its frames leave on */
-	uint32_t active_pos;      /* index in the lcore's active list */
+	uint32_t active_pos;      /* index in the lcore's active list, or ACTIVE_NONE */
 	uint32_t cookie;          /* echoed in events (engine_xport_qp_create) */
+	struct spsc_ring *sq;     /* its SQ (cfg.sq, fixed for its life) */
+	uint64_t idle_since;      /* busy: when polls started finding it idle, 0: not idle */
 	uint64_t seen[XPORT_CNT_COUNT]; /* engine counters already added (count_engine) */
+};
+
+/* The SQ doorbell of an idle QP: it has work again once the producer index moves. */
+struct bell {
+	const struct spsc_ring *sq;
+	uint32_t fetched;         /* xport_qp_sq_fetched() when it went idle */
 };
 
 /* Per-lcore state (w->engine_ctx). */
@@ -35,8 +46,19 @@ struct elcore {
 	struct timer_wheel *wheel;
 	struct timer_wheel_clock clock;   /* ns -> ticks */
 	uint64_t ns_mult;                 /* TSC -> ns, 32.32 fixed point */
-	uint32_t *active;                 /* slots of the QPs polled (active_update), dense */
+	/*
+	 * Slots of the QPs out of RESET (active_update), dense: [0, n_busy)
+	 * are polled every loop, [n_busy, n_active) are idle (xport_qp_idle()
+	 * for IDLE_AFTER_NS) and only IDLE_SCAN of their doorbells (bells[],
+	 * same positions) are read per loop, from position scan on, round
+	 * robin. A packet, a timer, a state change or a doorbell makes a QP
+	 * busy.
+	 */
+	uint32_t *active;
+	struct bell *bells;
 	uint32_t n_active;
+	uint32_t n_busy;
+	uint32_t scan;
 	struct xport_out out;
 };
 
@@ -62,13 +84,15 @@ lcore_init(struct worker *w)
 	tc.now = timer_wheel_clock_ticks(&e->clock, now_ns(e, rte_rdtsc()));
 	e->wheel = timer_wheel_create(&tc);
 	e->active = calloc(w->n_qp_slots, sizeof(e->active[0]));
-	if (e->wheel == NULL || e->active == NULL)
+	e->bells = calloc(w->n_qp_slots, sizeof(e->bells[0]));
+	if (e->wheel == NULL || e->active == NULL || e->bells == NULL)
 		goto fail;
 	w->engine_ctx = e;
 	return 0;
 fail:
 	timer_wheel_destroy(e->wheel);
 	free(e->active);
+	free(e->bells);
 	rte_free(e);
 	return -ENOMEM;
 }
@@ -89,6 +113,7 @@ lcore_fini(struct worker *w)
 	}
 	timer_wheel_destroy(e->wheel);
 	free(e->active);
+	free(e->bells);
 	rte_free(e);
 	w->engine_ctx = NULL;
 }
@@ -176,6 +201,103 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 	return n;
 }
 
+/* ---- the active list: busy QPs first, then idle ones ---- */
+
+static inline struct eqp *
+eqp_at(struct worker *w, const struct elcore *e, uint32_t pos)
+{
+	return w->qp[e->active[pos]].engine_qp;
+}
+
+static void
+active_swap(struct worker *w, struct elcore *e, uint32_t i, uint32_t j)
+{
+	uint32_t si = e->active[i], sj = e->active[j];
+	struct bell b = e->bells[i];
+
+	e->active[i] = sj;
+	e->active[j] = si;
+	e->bells[i] = e->bells[j];
+	e->bells[j] = b;
+	eqp_at(w, e, i)->active_pos = i;
+	eqp_at(w, e, j)->active_pos = j;
+}
+
+/* Poll @p q every loop from now on (no-op when it is busy or not listed). */
+static inline void
+mark_busy(struct worker *w, struct elcore *e, struct eqp *q)
+{
+	q->idle_since = 0;
+	if (q->active_pos == ACTIVE_NONE || q->active_pos < e->n_busy)
+		return;
+	active_swap(w, e, q->active_pos, e->n_busy++);
+}
+
+/* Busy @p q has nothing to do until its doorbell, a packet or a timer. */
+static inline void
+mark_idle(struct worker *w, struct elcore *e, struct eqp *q)
+{
+	active_swap(w, e, q->active_pos, --e->n_busy);
+	e->bells[e->n_busy] = (struct bell){ .sq = q->sq, .fetched = xport_qp_sq_fetched(q->qp) };
+}
+
+/*
+ * Run the busy QP at @p pos once and flush what it made; once polls have
+ * found it idle (xport_qp_idle()) for IDLE_AFTER_NS it becomes idle (the
+ * busy QP last in line takes @p pos). The delay keeps a QP that posts
+ * again within microseconds (a ping-pong, a window refill) off the
+ * doorbell scan.
+ */
+static unsigned int
+poll_busy(struct worker *w, struct elcore *e, uint32_t pos, uint64_t now)
+{
+	struct qp_slot *slot = &w->qp[e->active[pos]];
+	struct eqp *q = slot->engine_qp;
+	unsigned int work;
+	bool more;
+
+	xport_qp_poll(q->qp, now, &e->out);
+	more = e->out.more;
+	work = (more ? 1 : 0) + flush(w, e, slot, q);
+	if (work != 0 || !xport_qp_idle(q->qp)) {
+		q->idle_since = 0;
+	} else if (q->idle_since == 0) {
+		q->idle_since = now;
+	} else if (now - q->idle_since >= IDLE_AFTER_NS) {
+		mark_idle(w, e, q);
+	}
+	return work;
+}
+
+/*
+ * Read at most IDLE_SCAN doorbells of idle QPs, round robin (one load of
+ * each SQ's producer index, ipc_shm.h), and make those rung busy: the loop's
+ * cost does not grow with idle QPs; a post to one of n idle QPs waits at most
+ * n / IDLE_SCAN loops.
+ */
+static unsigned int
+scan_idle(struct worker *w, struct elcore *e, uint64_t now)
+{
+	unsigned int work = 0;
+
+	for (uint32_t i = 0; i < IDLE_SCAN && e->n_busy < e->n_active; i++) {
+		if (e->scan < e->n_busy || e->scan >= e->n_active)
+			e->scan = e->n_busy;
+		const struct bell *b = &e->bells[e->scan];
+
+		if (spsc_ring_prod_acquire(b->sq) == b->fetched) {
+			e->scan++;
+			continue;
+		}
+		/* it goes to the busy part; whoever takes its position is read next */
+		struct eqp *q = eqp_at(w, e, e->scan);
+
+		mark_busy(w, e, q);
+		work += 1 + poll_busy(w, e, q->active_pos, now);
+	}
+	return work;
+}
+
 static void
 rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
 {
@@ -202,6 +324,7 @@ rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
 			xport_qp_rx_burst(q->qp, group, k, now, &e->out);
 		}
 		flush(w, e, slot, q);
+		mark_busy(w, e, q);
 	}
 }
 
@@ -225,16 +348,16 @@ poll_engine(struct worker *w, uint64_t tsc)
 		xport_qp_timer_expired(q->qp, (enum xport_timer)timer_wheel_handle_timer_id(expired[i]),
 				       now, &e->out);
 		work += 1 + flush(w, e, &w->qp[s], q);
+		mark_busy(w, e, q);
 	}
-	for (uint32_t a = 0; a < e->n_active; a++) {
-		struct qp_slot *slot = &w->qp[e->active[a]];
-		struct eqp *q = slot->engine_qp;
+	for (uint32_t a = 0; a < e->n_busy;) {
+		uint32_t busy = e->n_busy;
 
-		xport_qp_poll(q->qp, now, &e->out);
-		work += e->out.more ? 1 : 0;
-		work += flush(w, e, slot, q);
+		work += poll_busy(w, e, a, now);
+		if (e->n_busy == busy)
+			a++; /* else the last busy QP moved to a: run it too */
 	}
-	return work;
+	return work + scan_idle(w, e, now);
 }
 
 const struct engine_ops engine_xport = {
@@ -257,40 +380,50 @@ engine_xport_qp(struct worker *w, uint32_t qpn)
 	return slot != NULL ? ((struct eqp *)slot->engine_qp)->qp : NULL;
 }
 
-#define ACTIVE_NONE UINT32_MAX    /* eqp.active_pos of a QP not polled */
+uint32_t
+engine_xport_busy(const struct worker *w)
+{
+	const struct elcore *e = w->engine_ctx;
 
-/* Take @p q off the lcore's poll list (no-op when it is not on it). */
+	WORKER_OWNER_ASSERT(w);
+	return e != NULL ? e->n_busy : 0;
+}
+
+/* Take @p q off the lcore's active list (no-op when it is not on it). */
 static void
 active_del(struct worker *w, struct elcore *e, struct eqp *q)
 {
-	uint32_t last;
-
 	if (q->active_pos == ACTIVE_NONE)
 		return;
-	/* keep the active list dense: move the last one into the hole */
-	last = e->active[--e->n_active];
-	e->active[q->active_pos] = last;
-	((struct eqp *)w->qp[last].engine_qp)->active_pos = q->active_pos;
+	if (q->active_pos < e->n_busy)
+		mark_idle(w, e, q);
+	/* keep the list dense: swap with the last one, then drop it */
+	active_swap(w, e, q->active_pos, e->n_active - 1);
+	e->n_active--;
 	q->active_pos = ACTIVE_NONE;
 }
 
 /*
- * Poll a QP only in states with work that no packet brings (RTR, RTS, SQD:
+ * List a QP only in states with work that no packet brings (RTR, RTS, SQD:
  * posted WRs, ACKs to send; ERR: flushing). RESET (the IB RESET and INIT)
  * has none: thousands of QPs being set up cost the loop nothing, so control
- * messages (ctl_msg.h) stay as fast as with one QP. The owner calls this
- * after every state change it makes; the engine's own moves (to ERR) start
- * from polled states.
+ * messages (ctl_msg.h) stay as fast as with one QP. A listed QP is busy
+ * after the change (polled at least once), then idle while xport_qp_idle()
+ * says so. The owner calls this after every state change it makes; the
+ * engine's own moves (to ERR) start from busy QPs.
  */
 static void
 active_update(struct worker *w, struct elcore *e, struct eqp *q)
 {
 	if (xport_qp_state(q->qp) == XPORT_STATE_RESET) {
 		active_del(w, e, q);
-	} else if (q->active_pos == ACTIVE_NONE) {
+		return;
+	}
+	if (q->active_pos == ACTIVE_NONE) {
 		q->active_pos = e->n_active;
 		e->active[e->n_active++] = q->slot;
 	}
+	mark_busy(w, e, q); /* the next poll runs it once at least */
 }
 
 int
@@ -312,6 +445,7 @@ engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t p
 	if (q == NULL)
 		return -ENOMEM;
 	q->slot = cfg->qpn / w->n_workers;
+	q->sq = cfg->sq;
 	q->port = port;
 	q->cookie = cookie;
 	c.handle = q->slot;

@@ -60,6 +60,13 @@ int engine_xport_qp_modify(struct worker *w, uint32_t qpn, const struct xport_cf
 int engine_xport_qp_destroy(struct worker *w, uint32_t qpn);
 /** The engine QP of @p qpn, or NULL. */
 struct xport_qp *engine_xport_qp(struct worker *w, uint32_t qpn);
+/**
+ * QPs of @p w run on every loop now. The others (out of RESET, idle per
+ * xport_qp_idle()) cost a loop nothing but a bounded share of one SQ
+ * doorbell read each; a packet, a timer, a state change or a post makes
+ * them busy again.
+ */
+uint32_t engine_xport_busy(const struct worker *w);
 /** @} */
 
 #endif /* ROCE_DAEMON_ENGINE_XPORT_H */

@@ -170,10 +170,11 @@ wr_opcode_desc(uint32_t opcode)
 	};
 	struct wr_opcode_desc d = { WR_KIND_NONE, 0, WC_SEND, WR_IMM_NONE };
 
-	if (opcode < WR_OPCODE_SLOTS && table[opcode].qp_types != 0)
+	if (__builtin_expect(opcode < WR_OPCODE_SLOTS, 1)) {
 		d = table[opcode];
-	else if (opcode < WR_OPCODE_SLOTS)
-		d.wc_opcode = table[opcode].wc_opcode; /* WC_SEND in a gap */
+		if (d.qp_types == 0)
+			d.kind = WR_KIND_NONE; /* a gap: completion WC_SEND, no imm */
+	}
 	return d;
 }
 
@@ -199,8 +200,10 @@ wr_kind_sends_payload(uint8_t kind)
 static inline bool
 wr_kind_rd_atomic(uint8_t kind)
 {
-	return kind == WR_KIND_READ || kind == WR_KIND_ATOMIC || kind == WR_KIND_ATOMIC_WRITE ||
-	       kind == WR_KIND_FLUSH;
+	const uint32_t set = 1u << WR_KIND_READ | 1u << WR_KIND_ATOMIC | 1u << WR_KIND_ATOMIC_WRITE |
+			     1u << WR_KIND_FLUSH;
+
+	return kind < 32 && (set >> kind & 1u) != 0;
 }
 
 /** Completion flags (= enum ibv_wc_flags). */

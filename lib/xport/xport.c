@@ -490,7 +490,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			*c = (struct cqe){
 				.wr_id = w->wqe.wr_id,
 				.status = w->status,
-				.opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode,
+				.opcode = w->wc_opcode,
 				.vendor_err = w->err,
 				.byte_len = w->length,
 				.qp_num = qp->cfg.qpn,
@@ -633,6 +633,7 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			const struct sq_wqe *rw = sq_ring_at(qp, head);
 			w->wqe.wr_id = rw->wr_id;
 			w->wqe.opcode = rw->opcode;
+			w->wc_opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode;
 			w->status = WC_SUCCESS;
 			w->kind = SWQE_SEND;
 			w->length = 0;
@@ -789,6 +790,34 @@ void
 xport_qp_poll(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	activate(qp, now, out);
+}
+
+bool
+xport_qp_idle(const struct xport_qp *qp)
+{
+	const struct xport_req *req = &qp->req;
+
+	/* SQD reports its drain, ERR flushes, RESET is never polled */
+	if (qp->state != XPORT_STATE_RTS && qp->state != XPORT_STATE_RTR)
+		return false;
+	/* responder: an ACK/NAK or READ responses still to send */
+	if (qp->resp.ack_pending || qp->resp.res_pending)
+		return false;
+	/*
+	 * requester: a rewind, or a fetched WQE held by a limit an ACK lifts
+	 * (window, READ/ATOMIC depth, fence). An RNR back-off or the pacer
+	 * ends with a timer of its own: waiting for it needs no poll.
+	 */
+	if (req->kick || (req->cur != req->fetch && !req->rnr_wait && !req->pace_wait))
+		return false;
+	/* nothing posted since (in RTR too: such a post waits for RTS) */
+	return spsc_ring_prod_acquire(qp->cfg.sq) == req->fetch;
+}
+
+uint32_t
+xport_qp_sq_fetched(const struct xport_qp *qp)
+{
+	return qp->req.fetch;
 }
 
 static uint8_t

@@ -587,6 +587,25 @@ void xport_qp_raw_rx(struct xport_qp *qp, const uint8_t *frame, uint32_t len, ui
  */
 size_t xport_frame_raw_gather(const struct xport_frame *f, uint8_t *buf, size_t room);
 
+/**
+ * Whether xport_qp_poll() would do nothing now and keeps doing nothing
+ * until the application posts to the SQ (moves the SQ producer index, the
+ * doorbell of ipc_shm.h), a packet arrives (xport_qp_rx_burst()), a timer
+ * fires (xport_qp_timer_expired()) or the state changes: nothing posted and
+ * unsent, no ACK or READ response owed, RTS or RTR. A scheduler polls only
+ * the QPs for which this is false, and after any of those four events.
+ * Reads the SQ producer index (shared memory) and a few engine fields.
+ */
+bool xport_qp_idle(const struct xport_qp *qp);
+
+/**
+ * The SQ index up to which the engine took WQEs. While xport_qp_idle() holds,
+ * it equals the SQ ring's producer index, and a post moves that index away
+ * from it: a scheduler keeps this value and compares the producer index
+ * with it (the doorbell) instead of calling xport_qp_idle().
+ */
+uint32_t xport_qp_sq_fetched(const struct xport_qp *qp);
+
 /** Timer @p timer of this QP fired at @p now. */
 void xport_qp_timer_expired(struct xport_qp *qp, enum xport_timer timer, uint64_t now,
 			    struct xport_out *out);

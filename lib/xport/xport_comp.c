@@ -82,7 +82,8 @@ progress(struct xport_qp *qp, uint32_t psn, uint64_t now)
 	struct xport_comp *c = &qp->comp;
 	if (psn_lt(c->psn, psn)) {
 		xport_req_window_acked(qp, roce_psn_diff(psn, c->psn));
-		xport_cc_acked(qp, psn, now);
+		if (qp->probe_ns)
+			xport_cc_acked(qp, psn, now); /* an RTT probe is out (cc = delay) */
 	}
 	c->psn = psn;
 	c->retry_left = qp->cfg.retry_cnt;

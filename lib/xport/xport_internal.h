@@ -47,6 +47,8 @@ struct xport_swqe {
 	uint32_t first_psn;    /* valid when started */
 	uint32_t last_psn;
 	uint8_t kind;          /* enum swqe_kind */
+	uint8_t imm;           /* enum wr_imm of its opcode (the WR table, read once at fetch) */
+	uint8_t wc_opcode;     /* enum wc_opcode of its send completion (idem) */
 	bool started;          /* PSNs assigned (sticky across go-back-N) */
 	bool signaled;
 	uint8_t status;        /* enum wc_status to complete with (error marks) */
@@ -329,6 +331,13 @@ void xport_cc_probe_sent(struct xport_qp *qp, uint32_t psn, bool retransmit, uin
 void xport_cc_acked(struct xport_qp *qp, uint32_t psn, uint64_t now);
 
 /* ---- hot-path helpers (inline) ---- */
+
+/* The QP's reaction point times RTT probes (cc = delay): xport_cc_probe_sent() acts. */
+static inline bool
+xport_cc_probing(const struct xport_qp *qp)
+{
+	return qp->cfg.cc != NULL && qp->cfg.cc->algo == XPORT_CC_DELAY;
+}
 
 /*
  * The requester's pacing rate in kb/s, 0 = unpaced: the lower of the QP's

@@ -177,11 +177,11 @@ next_packet_psns(const struct xport_qp *qp, const struct xport_swqe *w)
  * FLUSH have none here (nor in Linux rxe, which has no XRC).
  */
 static bool
-wr_opcode_ok(const struct xport_qp *qp, uint32_t opcode)
+wr_opcode_ok(const struct xport_qp *qp, uint32_t opcode, const struct wr_opcode_desc *d)
 {
 	uint8_t only = wire_opcode[opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY];
 
-	if (!wr_opcode_valid(opcode, qp->cfg.type))
+	if (qp->cfg.type >= 8 || (d->qp_types & (1u << qp->cfg.type)) == 0)
 		return false;
 	return qp->cfg.xrc == XPORT_XRC_NONE || only == 0 ||
 	       roce_opcode_desc((uint8_t)(only | ROCE_TRANSPORT_XRC)) != NULL;
@@ -197,6 +197,10 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 
 	/* the fields up to the address vector; a UD AV from the daemon's table */
 	memcpy(&w->wqe, src, offsetof(struct sq_wqe, av));
+	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
+
+	w->imm = op.imm;
+	w->wc_opcode = op.wc_opcode;
 	w->status = WC_SUCCESS;
 	w->err = XPORT_ERR_NONE;
 	w->started = false;
@@ -218,8 +222,7 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx)
 		w->err = XPORT_ERR_LOC_AH;
 		return;
 	}
-	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
-	bool ok_op = wr_opcode_ok(qp, w->wqe.opcode);
+	bool ok_op = wr_opcode_ok(qp, w->wqe.opcode, &op);
 
 	w->kind = ok_op ? op.kind : SWQE_SEND;
 	bool is_inline = (w->wqe.send_flags & WR_FLAG_INLINE) != 0;
@@ -378,19 +381,17 @@ build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
 		p->reth.length = w->length;
 	}
 	if (last) {
-		uint8_t imm = wr_opcode_desc(wqe->opcode).imm;
-
-		if (imm == WR_IMM_DATA)
+		if (w->imm == WR_IMM_DATA)
 			p->imm = wqe->imm_data;
-		else if (imm == WR_IMM_INV)
+		else if (w->imm == WR_IMM_INV)
 			p->ieth_rkey = wqe->imm_data;
 		p->se = (wqe->send_flags & WR_FLAG_SOLICITED) != 0;
 	}
 	p->payload_len = ctx->payload;
 }
 
-uint8_t
-xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
+static inline uint8_t
+wire_opcode_of(uint32_t wr_opcode, uint8_t type, unsigned int pos)
 {
 	uint8_t op = wire_opcode[wr_opcode & (WR_OPCODE_SLOTS - 1)][pos & 3];
 
@@ -399,13 +400,19 @@ xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
 	return type == XPORT_UC ? (uint8_t)(op | ROCE_TRANSPORT_UC) : op;
 }
 
+uint8_t
+xport_wr_wire_opcode(uint32_t wr_opcode, uint8_t type, unsigned int pos)
+{
+	return wire_opcode_of(wr_opcode, type, pos);
+}
+
 /* The BTH opcode of a packet of @p w. */
 static uint8_t
 data_opcode_of(const struct xport_qp *qp, const struct xport_swqe *w, bool first, bool last)
 {
 	enum wire_pos pos = first ? (last ? WIRE_ONLY : WIRE_FIRST) : (last ? WIRE_LAST : WIRE_MIDDLE);
 
-	return xport_wr_wire_opcode(w->wqe.opcode, qp->cfg.type, pos);
+	return wire_opcode_of(w->wqe.opcode, qp->cfg.type, pos);
 }
 
 static enum req_step
@@ -534,7 +541,7 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 			qp->comp.progress_ns = now;
 		if (psn_lt(req->psn, req->psn_max))
 			cnt_inc(qp, XPORT_CNT_RETRANSMIT_PKTS);
-		if (ctx->f->pkt.ack_req || psn_lt(req->psn, req->psn_max))
+		if ((ctx->f->pkt.ack_req || psn_lt(req->psn, req->psn_max)) && xport_cc_probing(qp))
 			xport_cc_probe_sent(qp, req->psn, psn_lt(req->psn, req->psn_max), now);
 		if (ctx->f->pkt.ack_req) {
 			req->pkts_since_ack_req = 0;
@@ -546,7 +553,8 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	xport_pace_charge(qp, now, ctx->f->pkt.payload_len);
+	if (xport_pace_kbps(qp))
+		xport_pace_charge(qp, now, ctx->f->pkt.payload_len);
 	if (!ctx->last) {
 		req->offset += ctx->payload;
 		return REQ_GET_WQE;

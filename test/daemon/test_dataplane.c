@@ -91,6 +91,7 @@ static int qp_object; /* any non-NULL engine object */
 static const struct engine_ops *engine = &test_engine;
 static char daemon_extra[256]; /* more [daemon] settings for the next setup() */
 static char port_extra[128];   /* more [port p0] settings for the next setup() */
+static unsigned int max_qps = 64; /* [daemon] max_qps of the next setup() */
 
 /* Non-empty: EAL serves telemetry (its socket under this file prefix) instead of --no-telemetry. */
 static char tel_prefix[32];
@@ -122,10 +123,11 @@ setup(unsigned int n_workers, const char *lcores)
 	if (tel_prefix[0] != '\0')
 		snprintf(tel_dir, sizeof(tel_dir), "%s", rte_eal_get_runtime_dir());
 	snprintf(text, sizeof(text),
-		 "[daemon]\nmax_qps = 64\nhandoff_ring = 256\nidle = none\n%s"
+		 "[daemon]\nmax_qps = %u\nhandoff_ring = 256\nidle = none\n%s"
 		 "[port p0]\ndevargs = net_ring_t0\nmbufs = 4095\n"
 		 "rx_desc = 256\ntx_desc = 256\n"
-		 "ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n%s", daemon_extra, port_extra);
+		 "ipv4 = 198.18.0.11/24\nipv6 = 2001:db8::11/64\n%s", max_qps, daemon_extra,
+		 port_extra);
 	cr_assert_eq(config_load_string(text, "t", &cfg, err, sizeof(err)), 0, "%s", err);
 	daemon_init(&d, &cfg, engine);
 	d.n_workers = n_workers;
@@ -1015,15 +1017,42 @@ qp_rings(struct test_qp *q, uint32_t qpn)
 	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
 }
 
+/* Transport settings of make_qp_with() that tests change. */
+struct qp_opts {
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	const struct test_qp *rings_of; /* non-NULL: share this QP's rings (it never posts) */
+};
+static const struct qp_opts qp_defaults = { .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+					    .min_rnr_timer = 1 };
+
+static void make_qp_with(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn,
+			 uint32_t rq_psn, const struct qp_opts *o);
+
 /* An RC QP on this daemon whose peer is @p peer, also on this daemon: every
  * frame between them takes the loopback path. */
 static void
 make_qp(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn, uint32_t rq_psn)
 {
+	make_qp_with(q, qpn, peer, sq_psn, rq_psn, &qp_defaults);
+}
+
+static void
+make_qp_with(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn, uint32_t rq_psn,
+	     const struct qp_opts *o)
+{
 	struct xport_cfg *c = &q->cfg;
 	uint8_t mac[6];
 
-	qp_rings(q, qpn);
+	if (o->rings_of != NULL) {
+		q->sq = o->rings_of->sq;
+		q->rq = o->rings_of->rq;
+		q->scq_ring = o->rings_of->scq_ring;
+		q->rcq_ring = o->rings_of->rcq_ring;
+		q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
+		q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+	} else {
+		qp_rings(q, qpn);
+	}
 	memset(c, 0, sizeof(*c));
 	c->type = XPORT_RC;
 	c->qpn = qpn;
@@ -1039,10 +1068,10 @@ make_qp(struct test_qp *q, uint32_t qpn, uint32_t peer, uint32_t sq_psn, uint32_
 	c->path_mtu = 3; /* 1024 */
 	c->sq_psn = sq_psn;
 	c->rq_psn = rq_psn;
-	c->timeout = 14;
-	c->retry_cnt = 7;
-	c->rnr_retry = 7;
-	c->min_rnr_timer = 1;
+	c->timeout = o->timeout;
+	c->retry_cnt = o->retry_cnt;
+	c->rnr_retry = o->rnr_retry;
+	c->min_rnr_timer = o->min_rnr_timer;
 	c->max_rd_atomic = 4;
 	c->max_dest_rd_atomic = 16;
 	c->access_flags = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC;
@@ -1301,6 +1330,188 @@ Test(engine_dp, rc_write_read_atomic)
 	memcpy(&orig, arena + 16384, 8);
 	cr_expect_eq(orig, 40, "and returned the original value");
 	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0);
+}
+
+/*
+ * ---- scheduling: only busy QPs are polled every loop (engine_xport.c);
+ * idle ones cost a bounded doorbell read, and packets, timers and posts
+ * still reach them ----
+ */
+#define IDLE_QPS 300u /* per worker, several times the QPs one loop's doorbell scan reads */
+
+static struct test_qp *idle_qps;
+
+static void
+sched_setup(void)
+{
+	max_qps = 2048;
+	engine_setup();
+}
+
+static void
+sched_teardown(void)
+{
+	teardown();
+	free(idle_qps);
+	idle_qps = NULL;
+}
+
+/* IDLE_QPS connected RTS QPs on each worker that never post (shared rings,
+ * peers that do not exist), QPNs from 0x100 on. */
+static void
+make_idle_qps(void)
+{
+	static struct test_qp rings;
+	struct qp_opts o = qp_defaults;
+
+	rings.sq = ring_new(64, sizeof(struct sq_wqe));
+	rings.rq = ring_new(64, sizeof(struct rq_wqe));
+	rings.scq_ring = ring_new(128, sizeof(struct cqe));
+	rings.rcq_ring = ring_new(128, sizeof(struct cqe));
+	o.rings_of = &rings;
+	idle_qps = calloc(IDLE_QPS * 2, sizeof(*idle_qps));
+	cr_assert_not_null(idle_qps);
+	for (uint32_t i = 0; i < IDLE_QPS * 2; i++)
+		make_qp_with(&idle_qps[i], 0x100 + i, 0x700 + i, i, i, &o);
+}
+
+static uint32_t
+busy_qps(void)
+{
+	return engine_xport_busy(d.worker[0]) + engine_xport_busy(d.worker[1]);
+}
+
+/* One loop of every worker and the control thread. */
+static void
+loop_once(void)
+{
+	for (unsigned int i = 0; i < d.n_workers; i++)
+		worker_poll(d.worker[i], rte_rdtsc());
+	control_poll(&d, rte_rdtsc());
+}
+
+/* Loop until no QP is busy (2 s at most): a QP found idle for a while
+ * (engine_xport.c: 200 us) leaves the busy part. @return whether it happened. */
+static bool
+settle(void)
+{
+	uint64_t end = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
+
+	while (busy_qps() != 0 && rte_get_tsc_cycles() < end)
+		loop_once();
+	return busy_qps() == 0;
+}
+
+/* Loop until @p cq holds a CQE (2 s at most); @return the loops it took, 0
+ * on time out; *min_busy: the fewest busy QPs seen after a loop. */
+static unsigned int
+loops_until_cqe(struct spsc_ring *cq, uint32_t *min_busy)
+{
+	uint64_t end = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
+	unsigned int loops = 0;
+
+	*min_busy = UINT32_MAX;
+	while (spsc_ring_count(cq) == 0 && rte_get_tsc_cycles() < end) {
+		loop_once();
+		loops++;
+		if (busy_qps() < *min_busy)
+			*min_busy = busy_qps();
+	}
+	return spsc_ring_count(cq) > 0 ? loops : 0;
+}
+
+TestSuite(engine_sched, .init = sched_setup, .fini = sched_teardown, .timeout = 60);
+
+Test(engine_sched, idle_qps_are_not_polled_and_a_post_wakes_its_qp_within_a_scan)
+{
+	struct test_qp a, b;
+	uint32_t min_busy;
+
+	make_idle_qps();
+	make_qp(&a, 4, 5, 0x100, 0x200); /* worker 0, listed behind its 300 idle QPs */
+	make_qp(&b, 5, 4, 0x200, 0x100); /* worker 1 */
+	cr_assert_eq(busy_qps(), IDLE_QPS * 2 + 2, "a state change makes a QP busy");
+	cr_assert(settle(), "nothing posted: all idle after a while");
+
+	for (uint32_t round = 0; round < 3; round++) {
+		struct rq_wqe r = { .wr_id = round, .num_sge = 1,
+				    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2,
+						    .length = 4096, .lkey = mr_key } };
+		cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+		for (uint32_t i = 0; i < 20; i++) /* the scan is somewhere else each round */
+			loop_once();
+		struct sq_wqe s = wqe(WR_SEND, 100 + round, (uintptr_t)arena, 64);
+		cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
+		unsigned int loops = loops_until_cqe(a.scq_ring, &min_busy);
+
+		/* 301 idle QPs on worker 0, 64 doorbells read per loop: found
+		 * within 5 loops; then the request, the ACK back, the completion */
+		cr_assert_neq(loops, 0, "round %u: the SEND completed", round);
+		cr_expect_leq(loops, 5 + 8, "round %u: %u loops", round, loops);
+		struct cqe c = take_cqe(a.scq_ring);
+		cr_expect_eq(c.status, WC_SUCCESS);
+		cr_expect_eq(c.wr_id, 100 + round);
+		cr_assert(wait_cqes(b.rcq_ring, 1));
+		take_cqe(b.rcq_ring);
+		cr_assert(settle(), "round %u: idle again after the exchange", round);
+	}
+	for (uint32_t i = 0; i < IDLE_QPS * 2; i++)
+		cr_expect_eq(xport_qp_state(engine_xport_qp(d.worker[i & 1], 0x100 + i)),
+			     XPORT_STATE_RTS, "idle QP %u untouched", i);
+}
+
+Test(engine_sched, an_idle_qp_retransmits_on_its_timer_until_retries_run_out)
+{
+	struct test_qp a;
+	struct qp_opts o = qp_defaults;
+	uint32_t min_busy;
+
+	make_idle_qps();
+	o.timeout = 8;   /* 4.096 us * 2^8 = 1 ms */
+	o.retry_cnt = 2;
+	make_qp_with(&a, 4, 0x9ff, 0x100, 0x200, &o); /* its peer does not exist: no ACK ever */
+	cr_assert(settle());
+	struct sq_wqe s = wqe(WR_RDMA_WRITE, 7, (uintptr_t)arena, 64);
+	s.wr.rdma.remote_addr = (uintptr_t)arena + 8192;
+	s.wr.rdma.rkey = mr_key;
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
+	cr_assert_neq(loops_until_cqe(a.scq_ring, &min_busy), 0, "the WRITE completed in error");
+	cr_expect_eq(min_busy, 0, "idle while waiting: only the ACK timer woke it");
+	struct cqe c = take_cqe(a.scq_ring);
+	cr_expect_eq(c.status, WC_RETRY_EXC_ERR, "status %u", c.status);
+	const uint64_t *cnt = xport_qp_counters(engine_xport_qp(d.worker[0], 4));
+	cr_expect_eq(cnt[XPORT_CNT_RETRY_TIMEOUT], 3, "the first try and 2 retries timed out");
+}
+
+Test(engine_sched, an_idle_qp_resends_after_rnr_and_completes_once_a_receive_is_posted)
+{
+	struct test_qp a, b;
+	uint32_t min_busy = UINT32_MAX;
+	uint64_t end = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
+
+	make_idle_qps();
+	struct qp_opts slow = qp_defaults;
+
+	slow.min_rnr_timer = 16; /* b's RNR NAKs ask for 2.56 ms: long enough to go idle */
+	make_qp(&a, 4, 5, 0x100, 0x200); /* rnr_retry 7: forever */
+	make_qp_with(&b, 5, 4, 0x200, 0x100, &slow);
+	cr_assert(settle());
+	struct sq_wqe s = wqe(WR_SEND, 9, (uintptr_t)arena, 64);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1); /* b has no receive: RNR NAK */
+	const uint64_t *cnt = xport_qp_counters(engine_xport_qp(d.worker[0], 4));
+	while (cnt[XPORT_CNT_RNR_RETRY] < 3 && rte_get_tsc_cycles() < end) {
+		loop_once();
+		if (busy_qps() < min_busy)
+			min_busy = busy_qps();
+	}
+	cr_assert_geq(cnt[XPORT_CNT_RNR_RETRY], 3, "the RNR timer fired and the SEND went again");
+	cr_expect_eq(min_busy, 0, "idle during the back-off");
+	struct rq_wqe r = { .wr_id = 1, .num_sge = 1,
+			    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2, .length = 4096,
+					    .lkey = mr_key } };
+	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+	cr_assert(wait_cqes(a.scq_ring, 1), "the SEND completed after the receive was posted");
+	cr_expect_eq(take_cqe(a.scq_ring).status, WC_SUCCESS);
 }
 
 /* ---- the application interface: one client's slow call never holds another's ---- */

@@ -624,7 +624,12 @@ Test(format, csv_and_json)
 		commas2 += *q == ',';
 	cr_assert_eq(commas1, commas2, "header and row have the same columns: %s", s);
 	cr_assert_str_eq(line2, "write_bw,RC,single,rxe0,4096,64,1,0.500000,30.000000,20.500000,MiB/sec,0.005000,"
-			 ",,,,,,,,ok,64,0,0\n");
+			 ",,,,,,,,ok,64,0,0,\n");
+	free(s);
+	c.r.cpu_ns_msg = 412.25;
+	s = capture(fmt_csv, &c);
+	cr_assert(strstr(s, ",ok,64,0,0,412.2\n") || strstr(s, ",ok,64,0,0,412.3\n"),
+		  "CPU per message in the last column: %s", s);
 	free(s);
 
 	c.r.verify_errors = 2;
