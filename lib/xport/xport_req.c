@@ -181,7 +181,7 @@ wr_opcode_ok(const struct xport_qp *qp, uint32_t opcode, const struct wr_opcode_
 {
 	uint8_t only = wire_opcode[opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY];
 
-	if (qp->cfg.type >= 8 || (d->qp_types & (1u << qp->cfg.type)) == 0)
+	if (qp->cfg.type >= 16 || (d->qp_types & (1u << qp->cfg.type)) == 0) /* wr_opcode_valid() */
 		return false;
 	return qp->cfg.xrc == XPORT_XRC_NONE || only == 0 ||
 	       roce_opcode_desc((uint8_t)(only | ROCE_TRANSPORT_XRC)) != NULL;
