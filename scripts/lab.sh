@@ -44,6 +44,10 @@
 #             NAME-r (NAME-ra, NAME-rb) where test/interop/lossy_link of the
 #             build relays every frame, clean until `relay` gives it
 #             impairments (this kernel has no sch_netem); af_packet only
+#   -V VID    both daemons' ports on 802.1Q VLAN VID 1..4094 (`vlan =` in
+#             their [port], as rxe on a VLAN netdev) [LAB_VLAN, default 0:
+#             untagged]; recorded in lab.env like -m. The kernels' own
+#             addresses stay untagged on the veths (the programs' TCP)
 #   -S HOSTS  `up` starts only these daemons, in this order: "b" or "ba"
 #             [LAB_START, default ab]; `start` the others later
 #   LAB_OWNER `up` ties the lab to a process (environment only): a PID, or
@@ -88,12 +92,14 @@ GIVEN_BUILD=${LAB_BUILD:+1}
 GIVEN_PMD=${LAB_PMD:+1}
 GIVEN_MTU=${LAB_MTU:+1}
 GIVEN_WORKERS=${LAB_WORKERS:+1}
+GIVEN_VLAN=${LAB_VLAN:+1}
 LAB_NAME=${LAB_NAME:-rlab}
 LAB_BUILD=${LAB_BUILD:-build}
 LAB_PMD=${LAB_PMD:-af_packet}
 LAB_MTU=${LAB_MTU:-1500}
 LAB_IDLE=${LAB_IDLE:-sleep}
 LAB_WORKERS=${LAB_WORKERS:-1}
+LAB_VLAN=${LAB_VLAN:-0}
 LAB_PCAP=${LAB_PCAP:-0}
 LAB_KERNEL_DROP=${LAB_KERNEL_DROP:-1}
 LAB_NO_DAEMONS=${LAB_NO_DAEMONS:-0}
@@ -112,7 +118,7 @@ die() {
 	exit 1
 }
 
-while getopts "n:b:p:m:i:w:S:PKDRh" opt; do
+while getopts "n:b:p:m:i:w:S:V:PKDRh" opt; do
 	case $opt in
 	n) LAB_NAME=$OPTARG ;;
 	b) LAB_BUILD=$OPTARG; GIVEN_BUILD=1 ;;
@@ -125,6 +131,7 @@ while getopts "n:b:p:m:i:w:S:PKDRh" opt; do
 	D) LAB_NO_DAEMONS=1 ;;
 	R) LAB_RELAY=1; GIVEN_RELAY=1 ;;
 	S) LAB_START=$OPTARG ;;
+	V) LAB_VLAN=$OPTARG; GIVEN_VLAN=1 ;;
 	h) usage; exit 0 ;;
 	*) usage >&2; exit 1 ;;
 	esac
@@ -151,6 +158,7 @@ load_lab_env() {
 		LAB_MTU) [ -n "$GIVEN_MTU" ] || LAB_MTU=$val ;;
 		LAB_WORKERS) [ -n "$GIVEN_WORKERS" ] || LAB_WORKERS=$val ;;
 		LAB_RELAY) [ -n "$GIVEN_RELAY" ] || LAB_RELAY=$val ;;
+		LAB_VLAN) [ -n "$GIVEN_VLAN" ] || LAB_VLAN=$val ;;
 		esac
 	done < "$STATE/lab.env"
 }
@@ -160,6 +168,13 @@ case $LAB_PMD in af_packet|af_xdp|af_xdp_shared|memif) ;; *) die "unknown PMD '$
 [[ $LAB_MTU =~ ^[0-9]+$ ]] || die "bad MTU '$LAB_MTU'"
 [[ $LAB_WORKERS =~ ^[1-4]$ ]] || die "bad worker count '$LAB_WORKERS' (1-4)"
 [[ $LAB_RELAY =~ ^[01]$ ]] || die "bad LAB_RELAY '$LAB_RELAY' (0 or 1)"
+[[ $LAB_VLAN =~ ^[0-9]{1,4}$ ]] && [ "$LAB_VLAN" -le 4094 ] ||
+	die "bad VLAN '$LAB_VLAN' (0: untagged, 1..4094)"
+[ "$LAB_VLAN" = 0 ] || [ "$LAB_PMD" != af_xdp_shared ] ||
+	die "-V: not with af_xdp_shared (the daemon refuses vlan in shared mode)"
+# lossy_link reads with AF_PACKET, where the kernel has taken the tag out of the frame
+[ "$LAB_VLAN" = 0 ] || [ "$LAB_RELAY" = 0 ] ||
+	die "-V: not with -R (the relay would forward the frames untagged)"
 [ "$LAB_RELAY" = 0 ] || [ "$LAB_PMD" = af_packet ] || die "-R: only with af_packet"
 # net_af_xdp (22.11) takes the queues it may use from ethtool's combined
 # channel count; a veth has separate RX and TX channels and no combined ones
@@ -274,6 +289,7 @@ mtu = $LAB_MTU
 ipv4 = $(daemon_ip4 "$h")/24
 ipv6 = $(daemon_ip6 "$h")/64
 resolve = $(daemon_ip4 "$p"), $(daemon_ip6 "$p")
+vlan = $LAB_VLAN
 ${LAB_PORT_CONF:-}
 EOF
 }
@@ -563,6 +579,7 @@ cmd_up() {
 	{
 		echo "LAB_NAME=$LAB_NAME"; echo "LAB_BUILD=$BUILD"; echo "LAB_PMD=$LAB_PMD"
 		echo "LAB_MTU=$LAB_MTU"; echo "LAB_WORKERS=$LAB_WORKERS"; echo "LAB_RELAY=$LAB_RELAY"
+		echo "LAB_VLAN=$LAB_VLAN"
 	} > "$STATE/lab.env"
 	trap fail_up INT TERM
 	owner=$(owner_pid) || fail_up
@@ -642,7 +659,7 @@ cmd_status() {
 			"$STATE/relay.log" 2>/dev/null | tail -1))"
 	fi
 	pid=$(watchdog_pid) && echo "owner: $(head -1 "$STATE/watchdog.log") (watchdog pid $pid)"
-	echo "state: $STATE ($LAB_PMD, mtu $LAB_MTU, $LAB_WORKERS worker(s), build $BUILD)"
+	echo "state: $STATE ($LAB_PMD, mtu $LAB_MTU, $LAB_WORKERS worker(s), vlan $LAB_VLAN, build $BUILD)"
 }
 
 cmd_run() {

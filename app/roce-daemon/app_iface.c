@@ -234,6 +234,7 @@ device_cfg(const struct daemon *d, unsigned int p, struct ctl_device_cfg *dev)
 	}
 	pc->pkey[0] = 0xffff;
 	memcpy(pc->mac, port->mac, 6);
+	pc->vlan = port_vlan(port);
 }
 
 /* mkdir the directory of the socket (/run/roce-dpdk) if it is missing. */

@@ -180,6 +180,9 @@ static const struct config_key port_keys[] = {
 	ENUM("mode", P_FIELD(mode), mode_names, "dedicated",
 	     "dedicated (own every frame) | shared (net_af_xdp with bpf/roce_xdp.o)"),
 	BOOL("promisc", P_FIELD(promisc), "no", "enable promiscuous mode"),
+	U32("vlan", P_FIELD(vlan), 0, 4094, "0",
+	    "802.1Q VLAN ID of the port's frames (RoCE, ARP/ND, CM MADs), as an rxe on a VLAN "
+	    "netdev; 0: untagged"),
 	/* congestion control and QoS: defaults as RoCE NICs and the DCQCN
 	 * paper (lib/xport/dcqcn.h, doc/congestion.md) */
 	ENUM("ecn", P_FIELD(ecn), ecn_names, "ect0",
@@ -949,6 +952,10 @@ cross_check(struct parse_ctx *ctx)
 			       "(the XDP program separates RoCE from the kernel's traffic)", p->name);
 		if (p->mode == CONFIG_PORT_SHARED && p->n_addrs == 0)
 			report(ctx, p->line, "[port %s]: mode = shared needs at least one address",
+			       p->name);
+		if (p->mode == CONFIG_PORT_SHARED && p->vlan != 0)
+			report(ctx, p->line, "[port %s]: vlan needs mode = dedicated (in shared mode "
+			       "the kernel resolves neighbours on its interface, not on a VLAN of it)",
 			       p->name);
 		for (unsigned int j = 0; j < i; j++) {
 			if (strcmp(p->devargs, cfg->ports[j].devargs) == 0 && p->devargs[0])

@@ -67,6 +67,7 @@ struct config_port {
 	uint32_t rx_mbuf_size;            /**< RX mbuf data room; 0: one whole frame */
 	uint32_t mode;                    /**< enum config_port_mode */
 	bool promisc;
+	uint32_t vlan;                    /**< 802.1Q VID of every frame, 0: untagged */
 	/* congestion control and QoS (lib/xport struct xport_cc, doc/congestion.md) */
 	uint32_t ecn;                     /**< ECN codepoint on data: 0 none, 1 ECT(1), 2 ECT(0) */
 	uint32_t cc;                      /**< reaction point: 0 none, 1 dcqcn, 2 delay */

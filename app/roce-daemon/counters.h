@@ -60,6 +60,8 @@
 	X(RX_ICMP_ECHO, "rx_icmp_echo", CTR_S_PL, "ICMP/ICMPv6 echo requests to our addresses") \
 	X(RX_OTHER, "rx_other", CTR_S_PL, "frames that are not for the daemon (ignored)") \
 	X(RX_OWN_SRC, "rx_own_src", CTR_S_PL, "our own transmitted frames seen again (af_packet)") \
+	X(RX_OTHER_VLAN, "rx_other_vlan", CTR_S_PL, \
+	  "RoCE/ARP/ND/echo frames of another VLAN than the port's, or untagged on a VLAN port") \
 	X(RX_NOT_OUR_ADDR, "rx_not_our_addr", CTR_S_PL, "RoCE frames to an IP that is not ours") \
 	X(RX_NO_QP, "rx_no_qp", CTR_S_PL, "RoCE frames for a QP that does not exist") \
 	X(RX_MCAST, "rx_mcast", CTR_S_PL, "RoCE frames to a multicast group (mcast.h)") \

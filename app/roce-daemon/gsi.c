@@ -107,14 +107,17 @@ gsi_input(struct gsi *g, uint16_t port_idx, struct rte_mbuf *m, const struct roc
 }
 
 uint32_t
-gsi_build(const struct cm_path *to, const uint8_t smac[6], const uint8_t dmac[6], uint32_t psn,
-	  uint16_t ip_id, const uint8_t *mad, uint8_t *buf, uint32_t cap)
+gsi_build(const struct cm_path *to, const uint8_t smac[6], const uint8_t dmac[6],
+	  uint16_t vlan_tci, uint32_t psn, uint16_t ip_id, const uint8_t *mad, uint8_t *buf,
+	  uint32_t cap)
 {
 	struct roce_pkt pkt;
 
 	memset(&pkt, 0, sizeof(pkt));
 	memcpy(pkt.l3.dmac, dmac, 6);
 	memcpy(pkt.l3.smac, smac, 6);
+	pkt.l3.vlan_present = vlan_tci != 0;
+	pkt.l3.vlan_tci = vlan_tci;
 	pkt.l3.ipv6 = !gid_v4(to->remote_gid);
 	memcpy(pkt.l3.sgid, to->local_gid, 16);
 	memcpy(pkt.l3.dgid, to->remote_gid, 16);
@@ -151,7 +154,9 @@ gsi_xmit(struct gsi *g, const struct cm_path *to, const uint8_t dmac[6], const u
 	buf = (uint8_t *)rte_pktmbuf_append(m, 512);
 	if (buf == NULL)
 		goto fail;
-	len = gsi_build(to, d->port[port].mac, dmac, g->psn[port], g->ip_id[port], mad, buf, 512);
+	/* QP1 is a QP of the port: its MADs go at the priority of its data */
+	len = gsi_build(to, d->port[port].mac, dmac, port_vlan_tci(&d->port[port], d->port[port].cc.pcp),
+			g->psn[port], g->ip_id[port], mad, buf, 512);
 	if (len == 0)
 		goto fail;
 	rte_pktmbuf_trim(m, (uint16_t)(512 - len));

@@ -82,10 +82,13 @@ const uint64_t *gsi_counters(const struct gsi *g);
 /**
  * Build the frame of @p mad on @p to (pure; also for tests): UD SEND ONLY
  * QP1 -> QP1, UDP source port to->udp_sport (0: QP1's own, what
- * gsi_send() always uses). @return the frame length, 0 when @p cap is too small
+ * gsi_send() always uses), with an 802.1Q tag of TCI @p vlan_tci unless it
+ * is 0 (the port's VLAN and priority: port_vlan_tci()).
+ * @return the frame length, 0 when @p cap is too small
  */
 uint32_t gsi_build(const struct cm_path *to, const uint8_t smac[6], const uint8_t dmac[6],
-		   uint32_t psn, uint16_t ip_id, const uint8_t *mad, uint8_t *buf, uint32_t cap);
+		   uint16_t vlan_tci, uint32_t psn, uint16_t ip_id, const uint8_t *mad,
+		   uint8_t *buf, uint32_t cap);
 
 /** Fill @p from (a struct cm_path) from a parsed QP1 frame received on @p port_idx. */
 void gsi_path_of(const struct roce_pkt *pkt, uint16_t port_idx, int gid_index,

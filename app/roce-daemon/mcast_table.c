@@ -12,6 +12,8 @@
 
 #include <rte_common.h>
 
+#include "roce.h"
+
 struct mcast_table *
 mcast_table_new(void)
 {
@@ -146,12 +148,13 @@ bool
 mcast_is_ctl_frame(const uint8_t *f, uint32_t len)
 {
 	uint16_t et;
+	size_t l3;
 
-	if (len < 14 + 20)
+	/* untagged, or on the port's VLAN (the worker checked the VID) */
+	if (!roce_eth_l3(f, len, &l3, &et) || len < l3 + 20)
 		return false;
-	et = (uint16_t)(f[12] << 8 | f[13]);
 	if (et == 0x0800)
-		return f[14 + 9] == 2; /* IGMP (an IGMPv2 query is 46 bytes) */
+		return f[l3 + 9] == 2; /* IGMP (an IGMPv2 query is 46 bytes) */
 	/* MLD always carries a hop-by-hop Router Alert (RFC 3810 section 5) */
-	return et == 0x86dd && len >= 14 + 40 && f[14 + 6] == 0 && f[14 + 24] == 0xff;
+	return et == 0x86dd && len >= l3 + 40 && f[l3 + 6] == 0 && f[l3 + 24] == 0xff;
 }

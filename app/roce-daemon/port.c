@@ -25,6 +25,7 @@
 #include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_ether.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
@@ -450,6 +451,18 @@ port_close(struct port *p)
 	p->pool = NULL;
 	rte_mempool_free(p->big_pool);
 	p->big_pool = NULL;
+}
+
+int
+port_vlan_tag(const struct port *p, struct rte_mbuf **m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(*m, const struct rte_ether_hdr *);
+
+	if (port_vlan(p) == 0 || (*m)->data_len < sizeof(*eth) ||
+	    eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN))
+		return 0;
+	(*m)->vlan_tci = port_vlan_tci(p, 0);
+	return rte_vlan_insert(m);
 }
 
 bool

@@ -21,6 +21,7 @@
 #include "gid.h"
 #include "xport.h"
 
+struct rte_mbuf;
 struct rte_mempool;
 
 /** Frame bytes around the IP MTU: Ethernet header + one VLAN tag. */
@@ -84,6 +85,35 @@ port_tx_on(const struct port *p)
 {
 	return __atomic_load_n(&p->tx_on, __ATOMIC_RELAXED) != 0;
 }
+
+/** The port's 802.1Q VLAN ID (`vlan`, 1..4094), 0: its frames are untagged. */
+static inline uint16_t
+port_vlan(const struct port *p)
+{
+	return p->cfg != NULL ? (uint16_t)p->cfg->vlan : 0;
+}
+
+/**
+ * The 802.1Q TCI of a frame @p p sends at priority @p pcp: its VID with
+ * @p pcp in the PCP bits 15:13 (IEEE 802.1Q section 9.6); 0 (no tag) on a
+ * port without a VLAN.
+ */
+static inline uint16_t
+port_vlan_tci(const struct port *p, uint8_t pcp)
+{
+	uint16_t vid = port_vlan(p);
+
+	return vid != 0 ? (uint16_t)((pcp & 7u) << 13 | vid) : 0;
+}
+
+/**
+ * Put an untagged frame @p *m on @p p's VLAN: an 802.1Q tag with its VID,
+ * priority 0, after the MAC addresses (rte_vlan_insert(), which may replace
+ * @p *m). A tagged frame, or any frame of a port without a VLAN, is left
+ * as it is.
+ * @return 0, or -errno (the mbuf is shared or has no headroom): the caller frees it
+ */
+int port_vlan_tag(const struct port *p, struct rte_mbuf **m);
 
 /** What port_open() needs besides the port's own section. */
 struct port_params {

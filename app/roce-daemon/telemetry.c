@@ -211,6 +211,10 @@ port_info_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	rte_tel_data_add_dict_int(t, "mtu", (int)p->mtu);
 	rte_tel_data_add_dict_int(t, "ib_mtu", (int)roce_mtu_bytes((uint8_t)gid_ib_mtu_from_ip_mtu(p->mtu)));
 	rte_tel_data_add_dict_string(t, "mode", p->cfg->mode == CONFIG_PORT_SHARED ? "shared" : "dedicated");
+	/* 802.1Q VID of every frame and GID of the port (0: untagged), priorities of data and CNPs */
+	rte_tel_data_add_dict_int(t, "vlan", port_vlan(p));
+	rte_tel_data_add_dict_int(t, "pcp", p->cc.pcp);
+	rte_tel_data_add_dict_int(t, "cnp_pcp", p->cc.cnp_pcp);
 	rte_tel_data_add_dict_string(t, "link", up ? "up" : "down");
 	rte_tel_data_add_dict_int(t, "speed_mbps", (int)speed);
 	if (idx < d->link.n) {
@@ -308,6 +312,8 @@ port_gids_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	}
 	snprintf(key, sizeof(key), "pkey0");
 	rte_tel_data_add_dict_int(t, key, g->pkey[0]);
+	/* every GID is on the port's VLAN, as rxe's GIDs are on the VLAN netdev they come from */
+	rte_tel_data_add_dict_int(t, "vlan", port_vlan(&d->port[idx]));
 	return 0;
 }
 

@@ -364,6 +364,13 @@ worker_ctl_tx(struct daemon *d, uint16_t port_idx, struct rte_mbuf *m)
 {
 	struct worker *w0 = d->worker[0];
 
+	/* ARP/ND probes and IGMP/MLD reports are built untagged: on a VLAN
+	 * port they go out on its VLAN, priority 0 (a VLAN netdev's default
+	 * egress map); frames built tagged (CM MADs, answers in place) keep theirs */
+	if (port_idx < d->n_ports && port_vlan_tag(&d->port[port_idx], &m) != 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
 	m->port = port_idx; /* the consumer reads the daemon port index from here */
 	if (w0 == NULL || rte_ring_sp_enqueue(w0->ctl_tx, m) != 0)
 		rte_pktmbuf_free(m);
@@ -392,6 +399,8 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t len = m->data_len;
 	enum roce_drop_reason why;
+	enum roce_class cls;
+	bool our_vlan;
 
 	if (unlikely(m->nb_segs != 1)) {   /* rx_linearize() failed to run: never */
 		count_pl(w, port, CTR_RX_MULTISEG_DROPS);
@@ -408,7 +417,16 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	}
 	if (unlikely(w->capture != NULL) && !loopback)
 		capture_frame(w, port, m, false);
-	switch (roce_classify(f, len, loopback ? ROCE_CLASSIFY_NO_ICRC : 0, pkt, &why)) {
+	cls = roce_classify(f, len, loopback ? ROCE_CLASSIFY_NO_ICRC : 0, pkt, &why);
+	/* A port on a VLAN is a NIC on a VLAN netdev: the stack's frames are
+	 * those of its VLAN only (IEEE 802.1Q); untagged or priority-tagged
+	 * frames belong to a port without one. Anything else is left as rx_other. */
+	our_vlan = roce_eth_vid(f, len) == port_vlan(p);
+	if (unlikely(!our_vlan) && cls != ROCE_CLASS_OTHER && cls != ROCE_CLASS_MALFORMED) {
+		count_pl(w, port, CTR_RX_OTHER_VLAN);
+		return RX_NEXT_DROP;
+	}
+	switch (cls) {
 	case ROCE_CLASS_ROCE:
 		if (why != ROCE_DROP_NONE)
 			break;
@@ -447,7 +465,8 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 		break;
 	case ROCE_CLASS_OTHER:
 	default:
-		if (unlikely(mcast_port_active(w->d->mcast, port)) && mcast_is_ctl_frame(f, len)) {
+		if (unlikely(mcast_port_active(w->d->mcast, port)) && our_vlan &&
+		    mcast_is_ctl_frame(f, len)) {
 			count_pl(w, port, CTR_RX_MCAST_CTL); /* IGMP/MLD: queries to answer */
 			return RX_NEXT_SLOW;
 		}

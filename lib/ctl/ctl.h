@@ -72,6 +72,8 @@ struct ctl_port_cfg {
 	uint32_t gid_ndev[CTL_GID_TBL_LEN];
 	uint16_t pkey[CTL_PKEY_TBL_LEN];
 	uint8_t mac[6];
+	/** 802.1Q VID of the port (1..4094): address handles are tagged with it; 0: untagged */
+	uint16_t vlan;
 };
 
 /** One device as applications see it. */

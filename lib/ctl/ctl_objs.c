@@ -1110,6 +1110,8 @@ static void ctl_ah_av(const struct ctl_port_cfg *port, const struct ipc_ah_attr 
 
 	memset(av, 0, sizeof(*av));
 	memcpy(av->smac, port->mac, 6);
+	av->vlan_present = port->vlan != 0; /* priority 0: the engine adds the port's pcp */
+	av->vlan_tci = port->vlan & 0x0fff;
 	memcpy(av->dgid, a->dgid, 16);
 	memcpy(av->sgid, port->gid[a->sgid_index], 16);
 	av->ipv6 = memcmp(av->sgid, v4mapped, sizeof(v4mapped)) != 0;

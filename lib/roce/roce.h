@@ -290,6 +290,49 @@ enum roce_drop_reason roce_parse(const uint8_t *frame, size_t len, struct roce_p
 /** As roce_parse() without the ICRC check (for loopback and offloaded ICRC). */
 enum roce_drop_reason roce_parse_no_icrc(const uint8_t *frame, size_t len, struct roce_pkt *pkt);
 
+/** The VLAN identifier: the low 12 bits of an 802.1Q tag's TCI (IEEE 802.1Q section 9.6). */
+#define ROCE_VLAN_VID_MASK 0x0fffu
+
+/**
+ * The VLAN a received frame belongs to: the VID of its 802.1Q tag, 0 when it
+ * has none or only a priority tag (VID 0, IEEE 802.1Q: "priority-tagged",
+ * which belongs to the untagged network). Reads the ethertype and the TCI
+ * only, where roce_classify() found them; a frame too short for its tag
+ * (roce_classify(): MALFORMED) gives 0.
+ */
+static inline uint16_t
+roce_eth_vid(const uint8_t *frame, size_t len)
+{
+	if (len < sizeof(struct roce_eth_hdr) + sizeof(struct roce_vlan_hdr) ||
+	    (frame[12] << 8 | frame[13]) != ROCE_ETHERTYPE_VLAN)
+		return 0;
+	return (uint16_t)((frame[14] << 8 | frame[15]) & ROCE_VLAN_VID_MASK);
+}
+
+/**
+ * Where the Ethernet header of @p frame ends: past one 802.1Q tag if it has
+ * one (the header roce_classify() reads). @p l3_off gets the offset of the
+ * next header, @p ethertype its type (the tag's inner one).
+ * @return false when @p frame is shorter than its Ethernet header and tag
+ */
+static inline bool
+roce_eth_l3(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype)
+{
+	size_t off = sizeof(struct roce_eth_hdr);
+
+	if (len < off)
+		return false;
+	*ethertype = (uint16_t)(frame[12] << 8 | frame[13]);
+	if (*ethertype == ROCE_ETHERTYPE_VLAN) {
+		off += sizeof(struct roce_vlan_hdr);
+		if (len < off)
+			return false;
+		*ethertype = (uint16_t)(frame[16] << 8 | frame[17]);
+	}
+	*l3_off = off;
+	return true;
+}
+
 /** What a received frame is (roce_classify()). */
 enum roce_class {
 	/** Cut short before its class is known: Ethernet/802.1Q, IPv4/IPv6 or

@@ -164,12 +164,13 @@ bool
 roce_mcast_query_parse(const uint8_t *frame, size_t len, struct roce_mcast_query *q)
 {
 	uint16_t et;
+	size_t l3;
 
-	if (len < sizeof(struct roce_eth_hdr))
+	/* a query on the port's VLAN comes tagged */
+	if (!roce_eth_l3(frame, len, &l3, &et))
 		return false;
-	et = rd16(frame + 12);
-	frame += sizeof(struct roce_eth_hdr);
-	len -= sizeof(struct roce_eth_hdr);
+	frame += l3;
+	len -= l3;
 	if (et == ROCE_ETHERTYPE_IPV4)
 		return igmp_query_parse(frame, len, q);
 	if (et == ROCE_ETHERTYPE_IPV6)

@@ -46,7 +46,7 @@ struct roce_mcast_query {
 /**
  * Recognise an IGMP membership query (IPv4 protocol 2, type 0x11) or an MLD
  * query (ICMPv6 type 130, directly or after a hop-by-hop header), checksum
- * checked. Untagged frames only.
+ * checked. Untagged or with one 802.1Q tag.
  * @return true with @p q filled, false for anything else
  */
 bool roce_mcast_query_parse(const uint8_t *frame, size_t len, struct roce_mcast_query *q);

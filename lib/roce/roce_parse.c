@@ -52,21 +52,7 @@ ipv4_mapped(uint8_t gid[16], const uint8_t addr[4])
 static inline enum roce_drop_reason
 eth_bounds(const uint8_t *frame, size_t len, size_t *l3_off, uint16_t *ethertype)
 {
-	const struct roce_eth_hdr *eth = (const void *)frame;
-	size_t off = sizeof(*eth);
-
-	if (len < off)
-		return ROCE_DROP_ETH_TRUNCATED;
-	*ethertype = be16toh(eth->ethertype);
-	if (*ethertype == ROCE_ETHERTYPE_VLAN) {
-		const struct roce_vlan_hdr *vlan = (const void *)(frame + off);
-		if (len < off + sizeof(*vlan))
-			return ROCE_DROP_ETH_TRUNCATED;
-		*ethertype = be16toh(vlan->ethertype);
-		off += sizeof(*vlan);
-	}
-	*l3_off = off;
-	return ROCE_DROP_NONE;
+	return roce_eth_l3(frame, len, l3_off, ethertype) ? ROCE_DROP_NONE : ROCE_DROP_ETH_TRUNCATED;
 }
 
 /* The Ethernet fields of the record; eth_bounds() accepted the frame. */

@@ -64,6 +64,9 @@ path_from_sem(struct xport_cfg *c, const struct wr_av *prev, const struct qp_sem
 	memcpy(c->av.dgid, g->dgid.raw, 16);
 	memcpy(c->av.sgid, port->gids[si], 16);
 	memcpy(c->av.smac, port->mac, 6);
+	/* the port's VLAN, as a NIC on a VLAN netdev tags the path (IEEE 802.1Q) */
+	c->av.vlan_present = port->vlan != 0;
+	c->av.vlan_tci = port->vlan & 0x0fff;
 	c->av.ipv6 = !gid_is_v4mapped(c->av.sgid);
 	c->av.flow_label = g->flow_label & 0xfffff;
 	c->av.traffic_class = g->traffic_class;

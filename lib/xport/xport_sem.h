@@ -30,6 +30,9 @@ struct xport_sem_port {
 	const uint8_t (*gids)[16];   /**< GID table, indexed by sgid_index */
 	uint32_t n_gids;             /**< entries in @c gids (>= 1) */
 	const uint8_t *mac;          /**< the port's MAC (6 bytes): the path's source */
+	uint16_t vlan;               /**< the port's 802.1Q VID (1..4094): every path is tagged
+				      *   with it (priority 0: the engine adds the port's pcp);
+				      *   0: untagged */
 	uint32_t max_unacked;        /**< [daemon] max_inflight_packets (xport_cfg) */
 	uint32_t min_window;         /**< [daemon] min_inflight_packets (xport_cfg) */
 	const struct xport_cc *cc;   /**< the port's congestion control, or NULL */

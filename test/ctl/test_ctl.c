@@ -488,6 +488,35 @@ Test(ctl, bad_requests_get_clear_errors)
 	client_close(&a);
 }
 
+/* An address handle of a port on a VLAN carries the port's tag; an untagged port's has none. */
+Test(ctl, an_address_handle_carries_the_ports_vlan)
+{
+	struct ctl_config cfg = base_cfg();
+	struct client a;
+	struct ipc_msg m, r;
+	uint32_t pd;
+
+	for (uint16_t vlan = 0; vlan <= 100; vlan += 100) {
+		teardown();
+		cfg.dev[0].port[0].vlan = vlan;
+		ctl = ctl_create(&cfg);
+		cr_assert_not_null(ctl);
+		client_open(&a, true);
+		pd = alloc_pd(&a);
+		req(&m, IPC_OP_CREATE_AH);
+		m.u.req_CREATE_AH.pd = pd;
+		m.u.req_CREATE_AH.attr.is_global = 1;
+		m.u.req_CREATE_AH.attr.port_num = 1;
+		m.u.req_CREATE_AH.attr.sgid_index = 1;
+		m.u.req_CREATE_AH.attr.traffic_class = 26 << 2;
+		cr_assert_eq(call(&a, &m, NULL, 0, &r, NULL), 0);
+		cr_expect_eq(r.u.rsp_CREATE_AH.av.vlan_present, vlan != 0, "VLAN %u", vlan);
+		cr_expect_eq(r.u.rsp_CREATE_AH.av.vlan_tci, vlan, "VID, priority 0 (the engine's pcp)");
+		cr_expect_eq(r.u.rsp_CREATE_AH.av.traffic_class, 26 << 2, "the AH's DSCP stays");
+		client_close(&a);
+	}
+}
+
 Test(ctl, limits_are_enforced)
 {
 	struct ctl_config cfg = base_cfg();

@@ -50,6 +50,10 @@ static const struct bad_case bad_cases[] = {
 	{ PORT_OK "cc = timely\n", "t:3: [port p0] cc = timely: not one of none|dcqcn" },
 	{ PORT_OK "dscp = 64\n", "t:3: [port p0] dscp = 64: out of range 0..63" },
 	{ PORT_OK "cnp_pcp = 8\n", "t:3: [port p0] cnp_pcp = 8: out of range 0..7" },
+	{ PORT_OK "vlan = 4095\n", "t:3: [port p0] vlan = 4095: out of range 0..4094" },
+	{ PORT_OK "vlan = 0x64\n", "t:3: [port p0] vlan = 0x64: not a non-negative decimal number" },
+	{ "[port p0]\ndevargs = net_af_xdp0,iface=x\nmode = shared\nipv4 = 198.18.0.1/24\nvlan = 100\n",
+	  "t:1: [port p0]: vlan needs mode = dedicated" },
 	{ PORT_OK "dcqcn_g_inv = 0\n", "t:3: [port p0] dcqcn_g_inv = 0: out of range 1..65536" },
 	{ PORT_OK "dcqcn_timer_us = 0\n", "t:3: [port p0] dcqcn_timer_us = 0: out of range" },
 	{ "[daemon]\nidle = lazy\n" PORT_OK, "t:2: [daemon] idle = lazy: not one of none|pause|yield|sleep" },
@@ -180,6 +184,19 @@ Test(config, good_file_sets_fields)
 	cr_expect_str_eq(s, "198.18.0.1/24");
 	config_addr_format(&p->addrs[3], s, sizeof(s));
 	cr_expect_str_eq(s, "2001:db8::1/64");
+}
+
+/* [port] vlan: untagged unless given; a VID 1..4094 as given. */
+Test(config, vlan_key)
+{
+	cr_assert_eq(config_load_string(PORT_OK, "v", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(cfg.ports[0].vlan, 0, "untagged by default");
+	cr_assert_eq(config_load_string(PORT_OK "vlan = 100\n", "v", &cfg, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_expect_eq(cfg.ports[0].vlan, 100);
+	cr_assert_eq(config_load_string(PORT_OK "vlan = 4094\n", "v", &cfg, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_expect_eq(cfg.ports[0].vlan, 4094);
 }
 
 /* The [port] congestion keys: defaults as NICs and the DCQCN paper, then as given. */

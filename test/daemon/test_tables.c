@@ -457,6 +457,16 @@ Test(mcast_table, only_igmp_and_mld_go_to_the_control_thread)
 	cr_expect(!mcast_is_ctl_frame(f, 14 + 48));
 	f[12] = 0x88; /* neither */
 	cr_expect(!mcast_is_ctl_frame(f, 14 + 48));
+	/* on a VLAN: after the 802.1Q tag */
+	memset(f, 0, sizeof(f));
+	f[12] = 0x81;
+	f[16] = 0x08;
+	f[18 + 9] = 2;
+	cr_expect(mcast_is_ctl_frame(f, 18 + 28), "a tagged IGMP frame");
+	cr_expect(!mcast_is_ctl_frame(f, 18 + 19), "shorter than its IPv4 header");
+	cr_expect(!mcast_is_ctl_frame(f, 17), "shorter than its tag");
+	f[18 + 9] = 17;
+	cr_expect(!mcast_is_ctl_frame(f, 18 + 28));
 }
 
 /* ---- QP1 frames: byte for byte what Linux rxe sends (gsi.h) ---- */
@@ -504,7 +514,8 @@ Test(gsi, our_qp1_frames_match_the_rxe_capture_byte_for_byte)
 		memcpy(to.local_gid, pkt.l3.sgid, 16);
 		to.hop_limit = pkt.l3.hop_limit;
 		to.remote_qpn = pkt.dest_qpn;
-		cr_assert_eq(gsi_build(&to, pkt.l3.smac, pkt.l3.dmac, pkt.psn, pkt.l3.ip_id,
+		cr_assert_eq(gsi_build(&to, pkt.l3.smac, pkt.l3.dmac,
+				       pkt.l3.vlan_present ? pkt.l3.vlan_tci : 0, pkt.psn, pkt.l3.ip_id,
 				       pkt.payload, ours, sizeof(ours)),
 			     pkt.frame_len);
 		cr_assert_arr_eq(ours, frame, pkt.frame_len, "QP1 frame %u differs", n_qp1);

@@ -10,24 +10,10 @@
 # perftest (skips otherwise). Run under flock -o /tmp/roce-lab.lock.
 set -uo pipefail
 
-SRC=${ROCE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-BUILD=${ROCE_BUILD_DIR:-$SRC/build}
-LAB="$SRC/scripts/lab.sh -b $BUILD"
-unset LD_LIBRARY_PATH   # the daemons must not load the shim
-PRE=()
-if [ -n "${INTEG_CHILD_PRELOAD:-}" ]; then
-	PRE=(env "LD_PRELOAD=$INTEG_CHILD_PRELOAD" "ASAN_OPTIONS=${INTEG_CHILD_ASAN_OPTIONS:-}")
-fi
 W=$(mktemp -d /tmp/roce-scatter-XXXXXX)
 L=lnkj
-n=0
-failed=0
-
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() {
-	n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift
-	for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -40; done
-}
+# shellcheck source=lab_tap.sh
+. "$(dirname "$0")/lab_tap.sh"
 cleanup() { $LAB -n $L down > /dev/null 2>&1; rm -rf "$W"; }
 trap cleanup EXIT
 
@@ -37,19 +23,6 @@ for t in ibv_devinfo ibv_rc_pingpong ib_write_bw dpdk-telemetry.py; do
 done
 echo "1..6"
 
-run() { local h=$1; shift; $LAB -n $L run "$h" "${PRE[@]}" "$@"; }
-stat() { # host counter
-	$LAB -n $L telemetry "$1" /roce/port/stats,0 2>/dev/null |
-		grep -o "\"$2\": [0-9]*" | grep -o '[0-9]*$'
-}
-wait_listen() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		ip netns exec "$L-$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return 0
-		sleep 0.1
-	done
-	return 1
-}
 pair() { # port server-and-client command...; outputs in $W/s, $W/c
 	local port=$1 pid rs rc
 	shift

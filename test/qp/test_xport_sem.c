@@ -121,6 +121,32 @@ Test(xport_sem, rtr_path_needs_resolution)
 		cr_expect_eq(out.av.dmac[i], 0, "MAC not known yet");
 }
 
+/* A port on a VLAN tags every path with its VID, priority left to the engine (pcp). */
+Test(xport_sem, a_vlan_port_tags_the_path)
+{
+	struct xport_sem_port p = port();
+	struct xport_cfg cur = identity(), out;
+	struct qp_sem qp;
+
+	qp_at(&qp, IBV_QPT_RC, IBV_QPS_RTR);
+	cr_assert(xport_cfg_from_sem(&cur, &qp, &p, &out));
+	cr_expect_eq(out.av.vlan_present, 0, "an untagged port: no tag");
+	cr_expect_eq(out.av.vlan_tci, 0);
+	p.vlan = 100;
+	qp.attr.ah_attr.grh.traffic_class = 26 << 2;
+	cr_assert(xport_cfg_from_sem(&cur, &qp, &p, &out));
+	cr_expect_eq(out.av.vlan_present, 1);
+	cr_expect_eq(out.av.vlan_tci, 100, "VID 100, PCP 0: the engine puts the port's pcp in");
+	cr_expect_eq(out.av.traffic_class, 26 << 2, "the AV's traffic class (DSCP) stays");
+	qp_at(&qp, IBV_QPT_UC, IBV_QPS_RTS);
+	cr_assert(xport_cfg_from_sem(&cur, &qp, &p, &out));
+	cr_expect_eq(out.av.vlan_present, 1, "UC too");
+	cr_expect_eq(out.av.vlan_tci, 100);
+	p.vlan = 4094;
+	cr_assert(xport_cfg_from_sem(&cur, &qp, &p, &out));
+	cr_expect_eq(out.av.vlan_tci, 4094);
+}
+
 /* RTR -> RTS keeps the MAC resolved for the same GID; a new GID needs resolving again. */
 Test(xport_sem, resolved_mac_kept_for_same_gid)
 {

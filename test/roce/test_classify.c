@@ -368,3 +368,24 @@ Test(classify, names)
 	cr_expect_str_eq(roce_class_name(ROCE_CLASS_OTHER), "other");
 	cr_expect_str_eq(roce_class_name((enum roce_class)99), "?");
 }
+
+/* roce_eth_vid(): the VID of an 802.1Q tag, 0 for untagged, priority-tagged and cut-short frames. */
+Test(classify, the_vlan_of_a_frame)
+{
+	uint8_t f[64];
+	size_t n = put_eth(f, true, ROCE_ETHERTYPE_ARP); /* TCI 0x2064: PCP 1, VID 100 */
+
+	cr_expect_eq(roce_eth_vid(f, n), 100);
+	f[14] = 0xef; /* PCP 7, DEI 1: the VID stays */
+	cr_expect_eq(roce_eth_vid(f, n), 0xf64 & ROCE_VLAN_VID_MASK);
+	f[14] = 0xa0;
+	f[15] = 0x00; /* priority-tagged: the untagged network */
+	cr_expect_eq(roce_eth_vid(f, n), 0);
+	f[14] = 0x0f;
+	f[15] = 0xfe;
+	cr_expect_eq(roce_eth_vid(f, n), 4094);
+	for (size_t len = 0; len < 18; len++)
+		cr_expect_eq(roce_eth_vid(f, len), 0, "cut short at %zu: no tag read", len);
+	n = put_eth(f, false, ROCE_ETHERTYPE_IPV4);
+	cr_expect_eq(roce_eth_vid(f, 60), 0, "untagged");
+}

@@ -238,6 +238,18 @@ Test(roce_mcast, igmp_queries)
 	cr_assert_not(roce_mcast_query_parse(f, len - 1, &q), "truncated");
 	f[14 + 24] = 0x16; /* a report is not a query */
 	cr_assert_not(roce_mcast_query_parse(f, len, &q));
+	/* on a VLAN: the same query after an 802.1Q tag */
+	len = igmp_query(f, 3, "239.1.2.3", 0x8f);
+	memmove(f + 16, f + 12, len - 12);
+	f[12] = 0x81;
+	f[13] = 0x00;
+	f[14] = 0x00;
+	f[15] = 100;
+	len += 4;
+	cr_assert(roce_mcast_query_parse(f, len, &q), "a tagged query");
+	cr_assert_eq(q.version, 3);
+	cr_assert_arr_eq(q.group, g, 16);
+	cr_assert_not(roce_mcast_query_parse(f, 17, &q), "cut in its tag");
 }
 
 Test(roce_mcast, mld_query)
