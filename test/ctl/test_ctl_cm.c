@@ -50,17 +50,25 @@ static int fake_resolve(void *ctx, uint32_t dev, const uint8_t dgid[16], uint8_t
 
 static const struct ctl_cm_ops fake_ops = { .send_mad = fake_send, .resolve = fake_resolve };
 
-static void setup(void)
+/* A control plane with the fake wire and @p max_ids ids, which one client may hold all of. */
+static void setup_with(uint32_t max_ids, uint32_t max_conns)
 {
 	struct ctl_config cfg = base_cfg();
 
 	memset(&wire, 0, sizeof(wire));
 	cfg.cm_ops = &fake_ops;
-	cfg.cm_limits.max_ids = 64;
+	cfg.cm_limits.max_ids = max_ids;
 	cfg.cm_limits.max_channels = 16;
-	cfg.cm_limits.max_conns = 32;
+	cfg.cm_limits.max_conns = max_conns;
+	if (cfg.quota.max_cm_ids < max_ids)
+		cfg.quota.max_cm_ids = max_ids;
 	ctl = ctl_create(&cfg);
 	cr_assert_not_null(ctl);
+}
+
+static void setup(void)
+{
+	setup_with(64, 32);
 }
 
 static void teardown(void)
@@ -1001,20 +1009,62 @@ Test(ctl_cm, multicast_join_and_leave)
 	client_close(&a);
 }
 
+/*
+ * Issue 21 bad input: a client's multicast join flood runs out of its own
+ * share (ENOMEM, counted), and nothing else stalls: another client still
+ * joins and hears of it, and the flooding client's other ids still get
+ * their events.
+ */
+Test(ctl_cm, multicast_join_flood_leaves_others_alone)
+{
+	struct client a, b;
+	struct cmch cha, chb;
+	uint32_t ida, idb, other, refused = 0;
+	uint64_t before = ctl_cm_stats(ctl)[CTL_CM_CTR_MCAST_REFUSED];
+
+	client_open(&a, true);
+	client_open(&b, true);
+	cha = channel(&a);
+	chb = channel(&b);
+	cr_assert_eq(create_id(&a, cha, RDMA_PS_UDP, 1, &ida), 0);
+	cr_assert_eq(bind_id(&a, ida, v4("198.18.0.1", 0)), 0);
+	cr_assert_eq(create_id(&a, cha, RDMA_PS_TCP, 2, &other), 0);
+	cr_assert_eq(create_id(&b, chb, RDMA_PS_UDP, 3, &idb), 0);
+	cr_assert_eq(bind_id(&b, idb, v4("198.18.0.1", 0)), 0);
+	for (unsigned int i = 0; i < 4 * CTL_MCAST_CM_PER_CLIENT; i++) {
+		char ip[32];
+		int rc;
+
+		snprintf(ip, sizeof(ip), "239.3.%u.%u", i / 200, i % 200);
+		rc = join(&a, ida, v4(ip, 0), 0, NULL);
+		cr_assert(rc == 0 || rc == ENOMEM, "rc %d", rc);
+		refused += rc == ENOMEM;
+	}
+	cr_assert_eq(refused, 3 * CTL_MCAST_CM_PER_CLIENT, "a's share: %u refused", refused);
+	cr_assert_eq(ctl_cm_stats(ctl)[CTL_CM_CTR_MCAST_REFUSED] - before, refused, "each counted");
+	cr_assert_eq(join(&b, idb, v4("239.4.0.1", 0), 0, NULL), 0, "another client joins");
+	cr_assert_eq(expect(chb, RDMA_CM_EVENT_MULTICAST_JOIN).uid, 3u);
+	cr_assert_eq(resolve_addr(&a, other, v4("198.18.0.1", 6400), 1000), 0);
+	for (struct ipc_cm_event ev;;) {
+		ev = next_event(cha, 3000);
+		cr_assert_neq(ev.event, 0xffff, "a's other id got no event");
+		if (ev.uid == 2u) {
+			cr_assert_eq(ev.event, RDMA_CM_EVENT_ADDR_RESOLVED);
+			break;
+		}
+		cr_assert_eq(ev.event, RDMA_CM_EVENT_MULTICAST_JOIN);
+	}
+	close(cha.fd);
+	close(chb.fd);
+	client_close(&b);
+	client_close(&a);
+}
+
 /* ---- rdma_migrate_id moves the events not read yet (ucma_migrate_id) ---- */
 
 static void setup_big(void)
 {
-	struct ctl_config cfg = base_cfg();
-
-	memset(&wire, 0, sizeof(wire));
-	cfg.cm_ops = &fake_ops;
-	cfg.cm_limits.max_ids = 512;
-	cfg.cm_limits.max_channels = 16;
-	cfg.cm_limits.max_conns = 512;
-	cfg.quota.max_cm_ids = 512;
-	ctl = ctl_create(&cfg);
-	cr_assert_not_null(ctl);
+	setup_with(512, 512);
 }
 
 TestSuite(ctl_cm_migrate, .init = setup_big, .fini = teardown, .timeout = 30);

@@ -2714,201 +2714,6 @@ Test(dataplane, gsi_mads_reach_the_control_thread_and_bad_ones_are_counted)
 	d.gsi = NULL;
 }
 
-/* ---- a port on a VLAN (`vlan`): tagged out, only its VLAN in ---- */
-
-/* Insert an 802.1Q tag with @p tci after the MAC addresses of the @p len-byte frame @p f. */
-static size_t
-tag(uint8_t *f, size_t len, uint16_t tci)
-{
-	memmove(f + 16, f + 12, len - 12);
-	f[12] = 0x81;
-	f[13] = 0x00;
-	f[14] = (uint8_t)(tci >> 8);
-	f[15] = (uint8_t)tci;
-	return len + 4;
-}
-
-/* The TCI of the tagged frame @p f (its tag checked), or -1 when it has none. */
-static int
-tci_of(const uint8_t *f, size_t n)
-{
-	if (n < 18 || f[12] != 0x81 || f[13] != 0x00)
-		return -1;
-	return f[14] << 8 | f[15];
-}
-
-/* ARP and ND on a VLAN port: answers and probes tagged with its VID, other VLANs ignored. */
-Test(dataplane, a_vlan_port_answers_and_probes_on_its_vlan_only)
-{
-	uint8_t f[256], ip[16], mac[6];
-	size_t n;
-
-	snprintf(port_extra, sizeof(port_extra), "vlan = 100\npcp = 3\n");
-	setup(1, "0");
-	port_extra[0] = '\0';
-	cr_assert_eq(port_vlan(&d.port[0]), 100);
-
-	/* a request on VLAN 100 (priority 5): the reply on VLAN 100 */
-	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 5u << 13 | 100));
-	run();
-	n = collect(0, f, sizeof(f));
-	cr_assert_geq(n, 46, "an ARP reply");
-	cr_expect_eq(tci_of(f, n) & 0x0fff, 100, "on VLAN 100");
-	cr_expect_eq(f[16], 0x08);
-	cr_expect_eq(f[17], 0x06);
-	cr_expect_eq(f[18 + 7], 2, "opcode reply");
-	cr_expect_arr_eq(f + 18 + 14, gid_a + 12, 4);
-	cr_expect_eq(port_ctr(CTR_RX_ARP), 1);
-
-	/* untagged, priority-tagged (VID 0) and VLAN 7 requests are not ours */
-	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
-	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 5u << 13));
-	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 7));
-	run();
-	cr_expect_eq(collect(0, f, sizeof(f)), 0, "no answer off our VLAN");
-	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 3);
-	cr_expect_eq(port_ctr(CTR_RX_ARP), 1);
-
-	/* our probes: tagged, priority 0 (a VLAN netdev's default egress map) */
-	t_gid4("198.18.0.13", ip);
-	cr_expect_eq(neigh_resolve(&d, -1, 0, ip, mac), -EAGAIN);
-	run();
-	n = collect(0, f, sizeof(f));
-	cr_assert_geq(n, 46, "an ARP request");
-	cr_expect_eq(tci_of(f, n), 100, "VLAN 100, priority 0");
-	cr_expect_eq(f[16], 0x08);
-	cr_expect_eq(f[17], 0x06);
-	cr_expect_arr_eq(f + 18 + 24, ip + 12, 4, "for 198.18.0.13");
-	t_gid6("2001:db8::12", ip);
-	cr_expect_eq(neigh_resolve(&d, -1, 0, ip, mac), -EAGAIN);
-	run();
-	n = collect(0, f, sizeof(f));
-	cr_assert_eq(n, 18 + 40 + 32, "a tagged neighbour solicitation");
-	cr_expect_eq(tci_of(f, n), 100);
-	cr_expect_eq(f[16], 0x86);
-	cr_expect_eq(f[17], 0xdd);
-	cr_expect_eq(f[18 + 40], 135);
-	cr_expect_eq(rte_ipv6_udptcp_cksum_verify((struct rte_ipv6_hdr *)(f + 18), f + 58), 0);
-
-	/* a solicitation on VLAN 100 is answered there; a ping too */
-	uint8_t ns[32] = { 135 }, echo[16] = { 128 }, target[16];
-	uint8_t mc[6] = { 0x33, 0x33, 0xff, 0, 0, 0x11 };
-
-	t_gid6("2001:db8::11", target);
-	memcpy(ns + 8, target, 16);
-	ns[24] = 1;
-	ns[25] = 1;
-	memcpy(ns + 26, peer_mac, 6);
-	n = icmp6_frame(f, mc, "2001:db8::12", "ff02::1:ff00:11", ns, sizeof(ns), 255);
-	inject(0, f, tag(f, n, 100));
-	run();
-	n = collect(0, f, sizeof(f));
-	cr_assert_eq(n, 18 + 40 + 32, "a tagged neighbour advertisement");
-	cr_expect_eq(tci_of(f, n), 100);
-	cr_expect_eq(f[18 + 40], 136);
-	n = icmp6_frame(f, our_mac, "2001:db8::12", "2001:db8::11", echo, sizeof(echo), 64);
-	inject(0, f, tag(f, n, 100));
-	n = icmp6_frame(f, our_mac, "2001:db8::12", "2001:db8::11", echo, sizeof(echo), 64);
-	inject(0, f, n); /* untagged: not ours */
-	run();
-	n = collect(0, f, sizeof(f));
-	cr_assert_eq(n, 18 + 40 + sizeof(echo), "one tagged echo reply");
-	cr_expect_eq(tci_of(f, n), 100);
-	cr_expect_eq(f[58], 129);
-	cr_expect_eq(collect(0, f, sizeof(f)), 0);
-	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 4);
-}
-
-/* RoCE on a VLAN port: frames of its VLAN reach the QP whatever their priority; others do not. */
-Test(dataplane, a_vlan_port_takes_roce_of_its_vlan_only)
-{
-	uint8_t f[512];
-	size_t n;
-
-	snprintf(port_extra, sizeof(port_extra), "vlan = 100\n");
-	setup(1, "0");
-	port_extra[0] = '\0';
-	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, tag(f, n, 100));
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, tag(f, n, 6u << 13 | 100));
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, n); /* untagged */
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, tag(f, n, 200));
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, tag(f, n, 0)); /* priority-tagged: the untagged network */
-	run();
-	cr_expect_eq(rec.n, 2, "the two frames of VLAN 100");
-	cr_expect_eq(rec.paylen[0], 100, "parsed past the tag");
-	cr_expect_eq(rec.first_byte[1], 1);
-	cr_expect_eq(port_ctr(CTR_RX_ROCE), 2);
-	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 3);
-	cr_expect_eq(port_ctr(CTR_RX_DROPS), 0, "not counted as malformed");
-	cr_expect_eq(worker_qp_detach(d.worker[0], 0x12), &qp_object);
-}
-
-/* An untagged port (the default) takes untagged and priority-tagged RoCE, no VLAN's. */
-Test(dataplane, an_untagged_port_takes_no_vlans_frames)
-{
-	uint8_t f[512];
-	size_t n;
-
-	setup(1, "0");
-	cr_assert_eq(port_vlan(&d.port[0]), 0);
-	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, n);
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, tag(f, n, 3u << 13));
-	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
-	inject(0, f, tag(f, n, 100));
-	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 100));
-	run();
-	cr_expect_eq(rec.n, 2);
-	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 2);
-	cr_expect_eq(collect(0, f, sizeof(f)), 0, "no ARP answer on VLAN 100");
-	cr_expect_eq(worker_qp_detach(d.worker[0], 0x12), &qp_object);
-}
-
-/* QP1 on a VLAN port: MADs of its VLAN in, answers out on it at the port's pcp. */
-Test(dataplane, a_vlan_port_sends_its_cm_mads_tagged)
-{
-	uint8_t f[1024];
-	struct roce_pkt pkt;
-	enum roce_drop_reason why;
-	size_t n;
-
-	snprintf(port_extra, sizeof(port_extra), "vlan = 100\npcp = 3\n");
-	setup(1, "0");
-	port_extra[0] = '\0';
-	memset(&gsi_rec, 0, sizeof(gsi_rec));
-	d.gsi = gsi_create(&d, gsi_rec_rx, NULL);
-	cr_assert_not_null(d.gsi);
-	n = gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY, 256, 0xab);
-	inject(0, f, tag(f, n, 100));
-	n = gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY, 256, 0xac);
-	inject(0, f, n); /* untagged: not ours */
-	run();
-	cr_assert_eq(gsi_rec.n, 1, "the MAD of VLAN 100 only");
-	cr_expect_eq(gsi_rec.mad[0], 0xab);
-	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 1);
-	memset(gsi_rec.mad, 0xcd, 256);
-	cr_assert_eq(gsi_send(d.gsi, &gsi_rec.from, gsi_rec.mad), 0);
-	run();
-	n = collect(0, f, sizeof(f));
-	cr_assert_gt(n, 0);
-	cr_assert_eq(roce_classify(f, n, 0, &pkt, &why), ROCE_CLASS_ROCE);
-	cr_assert_eq(why, ROCE_DROP_NONE, "%s", roce_drop_reason_str(why));
-	cr_expect(pkt.l3.vlan_present);
-	cr_expect_eq(pkt.l3.vlan_tci, 3u << 13 | 100, "VLAN 100 at the port's pcp 3");
-	cr_expect_eq(pkt.dest_qpn, 1);
-	cr_expect_eq(pkt.payload[0], 0xcd);
-	gsi_destroy(d.gsi);
-	d.gsi = NULL;
-}
-
 /*
  * ---- RAW_PACKET QPs and flow steering (issue 19, flow_steer.h): a frame
  * the stack does not take goes to the raw QPs whose rules match it (the
@@ -3169,4 +2974,199 @@ Test(raw_dp, roce_frames_after_raw_frames_are_still_roce)
 	cr_assert(wait_cqes(a.scq_ring, 1), "send completion (the ACK came back)");
 	cr_expect_eq(take_cqe(a.scq_ring).status, WC_SUCCESS);
 	cr_expect_eq(worker_qp_slot(d.worker[1], 5)->ctr.v[CTR_XPORT_DROP_TRANSPORT], 0);
+}
+
+/* ---- a port on a VLAN (`vlan`): tagged out, only its VLAN in ---- */
+
+/* Insert an 802.1Q tag with @p tci after the MAC addresses of the @p len-byte frame @p f. */
+static size_t
+tag(uint8_t *f, size_t len, uint16_t tci)
+{
+	memmove(f + 16, f + 12, len - 12);
+	f[12] = 0x81;
+	f[13] = 0x00;
+	f[14] = (uint8_t)(tci >> 8);
+	f[15] = (uint8_t)tci;
+	return len + 4;
+}
+
+/* The TCI of the tagged frame @p f (its tag checked), or -1 when it has none. */
+static int
+tci_of(const uint8_t *f, size_t n)
+{
+	if (n < 18 || f[12] != 0x81 || f[13] != 0x00)
+		return -1;
+	return f[14] << 8 | f[15];
+}
+
+/* ARP and ND on a VLAN port: answers and probes tagged with its VID, other VLANs ignored. */
+Test(dataplane, a_vlan_port_answers_and_probes_on_its_vlan_only)
+{
+	uint8_t f[256], ip[16], mac[6];
+	size_t n;
+
+	snprintf(port_extra, sizeof(port_extra), "vlan = 100\npcp = 3\n");
+	setup(1, "0");
+	port_extra[0] = '\0';
+	cr_assert_eq(port_vlan(&d.port[0]), 100);
+
+	/* a request on VLAN 100 (priority 5): the reply on VLAN 100 */
+	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 5u << 13 | 100));
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_geq(n, 46, "an ARP reply");
+	cr_expect_eq(tci_of(f, n) & 0x0fff, 100, "on VLAN 100");
+	cr_expect_eq(f[16], 0x08);
+	cr_expect_eq(f[17], 0x06);
+	cr_expect_eq(f[18 + 7], 2, "opcode reply");
+	cr_expect_arr_eq(f + 18 + 14, gid_a + 12, 4);
+	cr_expect_eq(port_ctr(CTR_RX_ARP), 1);
+
+	/* untagged, priority-tagged (VID 0) and VLAN 7 requests are not ours */
+	inject(0, f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A));
+	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 5u << 13));
+	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 7));
+	run();
+	cr_expect_eq(collect(0, f, sizeof(f)), 0, "no answer off our VLAN");
+	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 3);
+	cr_expect_eq(port_ctr(CTR_RX_ARP), 1);
+
+	/* our probes: tagged, priority 0 (a VLAN netdev's default egress map) */
+	t_gid4("198.18.0.13", ip);
+	cr_expect_eq(neigh_resolve(&d, -1, 0, ip, mac), -EAGAIN);
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_geq(n, 46, "an ARP request");
+	cr_expect_eq(tci_of(f, n), 100, "VLAN 100, priority 0");
+	cr_expect_eq(f[16], 0x08);
+	cr_expect_eq(f[17], 0x06);
+	cr_expect_arr_eq(f + 18 + 24, ip + 12, 4, "for 198.18.0.13");
+	t_gid6("2001:db8::12", ip);
+	cr_expect_eq(neigh_resolve(&d, -1, 0, ip, mac), -EAGAIN);
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_eq(n, 18 + 40 + 32, "a tagged neighbour solicitation");
+	cr_expect_eq(tci_of(f, n), 100);
+	cr_expect_eq(f[16], 0x86);
+	cr_expect_eq(f[17], 0xdd);
+	cr_expect_eq(f[18 + 40], 135);
+	cr_expect_eq(rte_ipv6_udptcp_cksum_verify((struct rte_ipv6_hdr *)(f + 18), f + 58), 0);
+
+	/* a solicitation on VLAN 100 is answered there; a ping too */
+	uint8_t ns[32] = { 135 }, echo[16] = { 128 }, target[16];
+	uint8_t mc[6] = { 0x33, 0x33, 0xff, 0, 0, 0x11 };
+
+	t_gid6("2001:db8::11", target);
+	memcpy(ns + 8, target, 16);
+	ns[24] = 1;
+	ns[25] = 1;
+	memcpy(ns + 26, peer_mac, 6);
+	n = icmp6_frame(f, mc, "2001:db8::12", "ff02::1:ff00:11", ns, sizeof(ns), 255);
+	inject(0, f, tag(f, n, 100));
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_eq(n, 18 + 40 + 32, "a tagged neighbour advertisement");
+	cr_expect_eq(tci_of(f, n), 100);
+	cr_expect_eq(f[18 + 40], 136);
+	n = icmp6_frame(f, our_mac, "2001:db8::12", "2001:db8::11", echo, sizeof(echo), 64);
+	inject(0, f, tag(f, n, 100));
+	n = icmp6_frame(f, our_mac, "2001:db8::12", "2001:db8::11", echo, sizeof(echo), 64);
+	inject(0, f, n); /* untagged: not ours */
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_eq(n, 18 + 40 + sizeof(echo), "one tagged echo reply");
+	cr_expect_eq(tci_of(f, n), 100);
+	cr_expect_eq(f[58], 129);
+	cr_expect_eq(collect(0, f, sizeof(f)), 0);
+	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 4);
+}
+
+/* RoCE on a VLAN port: frames of its VLAN reach the QP whatever their priority; others do not. */
+Test(dataplane, a_vlan_port_takes_roce_of_its_vlan_only)
+{
+	uint8_t f[512];
+	size_t n;
+
+	snprintf(port_extra, sizeof(port_extra), "vlan = 100\n");
+	setup(1, "0");
+	port_extra[0] = '\0';
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, tag(f, n, 100));
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, tag(f, n, 6u << 13 | 100));
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, n); /* untagged */
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, tag(f, n, 200));
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, tag(f, n, 0)); /* priority-tagged: the untagged network */
+	run();
+	cr_expect_eq(rec.n, 2, "the two frames of VLAN 100");
+	cr_expect_eq(rec.paylen[0], 100, "parsed past the tag");
+	cr_expect_eq(rec.first_byte[1], 1);
+	cr_expect_eq(port_ctr(CTR_RX_ROCE), 2);
+	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 3);
+	cr_expect_eq(port_ctr(CTR_RX_DROPS), 0, "not counted as malformed");
+	cr_expect_eq(worker_qp_detach(d.worker[0], 0x12), &qp_object);
+}
+
+/* An untagged port (the default) takes untagged and priority-tagged RoCE, no VLAN's. */
+Test(dataplane, an_untagged_port_takes_no_vlans_frames)
+{
+	uint8_t f[512];
+	size_t n;
+
+	setup(1, "0");
+	cr_assert_eq(port_vlan(&d.port[0]), 0);
+	cr_assert_eq(worker_qp_attach(d.worker[0], 0x12, &qp_object), 0);
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, n);
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, tag(f, n, 3u << 13));
+	n = t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 0x12, 100);
+	inject(0, f, tag(f, n, 100));
+	inject(0, f, tag(f, t_arp_request(f, peer_mac, T_IP_B, T_IP_A), 100));
+	run();
+	cr_expect_eq(rec.n, 2);
+	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 2);
+	cr_expect_eq(collect(0, f, sizeof(f)), 0, "no ARP answer on VLAN 100");
+	cr_expect_eq(worker_qp_detach(d.worker[0], 0x12), &qp_object);
+}
+
+/* QP1 on a VLAN port: MADs of its VLAN in, answers out on it at the port's pcp. */
+Test(dataplane, a_vlan_port_sends_its_cm_mads_tagged)
+{
+	uint8_t f[1024];
+	struct roce_pkt pkt;
+	enum roce_drop_reason why;
+	size_t n;
+
+	snprintf(port_extra, sizeof(port_extra), "vlan = 100\npcp = 3\n");
+	setup(1, "0");
+	port_extra[0] = '\0';
+	memset(&gsi_rec, 0, sizeof(gsi_rec));
+	d.gsi = gsi_create(&d, gsi_rec_rx, NULL);
+	cr_assert_not_null(d.gsi);
+	n = gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY, 256, 0xab);
+	inject(0, f, tag(f, n, 100));
+	n = gsi_frame(f, sizeof(f), GSI_QKEY, ROCE_OP_UD_SEND_ONLY, 256, 0xac);
+	inject(0, f, n); /* untagged: not ours */
+	run();
+	cr_assert_eq(gsi_rec.n, 1, "the MAD of VLAN 100 only");
+	cr_expect_eq(gsi_rec.mad[0], 0xab);
+	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 1);
+	memset(gsi_rec.mad, 0xcd, 256);
+	cr_assert_eq(gsi_send(d.gsi, &gsi_rec.from, gsi_rec.mad), 0);
+	run();
+	n = collect(0, f, sizeof(f));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(roce_classify(f, n, 0, &pkt, &why), ROCE_CLASS_ROCE);
+	cr_assert_eq(why, ROCE_DROP_NONE, "%s", roce_drop_reason_str(why));
+	cr_expect(pkt.l3.vlan_present);
+	cr_expect_eq(pkt.l3.vlan_tci, 3u << 13 | 100, "VLAN 100 at the port's pcp 3");
+	cr_expect_eq(pkt.dest_qpn, 1);
+	cr_expect_eq(pkt.payload[0], 0xcd);
+	gsi_destroy(d.gsi);
+	d.gsi = NULL;
 }

@@ -21,6 +21,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,29 +41,13 @@ static int addr_of(const char *ip, const char *port, struct sockaddr_in *sin)
 	return inet_pton(AF_INET, ip, &sin->sin_addr) == 1 ? 0 : -1;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
+/* All of @p len bytes written (@p out) or read. @return 0, or -1 (error or end of file). */
+static int io_all(int fd, void *buf, size_t len, bool out)
 {
 	char *p = buf;
 
 	while (len > 0) {
-		ssize_t n = read(fd, p, len);
+		ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -87,7 +72,7 @@ static int serve(int fd, const char *path)
 		return 1;
 	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		if (write_all(out, buf, (size_t)n) != 0) {
+		if (io_all(out, buf, (size_t)n, true) != 0) {
 			perror("write file");
 			return 1;
 		}
@@ -98,7 +83,7 @@ static int serve(int fd, const char *path)
 		return 1;
 	}
 	be = htobe64(total);
-	if (write_all(fd, &be, sizeof(be)) != 0) {
+	if (io_all(fd, &be, sizeof(be), true) != 0) {
 		perror("write count");
 		return 1;
 	}
@@ -162,13 +147,13 @@ static int client(const struct sockaddr_in *sin, const char *file)
 		return 1;
 	}
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
-		if (write_all(fd, buf, (size_t)n) != 0) {
+		if (io_all(fd, buf, (size_t)n, true) != 0) {
 			perror("send");
 			return 1;
 		}
 		total += (uint64_t)n;
 	}
-	if (n < 0 || shutdown(fd, SHUT_WR) != 0 || read_all(fd, &be, sizeof(be)) != 0) {
+	if (n < 0 || shutdown(fd, SHUT_WR) != 0 || io_all(fd, &be, sizeof(be), false) != 0) {
 		perror("shutdown/answer");
 		return 1;
 	}

@@ -19,11 +19,6 @@
  * QPNs, GIDs and keys go over TCP port 18515 (as ibv_rc_pingpong's). Every
  * wait has a deadline; exit 0 on success, 1 with a message otherwise.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "verbs_client.h"
 
 #define PORT 18515
@@ -39,56 +34,6 @@ struct info {
 	uint64_t addr1, addr2;
 	uint32_t rkey1, rkey2;
 };
-
-static void
-xfer(int fd, void *buf, size_t len, int send_it)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = send_it ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
-				    : recv(fd, (char *)buf + done, len - done, 0);
-
-		if (n <= 0)
-			fail("TCP exchange: %s", n == 0 ? "peer closed" : strerror(errno));
-		done += (size_t)n;
-	}
-}
-
-/* The server's TCP connection (it listens, accepts one client). */
-static int
-tcp_accept(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT) };
-	struct timeval tv = { .tv_sec = 30 };
-	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0), fd;
-
-	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
-	    setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
-		fail("listen: %s", strerror(errno));
-	fd = accept(l, NULL, NULL);
-	if (fd < 0)
-		fail("accept: %s", strerror(errno));
-	close(l);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
-static int
-tcp_connect(const char *ip)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT) };
-	struct timeval tv = { .tv_sec = 30 };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	if (fd < 0 || inet_pton(AF_INET, ip, &a.sin_addr) != 1)
-		fail("bad address %s", ip);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
-		fail("connect %s: %s", ip, strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
 
 /* ---- verbs ---- */
 
@@ -143,8 +88,8 @@ server(void)
 		fail("ibv_alloc_mw: %s", strerror(errno));
 	qp[0] = qp_new(&d);
 	qp[1] = qp_new(&d);
-	fd = tcp_accept();
-	xfer(fd, &peer, sizeof(peer), 0);
+	fd = vc_tcp_accept(PORT);
+	vc_xfer(fd, &peer, sizeof(peer), 0);
 	qp_connect(qp[0], peer.qpn[0], &peer.gid);
 	qp_connect(qp[1], peer.qpn[1], &peer.gid);
 
@@ -176,9 +121,9 @@ server(void)
 	me.rkey1 = mw1->rkey;
 	me.addr2 = (uintptr_t)buf + W2_OFF;
 	me.rkey2 = b.bind_mw.rkey;
-	xfer(fd, &me, sizeof(me), 1);
+	vc_xfer(fd, &me, sizeof(me), 1);
 
-	xfer(fd, &go, 1, 0); /* the client wrote through both windows */
+	vc_xfer(fd, &go, 1, 0); /* the client wrote through both windows */
 	expect_fill(buf + W1_OFF + 4096, 4096, 1, "WRITE through the type 1 window");
 	expect_fill(buf + W2_OFF, 6000, 2, "WRITE through the type 2 window");
 	for (size_t i = 0; i < BUF_LEN; i++)
@@ -190,8 +135,8 @@ server(void)
 	wc.status = run(&d, qp[0], &inv);
 	if (wc.status != IBV_WC_SUCCESS)
 		fail("LOCAL_INV: %s", ibv_wc_status_str(wc.status));
-	xfer(fd, &go, 1, 1);
-	xfer(fd, &go, 1, 0); /* the client's violations are done */
+	vc_xfer(fd, &go, 1, 1);
+	vc_xfer(fd, &go, 1, 0); /* the client's violations are done */
 	if (ibv_dereg_mr(mr) != EINVAL)
 		fail("ibv_dereg_mr with a bound window did not fail with EINVAL");
 	if (ibv_dealloc_mw(mw1) || ibv_dealloc_mw(mw2))
@@ -222,9 +167,9 @@ client(const char *ip)
 	me.qpn[0] = qp[0]->qp_num;
 	me.qpn[1] = qp[1]->qp_num;
 	me.gid = d.gid;
-	fd = tcp_connect(ip);
-	xfer(fd, &me, sizeof(me), 1);
-	xfer(fd, &peer, sizeof(peer), 0);
+	fd = vc_tcp_connect(ip, PORT);
+	vc_xfer(fd, &me, sizeof(me), 1);
+	vc_xfer(fd, &peer, sizeof(peer), 0);
 	qp_connect(qp[0], peer.qpn[0], &peer.gid);
 	qp_connect(qp[1], peer.qpn[1], &peer.gid);
 
@@ -248,8 +193,8 @@ client(const char *ip)
 				  .opcode = IBV_WR_RDMA_WRITE, .wr.rdma = { peer.addr2, peer.rkey2 } };
 	if ((st = run(&d, qp[0], &w)) != IBV_WC_SUCCESS)
 		fail("WRITE through the type 2 window: %s", ibv_wc_status_str(st));
-	xfer(fd, &go, 1, 1);
-	xfer(fd, &go, 1, 0); /* the server invalidated the type 2 window */
+	vc_xfer(fd, &go, 1, 1);
+	vc_xfer(fd, &go, 1, 0); /* the server invalidated the type 2 window */
 
 	/* violations: the invalidated key, then (new QP) past the type 1 window */
 	sg.length = 64;
@@ -262,7 +207,7 @@ client(const char *ip)
 				  .wr.rdma = { peer.addr1 + W_LEN - 32, peer.rkey1 } };
 	if ((st = run(&d, qp[1], &w)) != IBV_WC_REM_ACCESS_ERR)
 		fail("WRITE past the type 1 window: %s", ibv_wc_status_str(st));
-	xfer(fd, &go, 1, 1);
+	vc_xfer(fd, &go, 1, 1);
 	close(fd);
 	printf("mw client: OK\n");
 	return 0;

@@ -1142,6 +1142,32 @@ Test(mw, windows_between_the_hosts_and_the_nak_of_a_violation)
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
 }
 
+/* ---- RAW_PACKET QPs and flow steering (issue 19) ---- */
+
+TestSuite(raw, .fini = fini, .timeout = 120);
+
+/*
+ * raw_client: a raw QP on b sends whole Ethernet frames of its own making;
+ * a's daemon steers them by its flow rules (the best priority only) into a
+ * raw QP's receive WQEs, byte for byte.
+ */
+Test(raw, frames_from_a_raw_qp_on_b_reach_a_raw_qp_on_a_by_its_flow)
+{
+	char srv[512], cli[512], buf[4096];
+
+	lab_up("itgraw");
+	snprintf(srv, sizeof(srv), "%s/test/integ/raw_client server", env("ROCE_BUILD_DIR"));
+	snprintf(cli, sizeof(cli), "%s/test/integ/raw_client client", env("ROCE_BUILD_DIR"));
+	pair('a', 'b', srv, cli, so, co, sizeof(so));
+	cr_assert_not_null(strstr(so, "raw server: OK 16 frames"), "%s", so);
+	cr_assert_not_null(strstr(co, "raw client: OK"), "%s", co);
+	cr_assert_eq(t_telemetry("itgraw-a", "/roce/port/stats,0", buf, sizeof(buf)), 0);
+	cr_assert_eq(t_json_int(buf, "rx_raw"), 16, "one copy per frame: %s", buf);
+	cr_assert_eq(t_telemetry("itgraw-b", "/roce/port/stats,0", buf, sizeof(buf)), 0);
+	cr_assert_eq(t_json_int(buf, "tx_raw"), 16, "%s", buf);
+	cr_assert(lab_down(), "daemons did not exit 0:\n%s", out);
+}
+
 /* ---- memory the shim cannot share: the daemon's copy fallback ---- */
 
 TestSuite(fallback, .fini = fini, .timeout = 120);

@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What the lab's small verbs clients share (fallback_client.c, mw_client.c):
- * failing with a message, a byte pattern, opening the device, RC QPs to
- * RTS on the IPv4 GID, and waiting for completions with a deadline. Every
- * function ends the program (exit 1) on a verbs error.
+ * What the lab's small verbs clients share (fallback_client.c, mw_client.c,
+ * raw_client.c): failing with a message, a byte pattern, opening the
+ * device, RC QPs to RTS on the IPv4 GID, waiting for completions with a
+ * deadline, and the TCP exchange between the two sides. Every function ends
+ * the program (exit 1) on an error.
  */
 #ifndef TEST_INTEG_VERBS_CLIENT_H
 #define TEST_INTEG_VERBS_CLIENT_H
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -173,6 +178,59 @@ post(struct ibv_qp *qp, struct ibv_send_wr *wr)
 	wr->send_flags |= IBV_SEND_SIGNALED;
 	if (ibv_post_send(qp, wr, &bad))
 		fail("ibv_post_send: %s", strerror(errno));
+}
+
+/* ---- the TCP exchange between the two sides ---- */
+
+static inline void
+vc_xfer(int fd, void *buf, size_t len, int send_it)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = send_it ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
+				    : recv(fd, (char *)buf + done, len - done, 0);
+
+		if (n <= 0)
+			fail("TCP exchange: %s", n == 0 ? "peer closed" : strerror(errno));
+		done += (size_t)n;
+	}
+}
+
+/* The server's TCP connection on @p port (it listens, accepts one client within 30 s). */
+static inline int
+vc_tcp_accept(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct timeval tv = { .tv_sec = 30 };
+	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0), fd;
+
+	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	    setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		fail("listen: %s", strerror(errno));
+	fd = accept(l, NULL, NULL);
+	if (fd < 0)
+		fail("accept: %s", strerror(errno));
+	close(l);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* The client's TCP connection to @p ip, @p port. */
+static inline int
+vc_tcp_connect(const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct timeval tv = { .tv_sec = 30 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || inet_pton(AF_INET, ip, &a.sin_addr) != 1)
+		fail("bad address %s", ip);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		fail("connect %s: %s", ip, strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
 }
 
 #endif /* TEST_INTEG_VERBS_CLIENT_H */
