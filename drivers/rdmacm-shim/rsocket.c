@@ -432,7 +432,8 @@ static int rsk_copy_addr(const struct sockaddr *src, struct sockaddr *dst, sockl
 		return rcm_err(EFAULT);
 	if (have == 0)
 		return rcm_err(ENOTCONN);
-	memcpy(dst, src, *len < have ? *len : have);
+	if (dst != NULL)
+		memcpy(dst, src, *len < have ? *len : have);
 	*len = have;
 	return 0;
 }

@@ -256,8 +256,8 @@ run_pair(const char *what, const char *srv, char chost, const char *cli, bool se
 Test(rdmacm, debian_programs_between_the_hosts)
 {
 	lab_up("rcmh");
-	run_pair("rping", "rping -s -a 198.18.0.11 -C 100 -V", 'b',
-		 "rping -c -a 198.18.0.11 -C 100 -V", true);
+	run_pair("rping", "rping -s -a 198.18.0.11 -C 1000 -V", 'b',
+		 "rping -c -a 198.18.0.11 -C 1000 -V", true);
 	run_pair("ucmatose", "ucmatose -b 198.18.0.11 -c 4 -C 10", 'b',
 		 "ucmatose -s 198.18.0.11 -c 4 -C 10", true);
 	run_pair("udaddy", "udaddy -b 198.18.0.11 -c 2 -C 10", 'b',
