@@ -420,11 +420,12 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	cls = roce_classify(f, len, loopback ? ROCE_CLASSIFY_NO_ICRC : 0, pkt, &why);
 	/* A port on a VLAN is a NIC on a VLAN netdev: the stack's frames are
 	 * those of its VLAN only (IEEE 802.1Q); untagged or priority-tagged
-	 * frames belong to a port without one. Anything else is left as rx_other. */
+	 * frames belong to a port without one. Anything else is left as rx_other;
+	 * either way the frame is not the stack's, so the raw QPs' rules see it. */
 	our_vlan = roce_eth_vid(f, len) == port_vlan(p);
 	if (unlikely(!our_vlan) && cls != ROCE_CLASS_OTHER && cls != ROCE_CLASS_MALFORMED) {
 		count_pl(w, port, CTR_RX_OTHER_VLAN);
-		return RX_NEXT_DROP;
+		return flow_steer_active(w->d->flows, port) ? RX_NEXT_RAW : RX_NEXT_DROP;
 	}
 	switch (cls) {
 	case ROCE_CLASS_ROCE:

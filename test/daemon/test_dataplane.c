@@ -2856,6 +2856,29 @@ Test(raw_dp, frames_no_rule_takes_stay_with_the_stack)
 	cr_assert(wait_cqes(q.rcq_ring, 1), "the catch-all rule takes what the stack ignores");
 }
 
+/* An ARP request of another VLAN is not the stack's (rx_other_vlan): a catch-all rule takes it. */
+Test(raw_dp, a_frame_of_another_vlan_goes_to_the_raw_qps_rules)
+{
+	struct test_qp q;
+	struct flow_match all = { 0 };
+	uint8_t f[1024];
+	size_t n = t_arp_request(f, peer_mac, T_IP_B, T_IP_A);
+
+	make_raw_qp(&q, 0x20, 2);
+	cr_assert_eq(flow_steer_add(d.flows, 0, 1, &all, 0, 0x20), 0);
+	memmove(f + 16, f + 12, n - 12); /* tagged VLAN 7; the port is untagged */
+	f[12] = 0x81;
+	f[13] = 0x00;
+	f[14] = 0;
+	f[15] = 7;
+	inject(0, f, n + 4);
+	cr_assert(wait_cqes(q.rcq_ring, 1), "the raw QP's rule took it");
+	cr_expect_eq(take_cqe(q.rcq_ring).byte_len, n + 4, "tag and all");
+	cr_expect_eq(port_ctr(CTR_RX_OTHER_VLAN), 1);
+	cr_expect_eq(port_ctr(CTR_RX_ARP), 0, "not the stack's ARP");
+	cr_expect_eq(collect(0, f, sizeof(f)), 0, "not answered");
+}
+
 Test(raw_dp, the_best_priority_wins_and_equal_rules_each_get_a_copy)
 {
 	struct test_qp a, b, c;
