@@ -289,7 +289,7 @@ mtu = $LAB_MTU
 ipv4 = $(daemon_ip4 "$h")/24
 ipv6 = $(daemon_ip6 "$h")/64
 resolve = $(daemon_ip4 "$p"), $(daemon_ip6 "$p")
-vlan = $LAB_VLAN
+$( [ "$LAB_VLAN" = 0 ] || echo "vlan = $LAB_VLAN")
 ${LAB_PORT_CONF:-}
 EOF
 }
