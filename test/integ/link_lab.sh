@@ -14,26 +14,12 @@
 # flock -o /tmp/roce-lab.lock like every lab suite.
 set -uo pipefail
 
-SRC=${ROCE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-BUILD=${ROCE_BUILD_DIR:-$SRC/build}
-LAB="$SRC/scripts/lab.sh -b $BUILD"
-# meson points LD_LIBRARY_PATH at the shim; the daemons must not load it
-unset LD_LIBRARY_PATH
-# sanitizer builds: the uninstrumented tools load an instrumented shim
-PRE=()
-if [ -n "${INTEG_CHILD_PRELOAD:-}" ]; then
-	PRE=(env "LD_PRELOAD=$INTEG_CHILD_PRELOAD" "ASAN_OPTIONS=${INTEG_CHILD_ASAN_OPTIONS:-}")
-fi
+# the lab command, PRE (sanitizer preload), TAP counting, ok/not_ok; it unsets
+# LD_LIBRARY_PATH (meson points it at the shim; the daemons must not load it)
+. "$(dirname "$0")/lab_tap.sh"
 W=$(mktemp -d /tmp/roce-link-XXXXXX)
-n=0
-failed=0
 LABS=()
 
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() {
-	n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift
-	for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -40; done
-}
 check() { # description command...
 	local what=$1; shift
 	if "$@" > "$W/check.out" 2>&1; then ok "$what"; else not_ok "$what" "$W/check.out"; fi
