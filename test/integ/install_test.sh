@@ -123,14 +123,6 @@ shim_path() {
 	[ "$p" = "$(sock a) $SHIM" ]
 }
 check "roce-run sets the socket and puts the staged shim first" shim_path
-wait_listen() {
-	local i
-	for ((i = 0; i < 150; i++)); do
-		ip netns exec "$L-$1" ss -Hltn "sport = :$2" | grep -q LISTEN && return 0
-		sleep 0.1
-	done
-	return 1
-}
 bw_pair() {
 	local pid rc rs
 	staged a timeout 60 ib_write_bw -s 4096 -n 500 > "$W/bw.s" 2>&1 &
