@@ -475,32 +475,18 @@ xport_qp_enter_error(struct xport_qp *qp, enum xport_err why, struct xport_out *
 /*
  * Complete the WQE at the SQ head with its status (CQE when signaled or in
  * error: IBA 10.7.3.1 errors always complete) and give the slot back.
+ * The slot is released before the CQE is published (both release stores,
+ * in this order): an application that sees the CQE and posts at once finds
+ * the room it just got back (max_send_wr 1). The CQE is built from the
+ * shadow WQE, which only this lcore fetches into.
  * @return false if the QP went to error (CQ overflow)
  */
 bool
 xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	uint32_t head = qp->comp.head;
-	struct xport_swqe *w = swqe_at(qp, head);
-	bool ok = true;
+	const struct xport_swqe *w = swqe_at(qp, head);
 
-	if (w->signaled || w->status != WC_SUCCESS) {
-		struct cqe *c = xport_cq_reserve(qp, qp->cfg.send_cq, out);
-		if (c) {
-			*c = (struct cqe){
-				.wr_id = w->wqe.wr_id,
-				.status = w->status,
-				.opcode = w->wc_opcode,
-				.vendor_err = w->err,
-				.byte_len = w->length,
-				.qp_num = qp->cfg.qpn,
-				.timestamp = now,
-			};
-			xport_cq_commit(qp->cfg.send_cq, c, false, out);
-		} else {
-			ok = false;
-		}
-	}
 	if (wr_kind_rd_atomic(w->kind) &&
 	    (int32_t)(qp->req.cur - head) > 0 && qp->req.rd_inflight)
 		qp->req.rd_inflight--;
@@ -511,7 +497,22 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		qp->req.cur = qp->comp.head;
 		qp->req.offset = 0;
 	}
-	return ok;
+	if (!w->signaled && w->status == WC_SUCCESS)
+		return true;
+	struct cqe *c = xport_cq_reserve(qp, qp->cfg.send_cq, out);
+	if (!c)
+		return false;
+	*c = (struct cqe){
+		.wr_id = w->wqe.wr_id,
+		.status = w->status,
+		.opcode = w->wc_opcode,
+		.vendor_err = w->err,
+		.byte_len = w->length,
+		.qp_num = qp->cfg.qpn,
+		.timestamp = now,
+	};
+	xport_cq_commit(qp->cfg.send_cq, c, false, out);
+	return true;
 }
 
 /* ---- scatter/gather ---------------------------------------------------- */
@@ -666,8 +667,10 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		while (budget && used--) {
 			const struct rq_wqe *rw = spsc_ring_slot_in(rq, qp->rq_mask, sizeof(*rw),
 								    spsc_ring_cons_index(rq));
-			flush_recv(qp, rw->wr_id, out, now);
-			spsc_ring_release(rq, 1);
+			uint64_t wr_id = rw->wr_id;
+
+			spsc_ring_release(rq, 1); /* room before the CQE (xport_sq_complete_head) */
+			flush_recv(qp, wr_id, out, now);
 			budget--;
 		}
 	} else if (qp->cfg.srq && !qp->last_wqe_event) {

@@ -5,6 +5,8 @@
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <stddef.h>
 
 #include "util.h"
@@ -680,5 +682,129 @@ Test(modify, sq_psn_given_at_rtr_to_rts_is_the_first_psn)
 	c0.sq_psn = 0x10;
 	cr_assert_eq(xport_qp_modify(s.h[0].qp, &c0), 0);
 	cr_assert_neq(xport_qp_sq_psn(s.h[0].qp), 0x10);
+	sim_fini(&s);
+}
+
+/* ---- completion ordering ---- */
+
+/*
+ * A CQE visible for WR k must find WR k's SQ slot free: an application that
+ * polls the CQE and posts at once (max_send_wr 1: ib_read_lat -R) may not
+ * find the SQ full. Order checked at the very store that publishes the CQE:
+ * the page holding the send CQ's producer index is read-only while the
+ * engine runs, so the store faults; the handler reads the SQ's consumer
+ * index, which the engine must have released already, then lets the store
+ * through. Deterministic: no second thread, no timing.
+ */
+static struct {
+	struct spsc_ring *sq, *scq; /* the work queue and the CQ its completions go to */
+	void *page;
+	volatile uint32_t checked, early;
+} order;
+
+static void
+order_on_write(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	uintptr_t a = (uintptr_t)si->si_addr, pg = (uintptr_t)order.page;
+	if (a < pg || a >= pg + 4096) { /* not ours: crash as without the handler */
+		signal(sig, SIG_DFL);
+		return;
+	}
+	if (a == (uintptr_t)&order.scq->prod) {
+		uint32_t next = order.scq->prod + 1; /* the value being stored */
+		order.checked++;
+		order.early += (int32_t)(__atomic_load_n(&order.sq->cons, __ATOMIC_RELAXED) - next) < 0;
+	}
+	mprotect(order.page, 4096, PROT_READ | PROT_WRITE); /* the store retries and lands */
+}
+
+static bool
+one_send_cqe(struct sim *s, void *arg)
+{
+	struct cqe c;
+	if (!sim_poll_cq(s, 0, false, &c))
+		return false;
+	*(struct cqe *)arg = c;
+	return true;
+}
+
+Test(completion_order, the_sq_slot_is_free_before_its_cqe_is_published)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	p.sq_size = 1; /* the application's max_send_wr */
+	cr_assert_eq(sim_init(&s, &p, 7), 0);
+	order.sq = s.h[0].sq;
+	order.scq = s.h[0].scq_ring;
+	order.page = s.h[0].scq_ring; /* rings are page-aligned (sim.c pool_take) */
+	struct sigaction sa = { .sa_sigaction = order_on_write, .sa_flags = SA_SIGINFO }, old;
+	cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+
+	uint32_t n = 2 * p.cq_size;
+	for (uint32_t k = 0; k < n; k++) {
+		struct sq_wqe q = wqe_new(WR_RDMA_WRITE, k, WR_FLAG_SIGNALED);
+		wqe_add_sge(&q, sim_va(&s, 0, 0), 8, s.h[0].arena_key);
+		q.wr.rdma.remote_addr = sim_va(&s, 1, 64);
+		q.wr.rdma.rkey = s.h[1].arena_key;
+		/* as the application: the last WR's CQE was polled, so there is room */
+		cr_assert(sim_post_send(&s, 0, &q), "SQ full after WR %u completed", k);
+		/*
+		 * The first write to the page in this run is the CQE's publication,
+		 * unless the CQE's slot is on the page too (the first few slots):
+		 * then the slot's write opens the page and this WR is not checked.
+		 */
+		cr_assert_eq(mprotect(order.page, 4096, PROT_READ), 0);
+		struct cqe c;
+		bool got = sim_run(&s, one_send_cqe, &c, s.now + 1000000000ull);
+		mprotect(order.page, 4096, PROT_READ | PROT_WRITE);
+		cr_assert(got);
+		cr_assert_eq(c.wr_id, k);
+		cr_assert_eq(c.status, WC_SUCCESS);
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	uint32_t on_page = (4096 - offsetof(struct spsc_ring, slots)) / sizeof(struct cqe);
+	cr_assert_geq(order.checked, n - 2 * (on_page + 1), "%u of %u publications checked",
+		      order.checked, n);
+	cr_assert_eq(order.early, 0, "%u of %u CQEs were published while their SQ slot was held",
+		     order.early, order.checked);
+	sim_fini(&s);
+}
+
+/* The same for receive WQEs flushed in the error state (reposted at once). */
+Test(completion_order, a_flushed_receive_slot_is_free_before_its_cqe_is_published)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	p.rq_size = 1; /* the application's max_recv_wr */
+	cr_assert_eq(sim_init(&s, &p, 7), 0);
+	sim_set_state(&s, 1, XPORT_STATE_ERR);
+	order.sq = s.h[1].rq;
+	order.scq = s.h[1].rcq_ring;
+	order.page = s.h[1].rcq_ring;
+	order.checked = order.early = 0;
+	struct sigaction sa = { .sa_sigaction = order_on_write, .sa_flags = SA_SIGINFO }, old;
+	cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+
+	uint32_t n = 2 * p.cq_size;
+	for (uint32_t k = 0; k < n; k++) {
+		struct rq_wqe r = rwqe_new(k, sim_va(&s, 1, 0), 64, s.h[1].arena_key);
+		cr_assert(sim_post_recv(&s, 1, &r), "RQ full after WR %u was flushed", k);
+		cr_assert_eq(mprotect(order.page, 4096, PROT_READ), 0);
+		sim_poll(&s);
+		mprotect(order.page, 4096, PROT_READ | PROT_WRITE);
+		struct cqe c;
+		cr_assert(sim_poll_cq(&s, 1, true, &c));
+		cr_assert_eq(c.wr_id, k);
+		cr_assert_eq(c.status, WC_WR_FLUSH_ERR);
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	uint32_t on_page = (4096 - offsetof(struct spsc_ring, slots)) / sizeof(struct cqe);
+	cr_assert_geq(order.checked, n - 2 * (on_page + 1), "%u of %u publications checked",
+		      order.checked, n);
+	cr_assert_eq(order.early, 0, "%u of %u CQEs were published while their RQ slot was held",
+		     order.early, order.checked);
 	sim_fini(&s);
 }
