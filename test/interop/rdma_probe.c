@@ -62,10 +62,20 @@
 
 /* What a test does on the wire. */
 enum probe_op { OP_WRITE, OP_READ, OP_SEND, OP_ATOMICS, OP_FETCH_ADD };
-/* How the client aims at the server's region. */
-enum probe_target { TGT_OK, TGT_BAD_RKEY, TGT_OUT_OF_BOUNDS, TGT_MISALIGNED };
-/* Remote permissions of the server's region. */
-enum probe_access { ACC_ALL, ACC_NO_WRITE, ACC_NO_READ };
+/* How the client aims at the server's region (TGT_WINDOW_END: from 64 bytes
+ * before the end of the advertised region on, past it but inside the MR). */
+enum probe_target { TGT_OK, TGT_BAD_RKEY, TGT_OUT_OF_BOUNDS, TGT_MISALIGNED, TGT_WINDOW_END };
+/*
+ * Remote permissions of the server's region. ACC_MW*: the client gets the
+ * rkey of a type 2 memory window the server's QP bound (IBV_WR_BIND_MW) over
+ * its MR (which allows everything and MW binding): over the whole buffer
+ * with every remote right; over the first PROBE_MW_SMALL bytes; without
+ * remote read; or bound and then invalidated (IBV_WR_LOCAL_INV) before the
+ * client's request.
+ */
+enum probe_access { ACC_ALL, ACC_NO_WRITE, ACC_NO_READ, ACC_MW, ACC_MW_SMALL, ACC_MW_NO_READ,
+		    ACC_MW_INVALIDATED };
+#define PROBE_MW_SMALL 4096u
 
 /*
  * X(name, op, server region access, target, expected client completion).
@@ -84,7 +94,12 @@ enum probe_access { ACC_ALL, ACC_NO_WRITE, ACC_NO_READ };
 	X(read_out_of_bounds, OP_READ, ACC_ALL, TGT_OUT_OF_BOUNDS, IBV_WC_REM_ACCESS_ERR) \
 	X(write_no_permission, OP_WRITE, ACC_NO_WRITE, TGT_OK, IBV_WC_REM_ACCESS_ERR) \
 	X(read_no_permission, OP_READ, ACC_NO_READ, TGT_OK, IBV_WC_REM_ACCESS_ERR) \
-	X(atomic_misaligned, OP_FETCH_ADD, ACC_ALL, TGT_MISALIGNED, IBV_WC_REM_INV_REQ_ERR)
+	X(atomic_misaligned, OP_FETCH_ADD, ACC_ALL, TGT_MISALIGNED, IBV_WC_REM_INV_REQ_ERR) \
+	X(mw_write_verify, OP_WRITE, ACC_MW, TGT_OK, IBV_WC_SUCCESS) \
+	X(mw_read_verify, OP_READ, ACC_MW, TGT_OK, IBV_WC_SUCCESS) \
+	X(mw_write_past_window, OP_WRITE, ACC_MW_SMALL, TGT_WINDOW_END, IBV_WC_REM_ACCESS_ERR) \
+	X(mw_read_no_permission, OP_READ, ACC_MW_NO_READ, TGT_OK, IBV_WC_REM_ACCESS_ERR) \
+	X(mw_write_invalidated, OP_WRITE, ACC_MW_INVALIDATED, TGT_OK, IBV_WC_REM_ACCESS_ERR)
 
 struct probe_test {
 	const char *name;
@@ -111,6 +126,7 @@ struct probe_opts {
 	const char *dev_name;
 	const char *host;           /* NULL: server */
 	const char *tests;          /* comma list or "all" */
+	const char *skip;           /* comma list left out of tests, or NULL */
 	uint8_t ib_port;
 	int gid_idx;
 	int port;
@@ -128,6 +144,7 @@ struct probe_side {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
+	struct ibv_mw *mw;          /* server, ACC_MW*: the type 2 window */
 	uint8_t *buf;
 	union ibv_gid gid;
 	enum ibv_mtu mtu;
@@ -424,6 +441,8 @@ access_flags(enum probe_access a)
 		f &= ~(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
 	else if (a == ACC_NO_READ)
 		f &= ~IBV_ACCESS_REMOTE_READ;
+	else if (a >= ACC_MW)
+		f |= IBV_ACCESS_MW_BIND;
 	return f;
 }
 
@@ -467,6 +486,8 @@ drain_async_events(struct ibv_context *ctx, int wait_ms, char *out, size_t len)
 static void
 side_close(struct probe_side *s)
 {
+	if (s->mw != NULL)
+		ibv_dealloc_mw(s->mw); /* before its MR: rxe refuses to deregister a bound one */
 	if (s->qp != NULL)
 		ibv_destroy_qp(s->qp);
 	if (s->mr != NULL)
@@ -474,6 +495,7 @@ side_close(struct probe_side *s)
 	if (s->cq != NULL)
 		ibv_destroy_cq(s->cq);
 	s->qp = NULL;
+	s->mw = NULL;
 	s->mr = NULL;
 	s->cq = NULL;
 }
@@ -638,6 +660,9 @@ client_run(const struct probe_test *t, struct probe_side *s, const struct probe_
 	case TGT_MISALIGNED:
 		raddr = r->addr + PROBE_ATOMIC_OFF + 4;
 		break;
+	case TGT_WINDOW_END:
+		raddr = r->addr + r->len - 64;
+		break;
 	}
 	memset(s->buf, 0, PROBE_BUF_LEN);
 	switch (t->op) {
@@ -713,20 +738,27 @@ client_run(const struct probe_test *t, struct probe_side *s, const struct probe_
 	return V_PASS;
 }
 
-/* @return whether -t selects test @p t ("all", or a comma-separated list). */
+/* @return whether comma-separated @p names holds test @p t's name. */
+static bool
+probe_listed(const struct probe_test *t, const char *names)
+{
+	char list[PROBE_LINE];
+	bool in = false;
+	char *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", names);
+	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		in |= strcmp(tok, t->name) == 0;
+	return in;
+}
+
+/* @return whether -t selects test @p t ("all" or a list) and -x does not leave it out. */
 static bool
 probe_selected(const struct probe_test *t)
 {
-	char list[PROBE_LINE];
-	bool want = false;
-	char *save = NULL;
-
-	if (strcmp(opt.tests, "all") == 0)
-		return true;
-	snprintf(list, sizeof(list), "%s", opt.tests);
-	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		want |= strcmp(tok, t->name) == 0;
-	return want;
+	if (opt.skip != NULL && probe_listed(t, opt.skip))
+		return false;
+	return strcmp(opt.tests, "all") == 0 || probe_listed(t, opt.tests);
 }
 
 static int
@@ -873,6 +905,50 @@ server_check(const struct probe_test *t, struct probe_side *s, uint32_t size, ch
 	return true;
 }
 
+/* Post @p wr on the server's QP and wait for its completion; @return 0 or -1. */
+static int
+server_post_wait(struct probe_side *s, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	int rc = ibv_post_send(s->qp, wr, &bad);
+
+	if (rc != 0) {
+		say("%s: ibv_post_send: %s", what, strerror(rc));
+		return -1;
+	}
+	if (poll_n(s->cq, &wc, 1, opt.timeout_s) != 1 || wc.status != IBV_WC_SUCCESS) {
+		say("%s: completion %s", what, wc_name(wc.status));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * ACC_MW*: bind the window (its key @p rkey, ibv_inc_rkey() of the MW's) over
+ * [buf, buf + @p len) with the test's rights through the server's QP, in RTS;
+ * ACC_MW_INVALIDATED: then invalidate it. @return 0 or -1.
+ */
+static int
+server_bind_mw(struct probe_side *s, enum probe_access acc, uint32_t rkey, uint32_t len)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = 9, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+		.bind_mw = { .mw = s->mw, .rkey = rkey, .bind_info = {
+			.mr = s->mr, .addr = (uintptr_t)s->buf, .length = len,
+			.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+					   (acc == ACC_MW_NO_READ ? 0 : IBV_ACCESS_REMOTE_READ) } },
+	};
+
+	if (server_post_wait(s, &wr, "bind_mw") != 0)
+		return -1;
+	if (acc != ACC_MW_INVALIDATED)
+		return 0;
+	wr = (struct ibv_send_wr){ .wr_id = 10, .opcode = IBV_WR_LOCAL_INV,
+				   .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey };
+	return server_post_wait(s, &wr, "local_inv");
+}
+
 static int
 run_server(struct probe_side *s)
 {
@@ -912,9 +988,21 @@ run_server(struct probe_side *s)
 		}
 		if (side_open(s, t->access) != 0)
 			break;
+		uint32_t rkey = s->mr->rkey, len = PROBE_BUF_LEN;
+
+		if (t->access >= ACC_MW) {
+			s->mw = ibv_alloc_mw(s->pd, IBV_MW_TYPE_2);
+			if (s->mw == NULL) {
+				verbs_failed("ibv_alloc_mw");
+				break;
+			}
+			rkey = ibv_inc_rkey(s->mw->rkey);
+			if (t->access == ACC_MW_SMALL)
+				len = PROBE_MW_SMALL;
+		}
 		gid_to_hex(&s->gid, gidhex);
 		if (send_line(fd, "QP %u %u %s %u %" PRIu64 " %u", s->qp->qp_num, s->psn, gidhex,
-			      s->mr->rkey, (uint64_t)(uintptr_t)s->buf, PROBE_BUF_LEN) != 0 ||
+			      rkey, (uint64_t)(uintptr_t)s->buf, len) != 0 ||
 		    recv_line(fd, line, sizeof(line)) != 0 ||
 		    sscanf(line, "QP %" SCNu32 " %" SCNu32 " %63s", &r.qpn, &r.psn, rgid) != 3 ||
 		    gid_from_hex(rgid, &r.gid) != 0)
@@ -930,7 +1018,9 @@ run_server(struct probe_side *s)
 				break;
 			}
 		}
-		if (side_connect(s, &r) != 0 || send_line(fd, "READY") != 0)
+		if (side_connect(s, &r) != 0 ||
+		    (s->mw != NULL && server_bind_mw(s, t->access, rkey, len) != 0) ||
+		    send_line(fd, "READY") != 0)
 			break;
 		if (recv_line(fd, line, sizeof(line)) != 0 || strcmp(line, "DONE") != 0)
 			break;
@@ -968,6 +1058,7 @@ usage(const char *prog)
 		"  -m MTU     path MTU 256..4096 (default: the port's active MTU)\n"
 		"  -s SIZE    bytes per data test (3000)\n"
 		"  -t LIST    comma-separated tests, or all (default)\n"
+		"  -x LIST    client: leave these tests out (of -t's)\n"
 		"  -T SECS    bound on every wait (15)\n"
 		"  -r SECS    client: keep trying to connect this long (0)\n"
 		"  -E         never read async events (like perftest): a QP error event\n"
@@ -996,7 +1087,7 @@ main(int argc, char **argv)
 	struct ibv_port_attr pa;
 	int c, rc;
 
-	while ((c = getopt(argc, argv, "d:i:g:p:m:s:t:T:r:Elh")) != -1) {
+	while ((c = getopt(argc, argv, "d:i:g:p:m:s:t:x:T:r:Elh")) != -1) {
 		switch (c) {
 		case 'd': opt.dev_name = optarg; break;
 		case 'i': opt.ib_port = (uint8_t)atoi(optarg); break;
@@ -1011,6 +1102,7 @@ main(int argc, char **argv)
 			break;
 		case 's': opt.size = (uint32_t)atol(optarg); break;
 		case 't': opt.tests = optarg; break;
+		case 'x': opt.skip = optarg; break;
 		case 'T': opt.timeout_s = atoi(optarg); break;
 		case 'r': opt.connect_retry_s = atoi(optarg); break;
 		case 'E': opt.read_events = false; break;

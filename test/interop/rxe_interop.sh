@@ -467,9 +467,17 @@ result "golden/daemon-counts-rxe-frames" $ok "rx_roce +$r, rx_no_qp +$q, rx_drop
 capture_stop $((! ok))
 guest_case golden_ud | grep -E "remote address|Failed|error" | head -3 | note
 
+# Probe tests left out where rxe is the responder (the rxe reference, and
+# direction rs: rxe's server, our client), for a deviation of Linux rxe from
+# IBA o10-37.2.x: rxe_resp.c check_rkey() checks an access through a memory
+# window against the window's MR (mr_check_range(mw->mr, ...)), not against
+# the window, so a WRITE past a window's end but inside its MR lands (seen
+# here: guest kernel 6.1, and upstream unchanged). Our responder NAKs it: the
+# us direction (rxe's client, our server) runs the test.
+RXE_RESPONDER_SKIP="-x mw_write_past_window"
 # rxe against itself (guest loopback): the probe's reference behaviour.
 guest_run ref_probe 60 "rdma_probe -d rxe0 -g \$RXE_GID_IDX -p 18790 -T 8 >/tmp/ps.out 2>&1 & sp=\$!; sleep 0.3
-rdma_probe -d rxe0 -g \$RXE_GID_IDX -p 18790 -T 8 -r 5 127.0.0.1; rc=\$?; wait \$sp; src=\$?; cat /tmp/ps.out
+rdma_probe -d rxe0 -g \$RXE_GID_IDX -p 18790 -T 8 -r 5 $RXE_RESPONDER_SKIP 127.0.0.1; rc=\$?; wait \$sp; src=\$?; cat /tmp/ps.out
 echo probe-status client=\$rc server=\$src; [ \$rc = 0 ] && [ \$src = 0 ]"
 probe_lines() { # NAME OUTPUT-FILE: one TAP line per probe test, then their count
     local name=$1 f=$2 line t c s any=0 plan
@@ -655,6 +663,7 @@ run_pair() {
     else
         gcmd=$(fill "$tmpl" guest "$mtu")
         hcmd=$(fill "$tmpl" host "$mtu")
+        [[ $kind == probe && $dir == rs ]] && hcmd="$hcmd $RXE_RESPONDER_SKIP"
     fi
     [[ -e $W/s_last ]] || stats >"$W/s_last"
     local stalls0
