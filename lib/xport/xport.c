@@ -52,6 +52,15 @@ xport_qp_counters(const struct xport_qp *qp)
 	return qp->cnt;
 }
 
+uint64_t
+xport_qp_counters_dirty(struct xport_qp *qp)
+{
+	uint64_t m = qp->cnt_dirty;
+
+	qp->cnt_dirty = 0;
+	return m;
+}
+
 enum xport_state
 xport_qp_state(const struct xport_qp *qp)
 {
@@ -915,8 +924,8 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 			cnt_inc(qp, XPORT_CNT_DROP_STATE);
 			continue;
 		}
-		qp->cnt[XPORT_CNT_RX_PKTS]++;
-		qp->cnt[XPORT_CNT_RX_BYTES] += pkt->payload_len;
+		cnt_inc(qp, XPORT_CNT_RX_PKTS);
+		cnt_add(qp, XPORT_CNT_RX_BYTES, pkt->payload_len);
 		/* ECN Congestion Experienced (RFC 3168 section 5): the notification point */
 		if (__builtin_expect((pkt->l3.traffic_class & 3) == 3, 0))
 			xport_cc_rx_ce(qp, pkt, now, out);

@@ -621,6 +621,11 @@ void xport_qp_cq_error(struct xport_qp *qp, struct xport_cq *cq, uint64_t now,
 /** @name Introspection @{ */
 /** @return the counter array (XPORT_CNT_COUNT entries). */
 const uint64_t *xport_qp_counters(const struct xport_qp *qp);
+/**
+ * @return the counters written since the previous call (bit i: counter i),
+ * which it forgets: a reader that adds up changes reads only these.
+ */
+uint64_t xport_qp_counters_dirty(struct xport_qp *qp);
 /** @return the symbol of counter @p c ("TX_PKTS"). */
 const char *xport_counter_name(enum xport_counter c);
 /** @return the description of counter @p c. */

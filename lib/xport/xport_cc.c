@@ -114,7 +114,7 @@ xport_cc_rx_cnp(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now)
 	cnt_inc(qp, XPORT_CNT_CNP_RX);
 	dcqcn_rp_cnp(&qp->rp, &qp->cfg.cc->dcqcn, now);
 	cnt_inc(qp, XPORT_CNT_CC_RATE_CUTS);
-	qp->cnt[XPORT_CNT_CC_RATE_KBPS] = dcqcn_rp_rate(&qp->rp);
+	cnt_set(qp, XPORT_CNT_CC_RATE_KBPS, dcqcn_rp_rate(&qp->rp));
 }
 
 void
@@ -123,7 +123,7 @@ xport_cc_timer(struct xport_qp *qp, uint64_t now)
 	if (!qp->rp.limited || !cc_on(qp))
 		return;
 	dcqcn_rp_timer(&qp->rp, &qp->cfg.cc->dcqcn, now);
-	qp->cnt[XPORT_CNT_CC_RATE_KBPS] = dcqcn_rp_rate(&qp->rp);
+	cnt_set(qp, XPORT_CNT_CC_RATE_KBPS, dcqcn_rp_rate(&qp->rp));
 }
 
 /*
@@ -158,10 +158,10 @@ xport_cc_acked(struct xport_qp *qp, uint32_t psn, uint64_t now)
 	uint64_t cuts = qp->dl.cuts;
 	delay_rp_sample(&qp->dl, &qp->cfg.cc->delay, rtt, now);
 	cnt_inc(qp, XPORT_CNT_CC_RTT_SAMPLES);
-	qp->cnt[XPORT_CNT_CC_RTT_US] = rtt / 1000u;
+	cnt_set(qp, XPORT_CNT_CC_RTT_US, rtt / 1000u);
 	if (qp->dl.cuts != cuts)
 		cnt_inc(qp, XPORT_CNT_CC_RATE_CUTS);
-	qp->cnt[XPORT_CNT_CC_RATE_KBPS] = delay_rp_rate(&qp->dl);
+	cnt_set(qp, XPORT_CNT_CC_RATE_KBPS, delay_rp_rate(&qp->dl));
 }
 
 void
@@ -171,7 +171,7 @@ xport_cc_reset(struct xport_qp *qp)
 	delay_rp_init(&qp->dl);
 	qp->probe_ns = 0;
 	memset(&qp->np, 0, sizeof(qp->np));
-	qp->cnt[XPORT_CNT_CC_RATE_KBPS] = 0;
+	cnt_set(qp, XPORT_CNT_CC_RATE_KBPS, 0);
 }
 
 const struct dcqcn_rp *

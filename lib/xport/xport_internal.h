@@ -177,8 +177,10 @@ struct xport_qp {
 	struct delay_rp dl;    /* cc = delay: reaction point */
 	uint64_t probe_ns;     /* cc = delay: when the RTT probe (probe_psn) left, 0: none out */
 	uint32_t probe_psn;    /* cc = delay: the AckReq packet being timed */
-	uint64_t cnt[XPORT_CNT_COUNT];
+	uint64_t cnt[XPORT_CNT_COUNT]; /* written through cnt_inc/cnt_add/cnt_set only */
+	uint64_t cnt_dirty;    /* bit i: cnt[i] written since xport_qp_counters_dirty() */
 };
+_Static_assert(XPORT_CNT_COUNT <= 64, "one dirty bit per counter");
 
 static inline struct xport_swqe *
 swqe_at(const struct xport_qp *qp, uint32_t idx)
@@ -207,9 +209,24 @@ sq_ring_at(const struct xport_qp *qp, uint32_t idx)
 }
 
 static inline void
+cnt_add(struct xport_qp *qp, enum xport_counter c, uint64_t n)
+{
+	qp->cnt[c] += n;
+	qp->cnt_dirty |= 1ull << c;
+}
+
+static inline void
 cnt_inc(struct xport_qp *qp, enum xport_counter c)
 {
-	qp->cnt[c]++;
+	cnt_add(qp, c, 1);
+}
+
+/* A gauge (a rate, an RTT): the value, not a count. */
+static inline void
+cnt_set(struct xport_qp *qp, enum xport_counter c, uint64_t v)
+{
+	qp->cnt[c] = v;
+	qp->cnt_dirty |= 1ull << c;
 }
 
 static inline bool
@@ -382,7 +399,7 @@ xport_cc_sent(struct xport_qp *qp, uint64_t bytes)
 {
 	if (__builtin_expect(qp->rp.limited, 0)) {
 		dcqcn_rp_sent(&qp->rp, &qp->cfg.cc->dcqcn, bytes);
-		qp->cnt[XPORT_CNT_CC_RATE_KBPS] = dcqcn_rp_rate(&qp->rp);
+		cnt_set(qp, XPORT_CNT_CC_RATE_KBPS, dcqcn_rp_rate(&qp->rp));
 	}
 }
 
@@ -424,8 +441,8 @@ xport_frame_commit(struct xport_qp *qp, struct xport_out *out, struct xport_fram
 	f->pkt.pad = (uint8_t)(-f->pkt.payload_len & 3);
 	f->pkt.l3.ip_id = qp->tmpl.l3.ip_id++;
 	out->nframes++;
-	qp->cnt[XPORT_CNT_TX_PKTS]++;
-	qp->cnt[XPORT_CNT_TX_BYTES] += f->pkt.payload_len;
+	cnt_inc(qp, XPORT_CNT_TX_PKTS);
+	cnt_add(qp, XPORT_CNT_TX_BYTES, f->pkt.payload_len);
 }
 
 /*

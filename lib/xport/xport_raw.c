@@ -79,7 +79,7 @@ xport_qp_raw_rx(struct xport_qp *qp, const uint8_t *frame, uint32_t len, uint64_
 		raw_recv_cqe(qp, WC_LOC_PROT_ERR, 0, now, out);
 		return;
 	}
-	qp->cnt[XPORT_CNT_RX_PKTS]++;
-	qp->cnt[XPORT_CNT_RX_BYTES] += len;
+	cnt_inc(qp, XPORT_CNT_RX_PKTS);
+	cnt_add(qp, XPORT_CNT_RX_BYTES, len);
 	raw_recv_cqe(qp, WC_SUCCESS, len, now, out);
 }

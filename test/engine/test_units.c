@@ -808,3 +808,85 @@ Test(completion_order, a_flushed_receive_slot_is_free_before_its_cqe_is_publishe
 		     order.early, order.checked);
 	sim_fini(&s);
 }
+
+/* ---- counters: every write marks its counter (xport_qp_counters_dirty) ---- */
+
+struct dirty_watch {
+	uint64_t shadow[2][XPORT_CNT_COUNT];
+	uint32_t steps, changed, unmarked;
+	uint32_t want;            /* send completions of host 0 to stop at */
+	uint32_t got;
+};
+
+/* After every step of the simulated link: a counter that changed has its bit. */
+static bool
+dirty_step(struct sim *s, void *arg)
+{
+	struct dirty_watch *d = arg;
+	struct cqe c;
+
+	for (int h = 0; h < 2; h++) {
+		const uint64_t *v = xport_qp_counters(s->h[h].qp);
+		uint64_t m = xport_qp_counters_dirty(s->h[h].qp);
+
+		for (unsigned int i = 0; i < XPORT_CNT_COUNT; i++) {
+			if (v[i] == d->shadow[h][i])
+				continue;
+			d->changed++;
+			d->unmarked += !(m >> i & 1);
+			d->shadow[h][i] = v[i];
+		}
+	}
+	d->steps++;
+	while (sim_poll_cq(s, 0, false, &c))
+		d->got++;
+	while (sim_poll_cq(s, 1, true, &c))
+		;
+	return d->got >= d->want;
+}
+
+Test(counters, every_write_marks_its_counter_dirty)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	cr_assert_eq(sim_init(&s, &p, 11), 0);
+	s.faults.loss_ppm = 50000; /* retransmission, NAKs, duplicates: many counters */
+	s.faults.dup_ppm = 20000;
+	s.faults.reorder_ppm = 20000;
+	s.faults.delay_ns = 2000;
+	s.faults.reorder_ns = 8000;
+	static struct dirty_watch d;
+	memset(&d, 0, sizeof(d));
+	for (int h = 0; h < 2; h++) /* what sim_init did is not under test */
+		xport_qp_counters_dirty(s.h[h].qp);
+	memcpy(d.shadow[0], xport_qp_counters(s.h[0].qp), sizeof(d.shadow[0]));
+	memcpy(d.shadow[1], xport_qp_counters(s.h[1].qp), sizeof(d.shadow[1]));
+
+	for (uint32_t k = 0; k < 64; k++) {
+		static const uint8_t ops[] = { WR_RDMA_WRITE, WR_RDMA_READ, WR_SEND,
+					       WR_ATOMIC_FETCH_AND_ADD };
+		uint8_t op = ops[k % 4];
+		uint32_t len = op == WR_ATOMIC_FETCH_AND_ADD ? 8 : 100 + 700 * (k % 7);
+		struct sq_wqe q = wqe_new(op, k, WR_FLAG_SIGNALED);
+		wqe_add_sge(&q, sim_va(&s, 0, 0), len, s.h[0].arena_key);
+		if (op == WR_ATOMIC_FETCH_AND_ADD) {
+			q.wr.atomic.remote_addr = sim_va(&s, 1, 8192);
+			q.wr.atomic.rkey = s.h[1].arena_key;
+			q.wr.atomic.compare_add = 1;
+		} else if (op != WR_SEND) {
+			q.wr.rdma.remote_addr = sim_va(&s, 1, 8192);
+			q.wr.rdma.rkey = s.h[1].arena_key;
+		} else {
+			struct rq_wqe r = rwqe_new(k, sim_va(&s, 1, 16384), 8192, s.h[1].arena_key);
+			cr_assert(sim_post_recv(&s, 1, &r));
+		}
+		cr_assert(sim_post_send(&s, 0, &q));
+	}
+	d.want = 64;
+	cr_assert(sim_run(&s, dirty_step, &d, SIM_DEADLINE_NS), "%u of 64 completed", d.got);
+	cr_log_info("%u steps, %u counter changes", d.steps, d.changed);
+	cr_assert_gt(d.changed, 100);
+	cr_assert_eq(d.unmarked, 0, "%u counter changes without their dirty bit", d.unmarked);
+	sim_fini(&s);
+}
