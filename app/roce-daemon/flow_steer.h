@@ -37,6 +37,8 @@
 
 /** QPs one frame is copied to at most (rules of equal best priority beyond it are cut). */
 #define FLOW_STEER_MAX_DEST 16u
+/** A rule's lib/flow destination with this bit is an RSS rule: the low bits are its id. */
+#define FLOW_STEER_RSS (UINT32_C(1) << 31)
 
 /** The rules of one port. */
 struct flow_steer_port {
@@ -53,6 +55,8 @@ struct flow_steer {
 	/** per flow id (< cap, lib/ctl's ctl_flow_info.id): its port + 1 (0: none) and index */
 	uint16_t *id_port;
 	uint32_t *id_index;
+	/** per flow id: the RSS QP's configuration of an RSS rule (written under the seqcount) */
+	struct flow_rss *rss;
 };
 
 /** Tables for @p max_flows rules per port (>= 1). @return NULL: no memory */
@@ -69,6 +73,14 @@ void flow_steer_free(struct flow_steer *s);
  */
 int flow_steer_add(struct flow_steer *s, uint16_t port, uint32_t id, const struct flow_match *m,
 		   uint16_t priority, uint32_t qpn);
+
+/**
+ * Control thread: as flow_steer_add(), to an RSS QP: a frame that matches
+ * goes to the QPN of @p rss's table its Toeplitz hash picks
+ * (flow_rss_pick()), decided per frame by the reader.
+ */
+int flow_steer_add_rss(struct flow_steer *s, uint16_t port, uint32_t id,
+		       const struct flow_match *m, uint16_t priority, const struct flow_rss *rss);
 
 /** Control thread: remove rule @p id (unknown: nothing). */
 void flow_steer_del(struct flow_steer *s, uint32_t id);
