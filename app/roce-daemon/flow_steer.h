@@ -16,6 +16,9 @@
  *   matches gets a copy (lib/flow semantics): one mbuf reference and one
  *   record per QP, delivered on the QP's lcore like any frame (worker.c
  *   rx_raw()). No rule: it stays with the stack (counted and dropped).
+ *   A rule to an RSS QP (flow_steer_add_rss()) holds a copy of its
+ *   indirection table and hash; the reader picks the WQ's QPN per frame
+ *   (lib/flow flow_rss_pick()) under the same seqcount.
  * - **Transmit.** A RAW_PACKET QP's frame leaves through the port and,
  *   when the port has rules, a copy runs through them (the loopback
  *   queue), so two raw QPs of one port see each other, as through a NIC's
