@@ -11,21 +11,21 @@
 uint32_t
 flow_toeplitz(const uint8_t *key, size_t key_len, const uint8_t *in, size_t len)
 {
-	uint32_t h = 0, v = 0;
-	size_t kbit = 32; /* the next key bit to shift into v */
+	uint64_t win = 0; /* the key from the current input byte's first bit on, 64 bits */
+	size_t next = 8;  /* the next key byte to shift into win */
+	uint32_t h = 0;
 
-	for (size_t i = 0; i < 4; i++)
-		v = v << 8 | (i < key_len ? key[i] : 0);
+	for (size_t i = 0; i < 8; i++)
+		win = win << 8 | (i < key_len ? key[i] : 0);
 	for (size_t i = 0; i < len; i++) {
-		for (unsigned int b = 0; b < 8; b++, kbit++) {
-			uint32_t next = 0;
+		uint8_t b = in[i];
 
-			if (in[i] & (0x80u >> b))
-				h ^= v;
-			if (kbit / 8 < key_len)
-				next = (key[kbit / 8] >> (7 - kbit % 8)) & 1u;
-			v = v << 1 | next;
-		}
+		/* input bit j (MSB first) adds the 32 key bits starting at that bit */
+		for (unsigned int j = 0; b != 0; j++, b = (uint8_t)(b << 1))
+			if (b & 0x80u)
+				h ^= (uint32_t)(win >> (32 - j));
+		win = win << 8 | (next < key_len ? key[next] : 0);
+		next++;
 	}
 	return h;
 }

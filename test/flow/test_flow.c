@@ -609,3 +609,44 @@ Test(flow_rss, check)
 	r.log_size = FLOW_RSS_MAX_LOG + 1;
 	cr_expect_eq(flow_rss_check(&r), -EINVAL);
 }
+
+/* The definition, bit by bit: input bit i adds key bits [i, i + 32). */
+static uint32_t
+toeplitz_ref(const uint8_t *key, size_t key_len, const uint8_t *in, size_t len)
+{
+	uint32_t h = 0;
+
+	for (size_t i = 0; i < len * 8; i++) {
+		uint32_t v = 0;
+
+		if (!(in[i / 8] & (0x80u >> (i % 8))))
+			continue;
+		for (size_t k = i; k < i + 32; k++)
+			v = v << 1 | (k / 8 < key_len ? (key[k / 8] >> (7 - k % 8)) & 1u : 0u);
+		h ^= v;
+	}
+	return h;
+}
+
+/* flow_toeplitz() (a byte-wise window) against the definition: random keys, inputs, lengths. */
+Test(flow_rss, toeplitz_equals_its_bitwise_definition)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint8_t key[40], in[FLOW_RSS_INPUT_MAX];
+
+	for (int round = 0; round < 2000; round++) {
+		size_t len = (size_t)(round % (FLOW_RSS_INPUT_MAX + 1));
+		size_t key_len = round % 7 == 0 ? (size_t)(round % 41) : sizeof(key);
+
+		for (size_t i = 0; i < sizeof(key); i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			key[i] = (uint8_t)x;
+		}
+		for (size_t i = 0; i < len; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			in[i] = (uint8_t)(x >> 8);
+		}
+		cr_assert_eq(flow_toeplitz(key, key_len, in, len), toeplitz_ref(key, key_len, in, len),
+			     "round %d: key %zu bytes, input %zu bytes", round, key_len, len);
+	}
+}
