@@ -62,6 +62,9 @@ dp_flow_create(void *dp, const struct ctl_flow_info *f)
 
 	if (d->flows == NULL || f->dev >= d->n_ports)
 		return EINVAL;
+	if (f->has_rss) /* to the WQ the hash picks (flow_steer_add_rss()) */
+		return flow_steer_add_rss(d->flows, (uint16_t)f->dev, f->id, &f->match, f->priority,
+					  &f->rss);
 	return flow_steer_add(d->flows, (uint16_t)f->dev, f->id, &f->match, f->priority, f->qpn);
 }
 

@@ -20,7 +20,8 @@ flow_steer_new(uint32_t max_flows)
 	s->rules = calloc((size_t)CONFIG_MAX_PORTS * max_flows, sizeof(*s->rules));
 	s->id_port = calloc(max_flows, sizeof(*s->id_port));
 	s->id_index = calloc(max_flows, sizeof(*s->id_index));
-	if (s->rules == NULL || s->id_port == NULL || s->id_index == NULL)
+	s->rss = calloc(max_flows, sizeof(*s->rss));
+	if (s->rules == NULL || s->id_port == NULL || s->id_index == NULL || s->rss == NULL)
 		goto fail;
 	for (unsigned int p = 0; p < CONFIG_MAX_PORTS; p++) {
 		rte_seqcount_init(&s->port[p].sc);
@@ -40,22 +41,45 @@ flow_steer_free(struct flow_steer *s)
 	free(s->rules);
 	free(s->id_port);
 	free(s->id_index);
+	free(s->rss);
 	free(s);
 }
 
 /* ---- the writer (control thread) ---- */
 
+static int steer_add(struct flow_steer *s, uint16_t port, uint32_t id, const struct flow_match *m,
+		     uint16_t priority, uint32_t qpn, const struct flow_rss *rss);
+
 int
 flow_steer_add(struct flow_steer *s, uint16_t port, uint32_t id, const struct flow_match *m,
 	       uint16_t priority, uint32_t qpn)
 {
+	return steer_add(s, port, id, m, priority, qpn, NULL);
+}
+
+int
+flow_steer_add_rss(struct flow_steer *s, uint16_t port, uint32_t id, const struct flow_match *m,
+		   uint16_t priority, const struct flow_rss *rss)
+{
+	return rss == NULL ? EINVAL : steer_add(s, port, id, m, priority, 0, rss);
+}
+
+static int
+steer_add(struct flow_steer *s, uint16_t port, uint32_t id, const struct flow_match *m,
+	  uint16_t priority, uint32_t qpn, const struct flow_rss *rss)
+{
 	struct flow_steer_port *p;
 	int idx;
 
-	if (port >= CONFIG_MAX_PORTS || id >= s->cap || s->id_port[id] != 0)
+	if (port >= CONFIG_MAX_PORTS || id >= s->cap || s->id_port[id] != 0 ||
+	    (qpn & FLOW_STEER_RSS) || (rss != NULL && flow_rss_check(rss) != 0))
 		return EINVAL;
 	p = &s->port[port];
 	rte_seqcount_write_begin(&p->sc);
+	if (rss != NULL) {
+		s->rss[id] = *rss;
+		qpn = FLOW_STEER_RSS | id;
+	}
 	idx = flow_table_add(&p->t, m, priority, qpn);
 	rte_seqcount_write_end(&p->sc);
 	if (idx < 0)
@@ -96,6 +120,10 @@ flow_steer_lookup(const struct flow_steer *s, uint16_t port, const struct flow_k
 	do {
 		sn = rte_seqcount_read_begin(&p->sc);
 		n = flow_table_lookup(&p->t, k, qpn, FLOW_STEER_MAX_DEST);
+		/* an RSS rule's QP is the hash's pick, read under the same seqcount */
+		for (uint32_t i = 0; i < n; i++)
+			if (qpn[i] & FLOW_STEER_RSS)
+				qpn[i] = flow_rss_pick(&s->rss[(qpn[i] & ~FLOW_STEER_RSS) % s->cap], k);
 	} while (rte_seqcount_read_retry(&p->sc, sn));
 	return n;
 }

@@ -16,6 +16,9 @@
  *   matches gets a copy (lib/flow semantics): one mbuf reference and one
  *   record per QP, delivered on the QP's lcore like any frame (worker.c
  *   rx_raw()). No rule: it stays with the stack (counted and dropped).
+ *   A rule to an RSS QP (flow_steer_add_rss()) holds a copy of its
+ *   indirection table and hash; the reader picks the WQ's QPN per frame
+ *   (lib/flow flow_rss_pick()) under the same seqcount.
  * - **Transmit.** A RAW_PACKET QP's frame leaves through the port and,
  *   when the port has rules, a copy runs through them (the loopback
  *   queue), so two raw QPs of one port see each other, as through a NIC's
@@ -37,6 +40,8 @@
 
 /** QPs one frame is copied to at most (rules of equal best priority beyond it are cut). */
 #define FLOW_STEER_MAX_DEST 16u
+/** A rule's lib/flow destination with this bit is an RSS rule: the low bits are its id. */
+#define FLOW_STEER_RSS (UINT32_C(1) << 31)
 
 /** The rules of one port. */
 struct flow_steer_port {
@@ -53,6 +58,8 @@ struct flow_steer {
 	/** per flow id (< cap, lib/ctl's ctl_flow_info.id): its port + 1 (0: none) and index */
 	uint16_t *id_port;
 	uint32_t *id_index;
+	/** per flow id: the RSS QP's configuration of an RSS rule (written under the seqcount) */
+	struct flow_rss *rss;
 };
 
 /** Tables for @p max_flows rules per port (>= 1). @return NULL: no memory */
@@ -69,6 +76,14 @@ void flow_steer_free(struct flow_steer *s);
  */
 int flow_steer_add(struct flow_steer *s, uint16_t port, uint32_t id, const struct flow_match *m,
 		   uint16_t priority, uint32_t qpn);
+
+/**
+ * Control thread: as flow_steer_add(), to an RSS QP: a frame that matches
+ * goes to the QPN of @p rss's table its Toeplitz hash picks
+ * (flow_rss_pick()), decided per frame by the reader.
+ */
+int flow_steer_add_rss(struct flow_steer *s, uint16_t port, uint32_t id,
+		       const struct flow_match *m, uint16_t priority, const struct flow_rss *rss);
 
 /** Control thread: remove rule @p id (unknown: nothing). */
 void flow_steer_del(struct flow_steer *s, uint32_t id);

@@ -229,6 +229,12 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->reg_dm_mr = shim_reg_dm_mr;
 	v->ibv_create_flow = shim_create_flow;
 	v->ibv_destroy_flow = shim_destroy_flow;
+	/* WQs, indirection tables (wq.c) */
+	v->create_wq = shim_create_wq;
+	v->modify_wq = shim_modify_wq;
+	v->destroy_wq = shim_destroy_wq;
+	v->create_rwq_ind_table = shim_create_rwq_ind_table;
+	v->destroy_rwq_ind_table = shim_destroy_rwq_ind_table;
 	v->sz = sizeof(struct verbs_context);
 }
 

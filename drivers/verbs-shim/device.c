@@ -217,6 +217,13 @@ int shim_query_device_ex(struct ibv_context *context, const struct ibv_query_dev
 	ex.odp_caps.per_transport_caps.ud_odp_caps = a.odp_ud_caps;
 	ex.xrc_odp_caps = a.odp_xrc_caps;
 	ex.max_dm_size = a.max_dm_size;
+	ex.rss_caps.max_rwq_indirection_tables = a.rss_max_tables;
+	ex.rss_caps.max_rwq_indirection_table_size = a.rss_max_table_size;
+	ex.rss_caps.supported_qpts = a.rss_supported_qpts;
+	ex.rss_caps.rx_hash_fields_mask = a.rss_hash_fields_mask;
+	ex.rss_caps.rx_hash_function = (uint8_t)a.rss_hash_function;
+	ex.max_wq_type_rq = a.max_wq_type_rq;
+	ex.raw_packet_caps = a.raw_packet_caps;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }

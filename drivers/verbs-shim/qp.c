@@ -102,6 +102,8 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	struct shim_qp *qp;
 	int rc;
 
+	if (attr->comp_mask & (IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_IND_TABLE))
+		return shim_create_rss_qp(context, attr); /* wq.c */
 	if (attr->comp_mask & ~known)
 		return shim_null(EOPNOTSUPP);
 	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
@@ -330,6 +332,7 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	shim_qp_clean_cqs(ibqp);
 	if (qp->shm != NULL) /* an XRC TGT QP has none */
 		munmap(qp->shm, qp->shm_size);
+	shim_rss_qp_gone(qp);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);

@@ -294,6 +294,7 @@ struct shim_qp {
 	struct spsc_ring *sq;         /* struct sq_wqe records */
 	struct spsc_ring *rq;         /* struct rq_wqe records; NULL with an SRQ */
 	uint32_t async_events;
+	void *rss_table;              /* an RSS QP (wq.c): its indirection table; else NULL */
 	/* ibv_wr_* builder (between wr_start and wr_complete/abort, sq_lock held) */
 	uint32_t wr_pending;          /* WQEs written after prod */
 	struct sq_wqe *wr_cur;        /* the WQE wr_set_* complete */
@@ -338,6 +339,19 @@ void shim_ud_del(struct shim_qp *qp);
 void shim_ud_drain_pd(struct ibv_pd *pd);
 /* The same for the SQ of @p qp alone, before the daemon destroys it (UD in RTS only). */
 void shim_ud_drain_qp(struct shim_qp *qp);
+
+/* ---- wq.c: WQs, indirection tables, RSS QPs ---- */
+struct ibv_wq *shim_create_wq(struct ibv_context *context, struct ibv_wq_init_attr *attr);
+int shim_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr);
+int shim_destroy_wq(struct ibv_wq *wq);
+struct ibv_rwq_ind_table *shim_create_rwq_ind_table(struct ibv_context *context,
+						    struct ibv_rwq_ind_table_init_attr *attr);
+int shim_destroy_rwq_ind_table(struct ibv_rwq_ind_table *t);
+/* create_qp_ex with IBV_QP_INIT_ATTR_RX_HASH / _IND_TABLE */
+struct ibv_qp *shim_create_rss_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+/* An RSS QP was destroyed: its table may go. */
+void shim_rss_qp_gone(struct shim_qp *qp);
+struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 
 /* ---- mw.c: context ops (ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw) ---- */
 struct ibv_mw *shim_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

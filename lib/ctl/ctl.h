@@ -260,6 +260,9 @@ struct ctl_flow_info {
 	uint16_t priority;       /**< lower first */
 	struct flow_match match; /**< checked (flow_match_check()) */
 	struct ctl_conn *owner;  /**< the owning connection group (its head) */
+	/** to an RSS QP (qpn is its number): the frames go to rss.dest[hash] instead */
+	bool has_rss;
+	struct flow_rss rss;     /**< checked (flow_rss_check()) */
 };
 
 /** Things that happen to a QP in the dataplane (ctl_qp_event()). */

@@ -173,8 +173,19 @@ struct ctl_srq {
 	struct ctl_srq_info info;
 };
 
+/*
+ * An RSS QP's configuration (ctl_flow.c): the hash and the WQs (RAW_PACKET
+ * QPs of its group with a receive queue of their own) of its indirection
+ * table, each holding a reference (DESTROY_QP of a WQ is EBUSY meanwhile).
+ */
+struct ctl_rss {
+	struct flow_rss cfg;        /* dest[]: the WQs' QPNs */
+	struct ctl_qp *wq[FLOW_RSS_MAX_ENTRIES];
+};
+
 struct ctl_qp {
 	struct ctl_obj o;
+	struct ctl_rss *rss;     /* an RSS QP: no dataplane QP, no rings, no state; else NULL */
 	struct ctl_pd *pd;       /* NULL: XRC_RECV */
 	struct ctl_cq *scq;      /* NULL: XRC_RECV */
 	struct ctl_cq *rcq;      /* NULL: XRC_SEND, XRC_RECV */
@@ -374,6 +385,8 @@ int ctl_raw_allowed(struct ctl_conn *c);
 void ctl_flow_destroyed(struct ctl *ctl, struct ctl_flow *f);
 /* Device attributes and QP types when RAW_PACKET QPs exist (ctl_create()). */
 void ctl_flow_caps(struct ctl *ctl);
+/* An RSS QP's destroy (ctl_qp_destroyed()): its WQs' references and its configuration go. */
+void ctl_rss_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp);
 
 /* ctl.c */
 void ctl_devsem_build(struct ctl *ctl, uint32_t dev);

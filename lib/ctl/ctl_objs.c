@@ -1266,7 +1266,7 @@ int ctl_obj_destroy(struct ctl *ctl, struct ctl_obj *o)
 	switch ((enum ctl_kind)o->kind) {
 	case CTL_KIND_QP:
 		ctl_mcast_qp_gone(ctl, (struct ctl_qp *)o); /* no frame for it from now on */
-		if (DP_HAS(ctl, qp_destroy))
+		if (((struct ctl_qp *)o)->rss == NULL && DP_HAS(ctl, qp_destroy))
 			DP(ctl)->qp_destroy(dp, &((struct ctl_qp *)o)->info);
 		break;
 	case CTL_KIND_SRQ:

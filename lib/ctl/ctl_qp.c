@@ -302,6 +302,8 @@ int ctl_h_MODIFY_QP(const struct ctl_req *x)
 
 	if (qp == NULL)
 		return EINVAL;
+	if (qp->rss != NULL)
+		return EOPNOTSUPP; /* no states: it only steers (mlx5 refuses too) */
 	ipc_qp_attr_to_ibv(&q->attr, &attr);
 	/*
 	 * A controlled Q_Key (MSB set, IBA 10.2.4) only for a client with
@@ -338,6 +340,8 @@ int ctl_h_QUERY_QP(const struct ctl_req *x)
 
 	if (qp == NULL)
 		return EINVAL;
+	if (qp->rss != NULL)
+		return EOPNOTSUPP;
 	rc = qp_sem_query(&qp->sem, (int)q->mask, &attr, &init);
 	if (rc)
 		return rc;
@@ -417,6 +421,8 @@ int ctl_qp_event(struct ctl *ctl, uint32_t qpn, enum ctl_qp_event ev, uint32_t c
 
 void ctl_qp_destroyed(struct ctl *ctl, struct ctl_qp *qp)
 {
+	if (qp->rss != NULL)
+		ctl_rss_qp_destroyed(ctl, qp);
 	mw_qp_gone(ctl->mws, qp->info.qpn); /* its type 2 windows: a later QPN twin may not use them */
 	ctl_shm_free(&qp->shm);
 	ctl_qp_put_refs(ctl, qp);

@@ -145,6 +145,67 @@ int flow_table_del(struct flow_table *t, uint32_t idx);
 uint32_t flow_table_lookup(const struct flow_table *t, const struct flow_key *k, uint32_t *dest,
 			   uint32_t max);
 
+
+/**
+ * @name RSS: receive side scaling of an RSS QP (ibv_create_qp_ex with
+ * rx_hash_conf and an indirection table of receive WQs).
+ *
+ * The hash is Toeplitz's (the Microsoft RSS specification) with the QP's
+ * 40-byte key over the fields it names, concatenated in the
+ * specification's order: source address, destination address, source
+ * port, destination port (network byte order). A field of a layer the
+ * frame lacks is left out (an IPv6 frame under IPv4 fields hashes
+ * nothing: hash 0). The frame goes to dest[hash mod 2^log_size], the
+ * low bits, as a NIC's indirection table is indexed.
+ * @{
+ */
+/** Hash fields: the values of enum ibv_rx_hash_fields. */
+enum flow_rss_field {
+	FLOW_RSS_SRC_IPV4 = 1u << 0,
+	FLOW_RSS_DST_IPV4 = 1u << 1,
+	FLOW_RSS_SRC_IPV6 = 1u << 2,
+	FLOW_RSS_DST_IPV6 = 1u << 3,
+	FLOW_RSS_SRC_PORT_TCP = 1u << 4,
+	FLOW_RSS_DST_PORT_TCP = 1u << 5,
+	FLOW_RSS_SRC_PORT_UDP = 1u << 6,
+	FLOW_RSS_DST_PORT_UDP = 1u << 7,
+};
+#define FLOW_RSS_FIELDS_ALL 0xffu
+#define FLOW_RSS_KEY_LEN 40u       /**< the Toeplitz key length (as mlx5 requires) */
+#define FLOW_RSS_MAX_LOG 6u        /**< indirection tables of at most 64 entries */
+#define FLOW_RSS_MAX_ENTRIES (1u << FLOW_RSS_MAX_LOG)
+#define FLOW_RSS_INPUT_MAX 36u     /**< two IPv6 addresses and two ports */
+
+/** An RSS QP's configuration. */
+struct flow_rss {
+	uint64_t fields;               /**< FLOW_RSS_* */
+	uint32_t log_size;             /**< the table has 2^log_size entries */
+	uint32_t key_len;              /**< FLOW_RSS_KEY_LEN */
+	uint8_t key[FLOW_RSS_KEY_LEN];
+	uint32_t dest[FLOW_RSS_MAX_ENTRIES]; /**< the caller's destinations (the daemon: QPNs) */
+};
+
+/**
+ * The Toeplitz hash of @p len bytes at @p in under @p key (@p key_len
+ * bytes; key bits past its end count as 0).
+ */
+uint32_t flow_toeplitz(const uint8_t *key, size_t key_len, const uint8_t *in, size_t len);
+
+/** The hash input of frame @p k under @p fields (FLOW_RSS_*). @return its length */
+size_t flow_rss_input(uint64_t fields, const struct flow_key *k, uint8_t out[FLOW_RSS_INPUT_MAX]);
+
+/**
+ * Check a configuration received from a client: known fields only, not
+ * IPv4 and IPv6 fields together, nor TCP and UDP ones, a 40-byte key, a
+ * table of at most FLOW_RSS_MAX_ENTRIES.
+ * @return 0, -EINVAL or -EOPNOTSUPP (unknown fields)
+ */
+int flow_rss_check(const struct flow_rss *r);
+
+/** The destination of frame @p k under the checked configuration @p r. */
+uint32_t flow_rss_pick(const struct flow_rss *r, const struct flow_key *k);
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

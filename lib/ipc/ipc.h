@@ -60,8 +60,9 @@ extern "C" {
  * 5: CREATE_FLOW/DESTROY_FLOW; ipc_device_attr carries the raw packet caps
  * 6: device memory (ALLOC_DM, FREE_DM, REG_DM_MR, IMPORT_DM: 46-49; max_dm_size)
  * 7: rdma_migrate_id moves queued events: CM_MIGRATE_ID takes ipc_cm_migrate_req, CM_MIGRATE_COMMIT
- *    (80) */
-#define IPC_VERSION 7u
+ *    (80)
+ * 8: RSS: CREATE_RSS_QP (50); ipc_device_attr carries the RSS caps */
+#define IPC_VERSION 8u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -140,6 +141,14 @@ struct ipc_device_attr {
 	uint32_t pad_dm;
 	/** ibv_device_attr_ex.max_dm_size: the largest ALLOC_DM; 0: no device memory */
 	uint64_t max_dm_size;
+	/** ibv_rss_caps (0: no RSS QPs) and max_wq_type_rq */
+	uint32_t rss_max_tables;        /**< max_rwq_indirection_tables */
+	uint32_t rss_max_table_size;    /**< max_rwq_indirection_table_size */
+	uint32_t rss_supported_qpts;    /**< 1 << IBV_QPT_RAW_PACKET */
+	uint32_t rss_hash_function;     /**< IBV_RX_HASH_FUNC_TOEPLITZ */
+	uint64_t rss_hash_fields_mask;  /**< enum ibv_rx_hash_fields */
+	uint32_t max_wq_type_rq;
+	uint32_t pad_rss;
 };
 
 /** Port attributes (ibv_port_attr). */
@@ -326,6 +335,26 @@ struct ipc_create_flow_req {
 	uint32_t priority;   /**< ibv_flow_attr.priority (16 bits): lower first */
 	uint32_t reserved;
 	struct flow_match match;
+};
+/**
+ * CREATE_RSS_QP (ibv_create_qp_ex with IBV_QP_INIT_ATTR_RX_HASH and
+ * IBV_QP_INIT_ATTR_IND_TABLE): a receive-only RAW_PACKET QP whose frames
+ * (those its flows steer to it) go to the WQ its Toeplitz hash picks from
+ * the indirection table. A WQ (ibv_create_wq, IBV_WQT_RQ) is, to the
+ * daemon, a RAW_PACKET QP of the same group with its own receive queue;
+ * the table is the shim's: its 2^@c log_size WQ handles travel here.
+ * Answer: ipc_create_rsp {handle, QPN}.
+ */
+#define IPC_RSS_MAX_ENTRIES 64u
+struct ipc_create_rss_qp_req {
+	uint64_t user_handle;
+	uint32_t pd;
+	uint32_t log_size;     /**< ibv_rwq_ind_table_init_attr.log_ind_tbl_size */
+	uint32_t hash_function; /**< ibv_rx_hash_conf.rx_hash_function */
+	uint32_t key_len;
+	uint64_t fields_mask;  /**< ibv_rx_hash_conf.rx_hash_fields_mask */
+	uint8_t key[40];
+	uint32_t wq[IPC_RSS_MAX_ENTRIES]; /**< WQ (QP) handles; entries past 2^log_size are 0 */
 };
 struct ipc_mcast_req { uint32_t qp; uint16_t lid; uint16_t pad; uint8_t gid[16]; };
 /** ALLOC_MW (ibv_alloc_mw): a window of @c type (1 or 2, enum ibv_mw_type) in PD @c pd. */
@@ -539,6 +568,7 @@ enum ipc_obj_kind {
 	IPC_OP(FREE_DM,        47, ipc_handle_req,          ipc_empty,            0, 0)  \
 	IPC_OP(REG_DM_MR,      48, ipc_reg_dm_mr_req,       ipc_reg_mr_rsp,       0, 0)  \
 	IPC_OP(IMPORT_DM,      49, ipc_handle_req,          ipc_alloc_dm_rsp,     0, 1)  \
+	IPC_OP(CREATE_RSS_QP,  50, ipc_create_rss_qp_req,   ipc_create_rsp,       0, 0)  \
 	IPC_CM_OPS(IPC_OP) /* 60-99: rdma_cm (ipc_cm.h); keep the highest codes last */
 
 /** Operation codes. */

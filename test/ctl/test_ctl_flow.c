@@ -339,3 +339,106 @@ Test(ctl_flow, raw_qps_and_flows_need_cap_net_raw)
 	cr_assert_eq(create_flow(&root, qp, 1, IBV_FLOW_ATTR_NORMAL, 0, &m, NULL), 0);
 	client_close(&root);
 }
+
+/* ---- RSS QPs (CREATE_RSS_QP): a hostile client's every value is checked ---- */
+
+static int create_rss(struct client *cl, uint32_t pd, uint32_t log_size, const uint32_t *wq,
+		      uint64_t fields, uint32_t key_len, uint32_t *handle, uint32_t *qpn)
+{
+	struct ipc_msg q, r;
+	int rc;
+
+	req(&q, IPC_OP_CREATE_RSS_QP);
+	q.u.req_CREATE_RSS_QP.pd = pd;
+	q.u.req_CREATE_RSS_QP.log_size = log_size;
+	q.u.req_CREATE_RSS_QP.hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+	q.u.req_CREATE_RSS_QP.key_len = key_len;
+	q.u.req_CREATE_RSS_QP.fields_mask = fields;
+	for (uint32_t i = 0; i < 40; i++)
+		q.u.req_CREATE_RSS_QP.key[i] = (uint8_t)(i * 13 + 1);
+	for (uint32_t i = 0; i < IPC_RSS_MAX_ENTRIES && wq[i] != 0; i++)
+		q.u.req_CREATE_RSS_QP.wq[i] = wq[i];
+	rc = call(cl, &q, NULL, 0, &r, NULL);
+	if (handle)
+		*handle = r.u.rsp_CREATE_RSS_QP.handle;
+	if (qpn)
+		*qpn = r.u.rsp_CREATE_RSS_QP.num;
+	return rc;
+}
+
+Test(ctl_flow, an_rss_qp_takes_its_wqs_and_its_flows_carry_the_table)
+{
+	const uint64_t ip4 = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
+	struct flow_match m = udp_rule();
+	struct ipc_create_qp_rsp ud;
+	struct ipc_device_attr a;
+	struct ctl_stats st;
+	struct client cl, other;
+	uint32_t pd, cq, wq[IPC_RSS_MAX_ENTRIES + 1] = { 0 }, wqn[4], rss, rssn, fl;
+	uint32_t bad[IPC_RSS_MAX_ENTRIES + 1] = { 0 };
+
+	client_open(&cl, true);
+	client_open(&other, true);
+	a = query_device(&cl);
+	cr_assert_eq(a.rss_max_table_size, IPC_RSS_MAX_ENTRIES);
+	cr_assert_eq(a.rss_supported_qpts, 1u << IBV_QPT_RAW_PACKET);
+	cr_assert_eq(a.rss_hash_function, IBV_RX_HASH_FUNC_TOEPLITZ);
+	cr_assert_eq(a.rss_hash_fields_mask, 0xffu);
+	cr_assert_gt(a.rss_max_tables, 0u);
+	pd = alloc_pd(&cl);
+	cq = create_cq(&cl, 8, 0);
+	for (int i = 0; i < 4; i++) {
+		struct ipc_create_qp_rsp r;
+
+		cr_assert_eq(create_qp(&cl, pd, cq, IBV_QPT_RAW_PACKET, &r), 0);
+		wq[i] = r.handle;
+		wqn[i] = r.qpn;
+	}
+	/* every malformed request: refused, nothing kept */
+	cr_assert_eq(create_rss(&cl, pd, 2, wq, ip4, 39, NULL, NULL), EINVAL, "key length");
+	cr_assert_eq(create_rss(&cl, pd, 3, wq, ip4, 40, NULL, NULL), EINVAL, "8 entries, 4 WQs");
+	cr_assert_eq(create_rss(&cl, pd, 1, wq, ip4, 40, NULL, NULL), EINVAL,
+		     "handles past the table");
+	cr_assert_eq(create_rss(&cl, pd, 7, wq, ip4, 40, NULL, NULL), EINVAL, "128 entries");
+	cr_assert_eq(create_rss(&cl, pd, 40, wq, ip4, 40, NULL, NULL), EINVAL, "a huge log");
+	cr_assert_eq(create_rss(&cl, pd, 2, wq, ip4 | IBV_RX_HASH_SRC_IPV6, 40, NULL, NULL), EINVAL,
+		     "IPv4 and IPv6");
+	cr_assert_eq(create_rss(&cl, pd, 2, wq, IBV_RX_HASH_INNER, 40, NULL, NULL), EOPNOTSUPP);
+	cr_assert_eq(create_rss(&cl, pd + 1, 2, wq, ip4, 40, NULL, NULL), EINVAL, "no such PD");
+	cr_assert_eq(create_qp(&cl, pd, cq, IBV_QPT_UD, &ud), 0);
+	memcpy(bad, wq, sizeof(bad));
+	bad[3] = ud.handle;
+	cr_assert_eq(create_rss(&cl, pd, 2, bad, ip4, 40, NULL, NULL), EINVAL, "a UD QP as WQ");
+	bad[3] = wq[3] + 1000;
+	cr_assert_eq(create_rss(&cl, pd, 2, bad, ip4, 40, NULL, NULL), EINVAL, "no such WQ");
+	cr_assert_eq(create_rss(&other, alloc_pd(&other), 2, wq, ip4, 40, NULL, NULL), EINVAL,
+		     "another client's WQs");
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.qp, 5u, "nothing kept");
+
+	cr_assert_eq(create_rss(&cl, pd, 2, wq, ip4, 40, &rss, &rssn), 0);
+	cr_assert_eq(destroy(&cl, IPC_OP_DESTROY_QP, wq[1]), EBUSY, "its table names it");
+	bad[0] = rss;
+	cr_assert_eq(create_rss(&cl, pd, 0, bad, ip4, 40, NULL, NULL), EINVAL, "an RSS QP as WQ");
+	cr_assert_eq(create_flow(&cl, rss, 1, IBV_FLOW_ATTR_NORMAL, 0, &m, &fl), 0);
+	cr_assert(fdp.last.has_rss);
+	cr_assert_eq(fdp.last.qpn, rssn);
+	cr_assert_eq(fdp.last.rss.log_size, 2u);
+	cr_assert_eq(fdp.last.rss.fields, ip4);
+	cr_assert_eq(fdp.last.rss.key[1], 14);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(fdp.last.rss.dest[i], wqn[i], "entry %d: the WQ's QPN", i);
+	cr_assert_eq(create_flow(&cl, wq[0], 1, IBV_FLOW_ATTR_NORMAL, 0, &m, NULL), 0);
+	cr_assert_not(fdp.last.has_rss, "a plain raw QP's flow");
+	cr_assert_eq(destroy(&cl, IPC_OP_DESTROY_QP, rss), EBUSY, "a flow steers to it");
+	cr_assert_eq(destroy(&cl, IPC_OP_DESTROY_FLOW, fl), 0);
+	cr_assert_eq(destroy(&cl, IPC_OP_DESTROY_QP, rss), 0);
+	cr_assert_eq(destroy(&cl, IPC_OP_DESTROY_QP, wq[2]), 0, "the table let go");
+	/* a client that leaves one behind: torn down, RSS QP before its WQs */
+	wq[2] = wq[0];
+	cr_assert_eq(create_rss(&cl, pd, 2, wq, 0, 40, NULL, NULL), 0, "a WQ twice, no field");
+	client_close(&other);
+	client_close(&cl);
+	ctl_get_stats(ctl, &st);
+	cr_assert_eq(st.qp, 0u);
+}

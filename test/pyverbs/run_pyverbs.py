@@ -80,15 +80,6 @@ def _pin(label, messages, reason, *test_ids, pins=PINNED_SKIPS):
         pins['tests.' + tid] = (label, messages, reason)
 
 
-# RSS (issue 19): raw packet QPs and flow steering work (test_flow and the raw
-# tests of test_qp pass), WQs do not; the test creates its WQs outside the
-# try that turns EOPNOTSUPP into a skip (it only guards the QP), so the
-# missing verb shows as this error.
-_pin(FEATURE_GAP, ('pyverbs.pyverbs_error.PyverbsRDMAError: Failed to create WQ. Errno: 95, '
-                   'Operation not supported',),
-     'RSS: ibv_create_wq and ibv_create_rwq_ind_table are EOPNOTSUPP; the test does not '
-     'turn that into a skip',
-     'test_rss_traffic.RSSTrafficTest.test_rss_traffic', pins=PINNED_ERRORS)
 _pin(FEATURE_GAP, ('Extended CQ is not supported',),
      'tag matching: tm_caps are 0; the suite asks for a CQ with IBV_WC_EX_WITH_TM_INFO '
      'first, which is EOPNOTSUPP, hence the message',

@@ -2438,3 +2438,51 @@ Test(shim_verbs, rate_limit_reaches_the_dataplane)
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
+
+/*
+ * WQs, indirection tables and RSS QPs (wq.c) reach the daemon and say why
+ * they fail, errno set: this server has no raw packet QPs (max_flows 0),
+ * so its rss_caps are 0 and a WQ (a RAW_PACKET QP to it) is EOPNOTSUPP;
+ * what the shim checks itself is refused before any request.
+ */
+Test(shim_verbs, wqs_and_rss_qps_fail_cleanly_without_raw_qps)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_wq_init_attr wa = { .wq_type = IBV_WQT_RQ, .max_wr = 4, .max_sge = 1,
+				       .pd = pd, .cq = cq };
+	struct ibv_device_attr_ex ex;
+	struct ibv_rwq_ind_table_init_attr ta = { .log_ind_tbl_size = 7 };
+	uint8_t key[40] = { 0 };
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_RAW_PACKET,
+		.comp_mask = IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_IND_TABLE,
+		.rx_hash_conf = { .rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ,
+				  .rx_hash_key_len = 40, .rx_hash_key = key },
+	};
+	struct ibv_wq *dummy[1] = { NULL };
+
+	cr_assert_not_null(cq);
+	cr_assert_eq(ibv_query_device_ex(ctx, NULL, &ex), 0);
+	cr_assert_eq(ex.rss_caps.supported_qpts, 0u);
+	cr_assert_eq(ex.rss_caps.max_rwq_indirection_table_size, 0u);
+	cr_assert_eq(ex.max_wq_type_rq, 0u);
+	errno = 0;
+	cr_assert_null(ibv_create_wq(ctx, &wa));
+	cr_assert_eq(errno, EOPNOTSUPP, "the daemon has no raw QPs: errno %d", errno);
+	wa.wq_type = (enum ibv_wq_type)1;
+	errno = 0;
+	cr_assert_null(ibv_create_wq(ctx, &wa));
+	cr_assert_eq(errno, EOPNOTSUPP, "no such WQ type: errno %d", errno);
+	errno = 0;
+	ta.ind_tbl = dummy;
+	cr_assert_null(ibv_create_rwq_ind_table(ctx, &ta));
+	cr_assert_eq(errno, EINVAL, "128 entries: errno %d", errno);
+	ta.log_ind_tbl_size = 0;
+	errno = 0;
+	cr_assert_null(ibv_create_rwq_ind_table(ctx, &ta));
+	cr_assert_eq(errno, EINVAL, "a NULL WQ: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_create_qp_ex(ctx, &qa));
+	cr_assert_eq(errno, EINVAL, "an RSS QP without PD nor table: errno %d", errno);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}

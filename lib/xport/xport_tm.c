@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tag matching lists and verdicts (xport_tm.h). */
+#include "xport_tm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+int
+xport_tm_init(struct xport_tm *t, uint32_t cap)
+{
+	memset(t, 0, sizeof(*t));
+	if (cap == 0 || cap > XPORT_TM_MAX_TAGS)
+		return EINVAL;
+	t->e = calloc(cap, sizeof(*t->e));
+	if (t->e == NULL)
+		return ENOMEM;
+	t->cap = cap;
+	t->head = t->tail = NONE;
+	for (uint32_t i = 0; i < cap; i++)
+		t->e[i].next = i + 1 < cap ? i + 1 : NONE;
+	t->free = 0;
+	return 0;
+}
+
+void
+xport_tm_fini(struct xport_tm *t)
+{
+	free(t->e);
+	memset(t, 0, sizeof(*t));
+}
+
+int
+xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
+	     const struct wr_sge *sg, uint32_t num_sge, uint32_t *handle, bool *sync_req)
+{
+	struct xport_tm_entry *e;
+	uint32_t i;
+
+	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL))
+		return EINVAL;
+	if (t->free == NONE)
+		return ENOSPC;
+	i = t->free;
+	e = &t->e[i];
+	t->free = e->next;
+	e->tag = tag;
+	e->mask = mask;
+	e->wr_id = wr_id;
+	e->num_sge = num_sge;
+	if (num_sge > 0)
+		memcpy(e->sg, sg, num_sge * sizeof(*sg));
+	e->live = true;
+	e->prev = t->tail;
+	e->next = NONE;
+	if (t->tail != NONE)
+		t->e[t->tail].next = i;
+	else
+		t->head = i;
+	t->tail = i;
+	t->n++;
+	*handle = (uint32_t)e->gen << 16 | i;
+	if (sync_req != NULL)
+		*sync_req = !xport_tm_synced(t);
+	return 0;
+}
+
+/* Take live entry @p i out of the posting order onto the free list. */
+static void
+tm_unlink(struct xport_tm *t, uint32_t i)
+{
+	struct xport_tm_entry *e = &t->e[i];
+
+	if (e->prev != NONE)
+		t->e[e->prev].next = e->next;
+	else
+		t->head = e->next;
+	if (e->next != NONE)
+		t->e[e->next].prev = e->prev;
+	else
+		t->tail = e->prev;
+	e->live = false;
+	e->gen++; /* its handle is stale from now on */
+	e->next = t->free;
+	t->free = i;
+	t->n--;
+}
+
+int
+xport_tm_del(struct xport_tm *t, uint32_t handle)
+{
+	uint32_t i = handle & 0xffffu;
+
+	if (i >= t->cap || !t->e[i].live || t->e[i].gen != (uint16_t)(handle >> 16))
+		return ENOENT;
+	tm_unlink(t, i);
+	return 0;
+}
+
+void
+xport_tm_sync(struct xport_tm *t, uint32_t unexpected_cnt)
+{
+	t->unexp_sw = unexpected_cnt;
+}
+
+static uint64_t
+be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t
+be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int
+xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (len < XPORT_TMH_LEN || p[1] != 0 || p[2] != 0 || p[3] != 0 || p[0] > XPORT_TMH_EAGER)
+		return -EINVAL;
+	h->op = p[0];
+	h->app_ctx = be32(p + 4);
+	h->tag = be64(p + 8);
+	if (h->op == XPORT_TMH_RNDV) {
+		if (len < XPORT_TMH_LEN + XPORT_RVH_LEN)
+			return -EINVAL;
+		h->va = be64(p + 16);
+		h->rkey = be32(p + 24);
+		h->len = be32(p + 28);
+	}
+	return 0;
+}
+
+enum xport_tm_verdict
+xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len, struct xport_tmh *h,
+	       struct xport_tm_entry *hit)
+{
+	if (xport_tmh_parse(p, len, h) != 0 || h->op == XPORT_TMH_NO_TAG ||
+	    h->op == XPORT_TMH_FIN)
+		return XPORT_TM_NO_TAG;
+	if (xport_tm_synced(t)) {
+		for (uint32_t i = t->head; i != NONE; i = t->e[i].next) {
+			const struct xport_tm_entry *e = &t->e[i];
+
+			if ((h->tag & e->mask) != (e->tag & e->mask))
+				continue;
+			if (hit != NULL)
+				*hit = *e;
+			tm_unlink(t, i);
+			return h->op == XPORT_TMH_RNDV ? XPORT_TM_RNDV : XPORT_TM_EAGER;
+		}
+	}
+	t->unexp_hw++;
+	return XPORT_TM_UNEXPECTED;
+}

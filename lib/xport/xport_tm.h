@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Tag matching (IBV_SRQT_TM, issue 19): the matching list of a TM SRQ and
+ * the decision for a received message, in software, as a TM-capable NIC
+ * (mlx5) makes it. Pure C, no engine state: the lcore that owns the SRQ
+ * owns its list (no second core touches it), the responder calls
+ * xport_tm_match() on the first packet of a SEND and acts on the verdict.
+ *
+ * NOT WIRED YET: the device reports tm_caps 0, IBV_SRQT_TM and
+ * ibv_post_srq_ops are EOPNOTSUPP (doc/verbs-shim.md). This is the part of
+ * the responder that can be tested alone.
+ *
+ * - **Headers** (<infiniband/tm_types.h>): a tagged SEND starts with a TMH
+ *   (16 bytes: opcode, 3 reserved bytes, app_ctx (be32), tag (be64)); a
+ *   rendezvous one follows it with an RVH (va (be64), rkey (be32), len (be32)).
+ * - **List**: at most @c cap entries (tm_cap.max_num_tags), matched in
+ *   posting order; an entry matches a tag when (tag & mask) == (entry.tag &
+ *   mask), and a match consumes it. Handles name an entry and its
+ *   generation, so a DEL of a consumed entry fails (IBV_WC_TM_ERR).
+ * - **Phase synchronisation** (ibv_post_srq_ops(3)): every unexpected
+ *   message counts in @c unexp_hw; until an operation with IBV_OPS_TM_SYNC
+ *   reports that many handled (@c unexp_sw), matching is off (every tagged
+ *   message is unexpected) and an ADD completes with IBV_WC_TM_SYNC_REQ.
+ */
+#ifndef XPORT_TM_H
+#define XPORT_TM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wqe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XPORT_TMH_LEN 16u
+#define XPORT_RVH_LEN 16u
+#define XPORT_TM_MAX_TAGS 0xffffu  /**< handles are 16-bit indices */
+
+/** TMH opcodes (enum ibv_tmh_op). */
+enum xport_tmh_op {
+	XPORT_TMH_NO_TAG = 0,
+	XPORT_TMH_RNDV = 1,
+	XPORT_TMH_FIN = 2,
+	XPORT_TMH_EAGER = 3,
+};
+
+/** A parsed TMH (+ RVH for RNDV), host byte order. */
+struct xport_tmh {
+	uint8_t op;
+	uint32_t app_ctx;
+	uint64_t tag;
+	uint64_t va;    /**< RNDV: the sender's buffer */
+	uint32_t rkey;
+	uint32_t len;
+};
+
+struct xport_tm_entry {
+	uint64_t tag, mask, wr_id;
+	struct wr_sge sg[WQE_MAX_SGE];
+	uint32_t num_sge;
+	uint32_t prev, next;     /**< posting order (UINT32_MAX: none) or the free list */
+	uint16_t gen;
+	bool live;
+};
+
+/** The matching list of one TM SRQ. */
+struct xport_tm {
+	uint32_t cap;
+	uint32_t n;
+	uint32_t head, tail;     /**< oldest, newest live entry */
+	uint32_t free;           /**< free list through next */
+	uint32_t unexp_hw;       /**< unexpected messages reported (wraps) */
+	uint32_t unexp_sw;       /**< the count the last sync carried */
+	struct xport_tm_entry *e;
+};
+
+/** What a received SEND is. */
+enum xport_tm_verdict {
+	XPORT_TM_NO_TAG,     /**< TMH NO_TAG, or no TMH: the SRQ's next receive, IBV_WC_TM_NO_TAG */
+	XPORT_TM_UNEXPECTED, /**< tagged, no entry (or out of sync): the SRQ's next receive whole,
+				  IBV_WC_TM_RECV without MATCH; unexp_hw counted */
+	XPORT_TM_EAGER,      /**< matched: the payload after the TMH into the entry's SGEs,
+				  IBV_WC_TM_RECV with MATCH | DATA_VALID */
+	XPORT_TM_RNDV,       /**< matched: IBV_WC_TM_RECV with MATCH, then an RDMA READ of
+				  rvh.len from rvh.va/rkey into the entry, a FIN to the sender,
+				  then IBV_WC_TM_RECV with DATA_VALID */
+};
+
+/** A list of @p cap (1..XPORT_TM_MAX_TAGS) entries. @return 0, EINVAL or ENOMEM */
+int xport_tm_init(struct xport_tm *t, uint32_t cap);
+void xport_tm_fini(struct xport_tm *t);
+
+/** Whether matching is on (every unexpected message was reported handled). */
+static inline bool
+xport_tm_synced(const struct xport_tm *t)
+{
+	return t->unexp_sw == t->unexp_hw;
+}
+
+/**
+ * IBV_WR_TAG_ADD: append an entry (its SGEs already checked by the caller).
+ * @param sync_req set when the list is out of sync (the ADD's completion
+ *        carries IBV_WC_TM_SYNC_REQ; the entry is added all the same)
+ * @return 0 with *@p handle, EINVAL (num_sge), ENOSPC (list full)
+ */
+int xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
+		 const struct wr_sge *sg, uint32_t num_sge, uint32_t *handle, bool *sync_req);
+
+/** IBV_WR_TAG_DEL. @return 0, or ENOENT (consumed, deleted or never added: IBV_WC_TM_ERR) */
+int xport_tm_del(struct xport_tm *t, uint32_t handle);
+
+/** IBV_OPS_TM_SYNC: software handled @p unexpected_cnt unexpected messages. */
+void xport_tm_sync(struct xport_tm *t, uint32_t unexpected_cnt);
+
+/**
+ * Parse the TMH (and for RNDV the RVH) at the start of @p p (@p len bytes).
+ * @return 0, or -EINVAL (shorter than its headers, reserved bytes set, unknown opcode)
+ */
+int xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h);
+
+/**
+ * The verdict for a SEND whose first @p len bytes are @p p; a match
+ * consumes its entry, copied to @p hit (NULL: not wanted); an unexpected
+ * tagged message counts in unexp_hw. A message without a valid TMH is
+ * NO_TAG (delivered whole, as a plain receive).
+ */
+enum xport_tm_verdict xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len,
+				     struct xport_tmh *h, struct xport_tm_entry *hit);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XPORT_TM_H */
