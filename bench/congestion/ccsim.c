@@ -25,6 +25,10 @@
  *     -s US      senders start this far apart [0]
  *     -o DIR     write DIR/MODE.switch.csv and DIR/MODE.macs as the testbed
  *                does, for analyze.py (summary and plots)
+ *     -x         check issue 20's targets and exit 1 if one is missed: with
+ *                dcqcn or delay, Jain >= 0.95 and the bottleneck >= 0.9 busy
+ *                over the last half, the queue below K_max in >= 90 % of the
+ *                samples, no drop; with none, drops and retransmissions
  *
  * The model: every sender always has data (write_bw), sends 1082-byte
  * frames (1024 bytes of RoCE payload, MTU 1500) paced as the engine's
@@ -175,17 +179,18 @@ main(int argc, char **argv)
 	double mbps = 100, line_mbps = 0, secs = 10;
 	uint32_t kmin = 5000, kmax = 50000, buf = 250000, pmax = 100, cnp_us = 50, rtt_us = 300,
 		 win = 256, stagger_us = 0;
+	bool check = false;
 	uint64_t rto_ns = 67108864ull;
 	const char *outdir = NULL;
 	struct dcqcn_params dp;
 	struct delay_params lp;
 	/* the testbed's scaled values (testbed.sh write_config) */
-	uint32_t ai = 1, hai = 5, timer = 300, alpha = 55, ginv = 256, f = 5, minm = 1, dtarget = 1500,
+	uint32_t ai = 1, hai = 5, timer = 2000, alpha = 300, ginv = 256, f = 1, minm = 1, dtarget = 1500,
 		 dai = 1, beta = 80, maxmd = 50;
 	uint64_t bytes = 10u << 20;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:r:L:T:k:K:B:p:N:d:w:R:P:s:o:")) != -1) {
+	while ((c = getopt(argc, argv, "n:r:L:T:k:K:B:p:N:d:w:R:P:s:o:x")) != -1) {
 		switch (c) {
 		case 'n': n = atoi(optarg); break;
 		case 'r': mbps = atof(optarg); break;
@@ -201,6 +206,7 @@ main(int argc, char **argv)
 		case 'R': rto_ns = (uint64_t)(atof(optarg) * 1e6); break;
 		case 's': stagger_us = (uint32_t)atoi(optarg); break;
 		case 'o': outdir = optarg; break;
+		case 'x': check = true; break;
 		case 'P': {
 			char key[64];
 			unsigned long long v;
@@ -451,6 +457,21 @@ main(int argc, char **argv)
 	       (double)allbelow / (double)ticks, marks, drops, retx, timeouts);
 	(void)hist_below;
 	(void)qmax;
+	int rc = 0;
+	if (check) {
+		double j = jain(per, n), share = total / mbps, below = (double)allbelow / (double)ticks;
+		if (mode == M_NONE) {
+			if (drops == 0 || retx == 0) {
+				fprintf(stderr, "ccsim: cc = none: no drop or no retransmission\n");
+				rc = 1;
+			}
+		} else if (j < 0.95 || share < 0.9 || below < 0.9 || drops) {
+			fprintf(stderr, "ccsim: %s missed: Jain %.3f (>= 0.95), bottleneck %.3f (>= 0.9), "
+					"below K_max %.3f (>= 0.9), drops %" PRIu64 " (0)\n",
+				argv[optind], j, share, below, drops);
+			rc = 1;
+		}
+	}
 
 	if (outdir) {
 		char path[4096];
@@ -477,9 +498,9 @@ main(int argc, char **argv)
 		fclose(fm);
 		fclose(fs);
 	}
-	return 0;
+	return rc;
 usage:
 	fprintf(stderr, "usage: ccsim [-n N] [-r MBPS] [-L MBPS] [-T SEC] [-k B] [-K B] [-B B] [-p PCT] "
-			"[-N US] [-d US] [-w PKTS] [-R MS] [-P KEY=V]... [-s US] [-o DIR] dcqcn|delay|none\n");
+			"[-N US] [-d US] [-w PKTS] [-R MS] [-P KEY=V]... [-s US] [-o DIR] [-x] dcqcn|delay|none\n");
 	return 2;
 }
