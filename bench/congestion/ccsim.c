@@ -185,7 +185,7 @@ main(int argc, char **argv)
 	struct dcqcn_params dp;
 	struct delay_params lp;
 	/* the testbed's scaled values (testbed.sh write_config) */
-	uint32_t ai = 1, hai = 5, timer = 2000, alpha = 300, ginv = 256, f = 1, minm = 1, dtarget = 1500,
+	uint32_t ai = 1, hai = 5, timer = 4000, alpha = 1000, ginv = 256, f = 1, minm = 1, dtarget = 1500,
 		 dai = 1, beta = 80, maxmd = 50;
 	uint64_t bytes = 10u << 20;
 	int c;

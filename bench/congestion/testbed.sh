@@ -20,8 +20,8 @@
 #              N:1 incast of links as fast as the bottleneck]
 #     -D US    cc = delay: the target RTT (delay_target_us) [1500]
 #     -S BYTES the pacer's burst (pace_burst_bytes) [4480: 4 frames]
-#     -t US    DCQCN's rate increase timer T (dcqcn_timer_us) [2000]
-#     -a US    DCQCN's alpha period K (dcqcn_alpha_us) [300]
+#     -t US    DCQCN's rate increase timer T (dcqcn_timer_us) [4000]
+#     -a US    DCQCN's alpha period K (dcqcn_alpha_us) [1000]
 #     -f F     DCQCN's fast recovery stages F (dcqcn_f) [1]
 #     -e PCT   cc = delay: beta of the decrease (delay_beta_pct) [80]
 #
@@ -33,7 +33,7 @@
 set -uo pipefail
 
 BUILD=build N=2 MBPS=100 SECS=10 OUT=/tmp/ecn-testbed KMIN=5000 KMAX=50000 BUF=250000 PMAX=100 CNP_US=50 LINE=
-DELAY_US=1500 BURST=4480 TIMER_US=2000 ALPHA_US=300 F_STAGES=1 BETA=80
+DELAY_US=1500 BURST=4480 TIMER_US=4000 ALPHA_US=1000 F_STAGES=1 BETA=80
 while getopts "b:n:r:T:o:k:K:B:p:N:L:D:S:t:a:f:e:h" opt; do
 	case $opt in
 	b) BUILD=$OPTARG ;; n) N=$OPTARG ;; r) MBPS=$OPTARG ;; T) SECS=$OPTARG ;;
