@@ -267,6 +267,12 @@ main(int argc, char **argv)
 		S[i].next_send = (uint64_t)i * stagger_us * 1000;
 		S[i].window = win;
 		S[i].series = calloc(ticks + 1, sizeof(double));
+		if (!S[i].series)
+			qs = NULL;
+	}
+	if (!qs) {
+		fprintf(stderr, "ccsim: out of memory\n");
+		return 1;
 	}
 	uint64_t now = 0, link_free = 0, next_tick = TICK_NS, marks = 0, drops = 0, tick = 0;
 	uint64_t hist_below = 0, hist_n = 0;
@@ -481,6 +487,11 @@ main(int argc, char **argv)
 		FILE *fs = fopen(path, "w");
 		if (!fm || !fs) {
 			perror(path);
+			if (fm)
+				fclose(fm);
+			if (fs)
+				fclose(fs);
+			free(qs);
 			return 1;
 		}
 		fprintf(fs, "time_ms,queue_bytes,marks,drops,forwarded");
@@ -498,6 +509,9 @@ main(int argc, char **argv)
 		fclose(fm);
 		fclose(fs);
 	}
+	free(qs);
+	for (int i = 0; i < n; i++)
+		free(S[i].series);
 	return rc;
 usage:
 	fprintf(stderr, "usage: ccsim [-n N] [-r MBPS] [-L MBPS] [-T SEC] [-k B] [-K B] [-B B] [-p PCT] "
