@@ -4,7 +4,8 @@
 
   analyze.py --mode M --rate MBPS --kmax BYTES --senders N --macs FILE SWITCH.csv CLIENT.csv...
       per-flow rate over the last half of the traffic, Jain's fairness index
-      (of those averages, and the mean and minimum over 100 ms windows),
+      (of those averages, and the mean and minimum over 100 ms windows; and
+      over the second half of the time every sender ran, *_overlap_*),
       goodput (perftest's, and bytes through the bottleneck), queue depth
       (mean, max, share of samples below K_max), marks and drops; written to
       stdout and to M.summary.json beside SWITCH.csv
@@ -56,6 +57,29 @@ def flows(rows, macs):
     return times, series
 
 
+def overlap(times, series, macs, floor):
+    """Jain and the total over the second half of the time every sender ran
+    (from the latest first to the earliest last 10 ms sample above @floor Mb/s,
+    a tenth of the fair share: the TCP exchange before a run stays below):
+    perftest's setup can start the senders seconds apart on a loaded host,
+    and the last half of the whole run then holds a sender alone."""
+    firsts, lasts = [], []
+    for m in macs:
+        nz = [i for i, x in enumerate(series[m]) if x > floor]
+        if not nz:
+            return {}
+        firsts.append(nz[0])
+        lasts.append(nz[-1])
+    lo, hi = max(firsts), min(lasts)
+    if hi - lo < 20:
+        return {}
+    half = range((lo + hi) // 2, hi + 1)
+    per_flow = [sum(series[m][i] for i in half) / len(half) for m in macs]
+    return {'jain_overlap_last_half': round(jain(per_flow), 3),
+            'bottleneck_mbps_overlap_last_half': round(sum(per_flow), 1),
+            'overlap_s': round(times[hi] - times[lo], 1)}
+
+
 def summarise(a):
     rows = read_switch(a.switch)
     with open(a.macs) as f:
@@ -85,6 +109,7 @@ def summarise(a):
             'queue_max_bytes': max(q),
             'queue_below_kmax_share': round(sum(1 for x in q if x < a.kmax) / len(q), 3),
             'marks': rows[-1]['marks'],
+            **overlap(times, series, macs, 0.1 * a.rate / len(macs)),
             'drops': rows[-1]['drops'],
         })
     goodput = 0.0
