@@ -223,10 +223,15 @@ static uint8_t shim_read_dlid_path_bits(struct ibv_cq_ex *c) { return CUR(c)->dl
 static uint64_t shim_read_completion_ts(struct ibv_cq_ex *c) { return CUR(c)->timestamp; }
 static uint16_t shim_read_cvlan(struct ibv_cq_ex *c) { (void)c; return 0; }
 static uint32_t shim_read_flow_tag(struct ibv_cq_ex *c) { (void)c; return 0; }
+/* The TMH's tag and app_ctx of a tag matching receive (struct cqe: tm_tag, imm_data); 0 else. */
 static void shim_read_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *tm)
 {
-	(void)c;
+	const struct cqe *e = CUR(c);
+	bool tm_recv = e->opcode == WC_TM_RECV || e->opcode == WC_TM_NO_TAG;
+
 	memset(tm, 0, sizeof(*tm));
+	tm->tag = e->tm_tag;
+	tm->priv = tm_recv ? e->imm_data : 0;
 }
 #undef CUR
 
@@ -366,8 +371,13 @@ struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *context, struct ibv_cq_i
 		struct ibv_device_attr_ex dx;
 		uint64_t ok = SHIM_WC_FLAGS_SUPPORTED;
 
-		if (ibv_query_device_ex(context, NULL, &dx) == 0 && dx.completion_timestamp_mask)
-			ok |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+		if (ibv_query_device_ex(context, NULL, &dx) == 0) {
+			if (dx.completion_timestamp_mask)
+				ok |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+			/* Tag matching information only where the device matches tags. */
+			if (dx.tm_caps.flags & IBV_TM_CAP_RC)
+				ok |= IBV_WC_EX_WITH_TM_INFO;
+		}
 		if (attr->wc_flags & ~ok)
 			return shim_null(EOPNOTSUPP);
 	}

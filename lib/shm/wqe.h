@@ -130,6 +130,8 @@ enum wc_status {
 	WC_FATAL_ERR = 19,
 	WC_RESP_TIMEOUT_ERR = 20,
 	WC_GENERAL_ERR = 21,
+	WC_TM_ERR = 22,             /**< a tag matching operation failed (DEL of no entry) */
+	WC_TM_RNDV_INCOMPLETE = 23, /**< rendezvous left to software */
 };
 
 /** Completion opcode (= enum ibv_wc_opcode). */
@@ -145,6 +147,12 @@ enum wc_opcode {
 	WC_ATOMIC_WRITE = 9,
 	WC_RECV = 1 << 7,
 	WC_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
+	/* tag matching (IBV_SRQT_TM): an ibv_post_srq_ops operation, or a receive on the SRQ */
+	WC_TM_ADD = (1 << 7) + 2,
+	WC_TM_DEL = (1 << 7) + 3,
+	WC_TM_SYNC = (1 << 7) + 4,
+	WC_TM_RECV = (1 << 7) + 5,   /**< a tagged message (matched or unexpected) */
+	WC_TM_NO_TAG = (1 << 7) + 6, /**< a TMH NO_TAG message */
 };
 
 /** What the table says about one work request opcode. */
@@ -221,6 +229,9 @@ enum wc_flag {
 	WC_FLAG_WITH_IMM = 1u << 1,  /**< imm_data is valid */
 	WC_FLAG_IP_CSUM_OK = 1u << 2,
 	WC_FLAG_WITH_INV = 1u << 3,  /**< imm_data holds the invalidated R_Key */
+	WC_FLAG_TM_SYNC_REQ = 1u << 4,   /**< TM_ADD: the SRQ wants an IBV_OPS_TM_SYNC */
+	WC_FLAG_TM_MATCH = 1u << 5,      /**< TM_RECV: the tag matched a posted entry */
+	WC_FLAG_TM_DATA_VALID = 1u << 6, /**< TM_RECV: the data is in the entry's buffers */
 };
 
 /** Asynchronous event types (= enum ibv_event_type). */
@@ -337,7 +348,8 @@ struct cqe {
 	uint32_t opcode;         /**< enum wc_opcode */
 	uint32_t vendor_err;     /**< engine detail code (enum xport_err in xport.h), 0 on success */
 	uint32_t byte_len;
-	uint32_t imm_data;       /**< WITH_IMM: big-endian as in ibv_wc; WITH_INV: invalidated R_Key */
+	uint32_t imm_data;       /**< WITH_IMM: big-endian as in ibv_wc; WITH_INV: invalidated R_Key;
+				      TM_RECV with TM_MATCH: the TMH's app_ctx, host order */
 	uint32_t qp_num;
 	uint32_t src_qp;         /**< UD: source QPN from the DETH */
 	uint32_t wc_flags;       /**< enum wc_flag set */
@@ -347,7 +359,7 @@ struct cqe {
 	uint8_t dlid_path_bits;
 	uint16_t reserved0;
 	uint64_t timestamp;      /**< completion time, engine clock (ns) */
-	uint64_t reserved1;
+	uint64_t tm_tag;         /**< TM_RECV with TM_MATCH: the TMH's tag (ibv_wc_read_tm_info); else 0 */
 };
 
 _Static_assert(sizeof(struct wr_sge) == 16, "wr_sge is 16 bytes (ibv_sge)");

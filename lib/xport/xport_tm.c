@@ -162,3 +162,44 @@ xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len, struct xport_
 	t->unexp_hw++;
 	return XPORT_TM_UNEXPECTED;
 }
+
+void
+xport_tm_recv_cqe(struct cqe *c, enum xport_tm_verdict v, enum xport_tm_cqe_step step,
+		  const struct xport_tmh *h, const struct xport_tm_entry *hit, uint32_t msg_len)
+{
+	bool matched = v == XPORT_TM_EAGER || v == XPORT_TM_RNDV;
+
+	c->opcode = v == XPORT_TM_NO_TAG ? WC_TM_NO_TAG : WC_TM_RECV;
+	c->wc_flags = 0;
+	c->tm_tag = 0;
+	c->imm_data = 0;
+	c->byte_len = msg_len;
+	if (!matched)
+		return;
+	c->wr_id = hit->wr_id;
+	if (v == XPORT_TM_RNDV && step == XPORT_TM_CQE_RNDV_DONE) {
+		c->wc_flags = WC_FLAG_TM_DATA_VALID;
+		c->byte_len = h->len;
+		return;
+	}
+	c->tm_tag = h->tag;
+	c->imm_data = h->app_ctx;
+	if (v == XPORT_TM_RNDV) {
+		c->wc_flags = WC_FLAG_TM_MATCH;
+		c->byte_len = 0;
+	} else {
+		c->wc_flags = WC_FLAG_TM_MATCH | WC_FLAG_TM_DATA_VALID;
+		c->byte_len = msg_len > XPORT_TMH_LEN ? msg_len - XPORT_TMH_LEN : 0;
+	}
+}
+
+void
+xport_tm_op_cqe(struct cqe *c, uint32_t wc_opcode, uint64_t wr_id, int rc, bool sync_req)
+{
+	*c = (struct cqe){
+		.wr_id = wr_id,
+		.status = rc == 0 ? WC_SUCCESS : WC_TM_ERR,
+		.opcode = wc_opcode,
+		.wc_flags = rc == 0 && sync_req ? WC_FLAG_TM_SYNC_REQ : 0,
+	};
+}

@@ -130,6 +130,38 @@ int xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h);
 enum xport_tm_verdict xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len,
 				     struct xport_tmh *h, struct xport_tm_entry *hit);
 
+/** Which completion of a received message xport_tm_recv_cqe() writes. */
+enum xport_tm_cqe_step {
+	XPORT_TM_CQE_ARRIVED, /**< the verdict's completion (RNDV: the match, data not yet read) */
+	XPORT_TM_CQE_RNDV_DONE, /**< RNDV: the READ landed and the FIN went out */
+};
+
+/**
+ * Fill the tag matching fields of the receive completion @p c of a message
+ * of @p msg_len bytes (the TMH included) with verdict @p v, as pyverbs
+ * test_tag_matching reads them (mlx5's behaviour):
+ * - EAGER: TM_RECV, MATCH | DATA_VALID, the entry's wr_id, the tag and
+ *   app_ctx, byte_len the payload after the TMH;
+ * - RNDV, ARRIVED: TM_RECV, MATCH, the entry's wr_id, the tag and app_ctx,
+ *   byte_len 0; RNDV_DONE: TM_RECV, DATA_VALID, the entry's wr_id, no tag,
+ *   byte_len rvh.len;
+ * - UNEXPECTED: TM_RECV, no flags, no tag (software reads the TMH in the
+ *   buffer), byte_len the whole message;
+ * - NO_TAG: TM_NO_TAG, likewise.
+ * For UNEXPECTED and NO_TAG the wr_id is the SRQ receive's: left as it is.
+ * status, qp_num and the rest are the caller's.
+ */
+void xport_tm_recv_cqe(struct cqe *c, enum xport_tm_verdict v, enum xport_tm_cqe_step step,
+		       const struct xport_tmh *h, const struct xport_tm_entry *hit, uint32_t msg_len);
+
+/**
+ * Fill the completion @p c of an ibv_post_srq_ops operation (WC_TM_ADD,
+ * WC_TM_DEL or WC_TM_SYNC, @p wc_opcode) with the result @p rc of
+ * xport_tm_add/del (0, or an errno: status WC_TM_ERR) and @p sync_req
+ * (an ADD while out of sync: WC_FLAG_TM_SYNC_REQ).
+ */
+void xport_tm_op_cqe(struct cqe *c, uint32_t wc_opcode, uint64_t wr_id, int rc, bool sync_req);
+
 #ifdef __cplusplus
 }
 #endif

@@ -164,3 +164,91 @@ Test(tm, an_unexpected_message_stops_matching_until_software_syncs)
 	cr_expect_eq(hit.wr_id, 2);
 	cr_expect_eq(t.n, 2u);
 }
+
+/*
+ * The completions test_tag_matching.py checks (verify_cqe: wr_id, opcode,
+ * wc_flags, ibv_wc_read_tm_info().tag): a tag only where the message matched.
+ */
+Test(tm, receive_completions_carry_what_test_tag_matching_reads)
+{
+	struct wr_sge sg = { .addr = 0x1000, .length = 256, .lkey = 7 };
+	struct xport_tm_entry hit;
+	struct xport_tmh h;
+	struct cqe c;
+	uint8_t m[64];
+	uint32_t hd;
+
+	/* EAGER: the entry's wr_id, MATCH | DATA_VALID, the tag, the payload after the TMH */
+	cr_assert_eq(xport_tm_add(&t, 5, 0xffff, 55, &sg, 1, &hd, NULL), 0);
+	cr_assert_eq(xport_tm_match(&t, m, msg(m, XPORT_TMH_EAGER, 5, 64), &h, &hit),
+		     XPORT_TM_EAGER);
+	c = (struct cqe){ .wr_id = 999, .tm_tag = 1, .imm_data = 1, .wc_flags = WC_FLAG_GRH };
+	xport_tm_recv_cqe(&c, XPORT_TM_EAGER, XPORT_TM_CQE_ARRIVED, &h, &hit, 64);
+	cr_expect_eq(c.wr_id, 55);
+	cr_expect_eq(c.opcode, WC_TM_RECV);
+	cr_expect_eq(c.wc_flags, WC_FLAG_TM_MATCH | WC_FLAG_TM_DATA_VALID);
+	cr_expect_eq(c.tm_tag, 5);
+	cr_expect_eq(c.imm_data, 0xa1b2c3d4u, "app_ctx");
+	cr_expect_eq(c.byte_len, 64 - XPORT_TMH_LEN);
+
+	/* RNDV: MATCH with the tag first, then DATA_VALID without it */
+	cr_assert_eq(xport_tm_add(&t, 6, 0xffff, 66, &sg, 1, &hd, NULL), 0);
+	msg(m, XPORT_TMH_RNDV, 6, 64);
+	m[28] = 0, m[29] = 0, m[30] = 0x04, m[31] = 0x00; /* rvh.len 1024 */
+	cr_assert_eq(xport_tm_match(&t, m, 32, &h, &hit), XPORT_TM_RNDV);
+	c = (struct cqe){ .wr_id = 999 };
+	xport_tm_recv_cqe(&c, XPORT_TM_RNDV, XPORT_TM_CQE_ARRIVED, &h, &hit, 32);
+	cr_expect_eq(c.wr_id, 66);
+	cr_expect_eq(c.opcode, WC_TM_RECV);
+	cr_expect_eq(c.wc_flags, WC_FLAG_TM_MATCH);
+	cr_expect_eq(c.tm_tag, 6);
+	cr_expect_eq(c.byte_len, 0, "no data yet");
+	c = (struct cqe){ .wr_id = 999, .tm_tag = 1 };
+	xport_tm_recv_cqe(&c, XPORT_TM_RNDV, XPORT_TM_CQE_RNDV_DONE, &h, &hit, 32);
+	cr_expect_eq(c.wr_id, 66);
+	cr_expect_eq(c.opcode, WC_TM_RECV);
+	cr_expect_eq(c.wc_flags, WC_FLAG_TM_DATA_VALID);
+	cr_expect_eq(c.tm_tag, 0, "test_tm_rndv expects tag 0 on the data completion");
+	cr_expect_eq(c.byte_len, 1024);
+
+	/* UNEXPECTED and NO_TAG: the SRQ receive's wr_id, no flags, no tag, the whole message */
+	cr_assert_eq(xport_tm_match(&t, m, msg(m, XPORT_TMH_EAGER, 0x1234, 64), &h, NULL),
+		     XPORT_TM_UNEXPECTED);
+	c = (struct cqe){ .wr_id = 7, .tm_tag = 1, .imm_data = 1 };
+	xport_tm_recv_cqe(&c, XPORT_TM_UNEXPECTED, XPORT_TM_CQE_ARRIVED, &h, NULL, 64);
+	cr_expect_eq(c.wr_id, 7);
+	cr_expect_eq(c.opcode, WC_TM_RECV);
+	cr_expect_eq(c.wc_flags, 0);
+	cr_expect_eq(c.tm_tag, 0);
+	cr_expect_eq(c.imm_data, 0);
+	cr_expect_eq(c.byte_len, 64);
+	cr_assert_eq(xport_tm_match(&t, m, msg(m, XPORT_TMH_NO_TAG, 0x1234, 64), &h, NULL),
+		     XPORT_TM_NO_TAG);
+	c = (struct cqe){ .wr_id = 8 };
+	xport_tm_recv_cqe(&c, XPORT_TM_NO_TAG, XPORT_TM_CQE_ARRIVED, &h, NULL, 64);
+	cr_expect_eq(c.wr_id, 8);
+	cr_expect_eq(c.opcode, WC_TM_NO_TAG);
+	cr_expect_eq(c.wc_flags, 0);
+	cr_expect_eq(c.tm_tag, 0);
+	cr_expect_eq(c.byte_len, 64);
+}
+
+Test(tm, operation_completions_report_errors_and_sync_requests)
+{
+	struct cqe c;
+
+	xport_tm_op_cqe(&c, WC_TM_ADD, 3, 0, true);
+	cr_expect_eq(c.wr_id, 3);
+	cr_expect_eq(c.status, WC_SUCCESS);
+	cr_expect_eq(c.opcode, WC_TM_ADD);
+	cr_expect_eq(c.wc_flags, WC_FLAG_TM_SYNC_REQ);
+	xport_tm_op_cqe(&c, WC_TM_ADD, 3, 0, false);
+	cr_expect_eq(c.wc_flags, 0);
+	xport_tm_op_cqe(&c, WC_TM_DEL, 4, ENOENT, false);
+	cr_expect_eq(c.status, WC_TM_ERR, "DEL of a consumed entry");
+	cr_expect_eq(c.opcode, WC_TM_DEL);
+	xport_tm_op_cqe(&c, WC_TM_SYNC, 27, 0, false);
+	cr_expect_eq(c.status, WC_SUCCESS);
+	cr_expect_eq(c.opcode, WC_TM_SYNC);
+	cr_expect_eq(c.tm_tag, 0);
+}

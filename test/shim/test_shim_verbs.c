@@ -2486,3 +2486,74 @@ Test(shim_verbs, wqs_and_rss_qps_fail_cleanly_without_raw_qps)
 	cr_assert_eq(errno, EINVAL, "an RSS QP without PD nor table: errno %d", errno);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
+
+/*
+ * Tag matching completions carry the TMH's tag and app_ctx (struct cqe:
+ * tm_tag, imm_data), read by ibv_wc_read_tm_info; other completions read 0.
+ * A CQ with IBV_WC_EX_WITH_TM_INFO stays EOPNOTSUPP while tm_caps are 0.
+ */
+Test(shim_verbs, tm_completions_give_their_tag_and_app_ctx)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = 8, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_device_attr_ex ex;
+	struct ibv_cq_ex *cx;
+	struct ibv_qp *qp;
+	const struct ctl_qp_info *qi;
+	const struct ctl_cq_info *ci;
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_wc_tm_info tm;
+	struct cqe *e;
+
+	cr_assert_eq(ibv_query_device_ex(ctx, NULL, &ex), 0);
+	cr_assert_eq(ex.tm_caps.flags, 0u);
+	ca.wc_flags |= IBV_WC_EX_WITH_TM_INFO;
+	errno = 0;
+	cr_assert_null(ibv_create_cq_ex(ctx, &ca));
+	cr_assert_eq(errno, EOPNOTSUPP, "no tag matching: errno %d", errno);
+	ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+	cx = ibv_create_cq_ex(ctx, &ca);
+	cr_assert_not_null(cx);
+	qp = make_qp(ibv_cq_ex_to_cq(cx), IBV_QPT_RC, 4, 1);
+	qi = fake.qp[(qp->qp_num - 0x11) % FAKE_MAX];
+	cr_assert_not_null(qi);
+	ci = fake.cq[qi->recv_cqn % FAKE_MAX];
+	cr_assert_not_null(ci);
+
+	/* Play the engine: an eager match, a rendezvous match, a plain receive with imm. */
+	e = spsc_ring_prod_slot(ci->ring.ring, 0);
+	*e = (struct cqe){ .wr_id = 5, .opcode = WC_TM_RECV, .byte_len = 48, .qp_num = qi->qpn,
+			   .wc_flags = WC_FLAG_TM_MATCH | WC_FLAG_TM_DATA_VALID,
+			   .imm_data = 0xa1b2c3d4u, .tm_tag = 0x0123456789abcdefull };
+	e = spsc_ring_prod_slot(ci->ring.ring, 1);
+	*e = (struct cqe){ .wr_id = 6, .opcode = WC_TM_RECV, .qp_num = qi->qpn,
+			   .wc_flags = WC_FLAG_TM_MATCH, .imm_data = 7, .tm_tag = 0x1234 };
+	e = spsc_ring_prod_slot(ci->ring.ring, 2);
+	*e = (struct cqe){ .wr_id = 7, .opcode = WC_RECV, .qp_num = qi->qpn,
+			   .wc_flags = WC_FLAG_WITH_IMM, .imm_data = 0x55 };
+	spsc_ring_publish(ci->ring.ring, 3);
+
+	cr_assert_eq(ibv_start_poll(cx, &pa), 0);
+	cr_assert_eq(cx->wr_id, 5u);
+	cr_assert_eq(ibv_wc_read_opcode(cx), IBV_WC_TM_RECV);
+	cr_assert_eq(ibv_wc_read_wc_flags(cx), IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID);
+	memset(&tm, 0xff, sizeof(tm));
+	ibv_wc_read_tm_info(cx, &tm);
+	cr_assert_eq(tm.tag, 0x0123456789abcdefull);
+	cr_assert_eq(tm.priv, 0xa1b2c3d4u);
+	cr_assert_eq(ibv_next_poll(cx), 0);
+	cr_assert_eq(ibv_wc_read_wc_flags(cx), IBV_WC_TM_MATCH);
+	ibv_wc_read_tm_info(cx, &tm);
+	cr_assert_eq(tm.tag, 0x1234u);
+	cr_assert_eq(tm.priv, 7u);
+	cr_assert_eq(ibv_next_poll(cx), 0);
+	cr_assert_eq(ibv_wc_read_opcode(cx), IBV_WC_RECV);
+	memset(&tm, 0xff, sizeof(tm));
+	ibv_wc_read_tm_info(cx, &tm);
+	cr_assert_eq(tm.tag, 0u, "not a tag matching completion");
+	cr_assert_eq(tm.priv, 0u, "imm_data is no app_ctx");
+	cr_assert_eq(ibv_wc_read_imm_data(cx), 0x55u);
+	ibv_end_poll(cx);
+
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
+}
