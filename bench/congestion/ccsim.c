@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "dcqcn.h"
+#include "red.h"
 #include "delay_cc.h"
 
 #define MAXN 16
@@ -124,15 +125,7 @@ static uint32_t qh, ql;
 static uint64_t qbytes;
 static struct fifo to_rx;    /* frames after the bottleneck, by delivery time */
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t
-rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static uint64_t rng = 0x9e3779b97f4a7c15ull; /* red.h draws */
 
 static uint32_t
 jkbps(const struct sender *s, enum mode m, uint32_t line)
@@ -401,12 +394,9 @@ main(int argc, char **argv)
 					drops++;
 					continue;
 				}
-				bool ce = false;
-				if (qbytes > kmin) {
-					ce = qbytes >= kmax ||
-					     rnd() % ((uint64_t)(kmax - kmin) * 100) < (qbytes - kmin) * pmax;
-					marks += ce;
-				}
+				bool ce = red_mark(&rng, qbytes, kmin, kmax, pmax);
+
+				marks += ce;
 				q[(qh + ql) % QSLOTS] = (struct qframe){ .arrive = arrive, .seq = seq,
 									  .src = (uint8_t)i, .ce = ce };
 				ql++;

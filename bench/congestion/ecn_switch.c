@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "red.h"
+
 #define MAX_PORTS 8
 #define MAX_MACS 64
 #define FRAME_MAX 9216
@@ -198,15 +200,7 @@ mark_ce(struct frame *f)
 
 static uint32_t kmin = 5000, kmax = 50000, buffer = 250000, pmax_pct = 100;
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t
-rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static uint64_t rng = 0x9e3779b97f4a7c15ull; /* red.h draws */
 
 static void
 enqueue(const uint8_t *data, uint32_t len, int src)
@@ -219,12 +213,8 @@ enqueue(const uint8_t *data, uint32_t len, int src)
 	memcpy(f->data, data, len);
 	f->len = len;
 	f->src = src;
-	if (q_bytes > kmin) {
-		bool m = q_bytes >= kmax ||
-			 rnd() % ((uint64_t)(kmax - kmin) * 100) < (q_bytes - kmin) * pmax_pct;
-		if (m && mark_ce(f))
-			marks++;
-	}
+	if (red_mark(&rng, q_bytes, kmin, kmax, pmax_pct) && mark_ce(f))
+		marks++;
 	q_len++;
 	q_bytes += len;
 }

@@ -739,6 +739,34 @@ one_send_cqe(struct sim *s, void *arg)
 	return true;
 }
 
+/* Watch @p wq's consumer index at every publication of @p cq (its first page). */
+static struct sigaction
+order_watch(struct spsc_ring *wq, struct spsc_ring *cq)
+{
+	struct sigaction sa = { .sa_sigaction = order_on_write, .sa_flags = SA_SIGINFO }, old;
+
+	order.sq = wq;
+	order.scq = cq;
+	order.page = cq; /* rings are page-aligned (sim.c pool_take) */
+	order.checked = order.early = 0;
+	cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+	return old;
+}
+
+/* Stop watching; of @p n publications, all but those whose CQE slot shares
+ * the page (twice round the ring) were checked, and none was early. */
+static void
+order_verdict(const struct sigaction *old, uint32_t n, const char *wq)
+{
+	uint32_t on_page = (4096 - offsetof(struct spsc_ring, slots)) / sizeof(struct cqe);
+
+	sigaction(SIGSEGV, old, NULL);
+	cr_assert_geq(order.checked, n - 2 * (on_page + 1), "%u of %u publications checked",
+		      order.checked, n);
+	cr_assert_eq(order.early, 0, "%u of %u CQEs were published while their %s slot was held",
+		     order.early, order.checked, wq);
+}
+
 Test(completion_order, the_sq_slot_is_free_before_its_cqe_is_published)
 {
 	struct sim s;
@@ -746,11 +774,7 @@ Test(completion_order, the_sq_slot_is_free_before_its_cqe_is_published)
 	sim_default_params(&p);
 	p.sq_size = 1; /* the application's max_send_wr */
 	cr_assert_eq(sim_init(&s, &p, 7), 0);
-	order.sq = s.h[0].sq;
-	order.scq = s.h[0].scq_ring;
-	order.page = s.h[0].scq_ring; /* rings are page-aligned (sim.c pool_take) */
-	struct sigaction sa = { .sa_sigaction = order_on_write, .sa_flags = SA_SIGINFO }, old;
-	cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+	struct sigaction old = order_watch(s.h[0].sq, s.h[0].scq_ring);
 
 	uint32_t n = 2 * p.cq_size;
 	for (uint32_t k = 0; k < n; k++) {
@@ -773,12 +797,7 @@ Test(completion_order, the_sq_slot_is_free_before_its_cqe_is_published)
 		cr_assert_eq(c.wr_id, k);
 		cr_assert_eq(c.status, WC_SUCCESS);
 	}
-	sigaction(SIGSEGV, &old, NULL);
-	uint32_t on_page = (4096 - offsetof(struct spsc_ring, slots)) / sizeof(struct cqe);
-	cr_assert_geq(order.checked, n - 2 * (on_page + 1), "%u of %u publications checked",
-		      order.checked, n);
-	cr_assert_eq(order.early, 0, "%u of %u CQEs were published while their SQ slot was held",
-		     order.early, order.checked);
+	order_verdict(&old, n, "SQ");
 	sim_fini(&s);
 }
 
@@ -791,12 +810,7 @@ Test(completion_order, a_flushed_receive_slot_is_free_before_its_cqe_is_publishe
 	p.rq_size = 1; /* the application's max_recv_wr */
 	cr_assert_eq(sim_init(&s, &p, 7), 0);
 	sim_set_state(&s, 1, XPORT_STATE_ERR);
-	order.sq = s.h[1].rq;
-	order.scq = s.h[1].rcq_ring;
-	order.page = s.h[1].rcq_ring;
-	order.checked = order.early = 0;
-	struct sigaction sa = { .sa_sigaction = order_on_write, .sa_flags = SA_SIGINFO }, old;
-	cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+	struct sigaction old = order_watch(s.h[1].rq, s.h[1].rcq_ring);
 
 	uint32_t n = 2 * p.cq_size;
 	for (uint32_t k = 0; k < n; k++) {
@@ -810,12 +824,7 @@ Test(completion_order, a_flushed_receive_slot_is_free_before_its_cqe_is_publishe
 		cr_assert_eq(c.wr_id, k);
 		cr_assert_eq(c.status, WC_WR_FLUSH_ERR);
 	}
-	sigaction(SIGSEGV, &old, NULL);
-	uint32_t on_page = (4096 - offsetof(struct spsc_ring, slots)) / sizeof(struct cqe);
-	cr_assert_geq(order.checked, n - 2 * (on_page + 1), "%u of %u publications checked",
-		      order.checked, n);
-	cr_assert_eq(order.early, 0, "%u of %u CQEs were published while their RQ slot was held",
-		     order.early, order.checked);
+	order_verdict(&old, n, "RQ");
 	sim_fini(&s);
 }
 
