@@ -715,7 +715,7 @@ read_line(char *str, int num, void *stream)
 
 	for (;;) {
 		if (ctx->file != NULL) {
-			c = fgetc(ctx->file);
+			c = getc_unlocked(ctx->file); /* the parser's own FILE: no lock per byte */
 		} else {
 			c = ctx->text[ctx->text_pos] != '\0' ? (unsigned char)ctx->text[ctx->text_pos++]
 							     : EOF;
