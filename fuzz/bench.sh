@@ -48,8 +48,12 @@ for t in $targets; do
 	mkdir -p "$work/$t"
 	(while :; do cut -d' ' -f1 /proc/loadavg >> "$work/$t.load"; sleep 10; done) &
 	sampler=$!
-	# the fuzzer's CPU time (user + system): fuzz.sh's "fuzz: cpu" line
-	FUZZ_CPU_FILE="$work/$t.cpu" nice "$here/fuzz.sh" "$t" "$secs" \
+	# the fuzzer's CPU time (user + system): fuzz.sh's "fuzz: cpu" line.
+	# libFuzzer's -timeout is of the wall clock: at nice 19 on a loaded
+	# machine inputs of milliseconds went unscheduled for 15 s, then (with
+	# 120) for 135 and 141 s (session 11), so 600 s here (FUZZ_TIMEOUT
+	# overrides); a hang is still one.
+	FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-600} FUZZ_CPU_FILE="$work/$t.cpu" nice "$here/fuzz.sh" "$t" "$secs" \
 		"$here/../../shared/rxe-peer/pcaps" "$work/$t" "$runs" > "$work/$t.out" 2>&1
 	rc=$?
 	kill "$sampler"

@@ -113,11 +113,14 @@ limit="-max_total_time=$secs"
 echo "fuzz: $bin for ${secs}s${runs:+ or $runs runs}, work dir $work"
 # FUZZ_CPU_FILE: where to write the fuzzer's CPU seconds (user + system; bench.sh)
 cpu_file=${FUZZ_CPU_FILE:-/dev/null}
+# FUZZ_TIMEOUT: libFuzzer's -timeout, seconds of the wall clock for one input
+# (default 10; bench.sh's niced long runs use more: see there)
+timeout=${FUZZ_TIMEOUT:-10}
 timer=""
 [ -x /usr/bin/time ] && timer="/usr/bin/time -f %U_%S -o $work/time.out"
 rc=0
 # shellcheck disable=SC2086
-$timer "$bin" $limit -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen -print_final_stats=1 \
+$timer "$bin" $limit -timeout="$timeout" -rss_limit_mb=2048 -max_len=$maxlen -print_final_stats=1 \
 	-artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1 || rc=$?
 awk -F_ '/^[0-9.]+_[0-9.]+$/ { print $1 + $2 }' "$work/time.out" 2>/dev/null > "$cpu_file" || true
 [ $rc = 0 ] || {

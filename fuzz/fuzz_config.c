@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target for the daemon's config parser (app/roce-daemon/config.c,
- * included here for its key tables): arbitrary files, read both ways the
- * daemon reads them (config_load() of a file, config_load_string()).
+ * included here for its key tables and its reader): arbitrary files, read
+ * both ways the daemon reads them: config_load_string(), and config_load()'s
+ * stdio reader (from memory, fmemopen; on a sample of inputs from a real
+ * file by config_load() itself, which must read the same).
  * Invariants besides "no crash, no out-of-bounds access" (ASan/UBSan):
  *  - the result is 0 or -1, the error text NUL-terminated inside its
  *    buffer, empty on success and not on failure;
  *  - text without NUL bytes gets the same verdict and errors both ways;
+ *  - a file reads exactly as the same bytes from memory (verdict, error
+ *    text, config);
  *  - an accepted file gives a config inside every limit the key table
  *    states: 1..CONFIG_MAX_PORTS ports, address and neighbour counts,
  *    prefix lengths, every number in its [min, max], every enum a name,
@@ -24,8 +28,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct config cfg_a, cfg_b;
-static char err_a[CONFIG_ERR_LEN], err_b[CONFIG_ERR_LEN];
+static struct config cfg_a, cfg_b, cfg_c;
+static char err_a[CONFIG_ERR_LEN], err_b[CONFIG_ERR_LEN], err_c[CONFIG_ERR_LEN];
 
 static void
 check_fields(const struct config_key *keys, size_t n, const void *base)
@@ -105,13 +109,31 @@ check_verdict(int rc, const char *err)
 	CHECK((rc == 0) == (err[0] == '\0'));
 }
 
+/*
+ * Whether this input is also read from a real file (config_load() of a
+ * memfd by its /proc path): about one in 16, chosen by the input's bytes
+ * (so a crash replays); every input is read from memory through the same
+ * stdio reader (fmemopen), which costs no system call.
+ */
+static bool
+from_file(const uint8_t *data, size_t size)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)size;
+
+	for (size_t i = 0; i < size && i < 16; i++)
+		h = (h ^ data[i]) * 16777619u;
+	for (size_t i = size > 16 ? size - 16 : size; i < size; i++)
+		h = (h ^ data[i]) * 16777619u;
+	return size == 0 || (h & 15) == 0;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int fd = -1;
 	char path[64];
 	char *text = malloc(size + 1);
-	int ra, rb;
+	int ra, rb = -1;
 
 	CHECK(text != NULL);
 	memcpy(text, data, size);
@@ -124,13 +146,36 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		fd = memfd_create("fuzz.ini", 0);
 	CHECK(fd >= 0);
-	CHECK(ftruncate(fd, 0) == 0);
-	CHECK(pwrite(fd, data, size, 0) == (ssize_t)size);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	rb = config_load(path, &cfg_b, err_b, sizeof(err_b));
-	check_verdict(rb, err_b);
-	if (rb == 0)
-		check_config(&cfg_b);
+	if (size > 0) {
+		/* config_load()'s reader on the bytes, named as the file below */
+		FILE *m = fmemopen((void *)data, size, "r");
+
+		CHECK(m != NULL);
+		rb = load_file(m, 0, path, &cfg_b, err_b, sizeof(err_b));
+		fclose(m);
+		check_verdict(rb, err_b);
+		if (rb == 0)
+			check_config(&cfg_b);
+	}
+	if (from_file(data, size)) {
+		CHECK(ftruncate(fd, 0) == 0);
+		CHECK(pwrite(fd, data, size, 0) == (ssize_t)size);
+		int rc = config_load(path, &cfg_c, err_c, sizeof(err_c));
+
+		check_verdict(rc, err_c);
+		if (rc == 0)
+			check_config(&cfg_c);
+		if (size > 0) {
+			/* the file reads as its bytes from memory did: same verdict, text, config */
+			CHECK(rc == rb);
+			CHECK(strcmp(err_c, err_b) == 0);
+			CHECK(rc != 0 || memcmp(&cfg_c, &cfg_b, sizeof(cfg_c)) == 0);
+		} else {
+			rb = rc;
+			memcpy(err_b, err_c, sizeof(err_b));
+		}
+	}
 	if (memchr(data, '\0', size) == NULL) {
 		CHECK(ra == rb);
 		/* the messages name the file: compare them after it */

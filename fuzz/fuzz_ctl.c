@@ -5,9 +5,10 @@
  * front, as ctl_server.c does, and a fake dataplane that keeps what it is
  * given (as the daemon does), refuses or defers on command.
  *
- * One control plane lives across inputs. Per input: client A is hostile
- * (the input is its program), client B a bystander holding a PD, a CQ and
- * an MR. Commands: a request from A (any op, any body; handles taken from
+ * One control plane lives across inputs, and so does client B, a bystander
+ * holding a PD, a CQ and an MR (its shared memory put back after each
+ * input, itself rebuilt after one in 16). Per input: client A is hostile
+ * (the input is its program). Commands: a request from A (any op, any body; handles taken from
  * A's or B's earlier answers patched in; a memfd of any size and seals, an
  * eventfd, a socket or nothing attached), a write of any bytes into shared
  * memory the daemon handed out (rings of CQs/QPs/SRQs, MR memfds), the
@@ -19,13 +20,14 @@
  *    0 or an errno, no descriptors with an error;
  *  - B's objects are B's: A never changes B's object count;
  *  - A stays inside its quota (object count);
- *  - when A and B are gone and every deferred call answered, the control
- *    plane holds no object, the dataplane got every object back (no
- *    destroy of one it never had), and no descriptor leaked.
+ *  - when A is gone and every deferred call answered, the control plane
+ *    and the dataplane hold B's objects only (no destroy of one the
+ *    dataplane never had); when B is gone too, nothing; no descriptor
+ *    leaked (the count of open ones is what it was before the input).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +184,27 @@ struct fuzz {
 	struct { void *addr; size_t len; } maps[MAX_MAPS];
 	unsigned int nmaps;
 	uint32_t seq;
+	bool b_scribbled;         /* a write into B's shared memory */
 };
+
+/*
+ * The bystander lives across inputs (its connection and setup were half of
+ * an execution): what it left in struct fuzz after its setup (its handles,
+ * maps, the request sequence) is where every input starts from, and what
+ * an input writes into its shared memory is put back after it (as a fresh
+ * B's: lib/ctl reads that memory only in requests on B's objects, and tears
+ * them down without reading it). It is torn down (the checks: nothing left,
+ * the dataplane got everything back) and set up again after one input in
+ * 16 (chosen by the input's last byte, so a finding replays).
+ */
+static struct {
+	bool live;
+	struct fuzz f;            /* F as B's setup left it */
+	void *saved[MAX_MAPS];    /* its maps' contents then */
+	uint32_t objects;         /* B's objects (ctl_conn_nobjects) */
+	uint32_t ctl_objects;     /* the control plane's (ctl_nobjects): B's */
+	int dp_live;              /* the dataplane's (fdp.live): B's */
+} bys;
 
 static struct fuzz F;
 static union { struct ipc_msg m; uint8_t buf[1 << 16]; } reqbuf, rspbuf;
@@ -203,16 +225,26 @@ take32(struct fuzz *f)
 	return v;
 }
 
+/*
+ * Descriptors open below FD_SCAN: one poll() (POLLNVAL marks a closed
+ * one) instead of reading /proc/self/fd. Descriptors are allocated lowest
+ * first and this process never holds near FD_SCAN at once (the tables are
+ * a few dozen objects), so a leaked one is always below it.
+ */
+#define FD_SCAN 1024
+
 static int
 count_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
+	static struct pollfd pfd[FD_SCAN];
 	int n = 0;
 
-	CHECK(d != NULL);
-	while (readdir(d) != NULL)
-		n++;
-	closedir(d);
+	for (int i = 0; i < FD_SCAN; i++)
+		pfd[i] = (struct pollfd){ .fd = i };
+	CHECK(poll(pfd, FD_SCAN, 0) >= 0);
+	for (int i = 0; i < FD_SCAN; i++)
+		n += !(pfd[i].revents & POLLNVAL);
+	CHECK(n < FD_SCAN / 2);
 	return n;
 }
 
@@ -391,6 +423,9 @@ cmd_scribble(struct fuzz *f)
 	unsigned int i = take8(f) % f->nmaps;
 	size_t off = take32(f) % f->maps[i].len, n = take8(f) % 65;
 
+	if (i < bys.f.nmaps)
+		f->b_scribbled = true;
+
 	for (size_t k = 0; k < n && off + k < f->maps[i].len; k++)
 		((uint8_t *)f->maps[i].addr)[off + k] = take8(f);
 }
@@ -514,6 +549,42 @@ LLVMFuzzerInitialize_(void)
 	return 0;
 }
 
+/* Open B and make its objects; F then holds B's state (bys.f). */
+static void
+bystander_setup(struct fuzz *f)
+{
+	memset(f, 0, sizeof(*f));
+	memset(&fdp, 0, sizeof(fdp));
+	client_open(f, &f->b);
+	b_setup(f);
+	bys.f = *f;
+	for (unsigned int i = 0; i < f->nmaps; i++) {
+		bys.saved[i] = malloc(f->maps[i].len);
+		CHECK(bys.saved[i] != NULL);
+		memcpy(bys.saved[i], f->maps[i].addr, f->maps[i].len);
+	}
+	bys.objects = ctl_conn_nobjects(f->b.c);
+	bys.ctl_objects = ctl_nobjects(ctl);
+	bys.dp_live = fdp.live;
+	bys.live = true;
+}
+
+/* Close B: then the control plane holds nothing, the dataplane got all back. */
+static void
+bystander_teardown(struct fuzz *f)
+{
+	client_close(&f->b);
+	finish_deferred(f, MAX_TOKENS, -1);
+	CHECK(ctl_dp_inflight(ctl) == 0);
+	CHECK(ctl_nobjects(ctl) == 0);
+	CHECK(fdp.live == 0 && fdp.bad_destroys == 0);
+	for (unsigned int i = 0; i < bys.f.nmaps; i++) {
+		munmap(bys.f.maps[i].addr, bys.f.maps[i].len);
+		free(bys.saved[i]);
+	}
+	bys.live = false;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -522,15 +593,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (ctl == NULL)
 		LLVMFuzzerInitialize_();
+	if (!bys.live)
+		bystander_setup(f);
 	fds_before = count_fds();
-	memset(f, 0, sizeof(*f));
+	*f = bys.f;
 	memset(&fdp, 0, sizeof(fdp));
+	fdp.live = bys.dp_live;
 	f->p = data;
 	f->end = data + size;
 	client_open(f, &f->a);
-	client_open(f, &f->b);
-	b_setup(f);
-	uint32_t b_objects = ctl_conn_nobjects(f->b.c);
+	uint32_t b_objects = bys.objects;
 
 	fdp.rekey = size > 0 && (data[0] & 1);
 	for (unsigned int steps = 0; f->p < f->end && steps < 512; steps++) {
@@ -574,13 +646,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	finish_deferred(f, MAX_TOKENS, -1);
 	CHECK(ctl_conn_nobjects(f->b.c) == b_objects);
 	client_close(&f->a);
-	client_close(&f->b);
 	finish_deferred(f, MAX_TOKENS, -1);
+	/* A gone: only B's objects are left, in the control plane and the dataplane */
 	CHECK(ctl_dp_inflight(ctl) == 0);
-	CHECK(ctl_nobjects(ctl) == 0);
-	CHECK(fdp.live == 0 && fdp.bad_destroys == 0);
-	for (unsigned int i = 0; i < f->nmaps; i++)
+	CHECK(ctl_conn_nobjects(f->b.c) == b_objects);
+	CHECK(ctl_nobjects(ctl) == bys.ctl_objects);
+	CHECK(fdp.live == bys.dp_live && fdp.bad_destroys == 0);
+	for (unsigned int i = bys.f.nmaps; i < f->nmaps; i++)
 		munmap(f->maps[i].addr, f->maps[i].len);
+	if (size == 0 || (data[size - 1] & 15) == 15) {
+		bystander_teardown(f);
+		bystander_setup(f);
+	} else if (f->b_scribbled) {
+		for (unsigned int i = 0; i < bys.f.nmaps; i++)
+			memcpy(bys.f.maps[i].addr, bys.saved[i], bys.f.maps[i].len);
+	}
 	CHECK(count_fds() == fds_before);
 	return 0;
 }

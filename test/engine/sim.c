@@ -46,6 +46,8 @@ sim_trace_add(struct sim *s, const void *data, uint64_t len)
 {
 	const uint8_t *p = data;
 	uint64_t h = s->trace;
+	if (s->trace_off)
+		return;
 	for (uint64_t i = 0; i < len; i++) {
 		h ^= p[i];
 		h *= 0x100000001b3ULL;
@@ -101,6 +103,22 @@ heap_pop(struct sim *s)
 		i = m;
 	}
 	return top;
+}
+
+void
+sim_drop_frames(struct sim *s)
+{
+	for (int i = 0; i < 2; i++) {
+		struct sim_rx_ring *r = &s->h[i].ring;
+		for (uint32_t j = 0; j < r->n; j++)
+			free(r->q[j]);
+		r->n = 0;
+	}
+	while (s->heap_len)
+		free(heap_pop(s));
+	free(s->heap);
+	s->heap = NULL;
+	s->heap_cap = 0;
 }
 
 /* ---- outputs ---- */

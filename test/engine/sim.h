@@ -114,6 +114,7 @@ struct sim {
 	uint32_t heap_len, heap_cap;
 	struct xport_out out;
 	bool verbose;             /* ROCE_SIM_TRACE: print every frame */
+	bool trace_off;           /* no trace hash (fuzz/fuzz_xport.c; sim_reset clears it) */
 	sim_filter_fn filter;
 	void *filter_arg;
 	struct sim_bottleneck bneck;
@@ -208,5 +209,8 @@ void sim_inject(struct sim *s, int h, const struct roce_pkt *pkt);
 void sim_inject_burst(struct sim *s, int h, const struct roce_pkt *const pkts[], uint32_t n);
 
 void sim_trace_add(struct sim *s, const void *data, uint64_t len);
+
+/* Free every frame in flight (the link and the receive rings): none arrives. */
+void sim_drop_frames(struct sim *s);
 
 #endif

@@ -571,3 +571,57 @@ Test(random, a_reset_sim_replays_like_a_fresh_one, .timeout = 120)
 	reused_sim = NULL;
 	sim_fini(&s);
 }
+
+/*
+ * sim_drop_frames() (the xport fuzz target's end of an input, so that the
+ * input frees what it allocated) frees every frame in flight: none of them
+ * arrives, the engines recover by retransmission; and a sim with trace_off
+ * (the fuzz target's) hashes no frame.
+ */
+Test(random, dropped_frames_never_arrive_and_trace_off_hashes_nothing, .timeout = 60)
+{
+	static struct sim s;
+	struct sim_params p;
+	struct collect k;
+
+	collect_init(&k);
+	sim_default_params(&p);
+	p.arena_len = ARENA;
+	cr_assert_eq(sim_init(&s, &p, 3), 0);
+	memset(s.h[0].arena, 0xa5, 3000);
+	for (uint64_t i = 0; i < 4; i++) {
+		struct sq_wqe w = { .wr_id = i, .opcode = WR_RDMA_WRITE, .num_sge = 1,
+				    .send_flags = WR_FLAG_SIGNALED };
+
+		w.sg_list[0] = (struct wr_sge){ .addr = sim_va(&s, 0, 0), .length = 3000,
+						.lkey = s.h[0].arena_key };
+		w.wr.rdma.remote_addr = sim_va(&s, 1, 4096 * (i + 1));
+		w.wr.rdma.rkey = s.h[1].arena_key;
+		cr_assert(sim_post_send(&s, 0, &w));
+	}
+	sim_poll(&s);
+	cr_assert_gt(s.heap_len, 0, "frames in flight");
+	uint64_t sent = s.frames_sent;
+	uint32_t epsn = xport_qp_rq_psn(s.h[1].qp);
+
+	sim_drop_frames(&s);
+	cr_assert_eq(s.heap_len, 0);
+	s.trace_off = true;
+	uint64_t trace = s.trace;
+	/* 1 ms: before the retransmission timer (4.2 ms): nothing arrives */
+	sim_run(&s, never_done, &k, s.now + 1000000);
+	cr_assert_eq(xport_qp_rq_psn(s.h[1].qp), epsn, "a dropped frame arrived");
+	cr_assert_eq(s.h[1].arena[4096], 0);
+	cr_assert_eq(k.n[0][0], 0);
+	/* then the requester retransmits and the WRITEs land */
+	sim_run(&s, never_done, &k, s.now + 100000000);
+	cr_assert_gt(s.frames_sent, sent);
+	cr_assert_neq(xport_qp_rq_psn(s.h[1].qp), epsn);
+	for (uint64_t i = 0; i < 4; i++)
+		cr_assert_eq(s.h[1].arena[4096 * (i + 1) + 2999], 0xa5, "WRITE %lu landed",
+			     (unsigned long)i);
+	cr_assert_eq(k.n[0][0], 4, "every WRITE completed");
+	cr_assert_eq(s.trace, trace, "trace_off: no frame or CQE hashed");
+	collect_fini(&k);
+	sim_fini(&s);
+}
