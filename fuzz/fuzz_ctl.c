@@ -444,8 +444,14 @@ finish_deferred(struct fuzz *f, unsigned int n, int rc_override)
 			rc = rc_override;
 		}
 
-		CHECK(ctl_dp_done(ctl, fdp.tokens[i], rc) == 0);
-		CHECK(ctl_dp_done(ctl, fdp.tokens[i], rc) == -ENOENT);
+		/*
+		 * (the token before the call: the continuation may call the
+		 * dataplane again, which may defer again into this slot)
+		 */
+		uint64_t t = fdp.tokens[i];
+
+		CHECK(ctl_dp_done(ctl, t, rc) == 0);
+		CHECK(ctl_dp_done(ctl, t, rc) == -ENOENT); /* answered: the token is spent */
 	}
 	answer_pending(f, &f->a, &last_req_a);
 	answer_pending(f, &f->b, NULL);
