@@ -122,7 +122,8 @@ struct config_daemon {
 	char eal_args[512];               /**< extra EAL arguments, whitespace separated */
 	uint32_t idle;                    /**< enum config_idle */
 	uint32_t idle_polls;              /**< empty polls before backing off */
-	uint32_t idle_sleep_us;
+	uint32_t idle_sleep_us;           /**< the first idle sleep */
+	uint32_t idle_sleep_max_us;       /**< the longest: each sleep doubles up to it */
 	uint32_t idle_timer_slack_ns;
 	uint32_t idle_yield_us;
 	uint32_t idle_yield_slow_us;

@@ -364,12 +364,27 @@ poll_engine(struct worker *w, uint64_t tsc)
 	return work + scan_idle(w, e, now);
 }
 
+/* engine_ops idle_ns: until the wheel's next deadline (its tick is 1 ns x TICK_NS) */
+static uint64_t
+idle_ns(struct worker *w, uint64_t tsc)
+{
+	const struct elcore *e = w->engine_ctx;
+	uint64_t dl, at, now;
+
+	if (e == NULL || (dl = timer_wheel_next_deadline(e->wheel)) == TIMER_WHEEL_NEVER)
+		return UINT64_MAX;
+	at = timer_wheel_clock_cycles_at(&e->clock, dl);
+	now = now_ns(e, tsc);
+	return at > now ? at - now : 0;
+}
+
 const struct engine_ops engine_xport = {
 	.name = "xport",
 	.lcore_init = lcore_init,
 	.lcore_fini = lcore_fini,
 	.rx = rx,
 	.poll = poll_engine,
+	.idle_ns = idle_ns,
 };
 
 /* ---- QP lifetime (owner lcore) ---- */

@@ -979,10 +979,25 @@ worker_ctl_answers(struct worker *w, struct ctl_msg *out, unsigned int n)
 
 /* ---- the loop ---- */
 
+uint64_t
+worker_idle_sleep_ns(struct worker *w, uint64_t now)
+{
+	uint64_t ns = w->sleep_ns != 0 ? w->sleep_ns : w->idle_sleep_ns;
+
+	if (w->engine->idle_ns != NULL) {
+		uint64_t t = w->engine->idle_ns(w, now);
+
+		if (t < ns)
+			ns = t;
+	}
+	return ns;
+}
+
 static void
 idle_backoff(struct worker *w, uint64_t now)
 {
 	struct timespec ts;
+	uint64_t ns;
 
 	ctr_add(&w->ctr.v[CTR_IDLE_BACKOFFS], 1);
 	switch (w->idle) {
@@ -1003,9 +1018,12 @@ idle_backoff(struct worker *w, uint64_t now)
 			}
 			break;
 		}
-		ts.tv_sec = 0;
-		ts.tv_nsec = w->idle_sleep_ns;
+		ns = worker_idle_sleep_ns(w, now);
+		ts.tv_sec = (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
 		nanosleep(&ts, NULL);
+		w->sleep_ns = w->sleep_ns >= w->idle_sleep_max_ns / 2 ? w->idle_sleep_max_ns
+								     : w->sleep_ns * 2;
 		break;
 	case CONFIG_IDLE_NONE:
 	default:
@@ -1074,6 +1092,7 @@ worker_poll(struct worker *w, uint64_t now)
 	} else {
 		w->empty_polls = 0;
 		w->last_work_tsc = now;
+		w->sleep_ns = w->idle_sleep_ns;
 	}
 	return work;
 }
@@ -1160,9 +1179,12 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	w->idle_yield_tsc = w->tsc_hz / 1000000 * cd->idle_yield_us;
 	w->yield_slow_tsc = w->tsc_hz / 1000000 * cd->idle_yield_slow_us;
 	w->idle_sleep_ns = cd->idle_sleep_us * 1000u;
+	w->idle_sleep_max_ns = (cd->idle_sleep_max_us > cd->idle_sleep_us ? cd->idle_sleep_max_us
+									  : cd->idle_sleep_us) * 1000u;
+	w->sleep_ns = w->idle_sleep_ns;
 	w->timer_slack_ns = cd->idle_timer_slack_ns;
-	w->stall_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_US + cd->idle_sleep_us);
-	w->stall_long_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_LONG_US + cd->idle_sleep_us);
+	w->stall_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_US + w->idle_sleep_max_ns / 1000u);
+	w->stall_long_tsc = w->tsc_hz / 1000000 * ((uint64_t)WORKER_STALL_LONG_US + w->idle_sleep_max_ns / 1000u);
 	w->engine = engine != NULL ? engine : &engine_none;
 	for (unsigned int p = 0; p < d->n_ports; p++) {
 		if (index < d->port[p].n_rxq)

@@ -120,6 +120,12 @@ struct engine_ops {
 	 * Frames go out through worker_tx().
 	 */
 	unsigned int (*poll)(struct worker *w, uint64_t now_tsc);
+	/**
+	 * Nanoseconds from @p now_tsc until the engine needs the lcore without
+	 * new input (its next timer: a retransmission, a paced send, a DCQCN
+	 * step); UINT64_MAX: nothing armed. An idle lcore sleeps no longer.
+	 */
+	uint64_t (*idle_ns)(struct worker *w, uint64_t now_tsc);
 };
 
 /** The engine used when none is installed: counts frames for unknown QPs. */
@@ -162,7 +168,8 @@ struct worker {
 	uint16_t burst;
 	uint64_t tx_drain_tsc;          /**< tx_flush_us in TSC cycles */
 	uint32_t idle_polls;
-	uint32_t idle_sleep_ns;
+	uint32_t idle_sleep_ns;         /**< the first idle sleep (idle_sleep_us) */
+	uint32_t idle_sleep_max_ns;     /**< the longest (idle_sleep_max_us) */
 	uint32_t timer_slack_ns;  /**< PR_SET_TIMERSLACK of the lcore thread */
 	enum config_idle idle;
 	const struct engine_ops *engine;
@@ -198,13 +205,14 @@ struct worker {
 	} txcb[CONFIG_MAX_PORTS];       /**< context of the TX-drop callback */
 	uint64_t tx_deadline;
 	uint32_t empty_polls;
+	uint32_t sleep_ns;              /**< the next idle sleep: doubles per sleep, reset by work */
 	uint64_t idle_yield_tsc;        /**< idle = sleep: yield this long after the last work */
 	uint64_t last_work_tsc;         /**< `now` of the last poll that found work */
 	uint64_t yield_off_until;       /**< no yield phase before this TSC (a yield was slow) */
 	uint64_t yield_slow_tsc;        /**< a yield this long was slow; 0: never */
 	uint64_t last_poll_tsc;         /**< `now` of the previous worker_poll() (0: none yet) */
-	uint64_t stall_tsc;             /**< a longer gap counts in CTR_STALLS (10 ms + idle sleep) */
-	uint64_t stall_long_tsc;        /**< ... and in CTR_STALLS_LONG (200 ms + idle sleep) */
+	uint64_t stall_tsc;             /**< a longer gap counts in CTR_STALLS (10 ms + longest idle sleep) */
+	uint64_t stall_long_tsc;        /**< ... and in CTR_STALLS_LONG (200 ms + longest idle sleep) */
 	uint64_t tsc_hz;
 	/** frames for worker o's QPs, with their records, until the burst's end:
 	 *  `burst` records each (NULL for o == index) */
@@ -315,6 +323,15 @@ int worker_main(void *arg);
  * @return units of work done (0: idle)
  */
 unsigned int worker_poll(struct worker *w, uint64_t now_tsc);
+
+/**
+ * The length of the worker's next idle sleep (idle = sleep, past the yield
+ * phase): idle_sleep_us after work, doubled by each sleep up to
+ * idle_sleep_max_us, and never past the engine's next timer (engine_ops
+ * idle_ns). Each wake-up of a sleeping thread costs a context switch, which
+ * a paravirtualised guest pays dearly (doc/architecture.md "Idle").
+ */
+uint64_t worker_idle_sleep_ns(struct worker *w, uint64_t now_tsc);
 
 /** Send everything buffered now. */
 void worker_tx_flush(struct worker *w);

@@ -847,7 +847,7 @@ Test(dataplane, idle_backoff_sleeps)
 
 	w->idle = CONFIG_IDLE_SLEEP;
 	w->idle_polls = 2;
-	w->idle_sleep_ns = 2 * 1000 * 1000;
+	w->idle_sleep_ns = w->idle_sleep_max_ns = w->sleep_ns = 2 * 1000 * 1000;
 	uint64_t t0 = rte_get_tsc_cycles();
 	for (int i = 0; i < 5; i++)
 		cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
@@ -864,7 +864,7 @@ Test(dataplane, idle_sleep_yields_right_after_work)
 
 	w->idle = CONFIG_IDLE_SLEEP;
 	w->idle_polls = 0;
-	w->idle_sleep_ns = 2 * 1000 * 1000;
+	w->idle_sleep_ns = w->idle_sleep_max_ns = w->sleep_ns = 2 * 1000 * 1000;
 	w->idle_yield_tsc = hz * 3600; /* an hour: every backoff below is within it */
 	w->yield_slow_tsc = 0;         /* a loaded machine's slow yield must not stop yielding here */
 	w->last_work_tsc = rte_rdtsc();
@@ -883,6 +883,66 @@ Test(dataplane, idle_sleep_yields_right_after_work)
 	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], 7);
 	cr_expect_eq(w->ctr.v[CTR_IDLE_YIELDS], 4, "no yield once idle_yield_us passed");
 	cr_expect_geq(ms, 6.0, "three 2 ms sleeps took %.2f ms", ms);
+}
+
+/*
+ * Each idle sleep doubles, from idle_sleep_us to idle_sleep_max_us, and work
+ * starts them over: an idle lcore wakes ~1000 times a second, not 50000
+ * (each wake-up is a context switch; 20 us sleeps cost an idle worker ~40 %
+ * of a core on a paravirtualised guest).
+ */
+Test(dataplane, idle_sleeps_double_up_to_their_cap_and_work_starts_them_over)
+{
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+	struct ctl_msg m = { .type = CTL_MSG_PING, .op = 4 }, a;
+	const uint64_t us = 1000;
+	static const uint64_t want[] = { 20, 40, 80, 160, 160, 160 };
+
+	cr_expect_eq(w->idle_sleep_ns, 20 * us, "idle_sleep_us defaults to 20");
+	cr_expect_eq(w->idle_sleep_max_ns, 1000 * us, "idle_sleep_max_us defaults to 1000");
+	w->idle = CONFIG_IDLE_SLEEP;
+	w->idle_polls = 0;
+	w->idle_yield_tsc = 0; /* sleep at once, no yield phase */
+	w->idle_sleep_max_ns = 160 * us;
+	for (unsigned int i = 0; i < RTE_DIM(want); i++) {
+		cr_expect_eq(worker_idle_sleep_ns(w, rte_rdtsc()), want[i] * us, "sleep %u", i);
+		cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
+	}
+	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], RTE_DIM(want));
+	cr_assert_eq(worker_ctl_send(w, &m), 0);
+	cr_expect_gt(worker_poll(w, rte_rdtsc()), 0, "a control message is work");
+	cr_expect_eq(worker_ctl_answers(w, &a, 1), 1);
+	cr_expect_eq(worker_idle_sleep_ns(w, rte_rdtsc()), 20 * us, "work starts the sleeps over");
+}
+
+static uint64_t fake_idle_ns;
+
+static uint64_t
+fake_engine_idle_ns(struct worker *w, uint64_t now)
+{
+	(void)w;
+	(void)now;
+	return fake_idle_ns;
+}
+
+Test(dataplane, an_idle_sleep_ends_at_the_engines_next_timer)
+{
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+	const struct engine_ops *real = w->engine;
+	struct engine_ops fake = *real;
+
+	fake.idle_ns = fake_engine_idle_ns;
+	w->engine = &fake;
+	w->sleep_ns = 800 * 1000;
+	fake_idle_ns = 50 * 1000;
+	cr_expect_eq(worker_idle_sleep_ns(w, rte_rdtsc()), 50 * 1000, "the timer is nearer");
+	fake_idle_ns = 0;
+	cr_expect_eq(worker_idle_sleep_ns(w, rte_rdtsc()), 0, "a timer due now: no sleep");
+	fake_idle_ns = UINT64_MAX;
+	cr_expect_eq(worker_idle_sleep_ns(w, rte_rdtsc()), 800 * 1000, "nothing armed");
+	w->engine = real;
 }
 
 /* A thread that never yields, on the test thread's CPU, for at most 3 s. */
@@ -1253,6 +1313,33 @@ Test(dataplane, a_worker_is_owned_by_its_creator_then_its_lcore_then_its_joiner)
 #endif /* !NDEBUG */
 
 TestSuite(engine_dp, .init = engine_setup, .fini = teardown, .timeout = 60);
+
+/*
+ * engine_xport's idle_ns: a QP waiting for its ACK (retry timer, timeout 10:
+ * 4.2 ms) keeps its lcore's idle sleep within the timeout, whatever
+ * idle_sleep_max_us allows.
+ */
+Test(engine_dp, an_unacknowledged_request_bounds_the_idle_sleep)
+{
+	static const struct qp_opts o = { .timeout = 10, .retry_cnt = 7, .rnr_retry = 7,
+					  .min_rnr_timer = 1 };
+	struct worker *w = d.worker[0];
+	struct test_qp a;
+
+	w->idle_sleep_max_ns = w->sleep_ns = 100 * 1000 * 1000; /* 100 ms */
+	cr_expect_eq(worker_idle_sleep_ns(w, rte_rdtsc()), 100 * 1000 * 1000, "no timer yet");
+	make_qp_with(&a, 4, 0x77, 0x100, 0x200, &o); /* QP 0x77: nobody on worker 1 */
+	struct sq_wqe s = wqe(WR_RDMA_WRITE, 11, (uintptr_t)arena, 64);
+	s.wr.rdma.remote_addr = (uintptr_t)arena + ARENA / 2;
+	s.wr.rdma.rkey = mr_key;
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
+	worker_poll(w, rte_rdtsc()); /* sends the WRITE and arms the retry timer */
+	w->sleep_ns = 100 * 1000 * 1000; /* as after many idle sleeps (work reset it) */
+	uint64_t ns = worker_idle_sleep_ns(w, rte_rdtsc());
+	cr_expect_leq(ns, 4300 * 1000, "the retry timer (4.2 ms) bounds the sleep: %" PRIu64 " ns",
+		      ns);
+	cr_expect_geq(port_ctr(CTR_TX_PACKETS) + d.worker[0]->ctr.v[CTR_LOOPBACK], 1, "sent");
+}
 
 Test(engine_dp, rc_send_between_two_lcores_over_loopback)
 {
