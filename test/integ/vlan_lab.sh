@@ -153,11 +153,15 @@ done > "$W/roce" 3> "$W/arp" 2> "$W/tshark.err"
 total=$(wc -l < "$W/roce")
 data=$(awk -v v=$VID -v p=$PCP '$1 == v && $2 == p && $3 != 129' "$W/roce" | wc -l)
 cnp=$(awk -v v=$VID -v p=$CNP_PCP '$1 == v && $2 == p && $3 == 129' "$W/roce" | wc -l)
-if [ "$total" -ge 8500 ] && [ $((data + cnp)) = "$total" ]; then
-	ok "every one of $total RoCE frames tagged VID $VID, PCP $PCP ($cnp CNPs at PCP $CNP_PCP)"
+# At least ib_write_bw's 8000 WRITE packets (2000 x 4 KiB at path MTU 1024) of the
+# ~9200 frames: tcpdump on a loaded host may lose some (CI stop 27 kept 8473; its
+# "dropped by kernel" count is printed), but every frame it kept must be tagged.
+lost=$(cat "$W"/tcpdump-?.err | awk '/dropped by kernel/ {n += $1} END {print n + 0}')
+if [ "$total" -ge 8000 ] && [ $((data + cnp)) = "$total" ]; then
+	ok "every one of $total RoCE frames tagged VID $VID, PCP $PCP ($cnp CNPs at PCP $CNP_PCP; tcpdump lost $lost)"
 else
 	awk -v v=$VID -v p=$PCP '!($1 == v && $2 == p)' "$W/roce" | sort | uniq -c | head -20 > "$W/bad"
-	echo "total $total, data $data, cnp $cnp" >> "$W/bad"
+	echo "total $total, data $data, cnp $cnp, tcpdump lost $lost" >> "$W/bad"
 	not_ok "every RoCE frame tagged VID $VID with PCP $PCP" "$W/bad" "$W/tshark.err"
 fi
 # (tshark prints the destination QP as 0x000001)
