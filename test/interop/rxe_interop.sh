@@ -57,8 +57,8 @@
 #   state and guest output; WORK/rxe), RXE_PEER_NS (derived from
 #   INTEROP_WORK), INTEROP_GUEST_MTU (4200: the guest NIC gets host_mtu=4200
 #   through a qemu wrapper, rxe's active MTU is 4096; 1500: the harness as is,
-#   4096 cases skipped), INTEROP_DAEMON_IP (198.18.0.2), INTEROP_BUDGET (400 s
-#   for all cases after the boot; a case left unrun for want of it fails), INTEROP_MAX_RETRIES (2: reruns after an
+#   4096 cases skipped), INTEROP_DAEMON_IP (198.18.0.2), INTEROP_BUDGET (800 s
+#   for all cases after the boot: ~83 cases at 5-16 s each on a PVM host with a TCG guest; a case left unrun for want of it fails), INTEROP_MAX_RETRIES (2: reruns after an
 #   lcore stall, in the whole run), INTEROP_CASES (regex: run only matching
 #   cases), INTEROP_CAPTURE (1: per-case pcap on rxeveth0, kept for failed
 #   cases), INTEROP_HOLD (1: stop after the basic checks until WORK/release
@@ -71,7 +71,7 @@ set -uo pipefail
 : "${INTEROP_ROCE_DUMP:?}" "${INTEROP_CMD_SERVER:?}" "${RXE_PEER_DIR:?}" "${INTEROP_WORK:?}"
 : "${INTEROP_TC_DROP:=}" "${INTEROP_LOG_DIR:=}"
 : "${INTEROP_RDMACM_SHIM_DIR:=}" "${INTEROP_CM_TSHARK:=}"
-: "${INTEROP_GUEST_MTU:=4200}" "${INTEROP_BUDGET:=400}" "${INTEROP_CASES:=.}"
+: "${INTEROP_GUEST_MTU:=4200}" "${INTEROP_BUDGET:=800}" "${INTEROP_CASES:=.}"
 : "${INTEROP_MAX_RETRIES:=2}"
 : "${INTEROP_CAPTURE:=1}"
 export RXE_CACHE_DIR=${RXE_CACHE_DIR:-/var/tmp/rxe-cache}
