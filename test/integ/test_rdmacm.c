@@ -205,6 +205,28 @@ cm_telemetry(void)
 }
 
 /*
+ * Until host a's daemon holds an rdma_cm id (the server's: the pair before
+ * it has ended), 30 s at most, then 200 ms for its bind and listen. A fixed
+ * 700 ms was too short on a loaded host: the client came first and was
+ * rejected (REJ 8, invalid service ID), and Debian's perftest 4.5 client then
+ * crashes in its error path.
+ */
+static void
+wait_server_id(void)
+{
+	char out[8192], pa[32];
+
+	snprintf(pa, sizeof(pa), "%s-a", lab_name);
+	for (unsigned int i = 0; i < 300; i++) {
+		if (t_telemetry(pa, "/roce/cm", out, sizeof(out)) == 0 &&
+		    t_json_int(out, "rdma_cm_ids") >= 1)
+			break;
+		usleep(100000);
+	}
+	usleep(200000);
+}
+
+/*
  * Server @p srv on host a, then client @p cli on host @p chost; @return the
  * client's exit status, the server's in @p src (@p server_exits false: the
  * server runs until killed, as cmtime's, only the client counts).
@@ -220,7 +242,7 @@ run_pair_once(const char *what, const char *srv, char chost, const char *cli, bo
 	snprintf(sname, sizeof(sname), "%s-server", what);
 	snprintf(cname, sizeof(cname), "%s-client", what);
 	bg_start(&s, sname, 'a', 60, srv);
-	usleep(700000); /* the server listens */
+	wait_server_id(); /* the server listens */
 	bg_start(&c, cname, chost, 60, cli);
 	crc = bg_wait(&c, 65, co, len);
 	if (!server_exits) {
