@@ -33,8 +33,8 @@ static void ctl_qp_put_refs(struct ctl *ctl, struct ctl_qp *qp)
 		qp->pd->o.refs--;
 	ctl_cq_put(qp->scq);
 	ctl_cq_put(qp->rcq);
-	if (qp->srq && --qp->srq->o.refs == 0)
-		qp->srq->lcore = CTL_LCORE_NONE;
+	if (qp->srq && --qp->srq->o.refs == 0 && qp->srq->cq == NULL)
+		qp->srq->lcore = CTL_LCORE_NONE; /* a TM SRQ stays on its CQ's lcore */
 	if (qp->xrcd != NULL)
 		ctl_xrcd_unbind(ctl, qp->xrcd);
 	ctl->lcore_qps[ctl_qpn_lcore(&ctl->cfg.limits, qp->info.qpn)]--;

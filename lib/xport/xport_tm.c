@@ -39,7 +39,7 @@ xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
 	struct xport_tm_entry *e;
 	uint32_t i;
 
-	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL))
+	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL) || t->by_index)
 		return EINVAL;
 	if (t->free == NONE)
 		return ENOSPC;
@@ -67,6 +67,15 @@ xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
 	return 0;
 }
 
+/* by_index: the entry at @p i left the list (release: the shim may reuse the index). */
+static void
+tm_release(struct xport_tm *t, uint32_t i)
+{
+	if (t->released != NULL)
+		__atomic_store_n(&t->released[i], __atomic_load_n(&t->released[i], __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELEASE);
+}
+
 /* Take live entry @p i out of the posting order onto the free list. */
 static void
 tm_unlink(struct xport_tm *t, uint32_t i)
@@ -83,9 +92,49 @@ tm_unlink(struct xport_tm *t, uint32_t i)
 		t->tail = e->prev;
 	e->live = false;
 	e->gen++; /* its handle is stale from now on */
+	t->n--;
+	if (t->by_index) {
+		tm_release(t, i);
+		return;
+	}
 	e->next = t->free;
 	t->free = i;
-	t->n--;
+}
+
+int
+xport_tm_add_at(struct xport_tm *t, uint32_t index, uint64_t tag, uint64_t mask,
+		uint64_t wr_id, const struct wr_sge *sg, uint32_t num_sge, bool *sync_req)
+{
+	struct xport_tm_entry *e;
+
+	if (index >= t->cap)
+		return EINVAL;
+	t->by_index = true;
+	e = &t->e[index];
+	if (e->live)
+		return EEXIST; /* not the shim's count: no release */
+	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL)) {
+		tm_release(t, index);
+		return EINVAL;
+	}
+	e->tag = tag;
+	e->mask = mask;
+	e->wr_id = wr_id;
+	e->num_sge = num_sge;
+	if (num_sge > 0)
+		memcpy(e->sg, sg, num_sge * sizeof(*sg));
+	e->live = true;
+	e->prev = t->tail;
+	e->next = NONE;
+	if (t->tail != NONE)
+		t->e[t->tail].next = index;
+	else
+		t->head = index;
+	t->tail = index;
+	t->n++;
+	if (sync_req != NULL)
+		*sync_req = !xport_tm_synced(t);
+	return 0;
 }
 
 int
@@ -93,7 +142,10 @@ xport_tm_del(struct xport_tm *t, uint32_t handle)
 {
 	uint32_t i = handle & 0xffffu;
 
-	if (i >= t->cap || !t->e[i].live || t->e[i].gen != (uint16_t)(handle >> 16))
+	if (t->by_index && handle >= t->cap)
+		return ENOENT;
+	if (i >= t->cap || !t->e[i].live ||
+	    (!t->by_index && t->e[i].gen != (uint16_t)(handle >> 16)))
 		return ENOENT;
 	tm_unlink(t, i);
 	return 0;

@@ -75,6 +75,14 @@ struct xport_tm {
 	uint32_t unexp_hw;       /**< unexpected messages reported (wraps) */
 	uint32_t unexp_sw;       /**< the count the last sync carried */
 	struct xport_tm_entry *e;
+	/**
+	 * Handles chosen by the client (xport_tm_add_at(), a TM SRQ): the
+	 * free list is unused, and each time the entry at index i leaves the
+	 * list released[i] is incremented (shared memory, the shim reads it;
+	 * NULL: not counted).
+	 */
+	bool by_index;
+	uint32_t *released;
 };
 
 /** What a received SEND is. */
@@ -109,7 +117,20 @@ xport_tm_synced(const struct xport_tm *t)
 int xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
 		 const struct wr_sge *sg, uint32_t num_sge, uint32_t *handle, bool *sync_req);
 
-/** IBV_WR_TAG_DEL. @return 0, or ENOENT (consumed, deleted or never added: IBV_WC_TM_ERR) */
+/**
+ * IBV_WR_TAG_ADD at the index @p index the client chose (ibv_post_srq_ops
+ * returns handles synchronously, so the shim picks them): the handle is
+ * the index. Switches the list to by_index mode (xport_tm_add() refuses
+ * from then on). A failure other than EEXIST counts the index released.
+ * @return 0, EINVAL (index or num_sge out of range), EEXIST (index live)
+ */
+int xport_tm_add_at(struct xport_tm *t, uint32_t index, uint64_t tag, uint64_t mask,
+		    uint64_t wr_id, const struct wr_sge *sg, uint32_t num_sge, bool *sync_req);
+
+/**
+ * IBV_WR_TAG_DEL (by_index: @p handle is the index, no generation).
+ * @return 0, or ENOENT (consumed, deleted or never added: IBV_WC_TM_ERR)
+ */
 int xport_tm_del(struct xport_tm *t, uint32_t handle);
 
 /** IBV_OPS_TM_SYNC: software handled @p unexpected_cnt unexpected messages. */
