@@ -390,6 +390,7 @@ struct xport_cfg {
 	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned") \
 	X(ATOMIC_WRITE_RX, "RDMA ATOMIC WRITEs executed (IBTA 1.5)") \
 	X(FLUSH_RX, "RDMA FLUSHes executed (IBTA 1.5)") \
+	X(TM_BAD_TMH, "SENDs to a tag matching SRQ without a valid TMH (invalid request NAK)") \
 	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
 
 /** Counter indices. */

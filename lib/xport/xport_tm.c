@@ -193,26 +193,48 @@ xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h)
 }
 
 enum xport_tm_verdict
-xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len, struct xport_tmh *h,
-	       struct xport_tm_entry *hit)
+xport_tm_peek(const struct xport_tm *t, const struct xport_tmh *h, bool no_rndv, uint32_t *idx)
 {
-	if (xport_tmh_parse(p, len, h) != 0 || h->op == XPORT_TMH_NO_TAG ||
-	    h->op == XPORT_TMH_FIN)
+	if (h->op == XPORT_TMH_NO_TAG || h->op == XPORT_TMH_FIN)
 		return XPORT_TM_NO_TAG;
-	if (xport_tm_synced(t)) {
+	if (xport_tm_synced(t) && !(no_rndv && h->op == XPORT_TMH_RNDV)) {
 		for (uint32_t i = t->head; i != NONE; i = t->e[i].next) {
 			const struct xport_tm_entry *e = &t->e[i];
 
 			if ((h->tag & e->mask) != (e->tag & e->mask))
 				continue;
-			if (hit != NULL)
-				*hit = *e;
-			tm_unlink(t, i);
+			*idx = i;
 			return h->op == XPORT_TMH_RNDV ? XPORT_TM_RNDV : XPORT_TM_EAGER;
 		}
 	}
-	t->unexp_hw++;
 	return XPORT_TM_UNEXPECTED;
+}
+
+void
+xport_tm_commit(struct xport_tm *t, enum xport_tm_verdict v, uint32_t idx,
+		struct xport_tm_entry *hit)
+{
+	if (v == XPORT_TM_EAGER || v == XPORT_TM_RNDV) {
+		if (hit != NULL)
+			*hit = t->e[idx];
+		tm_unlink(t, idx);
+	} else if (v == XPORT_TM_UNEXPECTED) {
+		t->unexp_hw++;
+	}
+}
+
+enum xport_tm_verdict
+xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len, struct xport_tmh *h,
+	       struct xport_tm_entry *hit)
+{
+	enum xport_tm_verdict v;
+	uint32_t idx = 0;
+
+	if (xport_tmh_parse(p, len, h) != 0)
+		return XPORT_TM_NO_TAG;
+	v = xport_tm_peek(t, h, false, &idx);
+	xport_tm_commit(t, v, idx, hit);
+	return v;
 }
 
 void

@@ -151,6 +151,25 @@ int xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h);
 enum xport_tm_verdict xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len,
 				     struct xport_tmh *h, struct xport_tm_entry *hit);
 
+/**
+ * The verdict xport_tm_match() would give a message with the parsed header
+ * @p h, without acting on it (the responder peeks, then commits only once
+ * the data has a place: an unexpected or NO_TAG message needs a receive of
+ * the SRQ, else RNR). @p no_rndv: a matching RNDV is UNEXPECTED (no
+ * rendezvous in the responder: software reads the RVH). *@p idx: the
+ * matching entry for EAGER/RNDV.
+ */
+enum xport_tm_verdict xport_tm_peek(const struct xport_tm *t, const struct xport_tmh *h,
+				    bool no_rndv, uint32_t *idx);
+
+/**
+ * Act on verdict @p v of xport_tm_peek() (list unchanged since): a match
+ * consumes entry @p idx (copied to @p hit, NULL: not wanted), an
+ * unexpected message counts in unexp_hw.
+ */
+void xport_tm_commit(struct xport_tm *t, enum xport_tm_verdict v, uint32_t idx,
+		     struct xport_tm_entry *hit);
+
 /** Which completion of a received message xport_tm_recv_cqe() writes. */
 enum xport_tm_cqe_step {
 	XPORT_TM_CQE_ARRIVED, /**< the verdict's completion (RNDV: the match, data not yet read) */
