@@ -7,9 +7,12 @@
  * owns its list (no second core touches it), the responder calls
  * xport_tm_match() on the first packet of a SEND and acts on the verdict.
  *
- * NOT WIRED YET: the device reports tm_caps 0, IBV_SRQT_TM and
- * ibv_post_srq_ops are EOPNOTSUPP (doc/verbs-shim.md). This is the part of
- * the responder that can be tested alone.
+ * Wired: a TM SRQ's list is applied from its ops ring by its lcore
+ * (xport_srq_tm_poll(), xport_tm_add_at() at the index the shim chose) and
+ * consulted by the responder on the first packet of a SEND
+ * (xport_tm_peek(), then xport_tm_commit() once the data has a place).
+ * Rendezvous is not: RNDV is unexpected there, and the device reports
+ * tm_caps 0 (doc/verbs-shim.md "Tag matching").
  *
  * - **Headers** (<infiniband/tm_types.h>): a tagged SEND starts with a TMH
  *   (16 bytes: opcode, 3 reserved bytes, app_ctx (be32), tag (be64)); a

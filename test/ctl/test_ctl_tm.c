@@ -179,6 +179,15 @@ Test(ctl_tm, the_srq_stays_on_its_cqs_lcore)
 	cr_assert_eq(create_rc_qp(&a, pd, c2, c2, r.handle, NULL), EINVAL);
 	cr_assert_eq(create_rc_qp(&a, pd, c1, c1, r.handle, &q[2]), 0);
 	cr_assert_eq(q[2].qpn % 3, l1);
+	/* tag matching is RC's */
+	struct ipc_msg m, rr;
+	req(&m, IPC_OP_CREATE_QP);
+	m.u.req_CREATE_QP.pd = pd;
+	m.u.req_CREATE_QP.send_cq = m.u.req_CREATE_QP.recv_cq = c1;
+	m.u.req_CREATE_QP.srq = r.handle;
+	m.u.req_CREATE_QP.qp_type = IBV_QPT_UD;
+	m.u.req_CREATE_QP.cap = (struct ipc_qp_cap){ .max_send_wr = 4, .max_send_sge = 1 };
+	cr_assert_eq(call(&a, &m, NULL, 0, &rr, NULL), EINVAL);
 	/* with its last QP gone the SRQ keeps its lcore (a basic SRQ would be free again) */
 	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q[2].handle), 0);
 	cr_assert_eq(destroy(&a, IPC_OP_DESTROY_QP, q[0].handle), 0);
