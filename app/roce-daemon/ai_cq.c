@@ -12,6 +12,7 @@
 
 #include "ai_op.h"
 #include "daemon.h"
+#include "engine_xport.h"
 #include "queue.h"
 
 static uint32_t
@@ -136,6 +137,34 @@ srq_xrc_attach(struct app_iface *ai, struct ai_srq *s, const struct ctl_srq_info
 	return 0;
 }
 
+/* A TM SRQ no lcore polls: its CQ binding and its list go, the slot is free. */
+static void
+srq_tm_undo(struct app_iface *ai, struct ai_srq *s)
+{
+	ai->cq[s->info->cqn].nqps--;
+	xport_tm_fini(&s->tm);
+	s->x.tm = NULL;
+	s->info = NULL;
+	s->gen = (uint16_t)((s->gen + 1) & 0xfff);
+}
+
+static int srq_tm_attach(struct app_iface *ai, struct ai_srq *s, const struct ctl_srq_info *srq);
+
+int
+ai_lcore_tm_attach(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
+{
+	(void)ai;
+	return engine_xport_tm_attach(w, m->u.srq.x);
+}
+
+void
+ai_tm_attached(struct app_iface *ai, struct ai_op *op)
+{
+	if (op->rc != 0)
+		srq_tm_undo(ai, &ai->srq[op->srqn - 1]);
+	ai_op_finish(ai, op, op->rc == 0 ? 0 : op->rc == -ENOSPC ? ENOMEM : EAGAIN);
+}
+
 int
 ai_dp_srq_create(void *dp, const struct ctl_srq_info *srq)
 {
@@ -158,7 +187,55 @@ ai_dp_srq_create(void *dp, const struct ctl_srq_info *srq)
 	if (srq->xrcd != 0 && srq_xrc_attach(ai, s, srq) != 0)
 		return EINVAL;
 	s->info = srq;
-	return 0;
+	return srq->max_num_tags != 0 ? srq_tm_attach(ai, s, srq) : 0;
+}
+
+/*
+ * A TM SRQ is bound to its CQ's lcore from its creation (lib/ctl chose
+ * it): its matching list is made here, then TM_ATTACH has the lcore poll
+ * its ops ring (answered by ai_tm_attached()).
+ */
+static int
+srq_tm_attach(struct app_iface *ai, struct ai_srq *s, const struct ctl_srq_info *srq)
+{
+	struct ctl_msg m = { .type = CTL_MSG_TM_ATTACH };
+	struct ai_op *op;
+	struct ai_cq *c;
+
+	if (srq->cqn >= ai->max_cq || srq->lcore >= ai->d->n_workers || srq->tm_ops.ring == NULL ||
+	    srq->tm_released == NULL)
+		goto inval;
+	c = &ai->cq[srq->cqn];
+	if (xport_tm_init(&s->tm, srq->max_num_tags) != 0)
+		goto inval;
+	s->tm.by_index = true;
+	s->tm.released = srq->tm_released;
+	if (ai_cq_bind(c, srq->lcore) != 0) {
+		xport_tm_fini(&s->tm);
+		goto inval;
+	}
+	s->lcore = srq->lcore;
+	s->x.cq = &c->x;
+	s->x.tm = &s->tm;
+	s->x.tm_ops = srq->tm_ops.ring;
+	s->x.tm_ops_size = srq->tm_ops.entries;
+	s->x.tm_max_sge = srq->max_sge;
+	op = ai_op_new(ai, AI_OP_TM_ATTACH);
+	if (op == NULL) {
+		srq_tm_undo(ai, s);
+		return EAGAIN;
+	}
+	op->srqn = srq->srqn;
+	m.u.srq.x = &s->x;
+	if (ai_send(ai, s->lcore, op, &m) != 0) {
+		ai_op_free(ai, op);
+		srq_tm_undo(ai, s);
+		return EAGAIN;
+	}
+	return ai_op_return(ai, op);
+inval:
+	s->info = NULL;
+	return EINVAL;
 }
 
 struct xport_srq *
@@ -174,9 +251,10 @@ int
 ai_lcore_srq_detach(struct app_iface *ai, struct worker *w, const struct ctl_msg *m)
 {
 	(void)ai;
-	(void)w;
 	/* on the domain's lcore, between packets: no TGT QP is inside it */
 	__atomic_store_n(&m->u.srq.x->xrc_live, 0, __ATOMIC_RELEASE);
+	if (m->u.srq.x->tm != NULL) /* a TM SRQ: its ops ring is no longer read */
+		engine_xport_tm_detach(w, m->u.srq.x);
 	return 0;
 }
 
@@ -189,6 +267,11 @@ srq_release(struct app_iface *ai, struct ai_srq *s)
 	if (info->xrcd != 0) {
 		ai->cq[info->cqn].nqps--;
 		ai->pd_qps[info->pd * ai->d->n_workers + s->lcore]--;
+	}
+	if (s->x.tm != NULL) {
+		ai->cq[info->cqn].nqps--;
+		xport_tm_fini(&s->tm);
+		s->x.tm = NULL;
 	}
 	s->info = NULL;
 	s->gen = (uint16_t)((s->gen + 1) & 0xfff);
@@ -241,7 +324,7 @@ ai_dp_srq_destroy(void *dp, const struct ctl_srq_info *srq)
 	struct ctl_msg m = { .type = CTL_MSG_SRQ_DETACH };
 	struct ai_op *op;
 
-	if (srq->xrcd == 0) { /* lib/ctl destroys it only when no QP uses it */
+	if (srq->xrcd == 0 && s->x.tm == NULL) { /* lib/ctl destroys it only when no QP uses it */
 		srq_release(ai, s);
 		return;
 	}
@@ -254,7 +337,8 @@ ai_dp_srq_destroy(void *dp, const struct ctl_srq_info *srq)
 	}
 	op->srqn = srq->srqn;
 	m.u.srq.x = &s->x;
-	/* not sent: TGT QPs may still reach it, lib/ctl keeps its ring and CQ */
+	/* not sent: TGT QPs may still reach it (its lcore may read its ops), lib/ctl keeps
+	 * its ring and CQ */
 	ai_send_release(ai, s->lcore, op, &m);
 }
 

@@ -35,6 +35,7 @@ int ai_lcore_cq_resize(struct app_iface *ai, struct worker *w, const struct ctl_
 int ai_lcore_srq_limit(struct app_iface *ai, struct worker *w, const struct ctl_msg *m);
 /** SRQ_DETACH on the XRC SRQ's lcore: TGT QPs no longer reach it. */
 int ai_lcore_srq_detach(struct app_iface *ai, struct worker *w, const struct ctl_msg *m);
+int ai_lcore_tm_attach(struct app_iface *ai, struct worker *w, const struct ctl_msg *m);
 /** The engine's XRC SRQ lookup (xport_cfg.xrc_srq; @p ctx is the app_iface). */
 struct xport_srq *ai_xrc_srq(void *ctx, uint32_t srqn);
 /** @} */
@@ -44,6 +45,7 @@ void ai_cq_resize_answered(struct app_iface *ai, struct ai_op *op);
 void ai_srq_limit_answered(struct app_iface *ai, struct ai_op *op);
 /** SRQ_DETACH answered: the XRC SRQ's CQ and PD let go, lib/ctl told. */
 void ai_srq_detached(struct app_iface *ai, struct ai_op *op);
+void ai_tm_attached(struct app_iface *ai, struct ai_op *op);
 /** @} */
 
 /**

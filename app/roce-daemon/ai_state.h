@@ -37,6 +37,7 @@
 #include "ctl_msg.h"
 #include "worker.h"
 #include "xport.h"
+#include "xport_tm.h"
 
 struct daemon;
 struct gsi;
@@ -45,6 +46,10 @@ struct gsi;
 #define AI_HANDLE_MASK ((1u << AI_HANDLE_BITS) - 1)
 #define AI_MAX_CONNS 256u
 #define AI_MAX_AH 4096u
+/* Tag matching SRQs: the largest max_num_tags and max_ops of one, the tags of one client's. */
+#define AI_TM_MAX_TAGS 256u
+#define AI_TM_MAX_OPS 256u
+#define AI_TM_CLIENT_TAGS 4096u
 #define AI_QPN_BASE 0x11u          /* worker QP tables hold qpn < max_qps + 17 */
 #define AI_UNBOUND UINT32_MAX
 /* operations in flight: one request per connection, teardown steps, detached flushes */
@@ -84,6 +89,7 @@ struct ai_srq {
 	uint32_t lcore;
 	uint32_t nqps;
 	struct xport_srq x;
+	struct xport_tm tm;             /* IBV_SRQT_TM: x.tm points here */
 };
 
 /* A QP; indexed by qpn - AI_QPN_BASE. */
@@ -106,7 +112,8 @@ struct ai_qp {
 	X(MR_DEREG)    /* MR_DEREG to every lcore */ \
 	X(CQ_RESIZE) \
 	X(SRQ_LIMIT) \
-	X(SRQ_DETACH)  /* an XRC SRQ's destroy: SRQ_DETACH to its domain's lcore */ \
+	X(SRQ_DETACH)  /* an XRC or TM SRQ's destroy: SRQ_DETACH to its lcore */ \
+	X(TM_ATTACH)   /* a TM SRQ's create: TM_ATTACH to its CQ's lcore */ \
 	X(AH_RESOLVE)  /* waits for the neighbour table */ \
 	X(QP_RESOLVE)  /* a modify waiting for the neighbour table, then QP_MODIFY */ \
 	X(QP_CREATE) \

@@ -109,6 +109,7 @@ static const struct ctl_dataplane_ops ai_ops = {
 #define AI_LCORE_FN_CQ_RESIZE ai_lcore_cq_resize
 #define AI_LCORE_FN_SRQ_LIMIT ai_lcore_srq_limit
 #define AI_LCORE_FN_SRQ_DETACH ai_lcore_srq_detach
+#define AI_LCORE_FN_TM_ATTACH ai_lcore_tm_attach
 
 static const ai_lcore_fn ai_lcore_fns[CTL_MSG_COUNT] = {
 #define AI_LCORE_FN(sym, name) [CTL_MSG_##sym] = AI_LCORE_FN_##sym,
@@ -133,6 +134,7 @@ ai_lcore_run(struct worker *w, struct ctl_msg *m, void *arg)
 #define AI_ANSWERED_CQ_RESIZE ai_cq_resize_answered
 #define AI_ANSWERED_SRQ_LIMIT ai_srq_limit_answered
 #define AI_ANSWERED_SRQ_DETACH ai_srq_detached
+#define AI_ANSWERED_TM_ATTACH ai_tm_attached
 #define AI_ANSWERED_AH_RESOLVE ai_ah_resolved
 #define AI_ANSWERED_QP_RESOLVE ai_qp_resolved
 #define AI_ANSWERED_QP_CREATE ai_qp_created
@@ -354,6 +356,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_dm_size = (uint64_t)cd->dm_size_kb << 10,
 		.max_xrcd = cd->max_pds, /* XRC domain handles: as many as PDs */
 		.max_flows = cd->max_flows, /* 0: no RAW_PACKET QPs (ctl_flow.c) */
+		.max_tm_tags = AI_TM_MAX_TAGS, /* IBV_SRQT_TM: lcores poll their ops (ai_cq.c) */
+		.max_tm_ops = AI_TM_MAX_OPS,
 		.qpn_base = AI_QPN_BASE,
 		.n_lcores = d->n_workers,
 	};
@@ -370,6 +374,7 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 		.max_mr_bytes = (uint64_t)cd->client_max_mr_mb << 20,
 		.max_dm_bytes = (uint64_t)cd->client_max_dm_kb << 10,
 		.max_flows = cd->client_max_flows,
+		.max_tm_tags = AI_TM_CLIENT_TAGS,
 		.max_conns_per_user = cd->user_max_conns,
 	};
 	if (ai_access(cd, &cfg->access, err, errlen) != 0) {

@@ -38,7 +38,9 @@
 	X(MR_DEREG, "mr_dereg")     /* u.mr.key */                                       \
 	X(CQ_RESIZE, "cq_resize")   /* u.cq: move the unconsumed CQEs */                 \
 	X(SRQ_LIMIT, "srq_limit")   /* u.srq: arm the limit event */                     \
-	X(SRQ_DETACH, "srq_detach") /* u.srq.x: an XRC SRQ goes, TGT QPs stop reaching it */
+	X(SRQ_DETACH, "srq_detach") /* u.srq.x: an XRC or TM SRQ goes: TGT QPs stop reaching it, \
+				       its ops ring is no longer polled */                    \
+	X(TM_ATTACH, "tm_attach")   /* u.srq.x: a TM SRQ: poll its ops ring */
 
 enum ctl_msg_type {
 #define CTL_MSG_ENUM(sym, name) CTL_MSG_##sym,

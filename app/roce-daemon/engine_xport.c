@@ -59,6 +59,8 @@ struct elcore {
 	uint32_t n_active;
 	uint32_t n_busy;
 	uint32_t scan;
+	struct xport_srq *tm[ENGINE_TM_MAX]; /* TM SRQs whose ops rings this lcore consumes */
+	uint32_t n_tm;
 	struct xport_out out;
 };
 
@@ -332,6 +334,26 @@ rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
 	}
 }
 
+/* A TM SRQ's operations; their events (CQ notify, CQ overrun) concern no QP. */
+static unsigned int
+poll_tm(struct worker *w, struct elcore *e, struct xport_srq *srq)
+{
+	struct xport_out *out = &e->out;
+	uint32_t n = xport_srq_tm_poll(srq, ENGINE_TM_BUDGET, out);
+
+	for (uint32_t i = 0; i < out->nevents; i++) {
+		const struct xport_event *x = &out->events[i];
+		struct worker_event ev = {
+			.type = x->type, .code = x->code, .worker = (uint16_t)w->index,
+			.handle = x->handle, .qpn = UINT32_MAX,
+		};
+
+		worker_event_post(w, &ev);
+	}
+	xport_out_reset(out);
+	return n;
+}
+
 static unsigned int
 poll_engine(struct worker *w, uint64_t tsc)
 {
@@ -361,7 +383,10 @@ poll_engine(struct worker *w, uint64_t tsc)
 		if (e->n_busy == busy)
 			a++; /* else the last busy QP moved to a: run it too */
 	}
-	return work + scan_idle(w, e, now);
+	work += scan_idle(w, e, now);
+	for (uint32_t i = 0; i < e->n_tm; i++)
+		work += poll_tm(w, e, e->tm[i]);
+	return work;
 }
 
 /* engine_ops idle_ns: until the wheel's next deadline (its tick is 1 ns x TICK_NS) */
@@ -546,4 +571,39 @@ engine_xport_qp_destroy(struct worker *w, uint32_t qpn)
 	xport_qp_destroy(q->qp);
 	free(q);
 	return 0;
+}
+
+/* ---- tag matching SRQs (owner lcore) ---- */
+
+int
+engine_xport_tm_attach(struct worker *w, struct xport_srq *srq)
+{
+	struct elcore *e = w->engine_ctx;
+
+	WORKER_OWNER_ASSERT(w);
+	if (e == NULL)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < e->n_tm; i++)
+		if (e->tm[i] == srq)
+			return -EEXIST;
+	if (e->n_tm == ENGINE_TM_MAX)
+		return -ENOSPC;
+	e->tm[e->n_tm++] = srq;
+	return 0;
+}
+
+void
+engine_xport_tm_detach(struct worker *w, struct xport_srq *srq)
+{
+	struct elcore *e = w->engine_ctx;
+
+	WORKER_OWNER_ASSERT(w);
+	if (e == NULL)
+		return;
+	for (uint32_t i = 0; i < e->n_tm; i++) {
+		if (e->tm[i] == srq) {
+			e->tm[i] = e->tm[--e->n_tm];
+			return;
+		}
+	}
 }

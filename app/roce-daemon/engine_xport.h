@@ -67,6 +67,17 @@ struct xport_qp *engine_xport_qp(struct worker *w, uint32_t qpn);
  * them busy again.
  */
 uint32_t engine_xport_busy(const struct worker *w);
+/**
+ * Tag matching SRQs (IBV_SRQT_TM) of @p w: every loop takes up to
+ * ENGINE_TM_BUDGET operations of each one's ops ring
+ * (xport_srq_tm_poll()). At most ENGINE_TM_MAX per lcore.
+ * @return 0, -ENOSPC (full), -EEXIST
+ */
+int engine_xport_tm_attach(struct worker *w, struct xport_srq *srq);
+/** Stop polling @p srq (no-op if it is not attached). */
+void engine_xport_tm_detach(struct worker *w, struct xport_srq *srq);
+#define ENGINE_TM_MAX 64u
+#define ENGINE_TM_BUDGET 32u
 /** @} */
 
 #endif /* ROCE_DAEMON_ENGINE_XPORT_H */

@@ -30,6 +30,7 @@ int shim_query_port(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_
 struct ibv_qp *shim_create_qp_ex(struct ibv_context *, struct ibv_qp_init_attr_ex *);
 struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *, struct ibv_cq_init_attr_ex *);
 struct ibv_srq *shim_create_srq_ex(struct ibv_context *, struct ibv_srq_init_attr_ex *);
+int shim_post_srq_ops(struct ibv_srq *, struct ibv_ops_wr *, struct ibv_ops_wr **);
 int shim_get_srq_num(struct ibv_srq *, uint32_t *);
 int shim_modify_qp_rate_limit(struct ibv_qp *, struct ibv_qp_rate_limit_attr *);
 
@@ -216,6 +217,7 @@ static void shim_set_ops(struct shim_context *ctx)
 	v->create_cq_ex = shim_create_cq_ex;
 	v->create_srq_ex = shim_create_srq_ex;
 	v->get_srq_num = shim_get_srq_num;
+	v->post_srq_ops = shim_post_srq_ops;
 	v->open_xrcd = shim_open_xrcd;
 	v->close_xrcd = shim_close_xrcd;
 	v->modify_qp_rate_limit = shim_modify_qp_rate_limit;

@@ -270,6 +270,13 @@ struct shim_srq {
 	uint64_t shm_size;
 	uint32_t max_wr;
 	uint32_t max_sge;
+	/* IBV_SRQT_TM (max_num_tags 0 otherwise); under lock */
+	struct spsc_ring *tm_ops;     /* struct tm_op_wqe records, max_ops + 1 slots */
+	uint32_t max_num_tags;
+	uint32_t max_ops;
+	const uint32_t *tm_released;  /* per index, the engine's count of entries gone */
+	uint32_t *tm_posted;          /* per index, the ADDs posted */
+	uint32_t tm_next;             /* where the search for a free index starts */
 	uint32_t async_events;
 };
 static inline struct shim_srq *shim_srq(struct ibv_srq *s) { return (struct shim_srq *)s; }

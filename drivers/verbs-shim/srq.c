@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* verbs shim: shared receive queues (basic and XRC SRQs; tag matching is not supported). */
+/* verbs shim: shared receive queues (basic, XRC and tag matching SRQs). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -8,10 +9,25 @@
 
 #include "shim.h"
 
-/* @p xrcd and @p cq: an XRC SRQ's (IBV_SRQT_XRC), else NULL. */
+/* The TM part of a CREATE_SRQ answer: is it what we asked for and inside the memfd? */
+static bool shim_srq_tm_ok(const struct ipc_create_srq_rsp *r, const struct ibv_tm_cap *tm)
+{
+	uint64_t ring = ipc_ring_bytes(r->tm_ops.entries, r->tm_ops.stride);
+
+	return r->tm_ops.stride == sizeof(struct tm_op_wqe) && ring != 0 &&
+	       r->max_ops >= tm->max_ops && r->max_ops < r->tm_ops.entries &&
+	       r->max_num_tags == tm->max_num_tags && r->tm_ops.offset % 64 == 0 &&
+	       r->tm_ops.offset + ring <= r->shm_size && r->tm_released % 4 == 0 &&
+	       r->tm_released + (uint64_t)r->max_num_tags * sizeof(uint32_t) <= r->shm_size;
+}
+
+/*
+ * @p xrcd and @p cq: an XRC SRQ's (IBV_SRQT_XRC), else NULL; @p tm and @p
+ * cq: a tag matching SRQ's (IBV_SRQT_TM), else NULL.
+ */
 static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 				       struct ibv_srq_attr *attr, struct ibv_xrcd *xrcd,
-				       struct ibv_cq *cq)
+				       struct ibv_cq *cq, const struct ibv_tm_cap *tm)
 {
 	struct ibv_context *context = pd->context;
 	struct ipc_msg req, rsp;
@@ -33,11 +49,23 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 		req.u.req_CREATE_SRQ.xrcd = shim_xrcd(xrcd)->handle;
 		req.u.req_CREATE_SRQ.cq = shim_cq(cq)->handle;
 	}
+	if (tm != NULL) {
+		req.u.req_CREATE_SRQ.srq_type = IBV_SRQT_TM;
+		req.u.req_CREATE_SRQ.cq = shim_cq(cq)->handle;
+		req.u.req_CREATE_SRQ.max_num_tags = tm->max_num_tags;
+		req.u.req_CREATE_SRQ.max_ops = tm->max_ops;
+		srq->tm_posted = calloc(tm->max_num_tags ? tm->max_num_tags : 1, sizeof(uint32_t));
+		if (srq->tm_posted == NULL) {
+			free(srq);
+			return shim_null(ENOMEM);
+		}
+	}
 	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, rfds);
 	if (rc == 0 && (rfds[0] < 0 || r->ring.stride != sizeof(struct rq_wqe) ||
 			ipc_ring_bytes(r->ring.entries, r->ring.stride) == 0 ||
 			r->max_wr >= r->ring.entries || r->max_sge > WQE_MAX_SGE ||
-			r->ring.offset + ipc_ring_bytes(r->ring.entries, r->ring.stride) > r->shm_size))
+			r->ring.offset + ipc_ring_bytes(r->ring.entries, r->ring.stride) > r->shm_size ||
+			(tm != NULL && !shim_srq_tm_ok(r, tm))))
 		rc = EPROTO;
 	if (rc == 0) {
 		srq->shm = shim_map_shm(rfds[0], r->shm_size);
@@ -54,6 +82,7 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 		if (rfds[i] >= 0)
 			close(rfds[i]);
 	if (rc) {
+		free(srq->tm_posted);
 		free(srq);
 		return shim_null(rc);
 	}
@@ -63,6 +92,12 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 	srq->max_wr = r->max_wr;
 	srq->max_sge = r->max_sge;
 	srq->ring = (struct spsc_ring *)((uint8_t *)srq->shm + r->ring.offset);
+	if (tm != NULL) {
+		srq->tm_ops = (struct spsc_ring *)((uint8_t *)srq->shm + r->tm_ops.offset);
+		srq->tm_released = (const uint32_t *)((uint8_t *)srq->shm + r->tm_released);
+		srq->max_num_tags = r->max_num_tags;
+		srq->max_ops = r->max_ops;
+	}
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_init(&srq->v.srq.mutex, NULL);
 	pthread_cond_init(&srq->v.srq.cond, NULL);
@@ -70,7 +105,7 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 	srq->v.srq.srq_context = srq_context;
 	srq->v.srq.pd = pd;
 	srq->v.srq.handle = srq->handle;
-	srq->v.srq_type = xrcd ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	srq->v.srq_type = xrcd ? IBV_SRQT_XRC : tm ? IBV_SRQT_TM : IBV_SRQT_BASIC;
 	srq->v.xrcd = xrcd;
 	srq->v.cq = cq;
 	srq->v.srq_num = srq->srqn;
@@ -82,30 +117,38 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 
 SHIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
 {
-	return shim_srq_create(pd, init->srq_context, &init->attr, NULL, NULL);
+	return shim_srq_create(pd, init->srq_context, &init->attr, NULL, NULL, NULL);
 }
 
 /*
- * verbs_context.create_srq_ex: basic SRQs, and XRC SRQs (IBV_SRQT_XRC with
- * an XRC domain, a CQ and a PD, as rdma-core's ibv_cmd_create_srq_ex()
- * requires); tag matching is not supported.
+ * verbs_context.create_srq_ex: basic SRQs, XRC SRQs (IBV_SRQT_XRC with an
+ * XRC domain, a CQ and a PD, as rdma-core's ibv_cmd_create_srq_ex()
+ * requires) and tag matching SRQs (IBV_SRQT_TM with a CQ, a PD and
+ * tm_cap; the daemon bounds max_num_tags and max_ops: EINVAL, or
+ * EOPNOTSUPP where it has no tag matching).
  */
 struct ibv_srq *shim_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *init)
 {
 	const uint32_t xrc = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
-	bool is_xrc = (init->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && init->srq_type == IBV_SRQT_XRC;
+	const uint32_t tm = IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+	bool typed = init->comp_mask & IBV_SRQ_INIT_ATTR_TYPE;
+	bool is_xrc = typed && init->srq_type == IBV_SRQT_XRC;
+	bool is_tm = typed && init->srq_type == IBV_SRQT_TM;
 
 	(void)context;
-	if (init->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | xrc))
+	if (init->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | xrc | tm))
 		return shim_null(EOPNOTSUPP);
-	if ((init->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && init->srq_type != IBV_SRQT_BASIC && !is_xrc)
+	if (typed && init->srq_type != IBV_SRQT_BASIC && !is_xrc && !is_tm)
 		return shim_null(EOPNOTSUPP);
 	if (!(init->comp_mask & IBV_SRQ_INIT_ATTR_PD) || init->pd == NULL)
 		return shim_null(EINVAL);
 	if (is_xrc && ((init->comp_mask & xrc) != xrc || init->xrcd == NULL || init->cq == NULL))
 		return shim_null(EINVAL);
+	if (is_tm && ((init->comp_mask & tm) != tm || init->cq == NULL ||
+		      init->tm_cap.max_num_tags == 0 || init->tm_cap.max_ops == 0))
+		return shim_null(EINVAL);
 	return shim_srq_create(init->pd, init->srq_context, &init->attr, is_xrc ? init->xrcd : NULL,
-			       is_xrc ? init->cq : NULL);
+			       is_xrc || is_tm ? init->cq : NULL, is_tm ? &init->tm_cap : NULL);
 }
 
 int shim_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
@@ -159,6 +202,7 @@ SHIM_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		shim_wait_async_acks(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed, events);
 	munmap(srq->shm, srq->shm_size);
 	pthread_spin_destroy(&srq->lock);
+	free(srq->tm_posted);
 	free(srq);
 	return 0;
 }
@@ -172,5 +216,90 @@ int shim_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	pthread_spin_lock(&srq->lock);
 	rc = shim_post_recv_ring(srq->ring, srq->max_wr, srq->max_sge, wr, bad);
 	pthread_spin_unlock(&srq->lock);
+	return shim_ret(rc);
+}
+
+_Static_assert((int)TM_OP_ADD == (int)IBV_WR_TAG_ADD && (int)TM_OP_DEL == (int)IBV_WR_TAG_DEL &&
+	       (int)TM_OP_SYNC == (int)IBV_WR_TAG_SYNC, "tm_op_code is enum ibv_ops_wr_opcode");
+_Static_assert((int)TM_OP_SIGNALED == (int)IBV_OPS_SIGNALED &&
+	       (int)TM_OP_SYNC_CNT == (int)IBV_OPS_TM_SYNC, "tm_op_flag is enum ibv_ops_flags");
+
+/* A free entry index of a TM SRQ (the engine released every ADD posted at it), or -1. */
+static int64_t shim_tm_index(struct shim_srq *srq)
+{
+	for (uint32_t k = 0; k < srq->max_num_tags; k++) {
+		uint32_t i = (srq->tm_next + k) % srq->max_num_tags;
+
+		if (__atomic_load_n(&srq->tm_released[i], __ATOMIC_ACQUIRE) == srq->tm_posted[i]) {
+			srq->tm_next = (i + 1) % srq->max_num_tags;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/*
+ * verbs_context.post_srq_ops (ibv_post_srq_ops(3)) on a TM SRQ: each
+ * operation goes to the ops ring the SRQ's lcore consumes; an ADD gets its
+ * handle (the index of a free entry) here, at once. EINVAL: not a TM SRQ,
+ * an unknown opcode, too many SGEs, a DEL of a handle out of range;
+ * ENOMEM: max_ops operations outstanding, or every entry in use (as mlx5).
+ * *bad at the first operation not posted.
+ */
+int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad)
+{
+	struct shim_srq *srq = shim_srq(ibsrq);
+	uint32_t room, n = 0;
+	int rc = 0;
+
+	if (srq->max_num_tags == 0) {
+		*bad = op;
+		return shim_ret(EINVAL);
+	}
+	pthread_spin_lock(&srq->lock);
+	room = shim_wq_room(srq->tm_ops, srq->max_ops);
+	for (; op != NULL; op = op->next, n++) {
+		struct tm_op_wqe *w;
+		int64_t idx = 0;
+
+		if ((uint32_t)op->opcode > TM_OP_SYNC ||
+		    (op->flags & ~(int)(IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC)) ||
+		    (op->opcode == IBV_WR_TAG_ADD &&
+		     (op->tm.add.num_sge < 0 || (uint32_t)op->tm.add.num_sge > srq->max_sge)) ||
+		    (op->opcode == IBV_WR_TAG_DEL && op->tm.handle >= srq->max_num_tags))
+			rc = EINVAL;
+		else if (n == room)
+			rc = ENOMEM;
+		else if (op->opcode == IBV_WR_TAG_ADD && (idx = shim_tm_index(srq)) < 0)
+			rc = ENOMEM;
+		if (rc)
+			break;
+		w = spsc_ring_prod_slot(srq->tm_ops, n);
+		memset(w, 0, offsetof(struct tm_op_wqe, sg_list));
+		w->wr_id = op->wr_id;
+		w->opcode = op->opcode;
+		w->flags = (uint32_t)op->flags;
+		w->unexpected_cnt = op->tm.unexpected_cnt;
+		if (op->opcode == IBV_WR_TAG_DEL)
+			w->handle = op->tm.handle;
+		if (op->opcode == IBV_WR_TAG_ADD) {
+			w->handle = (uint32_t)idx;
+			w->recv_wr_id = op->tm.add.recv_wr_id;
+			w->tag = op->tm.add.tag;
+			w->mask = op->tm.add.mask;
+			w->num_sge = (uint32_t)op->tm.add.num_sge;
+			for (int k = 0; k < op->tm.add.num_sge; k++)
+				w->sg_list[k] = (struct wr_sge){ op->tm.add.sg_list[k].addr,
+								 op->tm.add.sg_list[k].length,
+								 op->tm.add.sg_list[k].lkey };
+			srq->tm_posted[idx]++;
+			op->tm.handle = (uint32_t)idx;
+		}
+	}
+	if (n)
+		spsc_ring_publish(srq->tm_ops, n);
+	pthread_spin_unlock(&srq->lock);
+	if (rc)
+		*bad = op;
 	return shim_ret(rc);
 }

@@ -118,6 +118,13 @@ struct ctl_limits {
 	 * Linux (uverbs create_qp, create_flow).
 	 */
 	uint32_t max_flows;
+	/**
+	 * Tag matching SRQs (IBV_SRQT_TM): the largest max_num_tags (at most
+	 * 0xffff) and max_ops of one; 0: none (CREATE_SRQ IBV_SRQT_TM is
+	 * EOPNOTSUPP).
+	 */
+	uint32_t max_tm_tags;
+	uint32_t max_tm_ops;
 	uint32_t qpn_base;     /**< first QPN handed out (QPN 0 and 1 are special) */
 	/**
 	 * Dataplane lcores: QP qpn runs on lcore qpn % n_lcores (0 counts as
@@ -204,12 +211,22 @@ struct ctl_srq_info {
 	uint32_t srqn;           /**< also the number XRC requests name it by (XRCETH) */
 	uint32_t pd;
 	uint32_t xrcd;           /**< XRC SRQ: its domain number (1..); 0: a basic SRQ */
-	uint32_t cqn;            /**< XRC SRQ: the CQ of its completions; else UINT32_MAX */
-	uint32_t lcore;          /**< XRC SRQ: the lcore of its domain (QP placement) */
+	uint32_t cqn;            /**< XRC or TM SRQ: the CQ of its completions; else UINT32_MAX */
+	uint32_t lcore;          /**< XRC SRQ: the lcore of its domain; TM SRQ: its CQ's (QP placement) */
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;      /**< 0: disarmed; raise IBV_EVENT_SRQ_LIMIT_REACHED once below */
 	struct ctl_ring_info ring; /**< struct rq_wqe records */
+	/**
+	 * @name Tag matching SRQ (IBV_SRQT_TM; max_num_tags 0 otherwise): bound
+	 * to @ref lcore (its CQ's) for its life, which consumes tm_ops and
+	 * completes the operations on cqn.
+	 * @{ */
+	uint32_t max_num_tags;
+	uint32_t max_ops;
+	struct ctl_ring_info tm_ops; /**< struct tm_op_wqe records; the dataplane consumes */
+	uint32_t *tm_released;   /**< max_num_tags counts the dataplane writes (wqe.h) */
+	/** @} */
 	uint64_t user_handle;
 	struct ctl_conn *owner;  /**< the owning connection group (its head) */
 };
@@ -391,6 +408,7 @@ struct ctl_quota {
 	uint64_t max_dm_bytes;   /**< bytes of all its device memory (ibv_alloc_dm) */
 	uint32_t max_mcast_attach; /**< multicast attachments of all its QPs (ctl_mcast.h) */
 	uint32_t max_flows;      /**< flow rules (ibv_create_flow) */
+	uint32_t max_tm_tags;    /**< tag matching entries of all its TM SRQs (max_num_tags summed) */
 	/**
 	 * Open connections of one user (SO_PEERCRED uid; root exempt). Each
 	 * connection has at most one request pending (the next is read after

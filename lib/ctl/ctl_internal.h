@@ -168,7 +168,7 @@ struct ctl_srq {
 	uint32_t lcore;          /* as ctl_cq.lcore; an XRC SRQ: its domain's, for its life */
 	struct ctl_pd *pd;
 	struct ctl_xrcd *xrcd;   /* XRC SRQ: its domain handle and its CQ; else NULL */
-	struct ctl_cq *cq;
+	struct ctl_cq *cq;       /* XRC or TM SRQ: its CQ (bound to lcore with it); else NULL */
 	struct ctl_shm shm;
 	struct ctl_srq_info info;
 };
@@ -281,6 +281,7 @@ struct ctl_conn {
 	uint32_t nkind[CTL_KIND_COUNT]; /* head only: ... per kind (quotas) */
 	uint64_t mr_bytes; /* head only: bytes registered (quota) */
 	uint64_t dm_bytes; /* head only: bytes of device memory (quota) */
+	uint64_t tm_tags;  /* head only: max_num_tags of its TM SRQs (quota) */
 	uint32_t npend;   /* head only: dataplane operations of the group in flight */
 	uint64_t events_dropped;
 	struct ctl_pend pend; /* its request; the head's also serves teardown steps */

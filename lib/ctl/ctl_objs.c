@@ -918,14 +918,55 @@ int ctl_h_DESTROY_CQ(const struct ctl_req *x)
 
 /* ---- SRQ ---- */
 
-/* An XRC SRQ lets go of its domain's lcore and its CQ. */
+/* An XRC SRQ lets go of its domain's lcore and its CQ, a TM SRQ of its CQ and its tags. */
 static void ctl_srq_xrc_put(struct ctl *ctl, struct ctl_srq *srq)
 {
-	if (srq->xrcd == NULL)
-		return;
-	ctl_xrcd_unbind(ctl, srq->xrcd);
-	if (--srq->cq->o.refs == 0)
+	if (srq->xrcd != NULL)
+		ctl_xrcd_unbind(ctl, srq->xrcd);
+	if (srq->cq != NULL && --srq->cq->o.refs == 0)
 		srq->cq->lcore = CTL_LCORE_NONE;
+	srq->o.owner->tm_tags -= srq->info.max_num_tags; /* owner: the group head */
+	srq->xrcd = NULL;
+	srq->cq = NULL;
+	srq->info.max_num_tags = 0;
+}
+
+/*
+ * A TM SRQ (IBV_SRQT_TM): max_num_tags and max_ops within the limits (0:
+ * no tag matching, EOPNOTSUPP) and the group's quota of tags, a CQ for the
+ * operations' completions; bound to the CQ's lcore (or the least loaded)
+ * for its life: that lcore consumes its ops ring.
+ */
+static int ctl_srq_tm_get(struct ctl *ctl, struct ctl_conn *c, const struct ipc_create_srq_req *q,
+			  struct ctl_srq *srq)
+{
+	const struct ctl_limits *l = &ctl->cfg.limits;
+	uint64_t quota = ctl->cfg.quota.max_tm_tags;
+	struct ctl_cq *cq;
+	uint32_t lcore;
+
+	if (l->max_tm_tags == 0 || l->max_tm_ops == 0)
+		return EOPNOTSUPP;
+	cq = ctl_lookup(c, CTL_KIND_CQ, q->cq);
+	if (cq == NULL || q->max_num_tags == 0 || q->max_num_tags > l->max_tm_tags ||
+	    q->max_num_tags > 0xffffu || q->max_ops == 0 || q->max_ops > l->max_tm_ops)
+		return EINVAL;
+	if (quota != 0 && c->group->tm_tags + q->max_num_tags > quota) {
+		ctl->quota_refused++;
+		return ENOMEM;
+	}
+	lcore = cq->lcore;
+	if (lcore == CTL_LCORE_NONE)
+		lcore = ctl_lcore_least(ctl);
+	cq->o.refs++;
+	cq->lcore = lcore;
+	c->group->tm_tags += q->max_num_tags;
+	srq->cq = cq;
+	srq->lcore = lcore;
+	srq->info.cqn = cq->info.cqn;
+	srq->info.lcore = lcore;
+	srq->info.max_num_tags = q->max_num_tags;
+	return 0;
 }
 
 /*
@@ -986,20 +1027,23 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 	const struct ipc_device_attr *a = &ctl->cfg.dev[c->dev].attr;
 	struct ctl_pd *pd = ctl_lookup(c, CTL_KIND_PD, q->pd);
 	struct ctl_srq *srq;
-	uint32_t entries, stride, max_sge;
-	size_t size;
+	uint32_t entries, stride, max_sge, tm_entries = 0;
+	size_t size, tm_off = 0, tm_rel = 0;
 	int rc, fd;
 
 	if (pd == NULL || q->max_wr == 0 || q->max_wr > a->max_srq_wr || q->max_sge > a->max_srq_sge ||
 	    q->max_sge > WQE_MAX_SGE || q->srq_limit > q->max_wr)
 		return EINVAL;
-	if (q->srq_type != IBV_SRQT_BASIC && q->srq_type != IBV_SRQT_XRC)
-		return q->srq_type == IBV_SRQT_TM ? EOPNOTSUPP : EINVAL;
+	if (q->srq_type != IBV_SRQT_BASIC && q->srq_type != IBV_SRQT_XRC && q->srq_type != IBV_SRQT_TM)
+		return EINVAL;
 	srq = ctl_table_alloc(&ctl->tab[CTL_KIND_SRQ], c, CTL_KIND_SRQ, q->user_handle);
 	if (srq == NULL)
 		return ENOMEM;
 	srq->info.cqn = UINT32_MAX;
-	if (q->srq_type == IBV_SRQT_XRC && (rc = ctl_srq_xrc_get(ctl, c, q, srq)) != 0) {
+	srq->lcore = CTL_LCORE_NONE;
+	rc = q->srq_type == IBV_SRQT_XRC ? ctl_srq_xrc_get(ctl, c, q, srq) :
+	     q->srq_type == IBV_SRQT_TM ? ctl_srq_tm_get(ctl, c, q, srq) : 0;
+	if (rc) {
 		ctl_table_free(&ctl->tab[CTL_KIND_SRQ], srq);
 		return rc;
 	}
@@ -1008,6 +1052,14 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 	entries = ipc_pow2_roundup(q->max_wr + 1);
 	stride = sizeof(struct rq_wqe);
 	size = ipc_ring_bytes(entries, stride);
+	if (srq->info.max_num_tags != 0) {
+		/* then the ops ring, then the released counts (ipc_create_srq_rsp) */
+		tm_entries = ipc_pow2_roundup(q->max_ops + 1);
+		tm_off = size;
+		size += ipc_ring_bytes(tm_entries, sizeof(struct tm_op_wqe));
+		tm_rel = size;
+		size += ((size_t)srq->info.max_num_tags * sizeof(uint32_t) + 63) & ~(size_t)63;
+	}
 	rc = ctl_shm_alloc(&srq->shm, "roce-srq", size, &fd);
 	if (rc) {
 		ctl_srq_xrc_put(ctl, srq);
@@ -1015,9 +1067,16 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 		return rc;
 	}
 	ctl_ring_setup(&srq->shm, 0, entries, stride, &srq->info.ring, &r->ring);
+	if (srq->info.max_num_tags != 0) {
+		ctl_ring_setup(&srq->shm, tm_off, tm_entries, sizeof(struct tm_op_wqe),
+			       &srq->info.tm_ops, &r->tm_ops);
+		srq->info.tm_released = (uint32_t *)((uint8_t *)srq->shm.map + tm_rel);
+		srq->info.max_ops = tm_entries - 1;
+		r->tm_released = tm_rel;
+		r->max_num_tags = srq->info.max_num_tags;
+		r->max_ops = srq->info.max_ops;
+	}
 	srq->pd = pd;
-	if (srq->xrcd == NULL)
-		srq->lcore = CTL_LCORE_NONE;
 	srq->info.srqn = srq->o.index + 1;
 	srq->info.pd = pd->o.index;
 	srq->info.max_wr = entries - 1;

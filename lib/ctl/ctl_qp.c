@@ -33,8 +33,8 @@ static void ctl_qp_put_refs(struct ctl *ctl, struct ctl_qp *qp)
 		qp->pd->o.refs--;
 	ctl_cq_put(qp->scq);
 	ctl_cq_put(qp->rcq);
-	if (qp->srq && --qp->srq->o.refs == 0)
-		qp->srq->lcore = CTL_LCORE_NONE;
+	if (qp->srq && --qp->srq->o.refs == 0 && qp->srq->cq == NULL)
+		qp->srq->lcore = CTL_LCORE_NONE; /* a TM SRQ stays on its CQ's lcore */
 	if (qp->xrcd != NULL)
 		ctl_xrcd_unbind(ctl, qp->xrcd);
 	ctl->lcore_qps[ctl_qpn_lcore(&ctl->cfg.limits, qp->info.qpn)]--;
@@ -97,7 +97,7 @@ uint32_t ctl_lcore_least(const struct ctl *ctl)
 /*
  * The objects a new QP names, by type: XRC_SEND (INI) a PD and a send CQ,
  * XRC_RECV (TGT) only its XRC domain (ctl_xrc.c), the others a PD, two CQs
- * and maybe an SRQ (not an XRC one). @return 0 or EINVAL
+ * and maybe an SRQ (not an XRC one; a TM one only for RC). @return 0 or EINVAL
  */
 static int ctl_qp_lookup(struct ctl_conn *c, const struct ipc_create_qp_req *q, struct ctl_qp *qp)
 {
@@ -117,6 +117,9 @@ static int ctl_qp_lookup(struct ctl_conn *c, const struct ipc_create_qp_req *q, 
 	if (q->srq != IPC_HANDLE_NONE) {
 		qp->srq = ctl_lookup(c, CTL_KIND_SRQ, q->srq);
 		if (ini || qp->srq == NULL || qp->srq->xrcd != NULL)
+			return EINVAL;
+		/* tag matching is RC's (as mlx5): a UD or UC QP cannot use a TM SRQ */
+		if (qp->srq->info.max_num_tags != 0 && q->qp_type != IBV_QPT_RC)
 			return EINVAL;
 	}
 	return 0;

@@ -61,8 +61,10 @@ extern "C" {
  * 6: device memory (ALLOC_DM, FREE_DM, REG_DM_MR, IMPORT_DM: 46-49; max_dm_size)
  * 7: rdma_migrate_id moves queued events: CM_MIGRATE_ID takes ipc_cm_migrate_req, CM_MIGRATE_COMMIT
  *    (80)
- * 8: RSS: CREATE_RSS_QP (50); ipc_device_attr carries the RSS caps */
-#define IPC_VERSION 8u
+ * 8: RSS: CREATE_RSS_QP (50); ipc_device_attr carries the RSS caps
+ * 9: tag matching: CREATE_SRQ takes IBV_SRQT_TM with max_num_tags, max_ops and a CQ; its answer
+ *    describes the ops ring and the released counts */
+#define IPC_VERSION 9u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
@@ -461,12 +463,21 @@ struct ipc_create_srq_req {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;
-	uint32_t srq_type;    /**< enum ibv_srq_type: IBV_SRQT_BASIC or IBV_SRQT_XRC */
+	uint32_t srq_type;    /**< enum ibv_srq_type: IBV_SRQT_BASIC, IBV_SRQT_XRC or IBV_SRQT_TM */
 	uint32_t xrcd;        /**< IBV_SRQT_XRC: its XRC domain (OPEN_XRCD handle) */
-	uint32_t cq;          /**< IBV_SRQT_XRC: the CQ of its receive completions */
+	uint32_t cq;          /**< IBV_SRQT_XRC: the CQ of its receive completions; IBV_SRQT_TM:
+				   the CQ of its operations' completions */
+	uint32_t max_num_tags; /**< IBV_SRQT_TM: ibv_tm_cap.max_num_tags (1..) */
+	uint32_t max_ops;     /**< IBV_SRQT_TM: ibv_tm_cap.max_ops, outstanding ibv_post_srq_ops (1..) */
 	uint32_t pad;
 };
-/** SRQ create answer; fd 0 is the ring memfd. */
+/**
+ * SRQ create answer; fd 0 is the ring memfd. IBV_SRQT_TM: the memfd also
+ * holds tm_ops (struct tm_op_wqe records, the shim produces, max_ops + 1
+ * rounded up to a power of two) and, at tm_released, one uint32_t per
+ * entry index (lib/shm wqe.h: the engine counts the entries that left the
+ * list); entries 0 otherwise.
+ */
 struct ipc_create_srq_rsp {
 	uint32_t handle;
 	uint32_t srqn;
@@ -474,6 +485,10 @@ struct ipc_create_srq_rsp {
 	uint32_t max_sge;
 	uint64_t shm_size;
 	struct ipc_ring_desc ring;
+	struct ipc_ring_desc tm_ops;
+	uint64_t tm_released;  /**< byte offset of the released counts */
+	uint32_t max_num_tags;
+	uint32_t max_ops;
 };
 struct ipc_modify_srq_req { uint32_t handle; uint32_t mask; uint32_t max_wr; uint32_t srq_limit; };
 

@@ -341,6 +341,48 @@ struct rq_wqe {
 	struct wr_sge sg_list[WQE_MAX_SGE];
 };
 
+/** ibv_post_srq_ops operation (= enum ibv_ops_wr_opcode). */
+enum tm_op_code {
+	TM_OP_ADD = 0,  /**< IBV_WR_TAG_ADD */
+	TM_OP_DEL = 1,  /**< IBV_WR_TAG_DEL */
+	TM_OP_SYNC = 2, /**< IBV_WR_TAG_SYNC */
+};
+
+/** ibv_post_srq_ops flags (= enum ibv_ops_flags). */
+enum tm_op_flag {
+	TM_OP_SIGNALED = 1u << 0, /**< IBV_OPS_SIGNALED: complete on the SRQ's CQ */
+	TM_OP_SYNC_CNT = 1u << 1, /**< IBV_OPS_TM_SYNC: unexpected_cnt reports handled messages */
+};
+
+/**
+ * One ibv_post_srq_ops operation in the ops ring of a tag matching SRQ
+ * (IBV_SRQT_TM): the shim produces, the SRQ's lcore consumes, and trusts
+ * nothing in it (opcode, handle, num_sge are checked). handle is the index
+ * of the entry (0..max_num_tags-1) the shim chose for an ADD, or names the
+ * entry of a DEL. 312 bytes.
+ */
+struct tm_op_wqe {
+	uint64_t wr_id;          /**< the operation's, for its completion */
+	uint64_t recv_wr_id;     /**< ADD: the wr_id of the entry's receive completion */
+	uint64_t tag, mask;      /**< ADD */
+	uint32_t opcode;         /**< enum tm_op_code */
+	uint32_t flags;          /**< enum tm_op_flag set */
+	uint32_t handle;         /**< ADD, DEL: the entry's index */
+	uint32_t unexpected_cnt; /**< with TM_OP_SYNC_CNT */
+	uint32_t num_sge;        /**< ADD: <= WQE_MAX_SGE */
+	uint32_t reserved;
+	struct wr_sge sg_list[WQE_MAX_SGE];
+};
+
+/*
+ * After the ops ring in a TM SRQ's shared memory: one uint32_t per entry
+ * index, written only by the engine, incremented each time the entry at
+ * that index leaves the list (matched, deleted, or its ADD failed). The
+ * shim counts the ADDs it posted per index; an index is free again when
+ * both counts are equal, which is how ibv_post_srq_ops hands out handles
+ * synchronously.
+ */
+
 /** Completion queue entry: the fields of struct ibv_wc, fixed layout. 64 bytes. */
 struct cqe {
 	uint64_t wr_id;
@@ -366,6 +408,7 @@ _Static_assert(sizeof(struct wr_sge) == 16, "wr_sge is 16 bytes (ibv_sge)");
 _Static_assert(sizeof(struct wr_av) == 64, "wr_av is 64 bytes");
 _Static_assert(sizeof(struct sq_wqe) == 384, "sq_wqe is 384 bytes");
 _Static_assert(sizeof(struct rq_wqe) == 272, "rq_wqe is 272 bytes");
+_Static_assert(sizeof(struct tm_op_wqe) == 312, "tm_op_wqe is 312 bytes");
 _Static_assert(sizeof(struct cqe) == 64, "cqe is 64 bytes");
 
 #ifdef __cplusplus

@@ -147,6 +147,8 @@ enum xport_cq_arm {
 	XPORT_CQ_ARM_SOLICITED = 2,
 };
 
+struct xport_tm;
+
 /** A shared receive queue: all its QPs live on one lcore (single consumer). */
 struct xport_srq {
 	struct spsc_ring *ring;   /**< struct rq_wqe ring: the engine is the consumer */
@@ -169,7 +171,19 @@ struct xport_srq {
 	 */
 	uint32_t xrc_live;
 	/** @} */
+	/**
+	 * @name Tag matching SRQs (IBV_SRQT_TM, xport_tm.h): @ref cq gets the
+	 * completions of the ibv_post_srq_ops operations the owner lcore takes
+	 * from @ref tm_ops (xport_srq_tm_poll()).
+	 * @{ */
+	struct xport_tm *tm;      /**< its matching list; NULL: not a TM SRQ */
+	struct spsc_ring *tm_ops; /**< struct tm_op_wqe ring: the engine is the consumer */
+	uint32_t tm_ops_size;     /**< trusted slots of @ref tm_ops (a power of two) */
+	uint32_t tm_max_sge;      /**< an ADD has at most this many SGEs (the SRQ's max_sge) */
+	uint64_t tm_bad_ops;      /**< operations dropped as malformed (unknown opcode) */
+	/** @} */
 };
+
 
 /** XRC role of a QP (cfg.type is XPORT_RC for both: XRC is RC with an XRCETH). */
 enum xport_xrc {
@@ -376,6 +390,7 @@ struct xport_cfg {
 	X(ATOMIC_HOST_MISALIGNED, "ATOMICs whose host address is not 8-byte aligned") \
 	X(ATOMIC_WRITE_RX, "RDMA ATOMIC WRITEs executed (IBTA 1.5)") \
 	X(FLUSH_RX, "RDMA FLUSHes executed (IBTA 1.5)") \
+	X(TM_BAD_TMH, "SENDs to a tag matching SRQ without a valid TMH (invalid request NAK)") \
 	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
 
 /** Counter indices. */
@@ -475,6 +490,19 @@ struct xport_out {
 	 */
 	uint8_t bounce[XPORT_OUT_FRAMES][XPORT_BOUNCE_FRAME];
 };
+
+/**
+ * A TM SRQ's owner lcore: apply up to @p budget operations of its ops ring
+ * (IBV_OPS_TM_SYNC counts first, then ADD at the index the shim chose, DEL,
+ * SYNC), each completed on @ref xport_srq.cq (WC_TM_ADD/DEL/SYNC) when
+ * signaled or failed (WC_TM_ERR). Nothing read from the ring is trusted:
+ * the count is clamped to tm_ops_size, the handle bounded by the list, the
+ * SGE count by tm_max_sge, an unknown opcode is dropped and counted in
+ * tm_bad_ops. A full CQ is an overrun: ASYNC_CQ_ERR once, later
+ * completions are lost (the operations still apply).
+ * @return operations taken
+ */
+uint32_t xport_srq_tm_poll(struct xport_srq *srq, uint32_t budget, struct xport_out *out);
 
 /** Empty @p out (after flushing it). */
 static inline void

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "xport.h"
+#include "xport_tm.h"
 
 /* Rate limiter: bytes charged per frame on top of the payload (Ethernet
  * preamble/IFG 20 + Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4,
@@ -126,6 +127,15 @@ struct xport_resp {
 	bool have_recv;
 	struct rq_wqe recv;
 	uint32_t recv_cap;
+	/*
+	 * Tag matching (a QP of a TM SRQ): the verdict of the current SEND
+	 * from its first packet (enum xport_tm_verdict + 1; 0: a plain
+	 * receive), its TMH, and the TMH bytes not placed (EAGER: the entry
+	 * gets what follows them; recv is the entry then).
+	 */
+	uint8_t tm_v;
+	uint8_t tm_skip;
+	struct xport_tmh tm_h;
 	/* WRITE target from the RETH */
 	uint64_t write_va;
 	uint32_t write_rkey;

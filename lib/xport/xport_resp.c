@@ -149,6 +149,8 @@ xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 	spsc_ring_release(ring, 1);
 	r->recv_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
 	r->have_recv = true;
+	r->tm_v = 0;
+	r->tm_skip = 0;
 	/* SRQ limit event when the count falls below the limit (one shot) */
 	if (srq && srq->limit_armed && spsc_ring_count_in(ring, size) < srq->limit) {
 		srq->limit_armed = false;
@@ -290,6 +292,59 @@ resp_check_op_valid(struct xport_qp *qp, struct resp_ctx *ctx)
 	return RESP_UC_DROP;
 }
 
+static enum resp_step class_c_or_drop(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t nak);
+
+/*
+ * The first packet of a SEND to a QP of a tag matching SRQ (xport_tm.h):
+ * its TMH decides where the message goes. EAGER: into the matched entry,
+ * past the TMH; unexpected (RNDV too: no rendezvous here, software reads
+ * the RVH) and NO_TAG: whole into the SRQ's next receive. Nothing changes
+ * before the data has a place: no receive is RNR with the list as it was.
+ * A TMH that does not parse is an invalid request (counted).
+ */
+static enum resp_step
+resp_tm_first(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out *out)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct xport_resp *r = &qp->resp;
+	struct xport_tm *tm = qp_srq(qp)->tm;
+	struct xport_tm_entry hit;
+	struct xport_tmh h;
+	enum xport_tm_verdict v;
+	uint32_t idx = 0;
+
+	if (xport_tmh_parse(pkt->payload, pkt->payload_len, &h) != 0) {
+		cnt_inc(qp, XPORT_CNT_TM_BAD_TMH);
+		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
+	}
+	v = xport_tm_peek(tm, &h, true, &idx);
+	if (v == XPORT_TM_EAGER) {
+		uint64_t cap = XPORT_TMH_LEN; /* the TMH is not placed: it takes no room */
+
+		xport_tm_commit(tm, v, idx, &hit);
+		r->recv.wr_id = hit.wr_id;
+		r->recv.num_sge = hit.num_sge;
+		for (uint32_t i = 0; i < hit.num_sge; i++) {
+			r->recv.sg_list[i] = hit.sg[i];
+			cap += hit.sg[i].length;
+		}
+		r->recv_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+		r->have_recv = true;
+		r->tm_skip = XPORT_TMH_LEN;
+	} else {
+		if (!xport_resp_take_recv(qp, out)) {
+			if (qp_is_rc(qp))
+				return RESP_RNR;
+			ctx->drop = XPORT_CNT_DROP_NO_RECV;
+			return qp->cfg.type == XPORT_UC ? RESP_UC_DROP : RESP_DROP;
+		}
+		xport_tm_commit(tm, v, idx, NULL);
+	}
+	r->tm_v = (uint8_t)(v + 1);
+	r->tm_h = h;
+	return RESP_CHECK_LENGTH;
+}
+
 static enum resp_step
 resp_check_resource(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out *out)
 {
@@ -297,7 +352,13 @@ resp_check_resource(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out 
 	bool need_recv = (HAS(ctx, SEND) && HAS(ctx, FIRST)) ||
 			 (HAS(ctx, WRITE) && HAS(ctx, IMM) && HAS(ctx, LAST));
 
-	if (need_recv && !r->have_recv && !xport_resp_take_recv(qp, out)) {
+	if (need_recv && !r->have_recv && HAS(ctx, SEND) && qp_srq(qp) != NULL &&
+	    qp_srq(qp)->tm != NULL) {
+		enum resp_step step = resp_tm_first(qp, ctx, out);
+
+		if (step != RESP_CHECK_LENGTH)
+			return step;
+	} else if (need_recv && !r->have_recv && !xport_resp_take_recv(qp, out)) {
 		if (qp_is_rc(qp))
 			return RESP_RNR;
 		ctx->drop = XPORT_CNT_DROP_NO_RECV;
@@ -556,8 +617,11 @@ resp_execute(struct xport_qp *qp, struct resp_ctx *ctx)
 				goto op_err;
 			r->msg_len = XPORT_UD_GRH_LEN;
 		}
-		if (len && xport_sg_scatter(qp, r->recv.sg_list, r->recv.num_sge, r->msg_len,
-					    pkt->payload, len) != MR_OK)
+		/* tag matching EAGER: the TMH heads the first packet, the entry gets the rest */
+		uint32_t skip = HAS(ctx, FIRST) ? r->tm_skip : 0;
+		uint32_t off = HAS(ctx, FIRST) ? r->msg_len : r->msg_len - r->tm_skip;
+		if (len > skip && xport_sg_scatter(qp, r->recv.sg_list, r->recv.num_sge, off,
+						   pkt->payload + skip, len - skip) != MR_OK)
 			goto op_err;
 	} else if (len) {
 		/* FIRST/ONLY: checked for the whole message (resp_check_rkey); later
@@ -677,6 +741,14 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 		.wc_flags = flags,
 		.timestamp = now,
 	};
+	if (r->tm_v != 0 && status == WC_SUCCESS) {
+		struct xport_tm_entry hit = { .wr_id = r->recv.wr_id };
+
+		xport_tm_recv_cqe(c, (enum xport_tm_verdict)(r->tm_v - 1), XPORT_TM_CQE_ARRIVED,
+				  &r->tm_h, &hit, r->msg_len);
+	}
+	r->tm_v = 0;
+	r->tm_skip = 0;
 	xport_cq_commit(cq, c, pkt->se, out);
 	return true;
 }

@@ -39,7 +39,7 @@ xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
 	struct xport_tm_entry *e;
 	uint32_t i;
 
-	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL))
+	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL) || t->by_index)
 		return EINVAL;
 	if (t->free == NONE)
 		return ENOSPC;
@@ -67,6 +67,15 @@ xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
 	return 0;
 }
 
+/* by_index: the entry at @p i left the list (release: the shim may reuse the index). */
+static void
+tm_release(struct xport_tm *t, uint32_t i)
+{
+	if (t->released != NULL)
+		__atomic_store_n(&t->released[i], __atomic_load_n(&t->released[i], __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELEASE);
+}
+
 /* Take live entry @p i out of the posting order onto the free list. */
 static void
 tm_unlink(struct xport_tm *t, uint32_t i)
@@ -83,9 +92,49 @@ tm_unlink(struct xport_tm *t, uint32_t i)
 		t->tail = e->prev;
 	e->live = false;
 	e->gen++; /* its handle is stale from now on */
+	t->n--;
+	if (t->by_index) {
+		tm_release(t, i);
+		return;
+	}
 	e->next = t->free;
 	t->free = i;
-	t->n--;
+}
+
+int
+xport_tm_add_at(struct xport_tm *t, uint32_t index, uint64_t tag, uint64_t mask,
+		uint64_t wr_id, const struct wr_sge *sg, uint32_t num_sge, bool *sync_req)
+{
+	struct xport_tm_entry *e;
+
+	if (index >= t->cap)
+		return EINVAL;
+	t->by_index = true;
+	e = &t->e[index];
+	if (e->live)
+		return EEXIST; /* not the shim's count: no release */
+	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL)) {
+		tm_release(t, index);
+		return EINVAL;
+	}
+	e->tag = tag;
+	e->mask = mask;
+	e->wr_id = wr_id;
+	e->num_sge = num_sge;
+	if (num_sge > 0)
+		memcpy(e->sg, sg, num_sge * sizeof(*sg));
+	e->live = true;
+	e->prev = t->tail;
+	e->next = NONE;
+	if (t->tail != NONE)
+		t->e[t->tail].next = index;
+	else
+		t->head = index;
+	t->tail = index;
+	t->n++;
+	if (sync_req != NULL)
+		*sync_req = !xport_tm_synced(t);
+	return 0;
 }
 
 int
@@ -93,7 +142,10 @@ xport_tm_del(struct xport_tm *t, uint32_t handle)
 {
 	uint32_t i = handle & 0xffffu;
 
-	if (i >= t->cap || !t->e[i].live || t->e[i].gen != (uint16_t)(handle >> 16))
+	if (t->by_index && handle >= t->cap)
+		return ENOENT;
+	if (i >= t->cap || !t->e[i].live ||
+	    (!t->by_index && t->e[i].gen != (uint16_t)(handle >> 16)))
 		return ENOENT;
 	tm_unlink(t, i);
 	return 0;
@@ -141,26 +193,48 @@ xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h)
 }
 
 enum xport_tm_verdict
-xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len, struct xport_tmh *h,
-	       struct xport_tm_entry *hit)
+xport_tm_peek(const struct xport_tm *t, const struct xport_tmh *h, bool no_rndv, uint32_t *idx)
 {
-	if (xport_tmh_parse(p, len, h) != 0 || h->op == XPORT_TMH_NO_TAG ||
-	    h->op == XPORT_TMH_FIN)
+	if (h->op == XPORT_TMH_NO_TAG || h->op == XPORT_TMH_FIN)
 		return XPORT_TM_NO_TAG;
-	if (xport_tm_synced(t)) {
+	if (xport_tm_synced(t) && !(no_rndv && h->op == XPORT_TMH_RNDV)) {
 		for (uint32_t i = t->head; i != NONE; i = t->e[i].next) {
 			const struct xport_tm_entry *e = &t->e[i];
 
 			if ((h->tag & e->mask) != (e->tag & e->mask))
 				continue;
-			if (hit != NULL)
-				*hit = *e;
-			tm_unlink(t, i);
+			*idx = i;
 			return h->op == XPORT_TMH_RNDV ? XPORT_TM_RNDV : XPORT_TM_EAGER;
 		}
 	}
-	t->unexp_hw++;
 	return XPORT_TM_UNEXPECTED;
+}
+
+void
+xport_tm_commit(struct xport_tm *t, enum xport_tm_verdict v, uint32_t idx,
+		struct xport_tm_entry *hit)
+{
+	if (v == XPORT_TM_EAGER || v == XPORT_TM_RNDV) {
+		if (hit != NULL)
+			*hit = t->e[idx];
+		tm_unlink(t, idx);
+	} else if (v == XPORT_TM_UNEXPECTED) {
+		t->unexp_hw++;
+	}
+}
+
+enum xport_tm_verdict
+xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len, struct xport_tmh *h,
+	       struct xport_tm_entry *hit)
+{
+	enum xport_tm_verdict v;
+	uint32_t idx = 0;
+
+	if (xport_tmh_parse(p, len, h) != 0)
+		return XPORT_TM_NO_TAG;
+	v = xport_tm_peek(t, h, false, &idx);
+	xport_tm_commit(t, v, idx, hit);
+	return v;
 }
 
 void

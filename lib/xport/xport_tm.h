@@ -7,9 +7,12 @@
  * owns its list (no second core touches it), the responder calls
  * xport_tm_match() on the first packet of a SEND and acts on the verdict.
  *
- * NOT WIRED YET: the device reports tm_caps 0, IBV_SRQT_TM and
- * ibv_post_srq_ops are EOPNOTSUPP (doc/verbs-shim.md). This is the part of
- * the responder that can be tested alone.
+ * Wired: a TM SRQ's list is applied from its ops ring by its lcore
+ * (xport_srq_tm_poll(), xport_tm_add_at() at the index the shim chose) and
+ * consulted by the responder on the first packet of a SEND
+ * (xport_tm_peek(), then xport_tm_commit() once the data has a place).
+ * Rendezvous is not: RNDV is unexpected there, and the device reports
+ * tm_caps 0 (doc/verbs-shim.md "Tag matching").
  *
  * - **Headers** (<infiniband/tm_types.h>): a tagged SEND starts with a TMH
  *   (16 bytes: opcode, 3 reserved bytes, app_ctx (be32), tag (be64)); a
@@ -75,6 +78,14 @@ struct xport_tm {
 	uint32_t unexp_hw;       /**< unexpected messages reported (wraps) */
 	uint32_t unexp_sw;       /**< the count the last sync carried */
 	struct xport_tm_entry *e;
+	/**
+	 * Handles chosen by the client (xport_tm_add_at(), a TM SRQ): the
+	 * free list is unused, and each time the entry at index i leaves the
+	 * list released[i] is incremented (shared memory, the shim reads it;
+	 * NULL: not counted).
+	 */
+	bool by_index;
+	uint32_t *released;
 };
 
 /** What a received SEND is. */
@@ -109,7 +120,20 @@ xport_tm_synced(const struct xport_tm *t)
 int xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
 		 const struct wr_sge *sg, uint32_t num_sge, uint32_t *handle, bool *sync_req);
 
-/** IBV_WR_TAG_DEL. @return 0, or ENOENT (consumed, deleted or never added: IBV_WC_TM_ERR) */
+/**
+ * IBV_WR_TAG_ADD at the index @p index the client chose (ibv_post_srq_ops
+ * returns handles synchronously, so the shim picks them): the handle is
+ * the index. Switches the list to by_index mode (xport_tm_add() refuses
+ * from then on). A failure other than EEXIST counts the index released.
+ * @return 0, EINVAL (index or num_sge out of range), EEXIST (index live)
+ */
+int xport_tm_add_at(struct xport_tm *t, uint32_t index, uint64_t tag, uint64_t mask,
+		    uint64_t wr_id, const struct wr_sge *sg, uint32_t num_sge, bool *sync_req);
+
+/**
+ * IBV_WR_TAG_DEL (by_index: @p handle is the index, no generation).
+ * @return 0, or ENOENT (consumed, deleted or never added: IBV_WC_TM_ERR)
+ */
 int xport_tm_del(struct xport_tm *t, uint32_t handle);
 
 /** IBV_OPS_TM_SYNC: software handled @p unexpected_cnt unexpected messages. */
@@ -129,6 +153,25 @@ int xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h);
  */
 enum xport_tm_verdict xport_tm_match(struct xport_tm *t, const uint8_t *p, uint32_t len,
 				     struct xport_tmh *h, struct xport_tm_entry *hit);
+
+/**
+ * The verdict xport_tm_match() would give a message with the parsed header
+ * @p h, without acting on it (the responder peeks, then commits only once
+ * the data has a place: an unexpected or NO_TAG message needs a receive of
+ * the SRQ, else RNR). @p no_rndv: a matching RNDV is UNEXPECTED (no
+ * rendezvous in the responder: software reads the RVH). *@p idx: the
+ * matching entry for EAGER/RNDV.
+ */
+enum xport_tm_verdict xport_tm_peek(const struct xport_tm *t, const struct xport_tmh *h,
+				    bool no_rndv, uint32_t *idx);
+
+/**
+ * Act on verdict @p v of xport_tm_peek() (list unchanged since): a match
+ * consumes entry @p idx (copied to @p hit, NULL: not wanted), an
+ * unexpected message counts in unexp_hw.
+ */
+void xport_tm_commit(struct xport_tm *t, enum xport_tm_verdict v, uint32_t idx,
+		     struct xport_tm_entry *hit);
 
 /** Which completion of a received message xport_tm_recv_cqe() writes. */
 enum xport_tm_cqe_step {

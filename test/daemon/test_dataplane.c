@@ -1873,6 +1873,98 @@ fast_calls(struct cli *b)
 
 TestSuite(app_iface, .init = app_setup, .fini = app_teardown, .timeout = 60);
 
+/* The next CQE of @p cq within @p ms (polled), or false. */
+static bool
+tm_reap(struct spsc_ring *cq, struct cqe *c, unsigned int ms)
+{
+	for (unsigned int i = 0; i < ms; i++) {
+		if (spsc_ring_count(cq) > 0) {
+			*c = *(struct cqe *)spsc_ring_cons_slot(cq, 0);
+			spsc_ring_release(cq, 1);
+			return true;
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Post one operation on a TM SRQ's ops ring, as the shim's ibv_post_srq_ops does. */
+static void
+tm_post(struct spsc_ring *ops, uint32_t opcode, uint32_t handle, uint64_t tag, uint64_t wr_id)
+{
+	struct tm_op_wqe *w = spsc_ring_prod_slot(ops, 0);
+
+	memset(w, 0, sizeof(*w));
+	w->opcode = opcode;
+	w->flags = TM_OP_SIGNALED;
+	w->handle = handle;
+	w->tag = tag;
+	w->mask = ~0ull;
+	w->wr_id = wr_id;
+	spsc_ring_publish(ops, 1);
+}
+
+Test(app_iface, a_tm_srqs_operations_run_on_its_cqs_lcore_and_complete_there)
+{
+	struct ipc_msg m;
+	struct cli a;
+	struct cqe c;
+	int rfds[IPC_MAX_FDS] = { -1, -1 };
+
+	cli_open(&a);
+	/* the CQ's ring: CREATE_CQ again, keeping its memfd */
+	cli_req(&m, IPC_OP_CREATE_CQ);
+	m.u.req_CREATE_CQ.cqe = 16;
+	m.hdr.seq = ++a.seq;
+	cr_assert_eq(ipc_call(a.fd, &m, NULL, 0, &m, rfds), 0);
+	cr_assert_eq(m.hdr.status, 0);
+	uint32_t cq = m.u.rsp_CREATE_CQ.handle;
+	struct spsc_ring *cqr = (struct spsc_ring *)((uint8_t *)ipc_shm_map(rfds[0],
+		m.u.rsp_CREATE_CQ.shm_size, 0) + m.u.rsp_CREATE_CQ.ring.offset);
+	close(rfds[0]);
+	cli_req(&m, IPC_OP_CREATE_SRQ);
+	m.u.req_CREATE_SRQ.pd = a.pd;
+	m.u.req_CREATE_SRQ.max_wr = 8;
+	m.u.req_CREATE_SRQ.max_sge = 1;
+	m.u.req_CREATE_SRQ.srq_type = IBV_SRQT_TM;
+	m.u.req_CREATE_SRQ.cq = cq;
+	m.u.req_CREATE_SRQ.max_num_tags = 4;
+	m.u.req_CREATE_SRQ.max_ops = 4;
+	m.hdr.seq = ++a.seq;
+	cr_assert_eq(ipc_call(a.fd, &m, NULL, 0, &m, rfds), 0);
+	cr_assert_eq(m.hdr.status, 0, "CREATE_SRQ IBV_SRQT_TM: %u", m.hdr.status);
+	struct ipc_create_srq_rsp sr = m.u.rsp_CREATE_SRQ;
+	uint8_t *shm = ipc_shm_map(rfds[0], sr.shm_size, 0);
+	close(rfds[0]);
+	cr_assert_not_null(shm);
+	struct spsc_ring *ops = (struct spsc_ring *)(shm + sr.tm_ops.offset);
+	const uint32_t *released = (const uint32_t *)(shm + sr.tm_released);
+
+	tm_post(ops, TM_OP_ADD, 1, 0x77, 10);
+	cr_assert(tm_reap(cqr, &c, 2000), "the ADD completes");
+	cr_assert_eq(c.opcode, WC_TM_ADD);
+	cr_assert_eq(c.status, WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 10);
+	tm_post(ops, TM_OP_DEL, 1, 0, 11);
+	tm_post(ops, TM_OP_DEL, 1, 0, 12);
+	cr_assert(tm_reap(cqr, &c, 2000));
+	cr_assert_eq(c.opcode, WC_TM_DEL);
+	cr_assert_eq(c.status, WC_SUCCESS);
+	cr_assert(tm_reap(cqr, &c, 2000));
+	cr_assert_eq(c.status, WC_TM_ERR, "a second DEL of the entry fails");
+	cr_assert_eq(c.wr_id, 12);
+	cr_assert_eq(__atomic_load_n(&released[1], __ATOMIC_ACQUIRE), 1, "index 1 is free again");
+	/* destroyed: its lcore lets go first (then the CQ can go) */
+	cli_req(&m, IPC_OP_DESTROY_SRQ);
+	m.u.req_DESTROY_SRQ.handle = sr.handle;
+	cr_assert_eq(cli_call(&a, &m, -1, &m), 0);
+	cli_req(&m, IPC_OP_DESTROY_CQ);
+	m.u.req_DESTROY_CQ.handle = cq;
+	cr_assert_eq(cli_call(&a, &m, -1, &m), 0);
+	munmap(shm, sr.shm_size);
+	close(a.fd);
+}
+
 Test(app_iface, an_unresolved_neighbour_holds_only_its_own_client)
 {
 	struct cli a, b;

@@ -252,3 +252,204 @@ Test(tm, operation_completions_report_errors_and_sync_requests)
 	cr_expect_eq(c.opcode, WC_TM_SYNC);
 	cr_expect_eq(c.tm_tag, 0);
 }
+
+/* ---- a TM SRQ's ops ring (xport_srq_tm_poll), as the shim fills it ---- */
+
+#include <stdlib.h>
+
+#include "xport.h"
+
+#define OPS 8u  /* ops ring slots */
+#define CQES 4u /* CQ slots */
+
+static struct xport_tm st;
+static struct xport_srq srq;
+static struct xport_cq cq;
+static uint32_t released[4];
+static struct xport_out *out;
+
+static void
+ops_setup(void)
+{
+	struct spsc_ring *ops = aligned_alloc(64, spsc_ring_bytes(OPS, sizeof(struct tm_op_wqe)));
+	struct spsc_ring *cqr = aligned_alloc(64, spsc_ring_bytes(CQES, sizeof(struct cqe)));
+
+	cr_assert(ops && cqr);
+	cr_assert_eq(spsc_ring_init(ops, OPS, sizeof(struct tm_op_wqe)), 0);
+	cr_assert_eq(spsc_ring_init(cqr, CQES, sizeof(struct cqe)), 0);
+	cr_assert_eq(xport_tm_init(&st, 4), 0);
+	memset(released, 0, sizeof(released));
+	st.released = released;
+	cq = (struct xport_cq){ .ring = cqr, .size = CQES, .handle = 7 };
+	srq = (struct xport_srq){ .tm = &st, .tm_ops = ops, .tm_ops_size = OPS, .tm_max_sge = 2,
+				  .cq = &cq, .handle = 9 };
+	out = calloc(1, sizeof(*out));
+	cr_assert_not_null(out);
+}
+
+static void
+ops_teardown(void)
+{
+	xport_tm_fini(&st);
+	free(srq.tm_ops);
+	free(cq.ring);
+	free(out);
+}
+
+/* Post one operation into the ops ring (the shim's side). */
+static void
+post(uint32_t opcode, uint32_t flags, uint32_t handle, uint64_t tag, uint32_t num_sge,
+     uint64_t wr_id)
+{
+	struct tm_op_wqe *w = spsc_ring_prod_slot(srq.tm_ops, 0);
+
+	memset(w, 0, sizeof(*w));
+	w->opcode = opcode;
+	w->flags = flags;
+	w->handle = handle;
+	w->tag = tag;
+	w->mask = ~0ull;
+	w->num_sge = num_sge;
+	w->wr_id = wr_id;
+	w->recv_wr_id = wr_id + 1000;
+	for (uint32_t i = 0; i < num_sge && i < WQE_MAX_SGE; i++)
+		w->sg_list[i] = (struct wr_sge){ 0x1000 * (i + 1), 64, 5 };
+	spsc_ring_publish(srq.tm_ops, 1);
+}
+
+/* The next completion of the SRQ's CQ; false if there is none. */
+static bool
+reap(struct cqe *c)
+{
+	if (spsc_ring_count(cq.ring) == 0)
+		return false;
+	*c = *(struct cqe *)spsc_ring_cons_slot(cq.ring, 0);
+	spsc_ring_release(cq.ring, 1);
+	return true;
+}
+
+TestSuite(tm_ops, .init = ops_setup, .fini = ops_teardown, .timeout = 10);
+
+Test(tm_ops, add_del_and_sync_apply_at_the_shims_index_and_complete_on_the_cq)
+{
+	uint8_t m[64];
+	struct xport_tmh h;
+	struct xport_tm_entry hit;
+	struct cqe c;
+
+	post(TM_OP_ADD, TM_OP_SIGNALED, 2, 0x11, 1, 1);
+	post(TM_OP_ADD, 0, 0, 0x22, 0, 2); /* unsignaled: no completion */
+	cr_assert_eq(xport_srq_tm_poll(&srq, 16, out), 2);
+	cr_assert(reap(&c));
+	cr_assert_eq(c.opcode, WC_TM_ADD);
+	cr_assert_eq(c.status, WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 1);
+	cr_assert_not(reap(&c));
+	cr_assert_eq(st.n, 2);
+	cr_assert_eq(spsc_ring_free_count(srq.tm_ops), OPS, "the ops are given back");
+	/* the entry at index 2 matches 0x11 first (posting order), with its SGE and wr_id */
+	cr_assert_eq(xport_tm_match(&st, m, msg(m, XPORT_TMH_EAGER, 0x11, 64), &h, &hit),
+		     XPORT_TM_EAGER);
+	cr_assert_eq(hit.wr_id, 1001);
+	cr_assert_eq(hit.num_sge, 1);
+	cr_assert_eq(hit.sg[0].addr, 0x1000);
+	cr_assert_eq(released[2], 1, "a match releases the index to the shim");
+	cr_assert_eq(released[0], 0);
+	/* DEL of index 0 works once; again (or of the matched 2) it is a TM_ERR */
+	post(TM_OP_DEL, TM_OP_SIGNALED, 0, 0, 0, 3);
+	post(TM_OP_DEL, 0, 0, 0, 0, 4);
+	post(TM_OP_DEL, 0, 2, 0, 0, 5);
+	cr_assert_eq(xport_srq_tm_poll(&srq, 16, out), 3);
+	cr_assert(reap(&c));
+	cr_assert_eq(c.opcode, WC_TM_DEL);
+	cr_assert_eq(c.status, WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 3);
+	for (uint64_t id = 4; id <= 5; id++) {
+		cr_assert(reap(&c), "a failed operation completes though unsignaled");
+		cr_assert_eq(c.opcode, WC_TM_DEL);
+		cr_assert_eq(c.status, WC_TM_ERR);
+		cr_assert_eq(c.wr_id, id);
+	}
+	cr_assert_eq(released[0], 1);
+	cr_assert_eq(st.n, 0);
+	/* an unexpected message: out of sync, an ADD asks for a SYNC; the count syncs */
+	cr_assert_eq(xport_tm_match(&st, m, msg(m, XPORT_TMH_EAGER, 0x33, 64), &h, NULL),
+		     XPORT_TM_UNEXPECTED);
+	post(TM_OP_ADD, TM_OP_SIGNALED, 1, 0x33, 0, 6);
+	post(TM_OP_SYNC, TM_OP_SIGNALED | TM_OP_SYNC_CNT, 0, 0, 0, 7);
+	cr_assert_eq(xport_srq_tm_poll(&srq, 16, out), 2);
+	cr_assert(reap(&c));
+	cr_assert_eq(c.opcode, WC_TM_ADD);
+	cr_assert_eq(c.wc_flags, WC_FLAG_TM_SYNC_REQ);
+	cr_assert_not(xport_tm_synced(&st));
+	/* unexpected_cnt 0 != 1: still out of sync; the right count brings matching back */
+	cr_assert(reap(&c));
+	cr_assert_eq(c.opcode, WC_TM_SYNC);
+	cr_assert_not(xport_tm_synced(&st));
+	struct tm_op_wqe *w = spsc_ring_prod_slot(srq.tm_ops, 0);
+	post(TM_OP_SYNC, TM_OP_SYNC_CNT, 0, 0, 0, 8);
+	w->unexpected_cnt = 1;
+	cr_assert_eq(xport_srq_tm_poll(&srq, 16, out), 1);
+	cr_assert_not(reap(&c), "an unsignaled SYNC completes nothing");
+	cr_assert(xport_tm_synced(&st));
+	cr_assert_eq(xport_tm_match(&st, m, msg(m, XPORT_TMH_EAGER, 0x33, 64), &h, NULL),
+		     XPORT_TM_EAGER);
+}
+
+Test(tm_ops, nothing_the_client_writes_is_trusted)
+{
+	struct cqe c;
+
+	/* an index past the list, a live index, too many SGEs, an unknown opcode */
+	post(TM_OP_ADD, 0, 4, 0x1, 0, 1);
+	post(TM_OP_ADD, 0, 0xffffffffu, 0x1, 0, 2);
+	post(TM_OP_ADD, 0, 1, 0x1, 0, 3);
+	post(TM_OP_ADD, 0, 1, 0x1, 0, 4);
+	post(TM_OP_ADD, 0, 3, 0x1, 3, 5);         /* tm_max_sge is 2 */
+	post(TM_OP_ADD, 0, 3, 0x1, 0xffffffffu, 6);
+	post(TM_OP_DEL, 0, 0x10001, 0, 0, 7);     /* index 1 with a "generation": no such handle */
+	post(77, TM_OP_SIGNALED, 0, 0, 0, 8);
+	cr_assert_eq(xport_srq_tm_poll(&srq, 16, out), 8);
+	uint64_t failed[] = { 1, 2, 4, 5, 6, 7 };
+	for (unsigned i = 0; i < 4; i++) { /* the CQ holds 4: the rest overrun it */
+		cr_assert(reap(&c));
+		cr_assert_eq(c.wr_id, failed[i]);
+		cr_assert_eq(c.status, WC_TM_ERR);
+	}
+	cr_assert_not(reap(&c));
+	cr_assert(cq.overflowed, "completions past the CQ overrun it");
+	cr_assert_eq(out->nevents, 1);
+	cr_assert_eq(out->events[0].code, ASYNC_CQ_ERR);
+	cr_assert_eq(out->events[0].handle, 7);
+	cr_assert_eq(srq.tm_bad_ops, 1, "the unknown opcode is counted, not completed");
+	cr_assert_eq(st.n, 1, "only the ADD at index 1 went in");
+	cr_assert_eq(released[1], 0, "the refused second ADD at a live index is not released");
+	cr_assert_eq(released[3], 2, "an ADD refused for its SGEs releases its index");
+	cr_assert_eq(released[0] + released[2], 0);
+	/* a producer index far ahead: at most the ring's size is read, nothing outside it */
+	__atomic_store_n(&srq.tm_ops->prod, srq.tm_ops->cons + 1000, __ATOMIC_RELEASE);
+	cr_assert_eq(xport_srq_tm_poll(&srq, 1000, out), OPS);
+	/* budget */
+	__atomic_store_n(&srq.tm_ops->prod, srq.tm_ops->cons + 5, __ATOMIC_RELEASE);
+	cr_assert_eq(xport_srq_tm_poll(&srq, 2, out), 2);
+	/* not a TM SRQ: nothing read */
+	srq.tm = NULL;
+	cr_assert_eq(xport_srq_tm_poll(&srq, 16, out), 0);
+}
+
+Test(tm, a_list_with_client_chosen_indices_refuses_engine_handles)
+{
+	uint32_t h;
+	bool sync;
+
+	cr_assert_eq(xport_tm_add_at(&t, 3, 1, ~0ull, 1, NULL, 0, &sync), 0);
+	cr_assert_not(sync);
+	cr_assert_eq(xport_tm_add(&t, 1, ~0ull, 1, NULL, 0, &h, NULL), EINVAL,
+		     "by_index: no engine-chosen handles any more");
+	cr_assert_eq(xport_tm_add_at(&t, 3, 1, ~0ull, 1, NULL, 0, NULL), EEXIST);
+	cr_assert_eq(xport_tm_add_at(&t, 4, 1, ~0ull, 1, NULL, 0, NULL), EINVAL);
+	cr_assert_eq(xport_tm_del(&t, 3), 0);
+	cr_assert_eq(xport_tm_del(&t, 3), ENOENT);
+	cr_assert_eq(xport_tm_add_at(&t, 3, 1, ~0ull, 1, NULL, 0, NULL), 0, "the index is reusable");
+	cr_assert_eq(t.n, 1);
+}

@@ -173,6 +173,8 @@ static void daemon_start(void)
 	cfg.dp_ops = &fake_ops;
 	cfg.limits.max_dm_size = DM_SIZE; /* device memory: 4 allocations of the largest size */
 	cfg.limits.max_dm_bytes = 4 * DM_SIZE;
+	cfg.limits.max_tm_tags = 4; /* tag matching SRQs of at most 4 entries, 16 operations */
+	cfg.limits.max_tm_ops = 16;
 	ctl = ctl_create(&cfg);
 	cr_assert_not_null(ctl);
 	srv = ctl_server_create(ctl, sock);
@@ -2556,4 +2558,112 @@ Test(shim_verbs, tm_completions_give_their_tag_and_app_ctx)
 
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 	cr_assert_eq(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)), 0);
+}
+
+/* IBV_SRQT_TM: creation, and ibv_post_srq_ops filling the ops ring the SRQ's lcore consumes. */
+Test(shim_verbs, tm_srq_ops_go_to_the_ring_with_handles_from_the_free_entries)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_srq_init_attr_ex a = {
+		.attr = { .max_wr = 8, .max_sge = 2 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TM,
+		.srq_type = IBV_SRQT_TM, .pd = pd,
+		.tm_cap = { .max_num_tags = 4, .max_ops = 8 },
+	};
+	struct ibv_srq_init_attr basic = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_ops_wr op[6], *bad;
+	struct ibv_sge sge = { .addr = 0x1000, .length = 64, .lkey = 0x105 };
+	struct ibv_srq *srq, *plain;
+	uint32_t srqn, h[5];
+
+	cr_assert_not_null(cq);
+	errno = 0;
+	cr_assert_null(ibv_create_srq_ex(ctx, &a), "a TM SRQ needs a CQ");
+	cr_assert_eq(errno, EINVAL);
+	a.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+	a.cq = cq;
+	a.tm_cap.max_num_tags = 5;
+	errno = 0;
+	cr_assert_null(ibv_create_srq_ex(ctx, &a), "past the daemon's max_num_tags");
+	cr_assert_eq(errno, EINVAL);
+	a.tm_cap.max_num_tags = 4;
+	srq = ibv_create_srq_ex(ctx, &a);
+	cr_assert_not_null(srq, "errno %d", errno);
+	cr_assert_eq(ibv_get_srq_num(srq, &srqn), 0);
+	const struct ctl_srq_info *info = fake.srq[srqn % FAKE_MAX];
+	cr_assert_not_null(info);
+	cr_assert_eq(info->max_num_tags, 4);
+	cr_assert_eq(info->max_ops, 15);
+
+	/* four ADDs take the four entries; a fifth finds none (ENOMEM, as mlx5) */
+	memset(op, 0, sizeof(op));
+	for (int i = 0; i < 5; i++) {
+		op[i].wr_id = 100 + i;
+		op[i].next = i < 4 ? &op[i + 1] : NULL;
+		op[i].opcode = IBV_WR_TAG_ADD;
+		op[i].flags = IBV_OPS_SIGNALED;
+		op[i].tm.add.recv_wr_id = 200 + i;
+		op[i].tm.add.tag = 0xabc0 + i;
+		op[i].tm.add.mask = ~0ull;
+		op[i].tm.add.sg_list = &sge;
+		op[i].tm.add.num_sge = 1;
+	}
+	cr_assert_eq(ibv_post_srq_ops(srq, op, &bad), ENOMEM);
+	cr_assert_eq(bad, &op[4]);
+	for (int i = 0; i < 4; i++) {
+		h[i] = op[i].tm.handle;
+		cr_assert_lt(h[i], 4);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(h[i], h[j], "handles %d and %d", i, j);
+	}
+	/* the ring holds them as the engine reads them */
+	struct spsc_ring *ring = info->tm_ops.ring;
+	cr_assert_eq(spsc_ring_count(ring), 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		const struct tm_op_wqe *w = spsc_ring_cons_slot(ring, i);
+
+		cr_assert_eq(w->opcode, TM_OP_ADD);
+		cr_assert_eq(w->flags, TM_OP_SIGNALED);
+		cr_assert_eq(w->handle, h[i]);
+		cr_assert_eq(w->wr_id, 100 + i);
+		cr_assert_eq(w->recv_wr_id, 200 + i);
+		cr_assert_eq(w->tag, 0xabc0 + i);
+		cr_assert_eq(w->num_sge, 1);
+		cr_assert_eq(w->sg_list[0].addr, 0x1000);
+		cr_assert_eq(w->sg_list[0].lkey, 0x105);
+	}
+	spsc_ring_release(ring, 4);
+	/* the engine lets go of one entry: its index is handed out again */
+	__atomic_store_n(&info->tm_released[h[2]], 1, __ATOMIC_RELEASE);
+	op[4].next = NULL;
+	cr_assert_eq(ibv_post_srq_ops(srq, &op[4], &bad), 0);
+	cr_assert_eq(op[4].tm.handle, h[2]);
+	spsc_ring_release(ring, 1);
+	/* refused whole: a DEL past the list, an unknown opcode, too many SGEs */
+	op[0] = (struct ibv_ops_wr){ .opcode = IBV_WR_TAG_DEL, .tm.handle = 4 };
+	cr_assert_eq(ibv_post_srq_ops(srq, op, &bad), EINVAL);
+	cr_assert_eq(bad, &op[0]);
+	op[0] = (struct ibv_ops_wr){ .opcode = 7 };
+	cr_assert_eq(ibv_post_srq_ops(srq, op, &bad), EINVAL);
+	op[0] = (struct ibv_ops_wr){ .opcode = IBV_WR_TAG_ADD, .tm.add.num_sge = 3 };
+	cr_assert_eq(ibv_post_srq_ops(srq, op, &bad), EINVAL);
+	cr_assert_eq(spsc_ring_count(ring), 0);
+	/* max_ops operations outstanding, then ENOMEM; SYNC carries its count */
+	for (uint32_t i = 0; i < 15; i++) {
+		op[0] = (struct ibv_ops_wr){ .opcode = IBV_WR_TAG_SYNC, .flags = IBV_OPS_TM_SYNC,
+					     .tm.unexpected_cnt = i };
+		cr_assert_eq(ibv_post_srq_ops(srq, op, &bad), 0, "op %u", i);
+	}
+	cr_assert_eq(ibv_post_srq_ops(srq, op, &bad), ENOMEM);
+	const struct tm_op_wqe *w = spsc_ring_cons_slot(ring, 14);
+	cr_assert_eq(w->opcode, TM_OP_SYNC);
+	cr_assert_eq(w->flags, TM_OP_SYNC_CNT);
+	cr_assert_eq(w->unexpected_cnt, 14);
+	/* not a TM SRQ */
+	plain = ibv_create_srq(pd, &basic);
+	cr_assert_not_null(plain);
+	cr_assert_eq(ibv_post_srq_ops(plain, op, &bad), EINVAL);
+	cr_assert_eq(ibv_destroy_srq(plain), 0);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
