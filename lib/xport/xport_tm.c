@@ -32,20 +32,13 @@ xport_tm_fini(struct xport_tm *t)
 	memset(t, 0, sizeof(*t));
 }
 
-int
-xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
-	     const struct wr_sge *sg, uint32_t num_sge, uint32_t *handle, bool *sync_req)
+/* Fill entry @p i and append it to the list: matching goes in posting order. */
+static void
+tm_link(struct xport_tm *t, uint32_t i, uint64_t tag, uint64_t mask, uint64_t wr_id,
+	const struct wr_sge *sg, uint32_t num_sge)
 {
-	struct xport_tm_entry *e;
-	uint32_t i;
+	struct xport_tm_entry *e = &t->e[i];
 
-	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL) || t->by_index)
-		return EINVAL;
-	if (t->free == NONE)
-		return ENOSPC;
-	i = t->free;
-	e = &t->e[i];
-	t->free = e->next;
 	e->tag = tag;
 	e->mask = mask;
 	e->wr_id = wr_id;
@@ -61,6 +54,23 @@ xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
 		t->head = i;
 	t->tail = i;
 	t->n++;
+}
+
+int
+xport_tm_add(struct xport_tm *t, uint64_t tag, uint64_t mask, uint64_t wr_id,
+	     const struct wr_sge *sg, uint32_t num_sge, uint32_t *handle, bool *sync_req)
+{
+	struct xport_tm_entry *e;
+	uint32_t i;
+
+	if (num_sge > WQE_MAX_SGE || (num_sge > 0 && sg == NULL) || t->by_index)
+		return EINVAL;
+	if (t->free == NONE)
+		return ENOSPC;
+	i = t->free;
+	e = &t->e[i];
+	t->free = e->next;
+	tm_link(t, i, tag, mask, wr_id, sg, num_sge);
 	*handle = (uint32_t)e->gen << 16 | i;
 	if (sync_req != NULL)
 		*sync_req = !xport_tm_synced(t);
@@ -117,21 +127,7 @@ xport_tm_add_at(struct xport_tm *t, uint32_t index, uint64_t tag, uint64_t mask,
 		tm_release(t, index);
 		return EINVAL;
 	}
-	e->tag = tag;
-	e->mask = mask;
-	e->wr_id = wr_id;
-	e->num_sge = num_sge;
-	if (num_sge > 0)
-		memcpy(e->sg, sg, num_sge * sizeof(*sg));
-	e->live = true;
-	e->prev = t->tail;
-	e->next = NONE;
-	if (t->tail != NONE)
-		t->e[t->tail].next = index;
-	else
-		t->head = index;
-	t->tail = index;
-	t->n++;
+	tm_link(t, index, tag, mask, wr_id, sg, num_sge);
 	if (sync_req != NULL)
 		*sync_req = !xport_tm_synced(t);
 	return 0;
