@@ -24,6 +24,8 @@
 #     -a US    DCQCN's alpha period K (dcqcn_alpha_us) [1000]
 #     -f F     DCQCN's fast recovery stages F (dcqcn_f) [1]
 #     -e PCT   cc = delay: beta of the decrease (delay_beta_pct) [80]
+#     -m MTU   IP MTU of every link and daemon [1500: path MTU 1024]; 4200
+#              gives path MTU 4096 (af_packet frames of 4608 bytes)
 #
 # Needs root. Namespaces ecntb-s1..N, ecntb-r, ecntb-sw; veths ecntbh-*/ecntbw-*;
 # addresses 198.18.20.0/24 only. Wrap it in the lab lock as the lab suites:
@@ -33,12 +35,12 @@
 set -uo pipefail
 
 BUILD=build N=2 MBPS=100 SECS=10 OUT=/tmp/ecn-testbed KMIN=5000 KMAX=50000 BUF=250000 PMAX=100 CNP_US=50 LINE=
-DELAY_US=1500 BURST=4480 TIMER_US=4000 ALPHA_US=1000 F_STAGES=1 BETA=80
-while getopts "b:n:r:T:o:k:K:B:p:N:L:D:S:t:a:f:e:h" opt; do
+DELAY_US=1500 BURST=4480 TIMER_US=4000 ALPHA_US=1000 F_STAGES=1 BETA=80 MTU=1500
+while getopts "b:n:r:T:o:k:K:B:p:N:L:D:S:t:a:f:e:m:h" opt; do
 	case $opt in
 	b) BUILD=$OPTARG ;; n) N=$OPTARG ;; r) MBPS=$OPTARG ;; T) SECS=$OPTARG ;;
 	o) OUT=$OPTARG ;; k) KMIN=$OPTARG ;; K) KMAX=$OPTARG ;; B) BUF=$OPTARG ;; p) PMAX=$OPTARG ;; N) CNP_US=$OPTARG ;; L) LINE=$OPTARG ;;
-	D) DELAY_US=$OPTARG ;; S) BURST=$OPTARG ;;
+	D) DELAY_US=$OPTARG ;; S) BURST=$OPTARG ;; m) MTU=$OPTARG ;;
 	t) TIMER_US=$OPTARG ;; a) ALPHA_US=$OPTARG ;; f) F_STAGES=$OPTARG ;; e) BETA=$OPTARG ;;
 	h) sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) exit 2 ;;
@@ -88,7 +90,8 @@ net_up() {
 	for h in $(hosts); do
 		n=$P-$h
 		ip netns add "$n" || return 1
-		ip link add "${P}h-$h" netns "$n" type veth peer name "${P}w-$h" netns "$P-sw" || return 1
+		ip link add "${P}h-$h" netns "$n" mtu "$MTU" type veth peer name "${P}w-$h" netns "$P-sw" \
+			mtu "$MTU" || return 1
 		ip -n "$n" link set lo up
 		ip netns exec "$n" ethtool -K "${P}h-$h" tx off rx off gro off gso off tso off > /dev/null 2>&1
 		ip netns exec "$P-sw" ethtool -K "${P}w-$h" tx off rx off gro off gso off tso off > /dev/null 2>&1
@@ -121,8 +124,8 @@ max_qps = 64
 telemetry = no
 
 [port p0]
-devargs = net_af_packet0,iface=${P}h-$h,framecnt=2048
-mtu = 1500
+devargs = net_af_packet0,iface=${P}h-$h,framecnt=2048$([ "$MTU" -gt 1964 ] && echo ",framesz=4608,blocksz=36864")
+mtu = $MTU
 ipv4 = $(dip "$h")/24
 resolve = $resolve
 ecn = ect0
