@@ -143,6 +143,30 @@ count_engine(struct worker *w, struct qp_slot *slot, struct eqp *q)
 	}
 }
 
+/*
+ * Pass @p out's events to the control thread. @p q: the QP they came from
+ * (NULL: a TM SRQ's operations), whose QPN and cookie QP events carry.
+ */
+static void
+post_events(struct worker *w, const struct xport_out *out, const struct eqp *q)
+{
+	for (uint32_t i = 0; i < out->nevents; i++) {
+		const struct xport_event *x = &out->events[i];
+		bool qp_event = q != NULL &&
+				(x->type == XPORT_EV_QP_ERROR ||
+				 (x->type == XPORT_EV_ASYNC && x->code != ASYNC_CQ_ERR &&
+				  x->code != ASYNC_SRQ_ERR && x->code != ASYNC_SRQ_LIMIT_REACHED));
+		struct worker_event ev = {
+			.type = x->type, .code = x->code, .worker = (uint16_t)w->index,
+			.handle = x->handle,
+			.qpn = qp_event ? x->handle * w->n_workers + w->index : UINT32_MAX,
+			.cookie = qp_event ? q->cookie : 0,
+		};
+
+		worker_event_post(w, &ev);
+	}
+}
+
 /* Send the frames, run the timer actions, pass the events on; reset @p out. */
 static unsigned int
 flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
@@ -188,20 +212,7 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		else
 			timer_wheel_cancel(e->wheel, h);
 	}
-	for (uint32_t i = 0; i < out->nevents; i++) {
-		const struct xport_event *x = &out->events[i];
-		bool qp_event = x->type == XPORT_EV_QP_ERROR ||
-				(x->type == XPORT_EV_ASYNC && x->code != ASYNC_CQ_ERR &&
-				 x->code != ASYNC_SRQ_ERR && x->code != ASYNC_SRQ_LIMIT_REACHED);
-		struct worker_event ev = {
-			.type = x->type, .code = x->code, .worker = (uint16_t)w->index,
-			.handle = x->handle,
-			.qpn = qp_event ? x->handle * w->n_workers + w->index : UINT32_MAX,
-			.cookie = qp_event ? q->cookie : 0,
-		};
-
-		worker_event_post(w, &ev);
-	}
+	post_events(w, out, q);
 	count_engine(w, slot, q);
 	xport_out_reset(out);
 	return n;
@@ -341,15 +352,7 @@ poll_tm(struct worker *w, struct elcore *e, struct xport_srq *srq)
 	struct xport_out *out = &e->out;
 	uint32_t n = xport_srq_tm_poll(srq, ENGINE_TM_BUDGET, out);
 
-	for (uint32_t i = 0; i < out->nevents; i++) {
-		const struct xport_event *x = &out->events[i];
-		struct worker_event ev = {
-			.type = x->type, .code = x->code, .worker = (uint16_t)w->index,
-			.handle = x->handle, .qpn = UINT32_MAX,
-		};
-
-		worker_event_post(w, &ev);
-	}
+	post_events(w, out, NULL);
 	xport_out_reset(out);
 	return n;
 }
