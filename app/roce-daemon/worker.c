@@ -982,7 +982,7 @@ worker_ctl_answers(struct worker *w, struct ctl_msg *out, unsigned int n)
 uint64_t
 worker_idle_sleep_ns(struct worker *w, uint64_t now)
 {
-	uint64_t ns = w->sleep_ns != 0 ? w->sleep_ns : w->idle_sleep_ns;
+	uint64_t ns = w->sleep_ns; /* worker_create() sets it, work resets it */
 
 	if (w->engine->idle_ns != NULL) {
 		uint64_t t = w->engine->idle_ns(w, now);
