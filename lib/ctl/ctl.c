@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -459,24 +460,20 @@ static int ctl_peer_pidfd(int sock, pid_t pid)
 	return fd;
 }
 
-#define CTL_CAP_NET_RAW 13 /* linux/capability.h */
 
-/* Has process @p pid capability @p cap in its effective set (/proc/PID/status CapEff)? */
+/*
+ * Has process @p pid capability @p cap in its effective set? capget(2) of
+ * another process: one system call (reading /proc/PID/status CapEff was a
+ * third of a connect). pid 0 would name the daemon itself: refused.
+ */
 static bool ctl_proc_has_cap(pid_t pid, unsigned int cap)
 {
-	char path[64], line[256];
-	unsigned long long eff = 0;
-	bool found = false;
-	FILE *f;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = pid };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (f == NULL)
+	if (pid <= 0 || cap >= 32 * _LINUX_CAPABILITY_U32S_3 || syscall(SYS_capget, &h, d) != 0)
 		return false;
-	while (!found && fgets(line, sizeof(line), f) != NULL)
-		found = sscanf(line, "CapEff: %llx", &eff) == 1;
-	fclose(f);
-	return found && (eff >> cap & 1);
+	return d[cap / 32].effective >> (cap % 32) & 1;
 }
 
 /* Is group @p gid among the groups of process @p pid (/proc/PID/status Groups)? */
@@ -573,7 +570,7 @@ struct ctl_conn *ctl_conn_open(struct ctl *ctl, int sock)
 		c->uid = uid;
 		c->gid = gid;
 		c->pidfd = ctl_peer_pidfd(sock, c->pid);
-		c->cap_net_raw = c->pidfd >= 0 && ctl_proc_has_cap(c->pid, CTL_CAP_NET_RAW);
+		c->cap_net_raw = c->pidfd >= 0 && ctl_proc_has_cap(c->pid, CAP_NET_RAW);
 		return c;
 	}
 	errno = EMFILE;

@@ -9,7 +9,7 @@
  * so both need CAP_NET_RAW in the client, as Linux's uverbs create_qp and
  * create_flow require (capable(CAP_NET_RAW)): EPERM otherwise. The daemon
  * judges the capability on the peer's credentials at connect
- * (ctl_conn.cap_net_raw, /proc/PID/status CapEff), never on the client's word.
+ * (ctl_conn.cap_net_raw: capget(2) of its PID), never on the client's word.
  */
 #include <errno.h>
 #include <stdlib.h>
