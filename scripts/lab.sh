@@ -6,6 +6,9 @@
 #   scripts/lab.sh run a CMD [ARG...]  run CMD on host a (or b) with the verbs
 #                                      shim preloaded and the daemon's socket set
 #   scripts/lab.sh telemetry a CMD     query host a's daemon (/roce/port/stats,0)
+#   scripts/lab.sh wait-cm a [SECS]    wait (10 s or SECS) until host a's daemon
+#                                      holds an rdma_cm id: a listener started
+#                                      in the background is there (exit 1 if not)
 #   scripts/lab.sh stop a [SIG]        stop host a's daemon only with SIGTERM (or
 #                                      SIG: INT, TERM); prints "daemon a: exited RC
 #                                      after MS ms"; exit status: the daemon's
@@ -685,6 +688,19 @@ cmd_telemetry() {
 	echo "$2" | dpdk-telemetry.py -f "$(prefix "$1")"
 }
 
+# A server started in the background listens once its rdma_cm id exists; a
+# client that comes earlier is rejected (REJ 8, invalid service ID), as
+# loaded CI hosts showed after fixed sleeps of 0.5 and 0.7 s.
+cmd_wait_cm() {
+	[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: lab.sh wait-cm a|b [SECONDS]"
+	local end=$(($(date +%s) + ${2:-10}))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		cmd_telemetry "$1" /roce/cm 2> /dev/null | grep -qE '"rdma_cm_ids": [1-9]' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 case $CMD in
 up) cmd_up ;;
 down) cmd_down ;;
@@ -693,6 +709,7 @@ start) cmd_start "$@" ;;
 status) cmd_status ;;
 run) cmd_run "$@" ;;
 telemetry) cmd_telemetry "$@" ;;
+wait-cm) cmd_wait_cm "$@" ;;
 relay) cmd_relay "$@" ;;
 _watch) [ $# -eq 2 ] || die "usage: (internal) lab.sh -n NAME _watch PID START"; cmd_watch "$@" ;;
 *) usage >&2; exit 1 ;;

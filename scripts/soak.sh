@@ -207,14 +207,10 @@ rdmacm() {
 	local c
 	c=$(peer "$s")
 	run "$s" "${RCM[@]}" timeout 60 rping -s -a "$(dip "$s")" -p "$port" -C 20 -V > "$W/rping.srv" 2>&1 &
-	local sp=$! i end=$(($(date +%s) + 30))
-	# the server listens once its rdma_cm id exists: a client that comes earlier
-	# is rejected (REJ, invalid service ID), as a loaded CI host showed
-	# after a fixed 0.5 s; the earlier round's ids are gone (waited for below)
-	for ((i = 0; i < 300 && $(date +%s) < end; i++)); do
-		tel "$s" /roce/cm | grep -qE '"rdma_cm_ids": [1-9]' && break
-		sleep 0.1
-	done
+	local sp=$!
+	# a client that comes before the listener is rejected; the earlier
+	# round's ids are gone (waited for below)
+	$LAB wait-cm "$s" 30
 	run "$c" "${RCM[@]}" timeout 60 rping -c -a "$(dip "$s")" -p "$port" -C 20 -V
 	local rc=$?
 	wait $sp

@@ -125,11 +125,7 @@ fi
 # rping: rdma_cm (CM MADs on QP1) and its RC QP over the VLAN; -v: each ping is printed
 run a "${RCM[@]}" timeout 60 rping -s -a 198.18.0.11 -C 20 -v -V > "$W/rping.s" 2>&1 &
 sp=$!
-# the server listens once its rdma_cm id exists (a client that comes earlier is rejected)
-for ((i = 0; i < 100; i++)); do
-	tel a /roce/cm | grep -qE '"rdma_cm_ids": [1-9]' && break
-	sleep 0.1
-done
+$LAB -n $L wait-cm a 10 # a client that comes before the listener is rejected
 run b "${RCM[@]}" timeout 60 rping -c -a 198.18.0.11 -C 20 -v -V > "$W/rping.c" 2>&1
 rc=$?
 wait $sp
