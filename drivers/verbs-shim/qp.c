@@ -158,16 +158,11 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		free(qp);
 		return shim_null(rc);
 	}
-	qp->handle = rsp.u.rsp_CREATE_QP.handle;
+	shim_qp_init_common(qp, context, attr->qp_context, rsp.u.rsp_CREATE_QP.handle,
+			    rsp.u.rsp_CREATE_QP.qpn, attr->qp_type);
 	qp->sq_sig_all = attr->sq_sig_all != 0;
 	ipc_cap_to_ibv(&rsp.u.rsp_CREATE_QP.cap, &qp->cap);
 	attr->cap = qp->cap; /* report what the QP really holds, as providers do */
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_mutex_init(&qp->qp.mutex, NULL);
-	pthread_cond_init(&qp->qp.cond, NULL);
-	qp->qp.context = context;
-	qp->qp.qp_context = attr->qp_context;
 	qp->qp.pd = tgt ? NULL : attr->pd;
 	qp->qp.send_cq = tgt ? NULL : attr->send_cq;
 	qp->qp.recv_cq = xrc ? NULL : attr->recv_cq;
@@ -176,10 +171,6 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		qp->xrcd = attr->xrcd;
 		qp->comp_mask |= 1u << 0; /* VERBS_QP_XRCD */
 	}
-	qp->qp.handle = qp->handle;
-	qp->qp.qp_num = rsp.u.rsp_CREATE_QP.qpn;
-	qp->qp.state = IBV_QPS_RESET;
-	qp->qp.qp_type = attr->qp_type;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qp->has_qpx = true;
 		qp->comp_mask |= 1u << 1; /* VERBS_QP_EX */
@@ -189,6 +180,22 @@ struct ibv_qp *shim_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	if (qp->qp.qp_type == IBV_QPT_UD)
 		shim_ud_add(qp);
 	return &qp->qp;
+}
+
+void shim_qp_init_common(struct shim_qp *qp, struct ibv_context *context, void *qp_context,
+			 uint32_t handle, uint32_t qpn, enum ibv_qp_type type)
+{
+	qp->handle = handle;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&qp->qp.mutex, NULL);
+	pthread_cond_init(&qp->qp.cond, NULL);
+	qp->qp.context = context;
+	qp->qp.qp_context = qp_context;
+	qp->qp.handle = handle;
+	qp->qp.qp_num = qpn;
+	qp->qp.state = IBV_QPS_RESET;
+	qp->qp.qp_type = type;
 }
 
 SHIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)

@@ -315,6 +315,13 @@ static inline struct shim_qp *shim_qp(struct ibv_qp *q) { return (struct shim_qp
 int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void shim_qp_ex_init(struct shim_qp *qp, uint64_t send_ops_flags);
+/**
+ * shim_qp_init_common() - what every kind of QP (ordinary, XRC, RSS) sets
+ * alike once the daemon created it: its handle and number, its locks, the
+ * ibv_qp's context, @p qp_context and @p type, state RESET.
+ */
+void shim_qp_init_common(struct shim_qp *qp, struct ibv_context *context, void *qp_context,
+			 uint32_t handle, uint32_t qpn, enum ibv_qp_type type);
 int shim_check_send_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 bool shim_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op);
 int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,

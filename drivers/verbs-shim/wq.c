@@ -253,20 +253,11 @@ struct ibv_qp *shim_create_rss_qp(struct ibv_context *context, struct ibv_qp_ini
 		free(qp);
 		return shim_null(rc);
 	}
-	qp->handle = rsp.u.rsp_CREATE_RSS_QP.handle;
+	shim_qp_init_common(qp, context, attr->qp_context, rsp.u.rsp_CREATE_RSS_QP.handle,
+			    rsp.u.rsp_CREATE_RSS_QP.num, IBV_QPT_RAW_PACKET);
 	qp->rss_table = t;
 	__atomic_add_fetch(&t->qps, 1, __ATOMIC_ACQ_REL);
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_mutex_init(&qp->qp.mutex, NULL);
-	pthread_cond_init(&qp->qp.cond, NULL);
-	qp->qp.context = context;
-	qp->qp.qp_context = attr->qp_context;
 	qp->qp.pd = attr->pd;
-	qp->qp.handle = qp->handle;
-	qp->qp.qp_num = rsp.u.rsp_CREATE_RSS_QP.num;
-	qp->qp.state = IBV_QPS_RESET;
-	qp->qp.qp_type = IBV_QPT_RAW_PACKET;
 	memset(&attr->cap, 0, sizeof(attr->cap)); /* no queue of its own */
 	shim_live_add(context, &qp->qp);
 	return &qp->qp;
