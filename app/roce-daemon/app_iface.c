@@ -440,6 +440,8 @@ app_iface_create(struct daemon *d, char *err, size_t errlen)
 	}
 	make_parent_dir(cd->socket_path);
 	ai->srv = ctl_server_create(ai->ctl, cd->socket_path);
+	if (ai->srv != NULL)
+		ctl_server_watch(ai->srv, d->wake.fd); /* workers end its wait (control.c) */
 	if (ai->srv == NULL) {
 		snprintf(err, errlen, "[daemon] socket = %s: %s", cd->socket_path, strerror(errno));
 		ctl_destroy(ai->ctl);

@@ -117,6 +117,26 @@ control_poll(struct daemon *d, uint64_t now)
 	return work;
 }
 
+bool
+control_may_sleep(struct daemon *d)
+{
+	if (d->wake.fd < 0)
+		return true;
+	__atomic_store_n(&d->wake.sleeping, 1, __ATOMIC_RELAXED);
+	/* sleeping, then the loads of the rings: pairs with worker_wake_control() */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (unsigned int i = 0; i < d->n_workers; i++) {
+		const struct worker *w = d->worker[i];
+
+		if (w != NULL && (rte_ring_count(w->events) || rte_ring_count(w->slow_out) ||
+				  rte_ring_count(w->neigh_req) || rte_ring_count(w->ctl_out))) {
+			__atomic_store_n(&d->wake.sleeping, 0, __ATOMIC_RELAXED);
+			return false;
+		}
+	}
+	return true;
+}
+
 void
 control_run(struct daemon *d)
 {
@@ -124,10 +144,18 @@ control_run(struct daemon *d)
 		unsigned int work = control_poll(d, rte_get_tsc_cycles());
 
 		for (unsigned int h = 0; h < d->n_hooks; h++) {
-			/* The first hook may block (poll(2)) for one period when idle. */
+			/*
+			 * The first hook may block (poll(2)) for one period when idle;
+			 * a worker that passes something on ends it (d->wake).
+			 */
 			int t = (work == 0 && h == 0) ? (int)(d->control_sleep_us / 1000u) + 1 : 0;
-			int rc = d->hook[h].fn(d->hook[h].arg, t);
+			int rc;
 
+			if (t > 0 && !control_may_sleep(d))
+				t = 0;
+			rc = d->hook[h].fn(d->hook[h].arg, t);
+			if (t > 0)
+				__atomic_store_n(&d->wake.sleeping, 0, __ATOMIC_RELAXED);
 			if (rc > 0)
 				work += (unsigned int)rc;
 		}

@@ -9,6 +9,7 @@
 #ifndef ROCE_DAEMON_CONTROL_H
 #define ROCE_DAEMON_CONTROL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct daemon;
@@ -18,6 +19,13 @@ struct daemon;
  * capture writing. @return units of work done
  */
 unsigned int control_poll(struct daemon *d, uint64_t now_tsc);
+
+/**
+ * About to block: store d->wake.sleeping, then look at the workers' rings
+ * (daemon_state.h struct control_wake). @return false (and sleeping
+ * cleared) if one holds something: do not block.
+ */
+bool control_may_sleep(struct daemon *d);
 
 /** Control loop: control_poll() and the hooks until d->stop. */
 void control_run(struct daemon *d);

@@ -103,6 +103,8 @@
 	  "idle = sleep backoffs that yielded instead: within idle_yield_us of work") \
 	X(IDLE_YIELDS_SLOW, "idle_yields_slow", CTR_S_LCORE, \
 	  "yields that returned late (a spinning thread shares the CPU): sleep for a while") \
+	X(CONTROL_WAKES, "control_wakes", CTR_S_LCORE, \
+	  "times this lcore woke the control thread for what it passed on (events, answers, frames)") \
 	X(STALLS, "stalls", CTR_S_LCORE, \
 	  "loop iterations over 10 ms (plus the idle sleep) apart: the lcore was descheduled or blocked") \
 	X(STALLS_LONG, "stalls_long", CTR_S_LCORE, \

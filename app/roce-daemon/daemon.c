@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_launch.h>
@@ -28,6 +30,7 @@ daemon_init(struct daemon *d, const struct config *cfg, const struct engine_ops 
 		d->port_index[i] = DAEMON_NO_PORT;
 	atomic_init(&d->stop, false);
 	d->control_sleep_us = 200;
+	d->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: the period bounds the wait */
 	d->link_sock = -1;
 }
 
@@ -174,4 +177,7 @@ daemon_shutdown(struct daemon *d)
 		port_close(&d->port[i]);
 	d->n_ports = 0;
 	neigh_table_free(&d->neigh);
+	if (d->wake.fd >= 0)
+		close(d->wake.fd);
+	d->wake.fd = -1;
 }

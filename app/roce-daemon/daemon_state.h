@@ -54,6 +54,23 @@ struct control_hook {
 #define DAEMON_NO_PORT UINT16_MAX
 
 /** The daemon. One per process. */
+/**
+ * Waking the control thread early (control.c control_may_sleep(), worker.c
+ * worker_wake_control()). Before it blocks in poll(2) for up to a period,
+ * the control thread stores @c sleeping = 1 and looks at the workers'
+ * control-bound rings once more (events, slow-path frames, neighbour
+ * requests, control answers). A worker that put something on one of them
+ * in a loop iteration then loads @c sleeping; if set, the first such worker
+ * clears it and writes @c fd, an eventfd in the control server's poll set.
+ * Each side stores, then a seq_cst fence, then loads (the Dekker pattern):
+ * one of them sees the other, so no wake-up is lost; at worst the control
+ * thread polls once for nothing.
+ */
+struct control_wake {
+	int fd;            /**< eventfd (non-blocking), or -1: the period bounds every wait */
+	uint32_t sleeping; /**< 1 while the control thread may block; written by both sides */
+};
+
 struct daemon {
 	struct config cfg;
 	struct port port[CONFIG_MAX_PORTS];
@@ -82,6 +99,7 @@ struct daemon {
 	struct control_hook hook[DAEMON_MAX_HOOKS];
 	unsigned int n_hooks;
 	unsigned int control_sleep_us;          /**< control loop period when nothing is hooked */
+	struct control_wake wake;               /**< workers end the control thread's wait */
 	uint64_t next_neigh_timer;              /**< control thread: next neighbour timer run (TSC) */
 	/** Control thread: QP1 MADs in and out (gsi.h); NULL: QP1 frames are dropped there. */
 	struct gsi *gsi;

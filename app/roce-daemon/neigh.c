@@ -568,6 +568,7 @@ neigh_resolve(struct daemon *d, int worker_idx, uint16_t port_idx, const uint8_t
 	memcpy(req.ip, nh, 16);
 	ctr_add(&w->port_ctr[port_idx].v[CTR_NEIGH_MISS], 1);
 	ctr_add(&w->ctr.v[CTR_NEIGH_MISS], 1);
-	(void)rte_ring_sp_enqueue_elem(w->neigh_req, &req, sizeof(req));
+	if (rte_ring_sp_enqueue_elem(w->neigh_req, &req, sizeof(req)) == 0)
+		w->wake_control = true;
 	return r.state == NEIGH_FAILED ? -EHOSTUNREACH : -EAGAIN;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
@@ -762,6 +763,8 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 	if (n_slow > 0) {
 		unsigned int q = rte_ring_sp_enqueue_burst(w->slow_out, (void **)slow, n_slow, NULL);
 
+		w->wake_control |= q > 0;
+
 		for (unsigned int i = q; i < n_slow; i++)
 			count_pl(w, daemon_port_index(d, slow[i]->port), CTR_SLOWPATH_DROPS);
 		rte_pktmbuf_free_bulk(&slow[q], n_slow - q);
@@ -891,8 +894,10 @@ void
 worker_event_post(struct worker *w, const struct worker_event *ev)
 {
 	if (w->ev_spill_n == 0 &&
-	    rte_ring_sp_enqueue_elem(w->events, (void *)(uintptr_t)ev, sizeof(*ev)) == 0)
+	    rte_ring_sp_enqueue_elem(w->events, (void *)(uintptr_t)ev, sizeof(*ev)) == 0) {
+		w->wake_control = true;
 		return;
+	}
 	if (event_spill_has(w, ev)) {
 		__atomic_store_n(&w->events_coalesced, w->events_coalesced + 1, __ATOMIC_RELAXED);
 		return;
@@ -913,6 +918,7 @@ event_spill_flush(struct worker *w)
 
 	memmove(w->ev_spill, w->ev_spill + k, (w->ev_spill_n - k) * sizeof(w->ev_spill[0]));
 	w->ev_spill_n -= k;
+	w->wake_control |= k > 0;
 }
 
 static unsigned int
@@ -934,6 +940,7 @@ control_receive(struct worker *w)
 
 		memmove(w->ctl_ans, w->ctl_ans + k, (w->ctl_ans_n - k) * sizeof(w->ctl_ans[0]));
 		w->ctl_ans_n -= k;
+		w->wake_control |= k > 0;
 	}
 	if (w->ev_spill_n > 0)
 		event_spill_flush(w);
@@ -947,6 +954,7 @@ control_receive(struct worker *w)
 
 		memcpy(w->ctl_ans, msg + k, (n - k) * sizeof(msg[0]));
 		w->ctl_ans_n = n - k;
+		w->wake_control |= k > 0;
 	}
 	if (w->ctl_tx != NULL) {
 		ntx = rte_ring_sc_dequeue_burst(w->ctl_tx, (void **)tx, w->burst, NULL);
@@ -978,6 +986,22 @@ worker_ctl_answers(struct worker *w, struct ctl_msg *out, unsigned int n)
 }
 
 /* ---- the loop ---- */
+
+void
+worker_wake_control(struct worker *w)
+{
+	struct control_wake *k = &w->d->wake;
+	uint64_t one = 1;
+
+	w->wake_control = false;
+	/* our ring stores, then the load of sleeping: pairs with control_may_sleep() */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (k->fd < 0 || __atomic_load_n(&k->sleeping, __ATOMIC_RELAXED) == 0 ||
+	    __atomic_exchange_n(&k->sleeping, 0, __ATOMIC_RELAXED) == 0)
+		return; /* awake, or another worker woke it */
+	if (write(k->fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+		ctr_add(&w->ctr.v[CTR_CONTROL_WAKES], 1);
+}
 
 uint64_t
 worker_idle_sleep_ns(struct worker *w, uint64_t now)
@@ -1086,6 +1110,8 @@ worker_poll(struct worker *w, uint64_t now)
 		worker_tx_flush(w);
 		w->tx_deadline = now;
 	}
+	if (w->wake_control)
+		worker_wake_control(w);
 	if (work == 0 && w->loop_n == 0) {
 		if (w->idle != CONFIG_IDLE_NONE && ++w->empty_polls > w->idle_polls)
 			idle_backoff(w, now);

@@ -205,6 +205,7 @@ struct worker {
 	} txcb[CONFIG_MAX_PORTS];       /**< context of the TX-drop callback */
 	uint64_t tx_deadline;
 	uint32_t empty_polls;
+	bool wake_control;              /**< this iteration passed something to the control thread */
 	uint32_t sleep_ns;              /**< the next idle sleep: doubles per sleep, reset by work */
 	uint64_t idle_yield_tsc;        /**< idle = sleep: yield this long after the last work */
 	uint64_t last_work_tsc;         /**< `now` of the last poll that found work */
@@ -332,6 +333,13 @@ unsigned int worker_poll(struct worker *w, uint64_t now_tsc);
  * a paravirtualised guest pays dearly (doc/architecture.md "Idle").
  */
 uint64_t worker_idle_sleep_ns(struct worker *w, uint64_t now_tsc);
+
+/**
+ * End the control thread's wait if it may be blocking (daemon_state.h
+ * struct control_wake): called by worker_poll() after an iteration that
+ * put something on a ring the control thread reads. Clears wake_control.
+ */
+void worker_wake_control(struct worker *w);
 
 /** Send everything buffered now. */
 void worker_tx_flush(struct worker *w);

@@ -637,6 +637,12 @@ struct ctl_server *ctl_server_create(struct ctl *ctl, const char *path);
  * requests, disconnects (teardown). @return events handled, or -errno.
  */
 int ctl_server_poll(struct ctl_server *srv, int timeout_ms);
+/**
+ * Also end ctl_server_poll()'s wait when @p fd (an eventfd, non-blocking)
+ * becomes readable; it is read (reset) there and counts as one event.
+ * -1: none (the default). The caller keeps and closes @p fd.
+ */
+void ctl_server_watch(struct ctl_server *srv, int fd);
 /** Number of open client connections. */
 uint32_t ctl_server_nconns(const struct ctl_server *srv);
 /** Close every connection and the listening socket, unlink the path. */

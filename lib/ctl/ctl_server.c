@@ -37,7 +37,8 @@ struct ctl_server {
 	uint32_t max;
 	uint32_t n;
 	struct ctl_server_conn *conns;
-	struct pollfd *pfds;
+	struct pollfd *pfds;         /**< the listener, max connections, the watched fd */
+	int watch_fd;                /**< ctl_server_watch(), or -1 */
 };
 
 struct ctl_server *ctl_server_create(struct ctl *ctl, const char *path)
@@ -50,7 +51,8 @@ struct ctl_server *ctl_server_create(struct ctl *ctl, const char *path)
 	srv->ctl = ctl;
 	srv->max = ctl->cfg.limits.max_conns;
 	srv->conns = calloc(srv->max, sizeof(*srv->conns));
-	srv->pfds = calloc(srv->max + 1, sizeof(*srv->pfds));
+	srv->pfds = calloc(srv->max + 2, sizeof(*srv->pfds));
+	srv->watch_fd = -1;
 	if (srv->conns == NULL || srv->pfds == NULL || strlen(path) >= sizeof(srv->path)) {
 		int e = srv->conns && srv->pfds ? ENAMETOOLONG : ENOMEM;
 
@@ -230,9 +232,16 @@ int ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 
 		srv->pfds[i + 1] = (struct pollfd){ .fd = srv->conns[i].fd, .events = ev };
 	}
-	n = poll(srv->pfds, nc + 1, handled ? 0 : timeout_ms);
+	srv->pfds[nc + 1] = (struct pollfd){ .fd = srv->watch_fd, .events = POLLIN };
+	n = poll(srv->pfds, nc + 2, handled ? 0 : timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? handled : -errno;
+	if (srv->pfds[nc + 1].revents & POLLIN) {
+		uint64_t v;
+
+		handled++;
+		(void)!read(srv->watch_fd, &v, sizeof(v)); /* an eventfd: reading resets it */
+	}
 	/* Walk backwards: dropping swaps the last connection into the hole. */
 	for (uint32_t i = nc; i-- > 0;) {
 		short re = srv->pfds[i + 1].revents;
@@ -254,6 +263,11 @@ int ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 		ctl_server_accept(srv);
 	}
 	return handled;
+}
+
+void ctl_server_watch(struct ctl_server *srv, int fd)
+{
+	srv->watch_fd = fd;
 }
 
 uint32_t ctl_server_nconns(const struct ctl_server *srv)

@@ -819,6 +819,40 @@ static void serve_until(struct ctl_server *srv, uint32_t nconns)
 	cr_assert_eq(ctl_server_nconns(srv), nconns);
 }
 
+/*
+ * A watched eventfd ends the server's wait (the daemon's workers wake the
+ * control thread so): poll returns at once, counts it, and resets it.
+ */
+Test(ctl, a_watched_eventfd_ends_the_servers_wait_and_is_reset)
+{
+	char dir[] = "/tmp/ctl-test-XXXXXX", path[64];
+	struct ctl_server *srv;
+	struct timespec t0, t1;
+	uint64_t one = 1, v;
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	cr_assert_geq(efd, 0);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/roce.sock", dir);
+	srv = ctl_server_create(ctl, path);
+	cr_assert_not_null(srv);
+	ctl_server_watch(srv, efd);
+	cr_assert_eq(ctl_server_poll(srv, 0), 0, "nothing to do");
+	cr_assert_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(ctl_server_poll(srv, 60000), 1, "the eventfd is one event");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, 30, "it did not wait the minute out");
+	cr_assert_eq(read(efd, &v, sizeof(v)), -1, "the server reset it");
+	cr_assert_eq(errno, EAGAIN);
+	ctl_server_watch(srv, -1);
+	cr_assert_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	cr_assert_eq(ctl_server_poll(srv, 0), 0, "no longer watched");
+	ctl_server_destroy(srv);
+	close(efd);
+	rmdir(dir);
+}
+
 Test(ctl, server_drops_a_client_that_breaks_framing)
 {
 	char dir[] = "/tmp/ctl-test-XXXXXX", path[64];

@@ -916,6 +916,58 @@ Test(dataplane, idle_sleeps_double_up_to_their_cap_and_work_starts_them_over)
 	cr_expect_eq(worker_idle_sleep_ns(w, rte_rdtsc()), 20 * us, "work starts the sleeps over");
 }
 
+/* Is the control thread's wake eventfd set? Reads (resets) it. */
+static bool
+control_woken(void)
+{
+	uint64_t v;
+
+	return read(d.wake.fd, &v, sizeof(v)) == (ssize_t)sizeof(v);
+}
+
+/*
+ * A worker that passes something to the control thread (here a control
+ * answer and an engine event) while it may be blocking ends its wait:
+ * once, and only then (daemon_state.h struct control_wake).
+ */
+Test(dataplane, a_worker_wakes_a_sleeping_control_thread_once_for_what_it_passes_on)
+{
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+	struct ctl_msg m = { .type = CTL_MSG_PING, .op = 4 }, a;
+	struct worker_event ev = { .type = 1, .handle = 7, .qpn = UINT32_MAX };
+	struct worker_event got;
+
+	cr_assert_geq(d.wake.fd, 0, "daemon_init made the eventfd");
+	/* awake: an answer wakes nobody */
+	cr_assert_eq(worker_ctl_send(w, &m), 0);
+	cr_assert_gt(worker_poll(w, rte_rdtsc()), 0);
+	cr_expect_not(control_woken());
+	cr_expect_eq(w->ctr.v[CTR_CONTROL_WAKES], 0u);
+	cr_expect_not(control_may_sleep(&d), "an answer waits: no sleeping");
+	cr_expect_eq(d.wake.sleeping, 0u);
+	cr_assert_eq(worker_ctl_answers(w, &a, 1), 1);
+	/* may sleep: the next answer wakes it, once */
+	cr_assert(control_may_sleep(&d));
+	cr_expect_eq(d.wake.sleeping, 1u);
+	cr_assert_eq(worker_ctl_send(w, &m), 0);
+	cr_assert_gt(worker_poll(w, rte_rdtsc()), 0);
+	cr_expect(control_woken(), "the answer ended the wait");
+	cr_expect_eq(d.wake.sleeping, 0u, "and cleared sleeping");
+	cr_expect_eq(w->ctr.v[CTR_CONTROL_WAKES], 1u);
+	cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
+	cr_expect_not(control_woken(), "nothing new: no second write");
+	cr_assert_eq(worker_ctl_answers(w, &a, 1), 1);
+	/* an engine event too */
+	cr_assert(control_may_sleep(&d));
+	worker_event_post(w, &ev);
+	worker_poll(w, rte_rdtsc());
+	cr_expect(control_woken(), "the event ended the wait");
+	cr_expect_eq(w->ctr.v[CTR_CONTROL_WAKES], 2u);
+	cr_assert_eq(rte_ring_sc_dequeue_elem(w->events, &got, sizeof(got)), 0);
+	cr_expect(control_may_sleep(&d), "all taken: it may sleep again");
+}
+
 static uint64_t fake_idle_ns;
 
 static uint64_t
