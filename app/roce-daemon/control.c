@@ -129,7 +129,8 @@ control_may_sleep(struct daemon *d)
 		const struct worker *w = d->worker[i];
 
 		if (w != NULL && (rte_ring_count(w->events) || rte_ring_count(w->slow_out) ||
-				  rte_ring_count(w->neigh_req) || rte_ring_count(w->ctl_out))) {
+				  rte_ring_count(w->neigh_req) || rte_ring_count(w->ctl_out) ||
+				  (w->capture != NULL && rte_ring_count(w->capture)))) {
 			__atomic_store_n(&d->wake.sleeping, 0, __ATOMIC_RELAXED);
 			return false;
 		}
@@ -137,18 +138,35 @@ control_may_sleep(struct daemon *d)
 	return true;
 }
 
+unsigned int
+control_next_wait_ms(struct daemon *d, unsigned int work)
+{
+	unsigned int base = d->control_sleep_us / 1000u + 1u;
+
+	if (work > 0 || d->control_wait_ms < base)
+		d->control_wait_ms = base;
+	else
+		d->control_wait_ms = d->control_wait_ms * 2u > CONTROL_WAIT_MAX_MS
+					     ? (base > CONTROL_WAIT_MAX_MS ? base : CONTROL_WAIT_MAX_MS)
+					     : d->control_wait_ms * 2u;
+	return d->control_wait_ms;
+}
+
 void
 control_run(struct daemon *d)
 {
+	unsigned int wait_ms = control_next_wait_ms(d, 1);
+
 	while (!daemon_stopping(d)) {
 		unsigned int work = control_poll(d, rte_get_tsc_cycles());
 
 		for (unsigned int h = 0; h < d->n_hooks; h++) {
 			/*
-			 * The first hook may block (poll(2)) for one period when idle;
-			 * a worker that passes something on ends it (d->wake).
+			 * The first hook may block (poll(2)) when idle, up to a wait that
+			 * grows while nothing happens; a worker that passes something on
+			 * ends it (d->wake), as does a client's request.
 			 */
-			int t = (work == 0 && h == 0) ? (int)(d->control_sleep_us / 1000u) + 1 : 0;
+			int t = (work == 0 && h == 0) ? (int)wait_ms : 0;
 			int rc;
 
 			if (t > 0 && !control_may_sleep(d))
@@ -164,5 +182,6 @@ control_run(struct daemon *d)
 
 			nanosleep(&ts, NULL);
 		}
+		wait_ms = control_next_wait_ms(d, work);
 	}
 }

@@ -27,6 +27,19 @@ unsigned int control_poll(struct daemon *d, uint64_t now_tsc);
  */
 bool control_may_sleep(struct daemon *d);
 
+/** Longest idle wait of the control thread (ms): its timers' resolution when idle. */
+#define CONTROL_WAIT_MAX_MS 8u
+
+/**
+ * The control thread's wait after an iteration that did @p work: about
+ * control_sleep_us after work, doubled by each idle iteration up to
+ * CONTROL_WAIT_MAX_MS. Whatever comes from outside ends a wait early (a
+ * client's request, a worker's wake), so the longer waits only coarsen the
+ * control thread's own timers (neighbours, CM MAD retries, link polling).
+ * @return the wait in ms (also kept in d->control_wait_ms)
+ */
+unsigned int control_next_wait_ms(struct daemon *d, unsigned int work);
+
 /** Control loop: control_poll() and the hooks until d->stop. */
 void control_run(struct daemon *d);
 

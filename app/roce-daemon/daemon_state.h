@@ -59,7 +59,7 @@ struct control_hook {
  * worker_wake_control()). Before it blocks in poll(2) for up to a period,
  * the control thread stores @c sleeping = 1 and looks at the workers'
  * control-bound rings once more (events, slow-path frames, neighbour
- * requests, control answers). A worker that put something on one of them
+ * requests, control answers, captured frames). A worker that put something on one of them
  * in a loop iteration then loads @c sleeping; if set, the first such worker
  * clears it and writes @c fd, an eventfd in the control server's poll set.
  * Each side stores, then a seq_cst fence, then loads (the Dekker pattern):
@@ -100,6 +100,7 @@ struct daemon {
 	unsigned int n_hooks;
 	unsigned int control_sleep_us;          /**< control loop period when nothing is hooked */
 	struct control_wake wake;               /**< workers end the control thread's wait */
+	unsigned int control_wait_ms;           /**< the control thread's next idle wait (control.c) */
 	uint64_t next_neigh_timer;              /**< control thread: next neighbour timer run (TSC) */
 	/** Control thread: QP1 MADs in and out (gsi.h); NULL: QP1 frames are dropped there. */
 	struct gsi *gsi;

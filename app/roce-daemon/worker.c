@@ -58,7 +58,9 @@ capture_frame(struct worker *w, uint16_t port_idx, const struct rte_mbuf *m, boo
 	if (copy == NULL || rte_ring_sp_enqueue(w->capture, copy) != 0) {
 		rte_pktmbuf_free(copy);
 		ctr_add(&w->ctr.v[CTR_CAPTURE_DROPS], 1);
+		return;
 	}
+	w->wake_control = true; /* the control thread writes the file */
 }
 
 /*

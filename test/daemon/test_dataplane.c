@@ -968,6 +968,22 @@ Test(dataplane, a_worker_wakes_a_sleeping_control_thread_once_for_what_it_passes
 	cr_expect(control_may_sleep(&d), "all taken: it may sleep again");
 }
 
+/* The control thread's idle wait doubles up to its cap; any work starts it over. */
+Test(dataplane, the_control_threads_idle_wait_grows_and_work_starts_it_over)
+{
+	setup(1, "0");
+	static const unsigned int want[] = { 2, 4, 8, CONTROL_WAIT_MAX_MS, CONTROL_WAIT_MAX_MS };
+
+	cr_assert_eq(d.control_sleep_us, 200u);
+	cr_expect_eq(control_next_wait_ms(&d, 1), 1u, "after work: the period");
+	for (unsigned int i = 0; i < RTE_DIM(want); i++)
+		cr_expect_eq(control_next_wait_ms(&d, 0), want[i], "idle %u", i);
+	cr_expect_eq(control_next_wait_ms(&d, 3), 1u, "work starts it over");
+	d.control_sleep_us = 20000; /* a period above the cap stays the period */
+	cr_expect_eq(control_next_wait_ms(&d, 1), 21u);
+	cr_expect_eq(control_next_wait_ms(&d, 0), 21u);
+}
+
 static uint64_t fake_idle_ns;
 
 static uint64_t
