@@ -11,6 +11,7 @@
 #include <rte_cycles.h>
 
 #include "ai_op.h"
+#include "bell.h"
 #include "daemon.h"
 #include "engine_xport.h"
 #include "queue.h"
@@ -57,6 +58,14 @@ cq_move(struct ai_cq *c, const struct ctl_cq_info *to, const struct ctl_cq_info 
 	c->x.ring = n;
 	c->x.size = nsz;
 	c->x.arm = &to->ctrl->arm;
+	/* bells rung before the move (the shim rings the new block from now on) */
+	for (uint64_t sum = shm_bells_take_summary(&from->ctrl->bells); sum != 0; sum &= sum - 1) {
+		uint32_t i = (uint32_t)__builtin_ctzll(sum);
+
+		for (uint64_t b = shm_bells_take_word(&from->ctrl->bells, i); b != 0; b &= b - 1)
+			shm_bell_ring(&to->ctrl->bells, i * 64 + (uint32_t)__builtin_ctzll(b));
+	}
+	c->x.bells = &to->ctrl->bells;
 	c->x.cons_cache = 0;
 	c->x.overflowed = false;
 	return 0;
@@ -352,6 +361,7 @@ ai_cq_bind(struct ai_cq *c, uint32_t lcore)
 	c->nqps = 1;
 	c->x = (struct xport_cq){
 		.ring = c->info->ring.ring, .size = c->info->ring.entries, .arm = &c->info->ctrl->arm,
+		.bells = &c->info->ctrl->bells,
 		.handle = ai_handle(c->gen, c->info->cqn),
 	};
 	return 0;

@@ -117,6 +117,9 @@ static const struct config_key daemon_keys[] = {
 	    "idle = sleep: yield instead of sleeping until this long after the last work"),
 	U32("idle_yield_slow_us", D_FIELD(idle_yield_slow_us), 0, 1000000, "1000",
 	    "a yield that returns this late turns yielding off for 100 ms; 0: never"),
+	U32("idle_scan_us", D_FIELD(idle_scan_us), 0, 3600000000u, "100000",
+	    "how often the workers sweep their idle QPs' send queues for posts that rang no "
+	    "doorbell (a client writing its rings by hand); 0: every loop"),
 	U32("idle_timer_slack_ns", D_FIELD(idle_timer_slack_ns), 1, 50000000, "1000",
 	    "workers' timer slack (PR_SET_TIMERSLACK): how late an idle sleep may end"),
 	U32("tx_flush_us", D_FIELD(tx_flush_us), 1, 10000, "20",

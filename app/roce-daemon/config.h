@@ -127,6 +127,7 @@ struct config_daemon {
 	uint32_t idle_timer_slack_ns;
 	uint32_t idle_yield_us;
 	uint32_t idle_yield_slow_us;
+	uint32_t idle_scan_us;            /**< sweep of the idle QPs' SQs (engine_xport.c); 0: every loop */
 	uint32_t tx_flush_us;             /**< TX buffer drain deadline */
 	uint32_t burst;                   /**< RX/TX burst size */
 	uint32_t handoff_ring;            /**< slots per worker-to-worker ring */

@@ -109,7 +109,12 @@
 	  "loop iterations over 10 ms (plus the idle sleep) apart: the lcore was descheduled or blocked") \
 	X(STALLS_LONG, "stalls_long", CTR_S_LCORE, \
 	  "of those, over 200 ms apart: long enough to exhaust a peer's transport retries") \
-	X(STALL_MAX_US, "stall_max_us", CTR_S_LCORE, "longest gap between two loop iterations (us)")
+	X(STALL_MAX_US, "stall_max_us", CTR_S_LCORE, "longest gap between two loop iterations (us)") \
+	X(BELL_WAKES, "bell_wakes", CTR_S_LCORE, "idle QPs woken by their send doorbell") \
+	X(SCAN_WAKES, "scan_wakes", CTR_S_LCORE, \
+	  "idle QPs woken by the sweep of idle send queues (a post that rang no doorbell)") \
+	X(BELL_STRAYS, "bell_strays", CTR_S_LCORE, \
+	  "doorbells rung in a CQ that name none of its QPs (forged by the client, or a QP gone)")
 
 /*
  * X(engine symbol, telemetry name): engine counters that keep the name

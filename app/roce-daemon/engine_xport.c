@@ -14,12 +14,13 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "bell.h"
 #include "daemon_state.h"
 #include "timer_wheel.h"
 
 #define TICK_NS 1000u             /* timer wheel tick: 1 us */
 #define EXPIRED_MAX 64u           /* timer expiries handled per poll */
-#define IDLE_SCAN 64u             /* idle QPs whose SQ doorbell one poll reads */
+#define IDLE_SCAN 64u             /* idle QPs whose SQ producer index one poll reads */
 #define IDLE_AFTER_NS 200000u     /* a busy QP idle this long stops being polled */
 #define ACTIVE_NONE UINT32_MAX    /* eqp.active_pos of a QP not polled */
 
@@ -31,11 +32,13 @@ struct eqp {
 	uint32_t active_pos;      /* index in the lcore's active list, or ACTIVE_NONE */
 	uint32_t cookie;          /* echoed in events (engine_xport_qp_create) */
 	struct spsc_ring *sq;     /* its SQ (cfg.sq, fixed for its life) */
+	struct xport_cq *scq;     /* its send CQ (cfg.send_cq, fixed; NULL: XRC TGT) */
+	bool rings;               /* listed, and its send CQ has bells: an idle post rings one */
 	uint64_t idle_since;      /* busy: when polls started finding it idle, 0: not idle */
 	uint64_t seen[XPORT_CNT_COUNT]; /* engine counters already added (count_engine) */
 };
 
-/* The SQ doorbell of an idle QP: it has work again once the producer index moves. */
+/* The SQ of an idle QP: it has work again once the producer index moves. */
 struct bell {
 	const struct spsc_ring *sq;
 	uint32_t fetched;         /* xport_qp_sq_fetched() when it went idle */
@@ -59,6 +62,19 @@ struct elcore {
 	uint32_t n_active;
 	uint32_t n_busy;
 	uint32_t scan;
+	/*
+	 * Send doorbells (lib/shm bell.h): the distinct send CQs of the listed
+	 * QPs that have bells, with how many listed QPs use each; every loop
+	 * reads each one's summary line. A QP listed whose send CQ has none
+	 * (n_deaf, tests' CQs) keeps the scan running every loop; otherwise
+	 * it is a sweep every scan_period_ns (sweep_left reads to go).
+	 */
+	struct bell_cq { struct xport_cq *cq; uint32_t refs; } *bcq;
+	uint32_t n_bcq;
+	uint32_t n_deaf;
+	uint32_t sweep_left;
+	uint64_t next_sweep;
+	uint64_t scan_period_ns;
 	struct xport_srq *tm[ENGINE_TM_MAX]; /* TM SRQs whose ops rings this lcore consumes */
 	uint32_t n_tm;
 	struct xport_out out;
@@ -87,7 +103,9 @@ lcore_init(struct worker *w)
 	e->wheel = timer_wheel_create(&tc);
 	e->active = calloc(w->n_qp_slots, sizeof(e->active[0]));
 	e->bells = calloc(w->n_qp_slots, sizeof(e->bells[0]));
-	if (e->wheel == NULL || e->active == NULL || e->bells == NULL)
+	e->bcq = calloc(w->n_qp_slots, sizeof(e->bcq[0]));
+	e->scan_period_ns = (uint64_t)w->d->cfg.daemon.idle_scan_us * 1000u;
+	if (e->wheel == NULL || e->active == NULL || e->bells == NULL || e->bcq == NULL)
 		goto fail;
 	w->engine_ctx = e;
 	return 0;
@@ -95,6 +113,7 @@ fail:
 	timer_wheel_destroy(e->wheel);
 	free(e->active);
 	free(e->bells);
+	free(e->bcq);
 	rte_free(e);
 	return -ENOMEM;
 }
@@ -116,6 +135,7 @@ lcore_fini(struct worker *w)
 	timer_wheel_destroy(e->wheel);
 	free(e->active);
 	free(e->bells);
+	free(e->bcq);
 	rte_free(e);
 	w->engine_ctx = NULL;
 }
@@ -247,6 +267,8 @@ mark_busy(struct worker *w, struct elcore *e, struct eqp *q)
 	q->idle_since = 0;
 	if (q->active_pos == ACTIVE_NONE || q->active_pos < e->n_busy)
 		return;
+	if (q->rings)
+		spsc_ring_bell_off(q->sq); /* polled again: posts need not ring */
 	active_swap(w, e, q->active_pos, e->n_busy++);
 }
 
@@ -256,6 +278,97 @@ mark_idle(struct worker *w, struct elcore *e, struct eqp *q)
 {
 	active_swap(w, e, q->active_pos, --e->n_busy);
 	e->bells[e->n_busy] = (struct bell){ .sq = q->sq, .fetched = xport_qp_sq_fetched(q->qp) };
+}
+
+/*
+ * Busy @p q goes idle: its SQ is no longer polled, so ask the shim for a
+ * bell (bell number: its slot) and read the producer index once more. The
+ * full fence of spsc_ring_want_bell() orders the flag store before that
+ * load and pairs with the one of spsc_ring_publish_bell() in the shim
+ * (queue.h): a post either moved the index we read now, or its producer
+ * sees the flag and rings. A post seen here keeps the QP busy.
+ */
+static void
+go_idle(struct worker *w, struct elcore *e, struct eqp *q)
+{
+	mark_idle(w, e, q);
+	if (!q->rings)
+		return;
+	spsc_ring_want_bell(q->sq, q->slot);
+	if (spsc_ring_prod_acquire(q->sq) != e->bells[q->active_pos].fetched)
+		mark_busy(w, e, q);
+}
+
+/* ---- send doorbells: the send CQs of this lcore's listed QPs ---- */
+
+/* Listed @p q starts (@p on) or stops being woken by a bell, or by the every-loop scan. */
+static void
+bell_ref(struct elcore *e, struct eqp *q, bool on)
+{
+	uint32_t i;
+
+	if (q->scq == NULL)
+		return; /* no send queue to post to (XRC TGT) */
+	if (q->scq->bells == NULL) {
+		e->n_deaf += on ? 1 : -1u;
+		return;
+	}
+	q->rings = on;
+	for (i = 0; i < e->n_bcq && e->bcq[i].cq != q->scq; i++)
+		;
+	if (on) {
+		if (i == e->n_bcq)
+			e->bcq[e->n_bcq++] = (struct bell_cq){ .cq = q->scq };
+		e->bcq[i].refs++;
+	} else if (i < e->n_bcq && --e->bcq[i].refs == 0) {
+		e->bcq[i] = e->bcq[--e->n_bcq];
+	}
+}
+
+/*
+ * Wake the idle QPs whose bells rang: per send CQ one load of its summary
+ * line, and for a rung bell b the QPs of this CQ in slots b, b + SHM_BELLS,
+ * ... (the shim rings bell = slot, modulo SHM_BELLS). The application may
+ * write anything there: a bit only makes us look at slots, bounded by
+ * n_qp_slots per bit and SHM_BELLS bits per CQ, and only a QP whose send
+ * CQ is this one is woken; a bit naming none is counted (bell_strays).
+ */
+static unsigned int
+poll_bells(struct worker *w, struct elcore *e)
+{
+	unsigned int work = 0;
+
+	for (uint32_t c = 0; c < e->n_bcq; c++) {
+		struct xport_cq *cq = e->bcq[c].cq;
+		struct shm_bells *b = cq->bells;
+
+		if (!shm_bells_any(b))
+			continue;
+		for (uint64_t sum = shm_bells_take_summary(b); sum != 0; sum &= sum - 1) {
+			uint32_t i = (uint32_t)__builtin_ctzll(sum);
+
+			for (uint64_t m = shm_bells_take_word(b, i); m != 0; m &= m - 1) {
+				uint32_t bell = i * 64 + (uint32_t)__builtin_ctzll(m);
+				bool ours = false;
+
+				for (uint32_t s = bell; s < w->n_qp_slots; s += SHM_BELLS) {
+					struct eqp *q = w->qp[s].engine_qp;
+
+					if (q == NULL || q->scq != cq)
+						continue;
+					ours = true;
+					if (q->active_pos != ACTIVE_NONE && q->active_pos >= e->n_busy) {
+						mark_busy(w, e, q);
+						ctr_add(&w->ctr.v[CTR_BELL_WAKES], 1);
+						work++;
+					}
+				}
+				if (!ours)
+					ctr_add(&w->ctr.v[CTR_BELL_STRAYS], 1);
+			}
+		}
+	}
+	return work;
 }
 
 /*
@@ -281,23 +394,38 @@ poll_busy(struct worker *w, struct elcore *e, uint32_t pos, uint64_t now)
 	} else if (q->idle_since == 0) {
 		q->idle_since = now;
 	} else if (now - q->idle_since >= IDLE_AFTER_NS) {
-		mark_idle(w, e, q);
+		go_idle(w, e, q);
 	}
 	return work;
 }
 
 /*
- * Read at most IDLE_SCAN doorbells of idle QPs, round robin (one load of
- * each SQ's producer index, ipc_shm.h), and make those rung busy: the loop's
- * cost does not grow with idle QPs; a post to one of n idle QPs waits at most
- * n / IDLE_SCAN loops.
+ * Read at most IDLE_SCAN idle QPs' SQ producer indexes, round robin
+ * (ipc_shm.h), and make those that moved busy: the loop's cost does not
+ * grow with idle QPs; a post to one of n idle QPs waits at most
+ * n / IDLE_SCAN loops. Every loop while a listed QP cannot ring (n_deaf);
+ * otherwise bells wake idle QPs and this is only the safety net for a
+ * post that rang none (a client writing its rings by hand, a bell lost
+ * in a CQ resize): a sweep of all idle QPs every scan_period_ns (config
+ * idle_scan_us), IDLE_SCAN per loop.
  */
 static unsigned int
 scan_idle(struct worker *w, struct elcore *e, uint64_t now)
 {
 	unsigned int work = 0;
+	uint32_t budget = IDLE_SCAN;
 
-	for (uint32_t i = 0; i < IDLE_SCAN && e->n_busy < e->n_active; i++) {
+	if (e->n_deaf == 0 && e->scan_period_ns != 0) {
+		if (e->sweep_left == 0) {
+			if (now < e->next_sweep)
+				return 0;
+			e->next_sweep = now + e->scan_period_ns;
+			e->sweep_left = e->n_active - e->n_busy;
+		}
+		budget = RTE_MIN(budget, e->sweep_left);
+		e->sweep_left -= budget;
+	}
+	for (uint32_t i = 0; i < budget && e->n_busy < e->n_active; i++) {
 		if (e->scan < e->n_busy || e->scan >= e->n_active)
 			e->scan = e->n_busy;
 		const struct bell *b = &e->bells[e->scan];
@@ -306,6 +434,7 @@ scan_idle(struct worker *w, struct elcore *e, uint64_t now)
 			e->scan++;
 			continue;
 		}
+		ctr_add(&w->ctr.v[CTR_SCAN_WAKES], 1);
 		/* it goes to the busy part; whoever takes its position is read next */
 		struct eqp *q = eqp_at(w, e, e->scan);
 
@@ -379,6 +508,7 @@ poll_engine(struct worker *w, uint64_t tsc)
 		work += 1 + flush(w, e, &w->qp[s], q);
 		mark_busy(w, e, q);
 	}
+	work += poll_bells(w, e); /* before the busy QPs: those woken run in this loop */
 	for (uint32_t a = 0; a < e->n_busy;) {
 		uint32_t busy = e->n_busy;
 
@@ -444,6 +574,9 @@ active_del(struct worker *w, struct elcore *e, struct eqp *q)
 		return;
 	if (q->active_pos < e->n_busy)
 		mark_idle(w, e, q);
+	if (q->rings)
+		spsc_ring_bell_off(q->sq);
+	bell_ref(e, q, false);
 	/* keep the list dense: swap with the last one, then drop it */
 	active_swap(w, e, q->active_pos, e->n_active - 1);
 	e->n_active--;
@@ -469,6 +602,7 @@ active_update(struct worker *w, struct elcore *e, struct eqp *q)
 	if (q->active_pos == ACTIVE_NONE) {
 		q->active_pos = e->n_active;
 		e->active[e->n_active++] = q->slot;
+		bell_ref(e, q, true);
 	}
 	mark_busy(w, e, q); /* the next poll runs it once at least */
 }
@@ -493,6 +627,7 @@ engine_xport_qp_create(struct worker *w, const struct xport_cfg *cfg, uint16_t p
 		return -ENOMEM;
 	q->slot = cfg->qpn / w->n_workers;
 	q->sq = cfg->sq;
+	q->scq = cfg->sq != NULL ? cfg->send_cq : NULL;
 	q->port = port;
 	q->cookie = cookie;
 	c.handle = q->slot;

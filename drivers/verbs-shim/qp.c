@@ -479,6 +479,7 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 {
 	struct shim_qp *qp = shim_qp(ibqp);
 	uint32_t n = 0, room;
+	bool bell = false;
 	int rc = 0;
 
 	pthread_spin_lock(&qp->sq_lock);
@@ -497,8 +498,10 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	}
 out:
 	if (n)
-		spsc_ring_publish(qp->sq, n); /* release: the doorbell */
+		bell = shim_sq_publish(qp, n); /* release: the doorbell */
 	pthread_spin_unlock(&qp->sq_lock);
+	if (bell)
+		shim_sq_ring_bell(qp);
 	if (rc)
 		*bad = wr;
 	return shim_ret(rc);

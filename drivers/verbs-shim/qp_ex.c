@@ -32,15 +32,18 @@ static int shim_wr_complete(struct ibv_qp_ex *x)
 {
 	struct shim_qp *qp = qpx_of(x);
 	int rc = qp->wr_err;
+	bool bell = false;
 
 	if (rc == 0 && qp->wr_pending && !(qp->qp.state == IBV_QPS_RTS || qp->qp.state == IBV_QPS_SQD ||
 					  qp->qp.state == IBV_QPS_SQE || qp->qp.state == IBV_QPS_ERR))
 		rc = EINVAL;
 	if (rc == 0 && qp->wr_pending)
-		spsc_ring_publish(qp->sq, qp->wr_pending);
+		bell = shim_sq_publish(qp, qp->wr_pending);
 	qp->wr_pending = 0;
 	qp->wr_cur = NULL;
 	pthread_spin_unlock(&qp->sq_lock);
+	if (bell)
+		shim_sq_ring_bell(qp);
 	return shim_ret(rc);
 }
 

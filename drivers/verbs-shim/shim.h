@@ -24,6 +24,7 @@
 #include "ipc.h"
 #include "ipc_shm.h"
 #include "ipc_verbs.h"
+#include "bell.h"
 #include "queue.h"
 #include "wqe.h"
 
@@ -339,6 +340,33 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
 	uint32_t used = prod - cons;
 
 	return used >= cap ? 0 : cap - used;
+}
+
+/*
+ * Publish @p n send WQEs (sq_lock held). @return whether the daemon asked
+ * for a bell (the QP is idle there): the caller then calls
+ * shim_sq_ring_bell() once sq_lock is released. Every writer of an SQ
+ * producer index publishes through this (ipc_shm.h, send doorbells).
+ */
+static inline bool shim_sq_publish(struct shim_qp *qp, uint32_t n)
+{
+	return spsc_ring_publish_bell(qp->sq, n) != 0;
+}
+
+/*
+ * Ring @p qp's bell in its send CQ's control block. Under the CQ's lock:
+ * ibv_resize_cq() replaces (and unmaps) the block under it, after the
+ * daemon carried the bells over into the new one.
+ */
+static inline void shim_sq_ring_bell(struct shim_qp *qp)
+{
+	struct shim_cq *cq = qp->qp.send_cq ? shim_cq(qp->qp.send_cq) : NULL;
+
+	if (cq == NULL)
+		return;
+	pthread_spin_lock(&cq->lock);
+	shm_bell_ring(&cq->ctrl->bells, __atomic_load_n(&qp->sq->bell, __ATOMIC_RELAXED));
+	pthread_spin_unlock(&cq->lock);
 }
 
 /* ---- drain.c: UD send queues drain before their AH or QP goes ---- */

@@ -14,14 +14,16 @@
  *  CQ     daemon lcore        application         struct cqe
  *
  * The producer's release store of its index is the doorbell: a polling
- * daemon needs no system call (queue.h documents the ordering). The SQ/RQ
+ * daemon needs no system call (queue.h documents the ordering). An idle
+ * QP's SQ is not polled: the engine sets SPSC_RING_WANT_BELL on it and the
+ * shim then also rings its bell in the send CQ's control block (below). The SQ/RQ
  * consumer releases a slot only when the WQE is no longer needed (at its
  * completion), so "queue full" in the shim is prod - cons >= the QP's cap.
  *
  * Memfd layouts (offsets are in the create responses, struct ipc_ring_desc):
  *  - QP:  [SQ spsc_ring][RQ spsc_ring (absent with an SRQ)]
  *  - SRQ: [spsc_ring]
- *  - CQ:  [struct ipc_cq_ctrl][spsc_ring]
+ *  - CQ:  [struct ipc_cq_ctrl (control line, send doorbells)][spsc_ring]
  *
  * CQ notification (ibv_req_notify_cq): the application stores
  * ipc_cq_ctrl.arm (XPORT_CQ_ARM_NEXT / _SOLICITED of xport.h) with seq_cst.
@@ -39,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bell.h"
 #include "queue.h"
 
 #ifdef __cplusplus
@@ -54,15 +57,25 @@ enum ipc_cq_arm {
 	IPC_CQ_ARM_SOLICITED = 2, /**< next solicited or error completion */
 };
 
-/** The CQ's control words, one cache line in front of its ring. */
+/**
+ * The CQ's control words in front of its ring: a line of notification
+ * words, then the send doorbells of the QPs whose send CQ it is (bell.h):
+ * the engine sets SPSC_RING_WANT_BELL on an idle QP's SQ and bell = its
+ * slot on the lcore; the shim, after publishing the SQ producer index,
+ * rings that bell here if the flag is set (spsc_ring_publish_bell()).
+ * Every QP of a CQ is on one lcore, which reads the summary line of each
+ * of its CQs per loop instead of every idle QP's producer index.
+ */
 struct ipc_cq_ctrl {
 	/** enum xport_cq_arm: written by the application, cleared by the engine. */
 	alignas(IPC_CACHE_LINE) uint32_t arm;
 	/** Notifications raised (free running); written by the daemon only. */
 	uint32_t notify_count;
 	uint32_t reserved[14];
+	/** Send doorbells: set by the application, taken by the engine. */
+	struct shm_bells bells;
 };
-_Static_assert(sizeof(struct ipc_cq_ctrl) == IPC_CACHE_LINE, "one cache line");
+_Static_assert(sizeof(struct ipc_cq_ctrl) == 10 * IPC_CACHE_LINE, "control line and bells");
 
 /**
  * Daemon side of a completion notification: bump @p ctrl's notify_count

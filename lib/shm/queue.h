@@ -36,14 +36,18 @@ extern "C" {
 
 #define SPSC_RING_ALIGN 64
 
+/** spsc_ring.cons_flags: the consumer no longer polls prod; ring bell `bell` after publishing. */
+#define SPSC_RING_WANT_BELL 1u
+
 /** Ring header; the slots follow it. */
 struct spsc_ring {
 	alignas(SPSC_RING_ALIGN) uint32_t prod; /**< written by the producer only */
 	alignas(SPSC_RING_ALIGN) uint32_t cons; /**< written by the consumer only */
+	uint32_t cons_flags;                    /**< SPSC_RING_WANT_BELL; the consumer writes it */
 	alignas(SPSC_RING_ALIGN) uint32_t size; /**< slots, a power of two (read-only after init) */
 	uint32_t mask;                          /**< size - 1 */
 	uint32_t elem_size;                     /**< bytes per slot, a multiple of 8 */
-	uint32_t reserved;
+	uint32_t bell;                          /**< the bell the producer rings (bell.h), set by the consumer */
 	alignas(SPSC_RING_ALIGN) unsigned char slots[];
 };
 
@@ -74,7 +78,8 @@ spsc_ring_init(struct spsc_ring *r, uint32_t size, uint32_t elem_size)
 	r->size = size;
 	r->mask = size - 1;
 	r->elem_size = elem_size;
-	r->reserved = 0;
+	r->bell = 0;
+	__atomic_store_n(&r->cons_flags, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->cons, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->prod, 0, __ATOMIC_RELEASE);
 	return 0;
@@ -127,6 +132,24 @@ spsc_ring_publish(struct spsc_ring *r, uint32_t n)
 {
 	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->prod, prod + n, __ATOMIC_RELEASE);
+}
+
+/**
+ * spsc_ring_publish(), then whether the consumer asked for a bell
+ * (SPSC_RING_WANT_BELL): a consumer that stopped reading the producer index
+ * (an idle QP of the daemon) must then be told, with shm_bell_ring(r->bell)
+ * on the bells it named (bell.h). The full fence orders the index store
+ * before the flag load; spsc_ring_want_bell() orders the flag store before
+ * its re-read of the index the same way, so either the consumer sees the
+ * new index or the producer sees the flag (store-buffering, as virtio's
+ * VRING_AVAIL_F_NO_INTERRUPT / event index).
+ */
+static inline int
+spsc_ring_publish_bell(struct spsc_ring *r, uint32_t n)
+{
+	spsc_ring_publish(r, n);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return (__atomic_load_n(&r->cons_flags, __ATOMIC_ACQUIRE) & SPSC_RING_WANT_BELL) != 0;
 }
 
 /**
@@ -223,6 +246,27 @@ spsc_ring_pop(struct spsc_ring *r, void *rec)
 	memcpy(rec, spsc_ring_cons_slot(r, 0), r->elem_size);
 	spsc_ring_release(r, 1);
 	return 1;
+}
+/**
+ * Stop polling the producer index: ask the producer to ring bell @p bell
+ * after each publish (spsc_ring_publish_bell()). Precondition: called by the
+ * consumer, which must then read the producer index once more (acquire)
+ * and treat a move as a bell: the full fence here pairs with the one in
+ * spsc_ring_publish_bell(), so a publish the re-read misses rings the bell.
+ */
+static inline void
+spsc_ring_want_bell(struct spsc_ring *r, uint32_t bell)
+{
+	r->bell = bell;
+	__atomic_store_n(&r->cons_flags, SPSC_RING_WANT_BELL, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/** The consumer polls the producer index again: no more bells needed (a late one is harmless). */
+static inline void
+spsc_ring_bell_off(struct spsc_ring *r)
+{
+	__atomic_store_n(&r->cons_flags, 0, __ATOMIC_RELAXED);
 }
 /** @} */
 

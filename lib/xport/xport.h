@@ -126,6 +126,8 @@ enum xport_state {
  * A completion queue as the engine sees it. The ring holds struct cqe and
  * may be shared by several QPs of the same lcore.
  */
+struct shm_bells;
+
 struct xport_cq {
 	struct spsc_ring *ring;   /**< CQE ring: the engine is the producer */
 	/**
@@ -135,6 +137,12 @@ struct xport_cq {
 	 */
 	uint32_t size;
 	uint32_t *arm;            /**< shared word written by req_notify_cq: 1 next, 2 solicited; NULL: none */
+	/**
+	 * Send doorbells of the QPs whose send CQ this is (lib/shm bell.h), in
+	 * the CQ's shared control block: read by the daemon's engine loop, not
+	 * by lib/xport. NULL: none (their idle QPs' SQs are polled instead).
+	 */
+	struct shm_bells *bells;
 	uint32_t handle;          /**< daemon CQ handle, echoed in events */
 	bool overflowed;          /**< a CQE did not fit: the CQ is in error */
 	uint32_t cons_cache;      /**< engine's copy of the ring's consumer index */

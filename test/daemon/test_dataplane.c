@@ -1133,6 +1133,27 @@ ring_new(uint32_t size, uint32_t elem)
 	return r;
 }
 
+/*
+ * Send CQs with doorbells (lib/shm bell.h), as the daemon's CQs have (the
+ * tests' CQs have none unless qp_bells: their idle QPs are scanned).
+ */
+static bool qp_bells;
+static struct shm_bells **bells_made;
+static unsigned int n_bells_made;
+
+static struct shm_bells *
+bells_new(void)
+{
+	struct shm_bells *b = aligned_alloc(64, sizeof(*b));
+
+	cr_assert_not_null(b);
+	memset(b, 0, sizeof(*b));
+	bells_made = realloc(bells_made, (n_bells_made + 1) * sizeof(*bells_made));
+	cr_assert_not_null(bells_made);
+	bells_made[n_bells_made++] = b;
+	return b;
+}
+
 /* Transport settings of make_qp_with() that tests change. */
 struct qp_opts {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
@@ -1161,6 +1182,8 @@ qp_rings(struct test_qp *q, uint32_t qpn, const struct test_qp *rings_of)
 	}
 	q->scq = (struct xport_cq){ .ring = q->scq_ring, .handle = qpn * 2 };
 	q->rcq = (struct xport_cq){ .ring = q->rcq_ring, .handle = qpn * 2 + 1 };
+	if (qp_bells)
+		q->scq.bells = bells_new();
 }
 
 /* An RC QP on this daemon whose peer is @p peer, also on this daemon: every
@@ -1507,6 +1530,12 @@ sched_teardown(void)
 	teardown();
 	free(idle_qps);
 	idle_qps = NULL;
+	while (n_bells_made > 0)
+		free(bells_made[--n_bells_made]);
+	free(bells_made);
+	bells_made = NULL;
+	qp_bells = false;
+	daemon_extra[0] = '\0';
 }
 
 /* IDLE_QPS connected RTS QPs on each worker that never post (shared rings,
@@ -1665,6 +1694,146 @@ Test(engine_sched, an_idle_qp_resends_after_rnr_and_completes_once_a_receive_is_
 	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
 	cr_assert(wait_cqes(a.scq_ring, 1), "the SEND completed after the receive was posted");
 	cr_expect_eq(take_cqe(a.scq_ring).status, WC_SUCCESS);
+}
+
+/*
+ * ---- send doorbells (issue 18): an idle QP's SQ is not read at all; a
+ * post rings its bell in the send CQ's bitmap (spsc_ring_publish_bell(),
+ * shm_bell_ring(), as the shim does) and the worker reads one summary line
+ * per CQ. Here the sweep of idle SQs runs once an hour, so only a bell can
+ * wake a QP in these tests ----
+ */
+static void
+bell_setup(void)
+{
+	snprintf(daemon_extra, sizeof(daemon_extra), "idle_scan_us = 3600000000\n");
+	qp_bells = true;
+	sched_setup();
+}
+
+TestSuite(engine_bell, .init = bell_setup, .fini = sched_teardown, .timeout = 60);
+
+/* Post @p s on @p q as the shim does; @return whether it had to ring (the QP idle). */
+static bool
+post_rung(struct test_qp *q, const struct sq_wqe *s, bool ring)
+{
+	bool want;
+
+	cr_assert_gt(spsc_ring_free_count(q->sq), 0);
+	memcpy(spsc_ring_prod_slot(q->sq, 0), s, sizeof(*s));
+	want = spsc_ring_publish_bell(q->sq, 1) != 0;
+	if (want && ring)
+		shm_bell_ring(q->scq.bells, q->sq->bell);
+	return want;
+}
+
+static uint64_t
+lcore_ctr(unsigned int wi, enum ctr_id c)
+{
+	return d.worker[wi]->ctr.v[c];
+}
+
+Test(engine_bell, a_post_behind_idle_qps_is_found_by_its_bell_without_any_scan)
+{
+	struct test_qp a, b;
+	uint32_t min_busy;
+
+	make_idle_qps();
+	make_qp(&a, 4, 5, 0x100, 0x200); /* worker 0, behind its 300 idle QPs */
+	make_qp(&b, 5, 4, 0x200, 0x100); /* worker 1 */
+	cr_assert(settle(), "nothing posted: all idle after a while");
+	cr_assert_eq(__atomic_load_n(&a.sq->cons_flags, __ATOMIC_RELAXED), SPSC_RING_WANT_BELL,
+		     "an idle QP asks for a bell");
+	cr_assert_eq(a.sq->bell, 4u / 2, "its bell: its slot on worker 0");
+
+	for (uint32_t round = 0; round < 3; round++) {
+		struct rq_wqe r = { .wr_id = round, .num_sge = 1,
+				    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2,
+						    .length = 4096, .lkey = mr_key } };
+		cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+		struct sq_wqe s = wqe(WR_SEND, 100 + round, (uintptr_t)arena, 64);
+
+		cr_assert(post_rung(&a, &s, true), "round %u: the post sees the flag", round);
+		unsigned int loops = loops_until_cqe(a.scq_ring, &min_busy);
+
+		/* found in the first loop (its bell), then the request, the ACK, the completion */
+		cr_assert_neq(loops, 0, "round %u: the SEND completed", round);
+		cr_expect_leq(loops, 8, "round %u: %u loops", round, loops);
+		struct cqe c = take_cqe(a.scq_ring);
+		cr_expect_eq(c.status, WC_SUCCESS);
+		cr_expect_eq(c.wr_id, 100 + round);
+		cr_assert(wait_cqes(b.rcq_ring, 1));
+		take_cqe(b.rcq_ring);
+		cr_assert(settle(), "round %u: idle again after the exchange", round);
+	}
+	cr_expect_eq(lcore_ctr(0, CTR_BELL_WAKES), 3, "each post woke its QP by its bell");
+	cr_expect_eq(lcore_ctr(0, CTR_SCAN_WAKES), 0, "no scan read its SQ");
+	cr_expect_eq(lcore_ctr(0, CTR_BELL_STRAYS), 0);
+	cr_expect_eq(a.scq.bells->summary, 0, "the worker took the bells");
+	for (uint32_t i = 0; i < IDLE_QPS * 2; i++)
+		cr_expect_eq(xport_qp_state(engine_xport_qp(d.worker[i & 1], 0x100 + i)),
+			     XPORT_STATE_RTS, "idle QP %u untouched", i);
+}
+
+/* The other half of the proof: with the sweep an hour away, a post that rings no bell waits. */
+Test(engine_bell, a_post_that_rings_no_bell_waits_for_the_sweep)
+{
+	struct test_qp a, b;
+	uint32_t min_busy;
+
+	make_idle_qps();
+	make_qp(&a, 4, 5, 0x100, 0x200);
+	make_qp(&b, 5, 4, 0x200, 0x100);
+	cr_assert(settle());
+	struct rq_wqe r = { .wr_id = 1, .num_sge = 1,
+			    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2, .length = 4096,
+					    .lkey = mr_key } };
+	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+	struct sq_wqe s = wqe(WR_SEND, 7, (uintptr_t)arena, 64);
+
+	cr_assert(post_rung(&a, &s, false), "it should have rung");
+	for (uint32_t i = 0; i < 200; i++)
+		loop_once();
+	cr_expect_eq(busy_qps(), 0, "nothing woke it");
+	cr_expect_eq(spsc_ring_count(a.scq_ring), 0, "the SEND did not go");
+	shm_bell_ring(a.scq.bells, a.sq->bell); /* late, but rung */
+	cr_assert_neq(loops_until_cqe(a.scq_ring, &min_busy), 0, "the bell woke it");
+	cr_expect_eq(take_cqe(a.scq_ring).status, WC_SUCCESS);
+	cr_expect_eq(lcore_ctr(0, CTR_SCAN_WAKES), 0);
+}
+
+/*
+ * A hostile client writes every bit of its send CQ's bitmap: the worker
+ * looks at its bits once, wakes only that CQ's QPs and counts the rest; the
+ * other CQs' idle QPs on the lcore stay idle.
+ */
+Test(engine_bell, a_forged_bitmap_wakes_only_the_qps_of_its_cq)
+{
+	struct test_qp a, b;
+
+	make_idle_qps();
+	make_qp(&a, 4, 5, 0x100, 0x200);
+	make_qp(&b, 5, 4, 0x200, 0x100);
+	cr_assert(settle());
+	struct shm_bells *f = a.scq.bells;
+
+	memset(f->word, 0xff, sizeof(f->word));
+	f->summary = UINT64_MAX;
+	worker_poll(d.worker[0], rte_rdtsc());
+	cr_expect_eq(engine_xport_busy(d.worker[0]), 1, "a alone woke (its bell was among them)");
+	cr_expect_eq(engine_xport_busy(d.worker[1]), 0);
+	cr_expect_eq(lcore_ctr(0, CTR_BELL_WAKES), 1);
+	cr_expect_eq(lcore_ctr(0, CTR_BELL_STRAYS), SHM_BELLS - 1, "every other bit counted");
+	cr_expect_eq(f->summary, 0, "taken");
+	for (uint32_t i = 0; i < SHM_BELL_WORDS; i++)
+		cr_expect_eq(f->word[i], 0, "word %u taken", i);
+	/* a forged bell on another CQ's QP number does nothing to it either */
+	f->word[0] = UINT64_MAX;
+	f->summary = 1;
+	worker_poll(d.worker[0], rte_rdtsc());
+	cr_expect_eq(lcore_ctr(0, CTR_BELL_STRAYS), SHM_BELLS - 1 + 63, "a, busy, is no stray");
+	cr_assert(settle(), "and all idle again");
+	cr_expect_eq(lcore_ctr(0, CTR_SCAN_WAKES), 0);
 }
 
 /* ---- the application interface: one client's slow call never holds another's ---- */

@@ -712,6 +712,70 @@ Test(shim_verbs, send_wqe_fields_follow_the_opcode)
 }
 
 /*
+ * Send doorbells (ipc_shm.h): once the engine has marked a QP's SQ
+ * SPSC_RING_WANT_BELL with bell b, ibv_post_send and ibv_wr_complete ring
+ * bell b in the send CQ's control block after publishing; without the flag
+ * they ring nothing. Played here as the engine would.
+ */
+Test(shim_verbs, posts_ring_the_send_cqs_bell_only_when_the_engine_asks)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex ix = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &ix);
+	uint64_t buf[4];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND },
+			   *bad;
+
+	cr_assert_not_null(qp);
+	to_rts(qp);
+	const struct ctl_qp_info *qi = fake.qp[(qp->qp_num - 0x11) % FAKE_MAX];
+	const struct ctl_cq_info *ci = fake.cq[qi->send_cqn % FAKE_MAX];
+	struct shm_bells *b = &ci->ctrl->bells;
+
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	cr_expect_eq(b->summary, 0, "a busy QP: no bell");
+	cr_assert_eq(engine_complete_sends(qp, 4, NULL), 1);
+
+	spsc_ring_want_bell(qi->sq.ring, 4096 + 130); /* the engine: idle, bell = its slot */
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	cr_expect_eq(b->summary, (uint64_t)1 << 2, "word 130 / 64 = 2 (bells are modulo 4096)");
+	cr_expect_eq(b->word[2], (uint64_t)1 << (130 % 64));
+	cr_assert_eq(engine_complete_sends(qp, 4, NULL), 1);
+	b->summary = b->word[2] = 0; /* the engine took them; still idle */
+
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+
+	ibv_wr_start(x);
+	x->wr_id = 2;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 8);
+	cr_assert_eq(ibv_wr_complete(x), 0);
+	cr_expect_eq(b->word[2], (uint64_t)1 << (130 % 64), "ibv_wr_complete rings too");
+	cr_expect_eq(b->summary, (uint64_t)1 << 2);
+	cr_assert_eq(engine_complete_sends(qp, 4, NULL), 1);
+
+	spsc_ring_bell_off(qi->sq.ring); /* polled again */
+	b->summary = b->word[2] = 0;
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	cr_expect_eq(b->summary, 0);
+	cr_assert_eq(engine_complete_sends(qp, 4, NULL), 1);
+	struct ibv_wc wc[8];
+
+	while (ibv_poll_cq(cq, 8, wc) > 0)
+		;
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+}
+
+/*
  * Memory windows: ALLOC_MW/DEALLOC_MW in the daemon, the binds and
  * invalidations as WQEs (what the fake engine sees), and the daemon's side
  * of a bound window: its MR cannot be deregistered (EINVAL, as rxe), its
