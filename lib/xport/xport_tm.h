@@ -141,7 +141,7 @@ void xport_tm_sync(struct xport_tm *t, uint32_t unexpected_cnt);
 
 /**
  * Parse the TMH (and for RNDV the RVH) at the start of @p p (@p len bytes).
- * @return 0, or -EINVAL (shorter than its headers, reserved bytes set, unknown opcode)
+ * @return 0, or -EINVAL (shorter than its headers, unknown opcode; reserved bytes are ignored, as mlx5 does)
  */
 int xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h);
 

@@ -290,7 +290,7 @@ Test(tm_resp, a_malformed_tmh_is_an_invalid_request_and_counted)
 	srq_recv(10, 4096, 256);
 	add(1, 1, 0, 256);
 	tm_msg(m, XPORT_TMH_EAGER, 1, sizeof(m), 0);
-	m[2] = 1; /* a reserved byte */
+	m[0] = XPORT_TMH_EAGER + 1; /* an unknown opcode */
 	p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN);
@@ -298,6 +298,29 @@ Test(tm_resp, a_malformed_tmh_is_an_invalid_request_and_counted)
 	cr_assert_eq(cnt()[XPORT_CNT_TM_BAD_TMH], 1);
 	cr_assert_eq(T.n, 1, "nothing matched");
 	cr_assert_eq(T.unexp_hw, 0);
+}
+
+/*
+ * Reserved TMH bytes are not looked at, as mlx5 (pyverbs' test_tag_matching
+ * writes opcode and tag over a payload of 'c's): the message matches.
+ */
+Test(tm_resp, reserved_tmh_bytes_are_ignored)
+{
+	uint8_t m[64];
+	struct roce_pkt p;
+	struct cqe c;
+
+	add(1, 4, 0, 256);
+	tm_msg(m, XPORT_TMH_EAGER, 1, sizeof(m), 'c');
+	m[1] = m[2] = m[3] = 'c';
+	p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, EPSN);
+	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	cr_assert_eq(c.status, WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 4);
+	cr_assert_eq(c.wc_flags, WC_FLAG_TM_MATCH | WC_FLAG_TM_DATA_VALID);
+	cr_assert_eq(cnt()[XPORT_CNT_TM_BAD_TMH], 0);
 }
 
 /* Shorter than a TMH, an unknown opcode, an RNDV without its RVH: all refused the same way. */
