@@ -348,3 +348,27 @@ Test(tm_resp, short_unknown_and_truncated_rendezvous_headers_are_invalid_request
 		cr_assert_eq(cnt()[XPORT_CNT_TM_BAD_TMH], 1, "case %u", i);
 	}
 }
+
+/* The READ needs the requester: in RTR a matched RNDV is RNR, the entry kept. */
+Test(tm_resp, in_rtr_a_matched_rendezvous_is_rnr)
+{
+	uint8_t m[XPORT_TMH_LEN + XPORT_RVH_LEN];
+	struct cqe c;
+
+	tm_msg(m, XPORT_TMH_RNDV, 5, sizeof(m), 0);
+	add(5, 1, 0, 256);
+	srq_recv(12, 4096, 256);
+	sim_set_state(&S, 1, XPORT_STATE_RTR);
+	struct roce_pkt p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(last()->aeth.syndrome & 0xe0, ROCE_AETH_RNR_NAK & 0xe0, "RNR NAK");
+	cr_assert_not(sim_poll_cq(&S, 1, true, &c));
+	cr_assert_eq(T.n, 1, "the entry stays");
+	cr_assert_eq(cnt()[XPORT_CNT_TM_RNDV], 0);
+	/* in RTS it goes through */
+	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	sim_inject(&S, 1, &p);
+	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	cr_assert_eq(c.wc_flags, WC_FLAG_TM_MATCH);
+	cr_assert_eq(capture_count(&C, 1, ROCE_OP_RC_RDMA_READ_REQUEST), 1);
+}
