@@ -224,6 +224,15 @@ int shim_query_device_ex(struct ibv_context *context, const struct ibv_query_dev
 	ex.rss_caps.rx_hash_function = (uint8_t)a.rss_hash_function;
 	ex.max_wq_type_rq = a.max_wq_type_rq;
 	ex.raw_packet_caps = a.raw_packet_caps;
+	/* tag matching (doc/verbs-shim.md "Tag matching"): RC, rendezvous
+	 * headers of up to 64 bytes as mlx5, an entry's SGEs as an SRQ's */
+	if (a.tm_max_num_tags != 0 && a.tm_max_ops != 0) {
+		ex.tm_caps.max_rndv_hdr_size = SHIM_TM_MAX_RNDV_HDR;
+		ex.tm_caps.max_num_tags = a.tm_max_num_tags;
+		ex.tm_caps.flags = IBV_TM_CAP_RC;
+		ex.tm_caps.max_ops = a.tm_max_ops;
+		ex.tm_caps.max_sge = a.max_srq_sge;
+	}
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	return 0;
 }

@@ -30,6 +30,9 @@
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 
+/* ibv_tm_caps.max_rndv_hdr_size: as mlx5 (the engine reads TMH + RVH, 32 bytes) */
+#define SHIM_TM_MAX_RNDV_HDR 64u
+
 /* rdma-core's driver.h values we need (enum ibv_gid_type_sysfs). */
 enum shim_gid_type_sysfs {
 	SHIM_GID_TYPE_SYSFS_IB_ROCE_V1,

@@ -1045,6 +1045,12 @@ int ctl_h_QUERY_DEVICE(const struct ctl_req *x)
 	CTL_QUOTA_MIN(max_mr_size, q->max_mr_bytes)
 	CTL_QUOTA_MIN(max_dm_size, q->max_dm_bytes)
 	CTL_QUOTA_MIN(max_total_mcast_qp_attach, q->max_mcast_attach)
+	/* tag matching where the limits allow TM SRQs (ctl_objs.c), 0: none */
+	const struct ctl_limits *l = &c->ctl->cfg.limits;
+	bool tm = l->max_tm_tags != 0 && l->max_tm_ops != 0;
+	a->tm_max_num_tags = !tm ? 0 : l->max_tm_tags < 0xffffu ? l->max_tm_tags : 0xffffu;
+	a->tm_max_ops = tm ? l->max_tm_ops : 0;
+	CTL_QUOTA_MIN(tm_max_num_tags, q->max_tm_tags)
 #undef CTL_QUOTA_MIN
 	return 0;
 }

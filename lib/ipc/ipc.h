@@ -142,7 +142,9 @@ struct ipc_device_attr {
 	 *  ibv_device_attr_ex.raw_packet_caps (enum ibv_raw_packet_caps) */
 	uint32_t max_raw_ethy_qp;
 	uint32_t raw_packet_caps;
-	uint32_t pad_dm;
+	/** tag matching (ibv_tm_caps, IBV_SRQT_TM): the largest max_num_tags of a
+	 *  TM SRQ for this client; 0: no tag matching (tm_caps all 0) */
+	uint32_t tm_max_num_tags;
 	/** ibv_device_attr_ex.max_dm_size: the largest ALLOC_DM; 0: no device memory */
 	uint64_t max_dm_size;
 	/** ibv_rss_caps (0: no RSS QPs) and max_wq_type_rq */
@@ -152,7 +154,7 @@ struct ipc_device_attr {
 	uint32_t rss_hash_function;     /**< IBV_RX_HASH_FUNC_TOEPLITZ */
 	uint64_t rss_hash_fields_mask;  /**< enum ibv_rx_hash_fields */
 	uint32_t max_wq_type_rq;
-	uint32_t pad_rss;
+	uint32_t tm_max_ops;            /**< tag matching: the largest max_ops */
 };
 
 /** Port attributes (ibv_port_attr). */

@@ -482,6 +482,52 @@ xport_qp_enter_error(struct xport_qp *qp, enum xport_err why, struct xport_out *
 }
 
 /*
+ * One of the engine's own WQEs of a tag matching rendezvous completed
+ * (xport_resp.c resp_tm_first() starts it): never a send completion. The
+ * READ: the entry's second completion on the receive CQ, TM_RECV with
+ * DATA_VALID (byte_len rvh.len) or the READ's error status (the QP is in
+ * error then, as after any failed READ, and a flushed READ completes with
+ * WR_FLUSH_ERR: the entry's buffer is the application's again either
+ * way), then the FIN SEND (the TMH the READ carries, inline). The FIN:
+ * nothing (a failed FIN is the QP's error).
+ * @return false if the QP went to error (CQ overflow)
+ */
+static bool
+tm_rndv_complete(struct xport_qp *qp, const struct xport_swqe *w, uint64_t now,
+		 struct xport_out *out)
+{
+	struct xport_tmh h = { .op = XPORT_TMH_RNDV, .len = w->length };
+	struct xport_tm_entry hit = { .wr_id = w->wqe.wr_id };
+	struct sq_wqe fin = { .wr_id = w->wqe.wr_id, .opcode = WR_SEND,
+			      .send_flags = WR_FLAG_INLINE, .inline_len = XPORT_TMH_LEN };
+	uint8_t status = w->status, err = w->err;
+	struct xport_cq *cq = qp_recv_cq(qp);
+	struct cqe *c;
+
+	if (w->tm != SWQE_TM_RNDV_READ)
+		return true;
+	/* the shadow slot of w may take the FIN: copy what is needed first */
+	memcpy(fin.inline_data, w->wqe.wr.rdma.reserved2, XPORT_TMH_LEN);
+	c = cq ? xport_cq_reserve(qp, cq, out) : NULL;
+	if (!c)
+		return cq == NULL;
+	*c = (struct cqe){
+		.wr_id = hit.wr_id,
+		.status = status,
+		.opcode = WC_TM_RECV,
+		.vendor_err = err,
+		.qp_num = qp->cfg.qpn,
+		.timestamp = now,
+	};
+	if (status == WC_SUCCESS)
+		xport_tm_recv_cqe(c, XPORT_TM_RNDV, XPORT_TM_CQE_RNDV_DONE, &h, &hit, 0);
+	xport_cq_commit(cq, c, false, out);
+	if (status == WC_SUCCESS && qp->state != XPORT_STATE_ERR)
+		xport_req_tm_inject(qp, SWQE_TM_FIN, &fin, XPORT_TMH_LEN);
+	return true;
+}
+
+/*
  * Complete the WQE at the SQ head with its status (CQE when signaled or in
  * error: IBA 10.7.3.1 errors always complete) and give the slot back.
  * The slot is released before the CQE is published (both release stores,
@@ -501,11 +547,16 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		qp->req.rd_inflight--;
 	qp->req.kick = true; /* a limit (rd_atomic, fence, window) may have opened */
 	qp->comp.head = head + 1;
-	spsc_ring_release_to(qp->cfg.sq, qp->comp.head);
+	if (w->tm != SWQE_TM_NONE)
+		qp->comp.skew++; /* the engine's own: no ring slot */
+	else
+		spsc_ring_release_to(qp->cfg.sq, qp->comp.head - qp->comp.skew);
 	if ((int32_t)(qp->req.cur - qp->comp.head) < 0) {
 		qp->req.cur = qp->comp.head;
 		qp->req.offset = 0;
 	}
+	if (w->tm != SWQE_TM_NONE)
+		return tm_rndv_complete(qp, w, now, out);
 	if (!w->signaled && w->status == WC_SUCCESS)
 		return true;
 	struct cqe *c = xport_cq_reserve(qp, qp->cfg.send_cq, out);
@@ -628,19 +679,22 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	uint32_t budget = XPORT_FLUSH_BUDGET;
 	struct spsc_ring *sq = qp->cfg.sq;
-	uint32_t avail = spsc_ring_prod_acquire(sq) - qp->comp.head;
+	uint32_t prod = spsc_ring_prod_acquire(sq);
+	/* fetched (the engine's own WQEs too), then the ring's unfetched */
+	uint32_t avail = prod - (qp->comp.head - qp->req.skew);
 
 	/* A producer more than a ring ahead broke the ring (the requester
 	 * fetches nothing then, xport_req.c): flush only what was fetched, or
 	 * its client's one store would keep this lcore flushing forever. */
-	if (avail > qp->sq_mask + 1)
+	if (prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
 		avail = qp->req.fetch - qp->comp.head;
 	while (avail && budget) {
 		uint32_t head = qp->comp.head;
 		struct xport_swqe *w = swqe_at(qp, head);
 		if ((int32_t)(qp->req.fetch - head) <= 0) {
 			/* never fetched: take wr_id/opcode from the ring */
-			const struct sq_wqe *rw = sq_ring_at(qp, head);
+			const struct sq_wqe *rw = sq_ring_at(qp, head - qp->req.skew);
+			w->tm = SWQE_TM_NONE;
 			w->wqe.wr_id = rw->wr_id;
 			w->wqe.opcode = rw->opcode;
 			w->wc_opcode = wr_opcode_desc(w->wqe.opcode).wc_opcode;
@@ -661,6 +715,7 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	qp->req.cur = qp->req.fetch = qp->comp.head;
 	qp->req.offset = 0;
 	qp->req.rd_inflight = 0;
+	qp->req.tm_resv = 0;
 
 	xport_resp_flush(qp, now, out);
 	if (qp->resp.have_recv) {
@@ -823,13 +878,13 @@ xport_qp_idle(const struct xport_qp *qp)
 	if (req->kick || (req->cur != req->fetch && !req->rnr_wait && !req->pace_wait))
 		return false;
 	/* nothing posted since (in RTR too: such a post waits for RTS) */
-	return spsc_ring_prod_acquire(qp->cfg.sq) == req->fetch;
+	return spsc_ring_prod_acquire(qp->cfg.sq) == req->fetch - req->skew;
 }
 
 uint32_t
 xport_qp_sq_fetched(const struct xport_qp *qp)
 {
-	return qp->req.fetch;
+	return qp->req.fetch - qp->req.skew; /* a ring index */
 }
 
 static uint8_t

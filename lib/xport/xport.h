@@ -399,6 +399,7 @@ struct xport_cfg {
 	X(ATOMIC_WRITE_RX, "RDMA ATOMIC WRITEs executed (IBTA 1.5)") \
 	X(FLUSH_RX, "RDMA FLUSHes executed (IBTA 1.5)") \
 	X(TM_BAD_TMH, "SENDs to a tag matching SRQ without a valid TMH (invalid request NAK)") \
+	X(TM_RNDV, "tag matching rendezvous matched: the QP's own READ of the sender's buffer") \
 	X(UD_AH_INVALID, "UD sends naming an address handle unknown, destroyed or of another PD")
 
 /** Counter indices. */

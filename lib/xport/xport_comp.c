@@ -68,6 +68,7 @@ xport_comp_reset(struct xport_qp *qp)
 {
 	struct xport_comp *c = &qp->comp;
 	c->head = spsc_ring_cons_index(qp->cfg.sq);
+	c->skew = 0;
 	c->psn = qp->cfg.sq_psn & ROCE_PSN_MASK;
 	c->retry_left = qp->cfg.retry_cnt;
 	c->rnr_left = qp->cfg.rnr_retry;

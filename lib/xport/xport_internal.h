@@ -10,6 +10,13 @@
  * owned by the engine (the application cannot change a WQE under it).
  *
  *   ring cons == comp.head <= req.cur <= req.fetch <= ring prod
+ *
+ * Tag matching rendezvous adds WQEs of the engine's own to the shadow (an
+ * RDMA READ, then a FIN SEND: xport_req_tm_inject()), which have no ring
+ * slot: the shadow index is then ahead of the ring's by the number of them
+ * fetched (req.skew) or completed (comp.skew):
+ *
+ *   ring cons == comp.head - comp.skew, ring fetch == req.fetch - req.skew
  */
 #ifndef QP_XPORT_INTERNAL_H
 #define QP_XPORT_INTERNAL_H
@@ -54,6 +61,15 @@ struct xport_swqe {
 	bool signaled;
 	uint8_t status;        /* enum wc_status to complete with (error marks) */
 	uint8_t err;           /* enum xport_err */
+	uint8_t tm;            /* enum swqe_tm: 0, or the engine's own (no ring slot, no send CQE) */
+};
+
+/* The engine's own WQEs (tag matching rendezvous, xport_req_tm_inject()). */
+enum swqe_tm {
+	SWQE_TM_NONE = 0,
+	SWQE_TM_RNDV_READ, /* READ rvh.len from rvh.va/rkey into the matched entry's SGEs;
+			      wr_id: the entry's; wr.rdma.reserved2: the FIN's TMH */
+	SWQE_TM_FIN,       /* SEND of that TMH (inline), after the READ completed */
 };
 
 /* Requester (xport_req.c). */
@@ -73,6 +89,8 @@ struct xport_req {
 	bool rnr_wait;
 	bool pace_wait;        /* held by the rate limiter */
 	bool kick;             /* held by a limit or rewound: run after the completer */
+	uint32_t skew;         /* the engine's own WQEs fetched (shadow index - ring index) */
+	uint8_t tm_resv;       /* shadow slots promised to a rendezvous being received (0, 1) */
 };
 
 /* Completer (xport_comp.c). */
@@ -83,6 +101,7 @@ struct xport_comp {
 	uint8_t rnr_left;
 	bool retrying;         /* go-back-N started: ignore NAK triggers until progress */
 	uint64_t progress_ns;  /* last forward progress (ACK timer base) */
+	uint32_t skew;         /* the engine's own WQEs completed (head - ring cons) */
 };
 
 /* Responder resource: one READ, ATOMIC, ATOMIC WRITE or FLUSH kept for
@@ -321,6 +340,19 @@ void xport_req_rewind(struct xport_qp *qp, uint32_t psn);
 void xport_req_reset(struct xport_qp *qp);
 void xport_req_window_loss(struct xport_qp *qp);
 void xport_req_window_acked(struct xport_qp *qp, uint32_t npsn);
+/* A shadow slot is free for an engine WQE (beyond those promised). */
+static inline bool
+xport_req_tm_room(const struct xport_qp *qp)
+{
+	return qp->req.fetch - qp->comp.head + qp->req.tm_resv <= qp->sq_mask;
+}
+/*
+ * Append the engine's own WQE @p wqe (kind @p tm, enum swqe_tm) of @p length
+ * bytes to the shadow at req.fetch (the caller checked xport_req_tm_room()
+ * or holds a promise) and kick the requester.
+ */
+void xport_req_tm_inject(struct xport_qp *qp, uint8_t tm, const struct sq_wqe *wqe,
+			 uint32_t length);
 /*
  * The BTH opcode of packet @p pos (0 FIRST, 1 MIDDLE, 2 LAST, 3 ONLY) of a
  * work request @p wr_opcode (valid on the QP) on a QP of @p type, from the

@@ -187,13 +187,15 @@ wr_opcode_ok(const struct xport_qp *qp, uint32_t opcode, const struct wr_opcode_
 	       roce_opcode_desc((uint8_t)(only | ROCE_TRANSPORT_XRC)) != NULL;
 }
 
-/* Copy WQE @p idx from the ring into the shadow and validate it. */
+/* Copy ring WQE @p ridx into shadow slot @p idx and validate it. */
 static void
-fetch_wqe(struct xport_qp *qp, uint32_t idx)
+fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 {
-	const struct sq_wqe *src = sq_ring_at(qp, idx);
+	const struct sq_wqe *src = sq_ring_at(qp, ridx);
 	struct xport_swqe *w = swqe_at(qp, idx);
 	uint8_t type = qp->cfg.type;
+
+	w->tm = SWQE_TM_NONE;
 
 	/* the fields up to the address vector; a UD AV from the daemon's table */
 	memcpy(&w->wqe, src, offsetof(struct sq_wqe, av));
@@ -263,6 +265,28 @@ len_err:
 	w->err = XPORT_ERR_LOC_LEN;
 }
 
+void
+xport_req_tm_inject(struct xport_qp *qp, uint8_t tm, const struct sq_wqe *wqe, uint32_t length)
+{
+	struct xport_swqe *w = swqe_at(qp, qp->req.fetch);
+	struct wr_opcode_desc op = wr_opcode_desc(wqe->opcode);
+
+	w->wqe = *wqe;
+	w->tm = tm;
+	w->kind = op.kind;
+	w->imm = op.imm;
+	w->wc_opcode = op.wc_opcode;
+	w->status = WC_SUCCESS;
+	w->err = XPORT_ERR_NONE;
+	w->started = false;
+	w->signaled = false;
+	w->length = length;
+	w->npkts = length ? (uint32_t)((length + qp->mtu - 1) >> qp->mtu_shift) : 1;
+	qp->req.fetch++;
+	qp->req.skew++;
+	qp->req.kick = true;
+}
+
 static enum req_step
 req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 {
@@ -273,13 +297,15 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 	if (req->cur == req->fetch) {
 		struct spsc_ring *sq = qp->cfg.sq;
 		uint32_t prod = spsc_ring_prod_acquire(sq);
-		/* the shim may not run ahead by more than the ring (untrusted index) */
-		if (prod == req->fetch || req->fetch - qp->comp.head > qp->sq_mask ||
-		    prod - qp->comp.head > qp->sq_mask + 1)
+		uint32_t rfetch = req->fetch - req->skew;
+		/* the shim may not run ahead by more than the ring (untrusted
+		 * index); shadow slots promised to a rendezvous are not free */
+		if (prod == rfetch || req->fetch - qp->comp.head + req->tm_resv > qp->sq_mask ||
+		    prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
 			return REQ_IDLE;
 		if (qp->state == XPORT_STATE_SQD)
 			return REQ_IDLE; /* drain: start nothing new */
-		fetch_wqe(qp, req->fetch);
+		fetch_wqe(qp, req->fetch, rfetch);
 		req->fetch++;
 	}
 	ctx->w = swqe_at(qp, req->cur);

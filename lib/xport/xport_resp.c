@@ -295,6 +295,72 @@ resp_check_op_valid(struct xport_qp *qp, struct resp_ctx *ctx)
 static enum resp_step class_c_or_drop(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t nak);
 
 /*
+ * A rendezvous SEND matched entry @p idx (xport_tm_peek() RNDV, room for
+ * the READ checked): the entry is consumed and becomes the receive, but
+ * nothing of the message is placed (recv_cap unbounded); the message's
+ * completion (MATCH) starts the READ (post_recv_cqe()). rvh.len past the
+ * entry's SGEs is a local length error: the entry completes with
+ * LOC_LEN_ERR and the sender gets an invalid request NAK.
+ */
+static enum resp_step
+resp_tm_rndv(struct xport_qp *qp, struct resp_ctx *ctx, uint32_t idx, const struct xport_tmh *h)
+{
+	struct xport_resp *r = &qp->resp;
+	struct xport_tm_entry hit;
+	uint64_t cap = 0;
+
+	xport_tm_commit(qp_srq(qp)->tm, XPORT_TM_RNDV, idx, &hit);
+	r->recv.wr_id = hit.wr_id;
+	r->recv.num_sge = hit.num_sge;
+	for (uint32_t i = 0; i < hit.num_sge; i++) {
+		r->recv.sg_list[i] = hit.sg[i];
+		cap += hit.sg[i].length;
+	}
+	r->recv_cap = UINT32_MAX;
+	r->have_recv = true;
+	r->tm_skip = 0;
+	r->tm_v = (uint8_t)(XPORT_TM_RNDV + 1);
+	r->tm_h = *h;
+	cnt_inc(qp, XPORT_CNT_TM_RNDV);
+	if (h->len > cap || h->len > (1u << 31)) {
+		ctx->recv_status = WC_LOC_LEN_ERR;
+		ctx->nak = ROCE_AETH_NAK_INVALID_REQ;
+		return RESP_CLASS_C;
+	}
+	qp->req.tm_resv = 1; /* the slot is the READ's (xport_req_tm_room()) */
+	return RESP_CHECK_LENGTH;
+}
+
+/*
+ * The QP's own READ of a matched rendezvous (its MATCH completion is out):
+ * rvh.len bytes from rvh.va/rkey into the entry's SGEs (the completer
+ * checks each response against them with their lkeys, as for any READ),
+ * then the FIN (xport.c tm_rndv_complete()), a TMH FIN with the tag and
+ * app_ctx of the RNDV.
+ */
+static void
+tm_rndv_start(struct xport_qp *qp)
+{
+	struct xport_resp *r = &qp->resp;
+	const struct xport_tmh *h = &r->tm_h;
+	struct sq_wqe rd = { .wr_id = r->recv.wr_id, .opcode = WR_RDMA_READ,
+			     .num_sge = (uint8_t)r->recv.num_sge };
+	uint8_t fin[XPORT_TMH_LEN] = { XPORT_TMH_FIN };
+
+	rd.wr.rdma.remote_addr = h->va;
+	rd.wr.rdma.rkey = h->rkey;
+	memcpy(rd.sg_list, r->recv.sg_list, r->recv.num_sge * sizeof(rd.sg_list[0]));
+	for (int i = 0; i < 4; i++)
+		fin[4 + i] = (uint8_t)(h->app_ctx >> (24 - 8 * i));
+	for (int i = 0; i < 8; i++)
+		fin[8 + i] = (uint8_t)(h->tag >> (56 - 8 * i));
+	_Static_assert(sizeof(rd.wr.rdma.reserved2) == XPORT_TMH_LEN, "the FIN's TMH");
+	memcpy(rd.wr.rdma.reserved2, fin, XPORT_TMH_LEN);
+	qp->req.tm_resv = 0;
+	xport_req_tm_inject(qp, SWQE_TM_RNDV_READ, &rd, h->len);
+}
+
+/*
  * The first packet of a SEND to a QP of a tag matching SRQ (xport_tm.h):
  * its TMH decides where the message goes. EAGER: into the matched entry,
  * past the TMH; unexpected (RNDV too: no rendezvous here, software reads
@@ -317,7 +383,14 @@ resp_tm_first(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out *out)
 		cnt_inc(qp, XPORT_CNT_TM_BAD_TMH);
 		return class_c_or_drop(qp, ctx, ROCE_AETH_NAK_INVALID_REQ);
 	}
-	v = xport_tm_peek(tm, &h, true, &idx);
+	v = xport_tm_peek(tm, &h, !qp_is_rc(qp), &idx);
+	if (v == XPORT_TM_RNDV) {
+		/* the QP's own READ needs RTS and a slot of the send shadow: else
+		 * RNR, the list untouched (the sender retries) */
+		if (qp->state != XPORT_STATE_RTS || !xport_req_tm_room(qp))
+			return RESP_RNR;
+		return resp_tm_rndv(qp, ctx, idx, &h);
+	}
 	if (v == XPORT_TM_EAGER) {
 		uint64_t cap = XPORT_TMH_LEN; /* the TMH is not placed: it takes no room */
 
@@ -620,7 +693,8 @@ resp_execute(struct xport_qp *qp, struct resp_ctx *ctx)
 		/* tag matching EAGER: the TMH heads the first packet, the entry gets the rest */
 		uint32_t skip = HAS(ctx, FIRST) ? r->tm_skip : 0;
 		uint32_t off = HAS(ctx, FIRST) ? r->msg_len : r->msg_len - r->tm_skip;
-		if (len > skip && xport_sg_scatter(qp, r->recv.sg_list, r->recv.num_sge, off,
+		/* rendezvous: the headers only, nothing is placed (the READ brings the data) */
+		if (r->tm_v != XPORT_TM_RNDV + 1 && len > skip && xport_sg_scatter(qp, r->recv.sg_list, r->recv.num_sge, off,
 						   pkt->payload + skip, len - skip) != MR_OK)
 			goto op_err;
 	} else if (len) {
@@ -741,15 +815,20 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 		.wc_flags = flags,
 		.timestamp = now,
 	};
+	bool rndv = r->tm_v == XPORT_TM_RNDV + 1;
 	if (r->tm_v != 0 && status == WC_SUCCESS) {
 		struct xport_tm_entry hit = { .wr_id = r->recv.wr_id };
 
 		xport_tm_recv_cqe(c, (enum xport_tm_verdict)(r->tm_v - 1), XPORT_TM_CQE_ARRIVED,
 				  &r->tm_h, &hit, r->msg_len);
+	} else if (r->tm_v == XPORT_TM_EAGER + 1 || rndv) {
+		c->opcode = WC_TM_RECV; /* a matched entry failed (too long, not writable) */
 	}
+	xport_cq_commit(cq, c, pkt->se, out);
+	if (rndv && status == WC_SUCCESS)
+		tm_rndv_start(qp);
 	r->tm_v = 0;
 	r->tm_skip = 0;
-	xport_cq_commit(cq, c, pkt->se, out);
 	return true;
 }
 

@@ -11,8 +11,9 @@
  * (xport_srq_tm_poll(), xport_tm_add_at() at the index the shim chose) and
  * consulted by the responder on the first packet of a SEND
  * (xport_tm_peek(), then xport_tm_commit() once the data has a place).
- * Rendezvous is not: RNDV is unexpected there, and the device reports
- * tm_caps 0 (doc/verbs-shim.md "Tag matching").
+ * A matched RNDV completes MATCH, then the QP's own READ of the RVH's range
+ * and a FIN follow (xport_resp.c tm_rndv_start(), xport.c
+ * tm_rndv_complete(); doc/verbs-shim.md "Tag matching").
  *
  * - **Headers** (<infiniband/tm_types.h>): a tagged SEND starts with a TMH
  *   (16 bytes: opcode, 3 reserved bytes, app_ctx (be32), tag (be64)); a
@@ -141,7 +142,7 @@ void xport_tm_sync(struct xport_tm *t, uint32_t unexpected_cnt);
 
 /**
  * Parse the TMH (and for RNDV the RVH) at the start of @p p (@p len bytes).
- * @return 0, or -EINVAL (shorter than its headers, reserved bytes set, unknown opcode)
+ * @return 0, or -EINVAL (shorter than its headers, unknown opcode; reserved bytes are ignored, as mlx5 does)
  */
 int xport_tmh_parse(const uint8_t *p, uint32_t len, struct xport_tmh *h);
 
@@ -158,8 +159,8 @@ enum xport_tm_verdict xport_tm_match(struct xport_tm *t, const uint8_t *p, uint3
  * The verdict xport_tm_match() would give a message with the parsed header
  * @p h, without acting on it (the responder peeks, then commits only once
  * the data has a place: an unexpected or NO_TAG message needs a receive of
- * the SRQ, else RNR). @p no_rndv: a matching RNDV is UNEXPECTED (no
- * rendezvous in the responder: software reads the RVH). *@p idx: the
+ * the SRQ, else RNR). @p no_rndv: a matching RNDV is UNEXPECTED (software
+ * reads the RVH; the responder asks so of a QP that is not RC). *@p idx: the
  * matching entry for EAGER/RNDV.
  */
 enum xport_tm_verdict xport_tm_peek(const struct xport_tm *t, const struct xport_tmh *h,

@@ -71,6 +71,56 @@ Test(ctl_tm, no_tag_matching_without_limits)
 	client_close(&a);
 }
 
+static struct ipc_device_attr query_device(struct client *cl)
+{
+	struct ipc_msg m, r;
+
+	req(&m, IPC_OP_QUERY_DEVICE);
+	cr_assert_eq(call(cl, &m, NULL, 0, &r, NULL), 0);
+	return r.u.rsp_QUERY_DEVICE.attr;
+}
+
+/* QUERY_DEVICE's tag matching bounds (the shim's tm_caps): the limits, the quota, 0 without. */
+Test(ctl_tm, query_device_reports_the_limits)
+{
+	struct ipc_device_attr a;
+	struct client cl;
+
+	setup_tm(1, 0, 32, 0);
+	client_open(&cl, true);
+	a = query_device(&cl);
+	cr_assert_eq(a.tm_max_num_tags, 0);
+	cr_assert_eq(a.tm_max_ops, 0, "no tags, no tag matching");
+	client_close(&cl);
+	teardown();
+	setup_tm(1, 64, 0, 0);
+	client_open(&cl, true);
+	a = query_device(&cl);
+	cr_assert_eq(a.tm_max_num_tags, 0);
+	cr_assert_eq(a.tm_max_ops, 0);
+	client_close(&cl);
+	teardown();
+	setup_tm(1, 64, 32, 0);
+	client_open(&cl, true);
+	a = query_device(&cl);
+	cr_assert_eq(a.tm_max_num_tags, 64);
+	cr_assert_eq(a.tm_max_ops, 32);
+	client_close(&cl);
+	teardown();
+	setup_tm(1, 64, 32, 24);
+	client_open(&cl, true);
+	a = query_device(&cl);
+	cr_assert_eq(a.tm_max_num_tags, 24, "the client's quota");
+	cr_assert_eq(a.tm_max_ops, 32);
+	client_close(&cl);
+	teardown();
+	setup_tm(1, 0x12345, 32, 0);
+	client_open(&cl, true);
+	a = query_device(&cl);
+	cr_assert_eq(a.tm_max_num_tags, 0xffff, "handles are 16-bit");
+	client_close(&cl);
+}
+
 Test(ctl_tm, bounds_and_a_cq_are_checked)
 {
 	struct client a;

@@ -8,6 +8,8 @@
  * answer is RNR and nothing of the list changes (an unexpected message is
  * counted once, when it lands); a TMH that does not parse is an invalid
  * request, counted; a multi-packet EAGER message continues in the entry.
+ * A matched RNDV completes MATCH and starts host 1's own READ
+ * (test_tm_rndv.c has it with both engines).
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -195,12 +197,48 @@ Test(tm_resp, unexpected_and_no_tag_messages_land_whole_in_the_srqs_receives)
 	cr_assert_not(xport_tm_synced(&T), "matching is off until software syncs");
 }
 
-Test(tm_resp, a_rendezvous_message_is_left_to_software)
+/* A matched RNDV (step 3): MATCH, and host 1's own READ of the RVH's range goes out. */
+Test(tm_resp, a_matched_rendezvous_completes_match_and_reads_the_rvhs_range)
+{
+	uint8_t m[XPORT_TMH_LEN + XPORT_RVH_LEN + 32];
+	struct cqe c;
+
+	tm_msg(m, XPORT_TMH_RNDV, 5, sizeof(m), 0x77);
+	memcpy(m + 16, (uint8_t[]){ 0, 0, 0x7f, 1, 2, 3, 4, 5, 0xca, 0xfe, 0, 1, 0, 0, 0x10, 0 },
+	       16);
+	add(5, 1, 0, 8192);
+	srq_recv(12, 4096, 256);
+	struct roce_pkt p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
+	sim_inject(&S, 1, &p);
+	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	cr_assert_eq(c.opcode, WC_TM_RECV);
+	cr_assert_eq(c.wc_flags, WC_FLAG_TM_MATCH);
+	cr_assert_eq(c.wr_id, 1);
+	cr_assert_eq(c.tm_tag, 5);
+	cr_assert_eq(c.byte_len, 0);
+	cr_assert_not(sim_poll_cq(&S, 1, true, &c), "DATA_VALID waits for the READ");
+	cr_assert_eq(T.n, 0);
+	cr_assert_eq(spsc_ring_count(S.h[1].srq_ring), 1, "the SRQ receive is untouched");
+	for (uint32_t i = 0; i < 32; i++)
+		cr_assert_neq(S.h[1].arena[i], 0x77, "nothing of the message is placed");
+	/* the ACK, then the READ request (AckReq, the RVH's range) */
+	cr_assert_eq(C.n, 2);
+	assert_ack(&C.pkt[0], ROCE_AETH_ACK_UNLIMITED, EPSN);
+	cr_assert_eq(C.pkt[1].opcode, ROCE_OP_RC_RDMA_READ_REQUEST);
+	cr_assert_eq(C.pkt[1].reth.va, 0x00007f0102030405ull);
+	cr_assert_eq(C.pkt[1].reth.rkey, 0xcafe0001);
+	cr_assert_eq(C.pkt[1].reth.length, 0x1000);
+	cr_assert_eq(C.pkt[1].psn, 0x2000, "host 1's first request PSN");
+	cr_assert_eq(cnt()[XPORT_CNT_TM_RNDV], 1);
+}
+
+/* Unmatched, or out of sync: RNDV is unexpected, the RVH lands in the SRQ's receive. */
+Test(tm_resp, an_unmatched_rendezvous_is_left_to_software)
 {
 	uint8_t m[XPORT_TMH_LEN + XPORT_RVH_LEN];
 	struct cqe c;
 
-	tm_msg(m, XPORT_TMH_RNDV, 5, sizeof(m), 0);
+	tm_msg(m, XPORT_TMH_RNDV, 6, sizeof(m), 0);
 	add(5, 1, 0, 256);
 	srq_recv(12, 4096, 256);
 	struct roce_pkt p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
@@ -210,6 +248,7 @@ Test(tm_resp, a_rendezvous_message_is_left_to_software)
 	cr_assert_eq(c.wc_flags, 0);
 	cr_assert_eq(c.wr_id, 12, "unexpected: the RVH in the SRQ's receive");
 	cr_assert_eq(T.n, 1, "the entry stays");
+	cr_assert_eq(capture_count(&C, 1, ROCE_OP_RC_RDMA_READ_REQUEST), 0);
 }
 
 Test(tm_resp, without_a_receive_an_unexpected_message_is_rnr_and_changes_nothing)
@@ -251,7 +290,7 @@ Test(tm_resp, a_malformed_tmh_is_an_invalid_request_and_counted)
 	srq_recv(10, 4096, 256);
 	add(1, 1, 0, 256);
 	tm_msg(m, XPORT_TMH_EAGER, 1, sizeof(m), 0);
-	m[2] = 1; /* a reserved byte */
+	m[0] = XPORT_TMH_EAGER + 1; /* an unknown opcode */
 	p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN);
@@ -259,6 +298,29 @@ Test(tm_resp, a_malformed_tmh_is_an_invalid_request_and_counted)
 	cr_assert_eq(cnt()[XPORT_CNT_TM_BAD_TMH], 1);
 	cr_assert_eq(T.n, 1, "nothing matched");
 	cr_assert_eq(T.unexp_hw, 0);
+}
+
+/*
+ * Reserved TMH bytes are not looked at, as mlx5 (pyverbs' test_tag_matching
+ * writes opcode and tag over a payload of 'c's): the message matches.
+ */
+Test(tm_resp, reserved_tmh_bytes_are_ignored)
+{
+	uint8_t m[64];
+	struct roce_pkt p;
+	struct cqe c;
+
+	add(1, 4, 0, 256);
+	tm_msg(m, XPORT_TMH_EAGER, 1, sizeof(m), 'c');
+	m[1] = m[2] = m[3] = 'c';
+	p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, EPSN);
+	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	cr_assert_eq(c.status, WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 4);
+	cr_assert_eq(c.wc_flags, WC_FLAG_TM_MATCH | WC_FLAG_TM_DATA_VALID);
+	cr_assert_eq(cnt()[XPORT_CNT_TM_BAD_TMH], 0);
 }
 
 /* Shorter than a TMH, an unknown opcode, an RNDV without its RVH: all refused the same way. */
@@ -285,4 +347,28 @@ Test(tm_resp, short_unknown_and_truncated_rendezvous_headers_are_invalid_request
 		assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN);
 		cr_assert_eq(cnt()[XPORT_CNT_TM_BAD_TMH], 1, "case %u", i);
 	}
+}
+
+/* The READ needs the requester: in RTR a matched RNDV is RNR, the entry kept. */
+Test(tm_resp, in_rtr_a_matched_rendezvous_is_rnr)
+{
+	uint8_t m[XPORT_TMH_LEN + XPORT_RVH_LEN];
+	struct cqe c;
+
+	tm_msg(m, XPORT_TMH_RNDV, 5, sizeof(m), 0);
+	add(5, 1, 0, 256);
+	srq_recv(12, 4096, 256);
+	sim_set_state(&S, 1, XPORT_STATE_RTR);
+	struct roce_pkt p = send_pkt(ROCE_OP_RC_SEND_ONLY, EPSN, m, sizeof(m));
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(last()->aeth.syndrome & 0xe0, ROCE_AETH_RNR_NAK & 0xe0, "RNR NAK");
+	cr_assert_not(sim_poll_cq(&S, 1, true, &c));
+	cr_assert_eq(T.n, 1, "the entry stays");
+	cr_assert_eq(cnt()[XPORT_CNT_TM_RNDV], 0);
+	/* in RTS it goes through */
+	sim_set_state(&S, 1, XPORT_STATE_RTS);
+	sim_inject(&S, 1, &p);
+	cr_assert(sim_poll_cq(&S, 1, true, &c));
+	cr_assert_eq(c.wc_flags, WC_FLAG_TM_MATCH);
+	cr_assert_eq(capture_count(&C, 1, ROCE_OP_RC_RDMA_READ_REQUEST), 1);
 }

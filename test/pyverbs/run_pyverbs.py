@@ -80,13 +80,6 @@ def _pin(label, messages, reason, *test_ids, pins=PINNED_SKIPS):
         pins['tests.' + tid] = (label, messages, reason)
 
 
-_pin(FEATURE_GAP, ('Extended CQ is not supported',),
-     'tag matching: tm_caps are 0; the suite asks for a CQ with IBV_WC_EX_WITH_TM_INFO '
-     'first, which is EOPNOTSUPP, hence the message',
-     'test_tag_matching.TMTest.test_tm_no_tag',
-     'test_tag_matching.TMTest.test_tm_rndv',
-     'test_tag_matching.TMTest.test_tm_traffic',
-     'test_tag_matching.TMTest.test_tm_unexpected_tag')
 _pin(NO_HARDWARE, ('Allocating dmabuf is not supported by /dev/dri/renderD128',
                    'Device /dev/dri/renderD128 is not present',
                    'Lack of permission to access /dev/dri/renderD128'),
