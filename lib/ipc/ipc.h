@@ -63,8 +63,10 @@ extern "C" {
  *    (80)
  * 8: RSS: CREATE_RSS_QP (50); ipc_device_attr carries the RSS caps
  * 9: tag matching: CREATE_SRQ takes IBV_SRQT_TM with max_num_tags, max_ops and a CQ; its answer
- *    describes the ops ring and the released counts */
-#define IPC_VERSION 9u
+ *    describes the ops ring and the released counts
+ * 11: ipc_device_attr's pad words pad_dm and pad_rss are tm_max_num_tags and tm_max_ops
+ *    (tm_caps; same size). 10 is the SQ doorbell (issue 18) */
+#define IPC_VERSION 11u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */
