@@ -1602,6 +1602,20 @@ loops_until_cqe(struct spsc_ring *cq, uint32_t *min_busy)
 	return spsc_ring_count(cq) > 0 ? loops : 0;
 }
 
+/* The SEND of round @p round completed on @p a (wr_id @p wr_id), its
+ * receive on @p b; then every QP settles idle again. */
+static void
+exchange_done(struct test_qp *a, struct test_qp *b, uint64_t wr_id, unsigned int round)
+{
+	struct cqe c = take_cqe(a->scq_ring);
+
+	cr_expect_eq(c.status, WC_SUCCESS);
+	cr_expect_eq(c.wr_id, wr_id);
+	cr_assert(wait_cqes(b->rcq_ring, 1));
+	take_cqe(b->rcq_ring);
+	cr_assert(settle(), "round %u: idle again after the exchange", round);
+}
+
 TestSuite(engine_sched, .init = sched_setup, .fini = sched_teardown, .timeout = 60);
 
 Test(engine_sched, idle_qps_are_not_polled_and_a_post_wakes_its_qp_within_a_scan)
@@ -1630,12 +1644,7 @@ Test(engine_sched, idle_qps_are_not_polled_and_a_post_wakes_its_qp_within_a_scan
 		 * within 5 loops; then the request, the ACK back, the completion */
 		cr_assert_neq(loops, 0, "round %u: the SEND completed", round);
 		cr_expect_leq(loops, 5 + 8, "round %u: %u loops", round, loops);
-		struct cqe c = take_cqe(a.scq_ring);
-		cr_expect_eq(c.status, WC_SUCCESS);
-		cr_expect_eq(c.wr_id, 100 + round);
-		cr_assert(wait_cqes(b.rcq_ring, 1));
-		take_cqe(b.rcq_ring);
-		cr_assert(settle(), "round %u: idle again after the exchange", round);
+		exchange_done(&a, &b, 100 + round, round);
 	}
 	for (uint32_t i = 0; i < IDLE_QPS * 2; i++)
 		cr_expect_eq(xport_qp_state(engine_xport_qp(d.worker[i & 1], 0x100 + i)),
@@ -1759,12 +1768,7 @@ Test(engine_bell, a_post_behind_idle_qps_is_found_by_its_bell_without_any_scan)
 		/* found in the first loop (its bell), then the request, the ACK, the completion */
 		cr_assert_neq(loops, 0, "round %u: the SEND completed", round);
 		cr_expect_leq(loops, 8, "round %u: %u loops", round, loops);
-		struct cqe c = take_cqe(a.scq_ring);
-		cr_expect_eq(c.status, WC_SUCCESS);
-		cr_expect_eq(c.wr_id, 100 + round);
-		cr_assert(wait_cqes(b.rcq_ring, 1));
-		take_cqe(b.rcq_ring);
-		cr_assert(settle(), "round %u: idle again after the exchange", round);
+		exchange_done(&a, &b, 100 + round, round);
 	}
 	cr_expect_eq(lcore_ctr(0, CTR_BELL_WAKES), 3, "each post woke its QP by its bell");
 	cr_expect_eq(lcore_ctr(0, CTR_SCAN_WAKES), 0, "no scan read its SQ");
