@@ -122,6 +122,16 @@ scaled() { if [ -e "$W/lossy" ]; then echo $(($1 / 4)); else echo "$1"; fi; }
 
 # A bounded loop until the deadline: $1 name, rest a command; counts runs,
 # failures (exit != 0 and not killed by us) and stalls (timeout's 124).
+# When (seconds after START, the run's start) and in which phase of the
+# link a run failed or stalled: one line per event in $W/events, printed at
+# the end, so that failures can be told apart by phase (full scope: the
+# middle third is lossy).
+event() { # loop kind rc start_ns
+	local at=$(($4 / 1000000000)) phase=clean
+	[ "$SCOPE" = full ] && [ "$at" -ge "$LOSSY_AT" ] && [ "$at" -lt "$CLEAN_AT" ] && phase=lossy
+	echo "$1 $2 rc=$3 at=$((at - START))s $phase" >> "$W/events"
+}
+
 loop() {
 	local name=$1; shift
 	local runs=0 fails=0 stalls=0 rc t0 t1 max=0
@@ -134,7 +144,7 @@ loop() {
 		[ $(((t1 - t0) / 1000000)) -gt $max ] && max=$(((t1 - t0) / 1000000))
 		case $rc in
 		0) ;;
-		124) stalls=$((stalls + 1)); cp "$W/$name.last" "$W/$name.stall" ;;
+		124) stalls=$((stalls + 1)); cp "$W/$name.last" "$W/$name.stall"; event "$name" stall $rc $t0 ;;
 		137) ;; # SIGKILLed by the killer: expected
 		99) runs=$((runs - 1)) ;; # clean_only rested: not a run
 		*)
@@ -146,7 +156,7 @@ loop() {
 				[ -n "${ROCE_RETRY_LOG:-}" ] &&
 					echo "soak	$name: perftest could not calibrate its clock (r^2 < 0.9)" >> "$ROCE_RETRY_LOG"
 			else
-				fails=$((fails + 1)); cp "$W/$name.last" "$W/$name.fail"
+				fails=$((fails + 1)); cp "$W/$name.last" "$W/$name.fail"; event "$name" fail $rc $t0
 			fi ;;
 		esac
 	done
@@ -318,7 +328,8 @@ for r in "$W"/*.result; do
 	printf '# %-8s %8s %6s %6s %10s\n' "$name" "$runs" "$fails" "$stalls" "$max"
 	[ "$runs" -gt 0 ] || bad=1
 done
-echo "# duration ${ELAPSED}s"
+echo "# duration ${ELAPSED}s (lossy from $((LOSSY_AT - START)) s to $((CLEAN_AT - START)) s in the full scope)"
+[ -f "$W/events" ] && sed 's/^/# event: /' "$W/events"
 fails_total=$(cat "$W"/*.result | awk '{ s += $2 } END { print s + 0 }')
 stalls_total=$(cat "$W"/*.result | awk '{ s += $3 } END { print s + 0 }')
 if [ "$fails_total" = 0 ] && [ $bad = 0 ]; then
