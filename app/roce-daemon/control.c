@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -142,13 +143,12 @@ unsigned int
 control_next_wait_ms(struct daemon *d, unsigned int work)
 {
 	unsigned int base = d->control_sleep_us / 1000u + 1u;
+	unsigned int cap = RTE_MAX(base, CONTROL_WAIT_MAX_MS);
 
 	if (work > 0 || d->control_wait_ms < base)
 		d->control_wait_ms = base;
 	else
-		d->control_wait_ms = d->control_wait_ms * 2u > CONTROL_WAIT_MAX_MS
-					     ? (base > CONTROL_WAIT_MAX_MS ? base : CONTROL_WAIT_MAX_MS)
-					     : d->control_wait_ms * 2u;
+		d->control_wait_ms = RTE_MIN(d->control_wait_ms * 2u, cap);
 	return d->control_wait_ms;
 }
 
