@@ -896,11 +896,18 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 	/* a long write stream, and next to it a second client pair */
 	stalls = lab_stalls_long();
 	bg_start(&ws, "wserver", 'a', 30, "ib_write_bw -D 8 -s 16384");
-	bg_start(&ps, "pserver", 'a', 30, "ibv_rc_pingpong -g 1 -e -p 18600 -n 3000 -s 256");
+	/*
+	 * The pingpong must outlive the kill: 3000 iterations took 6 s when a
+	 * CQ event waited for the control thread's 1 ms poll, 2 s once workers
+	 * woke it, and it then ended before the stream had connected (CI, stop
+	 * 28). 8000 iterations: 5 s at 0.65 ms per round trip, 16 s at 2 ms,
+	 * inside the 45 s bound.
+	 */
+	bg_start(&ps, "pserver", 'a', 45, "ibv_rc_pingpong -g 1 -e -p 18600 -n 8000 -s 256");
 	wait_listen('a', 18515);
 	wait_listen('a', 18600);
 	bg_start(&wc, "wclient", 'b', 30, "ib_write_bw -D 8 -s 16384 198.18.0.1");
-	bg_start(&pc, "pclient", 'b', 30, "ibv_rc_pingpong -g 1 -e -p 18600 -n 3000 -s 256 198.18.0.1");
+	bg_start(&pc, "pclient", 'b', 45, "ibv_rc_pingpong -g 1 -e -p 18600 -n 8000 -s 256 198.18.0.1");
 	/* the stream runs: its QP and MR exist on b */
 	for (int i = 0; i < 100; i++) {
 		app_stats('b', buf, sizeof(buf));
@@ -924,13 +931,13 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 		cr_assert_eq(rc, 137, "killed by SIGKILL: %d\n%s", rc, co);
 	}
 	/* the other client is unaffected (unless an lcore stalled, see pair()) */
-	rc = bg_wait(&pc, 40, co, sizeof(co));
+	rc = bg_wait(&pc, 50, co, sizeof(co));
 	if (rc != 0 && retries_excused("pingpong next to the killed client", co, "", stalls, true)) {
 		bg_wait(&ps, 10, so, sizeof(so));
 	} else {
 		cr_assert_eq(rc, 0, "pingpong client: %d\n%s\n%s", rc, co, lab_telemetry());
 		cr_assert_eq(bg_wait(&ps, 10, so, sizeof(so)), 0, "pingpong server:\n%s", so);
-		check_pingpong(co, 3000, "pingpong next to the killed client");
+		check_pingpong(co, 8000, "pingpong next to the killed client");
 	}
 	/* nothing of the killed client is left on b */
 	cr_assert(wait_app_empty('b', buf, sizeof(buf)), "objects left on b: %s", buf);
