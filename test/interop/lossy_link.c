@@ -17,6 +17,13 @@
  *
  * Runs until SIGTERM/SIGINT, then prints one line per direction:
  *   lossy_link: A->B frames=N impaired=I dropped=D duplicated=U reordered=O
+ *               overrun=R send_failed=F
+ * dropped is the impairment's; overrun (the kernel dropped frames for the
+ * input socket, its buffer full: PACKET_STATISTICS tp_drops) and send_failed
+ * (sendto refused a frame) are the relay's own losses, which a clean link
+ * must not have: both sockets get 8 MiB buffers (SO_RCVBUFFORCE, as root)
+ * so that a relay descheduled for a few milliseconds on a loaded machine
+ * keeps what arrived meanwhile.
  * Exit status 0, or 2 when an interface cannot be opened.
  */
 #include <arpa/inet.h>
@@ -38,6 +45,9 @@
 
 #define LINK_FRAME_MAX 16384
 #define LINK_HOLD_MS 5
+#define LINK_SOCK_BUF (64 << 20)
+#define LINK_BATCH 64      /* frames per recvmmsg(); up to twice as many sent per sendmmsg() */
+#define LINK_OUT_MAX (2 * LINK_BATCH + 2)
 #define ROCE_UDP_PORT 4791
 
 struct link_dir {
@@ -46,6 +56,11 @@ struct link_dir {
 	uint8_t held[LINK_FRAME_MAX];
 	size_t held_len;            /* 0: nothing held */
 	uint64_t frames, impaired, dropped, duplicated, reordered;
+	uint64_t send_failed;       /* sendmmsg() refused the frame */
+	/* frames to send, in order; they point into the receive batch or held[] */
+	struct iovec out_iov[LINK_OUT_MAX];
+	struct mmsghdr out_msg[LINK_OUT_MAX];
+	unsigned int out_n;
 };
 
 struct link_opts {
@@ -118,6 +133,12 @@ open_if(const char *ifname, int *ifindex)
 		perror("lossy_link: socket(AF_PACKET)");
 		return -1;
 	}
+	/* the FORCE variants pass net.core.[rw]mem_max (root); else the capped ones */
+	int buf = LINK_SOCK_BUF;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	sll.sll_ifindex = *ifindex;
 	mr.mr_ifindex = *ifindex;
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0 ||
@@ -130,15 +151,47 @@ open_if(const char *ifname, int *ifindex)
 	return fd;
 }
 
+/* Frames the kernel dropped for @p fd since the last call (its buffer full). */
+static uint64_t
+overrun(int fd)
+{
+	struct tpacket_stats st = { 0 };
+	socklen_t l = sizeof(st);
+
+	return getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &l) == 0 ? st.tp_drops : 0;
+}
+
+/* Send every queued frame of @p d, in order (a refused one is counted and skipped). */
+static void
+flush_out(struct link_dir *d)
+{
+	unsigned int off = 0;
+
+	while (off < d->out_n) {
+		int r = sendmmsg(d->out_fd, &d->out_msg[off], d->out_n - off, MSG_DONTWAIT);
+
+		if (r > 0) {
+			off += (unsigned int)r;
+		} else {
+			/* A full socket buffer loses the frame, as a full link would. */
+			d->send_failed++;
+			off++;
+		}
+	}
+	d->out_n = 0;
+}
+
+/* Queue one frame to send; @p f must stay valid until flush_out(). */
 static void
 send_frame(struct link_dir *d, const uint8_t *f, size_t len)
 {
-	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = d->out_ifindex,
-				  .sll_halen = 6 };
-
-	memcpy(to.sll_addr, f, 6);
-	/* A full socket buffer loses the frame, as a full link would. */
-	(void)sendto(d->out_fd, f, len, MSG_DONTWAIT, (struct sockaddr *)&to, sizeof(to));
+	if (d->out_n == LINK_OUT_MAX)
+		flush_out(d);
+	d->out_iov[d->out_n] = (struct iovec){ .iov_base = (void *)(uintptr_t)f, .iov_len = len };
+	d->out_msg[d->out_n] = (struct mmsghdr){
+		.msg_hdr = { .msg_iov = &d->out_iov[d->out_n], .msg_iovlen = 1 },
+	};
+	d->out_n++;
 }
 
 static void
@@ -169,6 +222,7 @@ forward(struct link_dir *d, const struct link_opts *o, const uint8_t *f, size_t 
 		return;
 	}
 	if (d->held_len == 0 && rng_uniform() < o->reorder) {
+		flush_out(d); /* held[] may still be queued from its last release */
 		memcpy(d->held, f, len);
 		d->held_len = len;
 		d->reordered++;
@@ -205,7 +259,10 @@ main(int argc, char **argv)
 	};
 	struct link_opts o = { .seed = 1 };
 	static struct link_dir dir[2];
-	static uint8_t frame[LINK_FRAME_MAX];
+	static uint8_t frames[LINK_BATCH][LINK_FRAME_MAX];
+	static struct mmsghdr in_msg[LINK_BATCH];
+	static struct iovec in_iov[LINK_BATCH];
+	static struct sockaddr_ll from[LINK_BATCH];
 	struct sigaction sa = { .sa_handler = on_signal };
 	int c, ifindex[2], fd[2];
 
@@ -251,33 +308,48 @@ main(int argc, char **argv)
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n <= 0) { /* quiet for LINK_HOLD_MS: let held frames go */
-			release_held(&dir[0]);
-			release_held(&dir[1]);
+			for (int i = 0; i < 2; i++) {
+				release_held(&dir[i]);
+				flush_out(&dir[i]);
+			}
 			continue;
 		}
 		for (int i = 0; i < 2; i++) {
-			/* a bounded batch per wake-up, so one direction cannot starve the other */
-			for (int k = 0; k < 64 && (p[i].revents & POLLIN); k++) {
-				struct sockaddr_ll from;
-				socklen_t fl = sizeof(from);
-				ssize_t len = recvfrom(fd[i], frame, sizeof(frame), MSG_DONTWAIT | MSG_TRUNC,
-						       (struct sockaddr *)&from, &fl);
+			/* one bounded batch per wake-up, so one direction cannot starve the other */
+			int got;
 
-				if (len < 0)
-					break;
-				if (from.sll_pkttype == PACKET_OUTGOING || len > (ssize_t)sizeof(frame))
-					continue;
-				forward(&dir[i], &o, frame, (size_t)len);
+			if (!(p[i].revents & POLLIN))
+				continue;
+			for (int k = 0; k < LINK_BATCH; k++) {
+				in_iov[k] = (struct iovec){ .iov_base = frames[k], .iov_len = LINK_FRAME_MAX };
+				in_msg[k] = (struct mmsghdr){
+					.msg_hdr = { .msg_name = &from[k], .msg_namelen = sizeof(from[k]),
+						     .msg_iov = &in_iov[k], .msg_iovlen = 1 },
+				};
 			}
+			got = recvmmsg(fd[i], in_msg, LINK_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+			for (int k = 0; k < got; k++) {
+				if (from[k].sll_pkttype == PACKET_OUTGOING ||
+				    (in_msg[k].msg_hdr.msg_flags & MSG_TRUNC) != 0)
+					continue;
+				forward(&dir[i], &o, frames[k], in_msg[k].msg_len);
+			}
+			flush_out(&dir[i]); /* before the receive buffers are reused */
 		}
 	}
 	for (int i = 0; i < 2; i++) {
 		release_held(&dir[i]);
-		printf("lossy_link: %s frames=%llu impaired=%llu dropped=%llu duplicated=%llu reordered=%llu\n",
+		flush_out(&dir[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		printf("lossy_link: %s frames=%llu impaired=%llu dropped=%llu duplicated=%llu reordered=%llu "
+		       "overrun=%llu send_failed=%llu\n",
 		       dir[i].name, (unsigned long long)dir[i].frames, (unsigned long long)dir[i].impaired,
 		       (unsigned long long)dir[i].dropped, (unsigned long long)dir[i].duplicated,
-		       (unsigned long long)dir[i].reordered);
-		close(fd[i]);
+		       (unsigned long long)dir[i].reordered, (unsigned long long)overrun(dir[i].in_fd),
+		       (unsigned long long)dir[i].send_failed);
 	}
+	for (int i = 0; i < 2; i++)
+		close(fd[i]);
 	return 0;
 }
