@@ -4,7 +4,8 @@
  * interop loss tests on a host whose kernel has no sch_netem (the CI kernel:
  * no loadable modules, CONFIG_NET_SCH_NETEM unset).
  *
- *   lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] [--seed N] [--all] IF_A IF_B
+ *   lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] [--seed N] [--all] [--ecn-ms D]
+ *              IF_A IF_B
  *
  * Every frame received on one interface is sent out of the other (AF_PACKET,
  * outgoing frames ignored). RoCEv2 frames (IPv4/IPv6 UDP to port 4791; every
@@ -17,7 +18,14 @@
  *
  * Runs until SIGTERM/SIGINT, then prints one line per direction:
  *   lossy_link: A->B frames=N impaired=I dropped=D duplicated=U reordered=O
- *               overrun=R send_failed=F
+ *               overrun=R send_failed=F marked=M max_wait_us=W
+ * --ecn-ms D makes the relay a marking switch: a RoCEv2 frame sent ECN-capable
+ * (ECT(0) or ECT(1)) that waited D ms or more in the relay's input queue (the
+ * kernel's receive timestamp against the time the relay reads it) leaves with
+ * Congestion Experienced set (the IPv4 header checksum updated; the ICRC
+ * masks the ECN bits, RoCEv2 annex A17.3.1), as a switch marks above its
+ * queue threshold: the senders' DCQCN then slows down instead of the queue
+ * growing to seconds. Counted as marked=; the longest wait as max_wait_us=.
  * dropped is the impairment's; overrun (the kernel dropped frames for the
  * input socket, its buffer full: PACKET_STATISTICS tp_drops) and send_failed
  * (sendto refused a frame) are the relay's own losses, which a clean link
@@ -57,6 +65,8 @@ struct link_dir {
 	size_t held_len;            /* 0: nothing held */
 	uint64_t frames, impaired, dropped, duplicated, reordered;
 	uint64_t send_failed;       /* sendmmsg() refused the frame */
+	uint64_t marked;            /* CE set: waited --ecn-ms or more */
+	uint64_t max_wait_ns;       /* longest wait in the input queue */
 	/* frames to send, in order; they point into the receive batch or held[] */
 	struct iovec out_iov[LINK_OUT_MAX];
 	struct mmsghdr out_msg[LINK_OUT_MAX];
@@ -67,6 +77,7 @@ struct link_opts {
 	double loss, dup, reorder;  /* probabilities 0..1 */
 	uint64_t seed;
 	bool all;
+	uint64_t ecn_ns;            /* mark CE at this wait; 0: never */
 };
 
 static volatile sig_atomic_t stop;
@@ -116,6 +127,57 @@ is_roce(const uint8_t *f, size_t len)
 	return false;
 }
 
+/*
+ * Set Congestion Experienced on an ECN-capable IPv4/IPv6 frame (@p f is a
+ * RoCEv2 frame, is_roce()). @return true when marked.
+ */
+static bool
+mark_ce(uint8_t *f)
+{
+	size_t l2 = (f[12] == 0x81 && f[13] == 0x00) ? 18 : 14;
+	uint16_t type = (uint16_t)(f[l2 - 2] << 8 | f[l2 - 1]);
+
+	if (type == 0x0800) {
+		uint8_t tos = f[l2 + 1];
+		uint32_t sum;
+
+		if ((tos & 3) == 0 || (tos & 3) == 3)
+			return false;
+		/* RFC 1624: HC' = ~(~HC + ~m + m') over the 16-bit word holding TOS */
+		sum = (uint16_t)~(f[l2 + 10] << 8 | f[l2 + 11]);
+		sum += (uint16_t)~(f[l2] << 8 | tos);
+		sum += (uint16_t)(f[l2] << 8 | (tos | 3));
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		f[l2 + 1] = tos | 3;
+		f[l2 + 10] = (uint8_t)(~sum >> 8);
+		f[l2 + 11] = (uint8_t)~sum;
+		return true;
+	}
+	/* IPv6: the traffic class's ECN bits are bits 5:4 of the second byte */
+	if (((f[l2 + 1] >> 4) & 3) == 0 || ((f[l2 + 1] >> 4) & 3) == 3)
+		return false;
+	f[l2 + 1] |= 0x30;
+	return true;
+}
+
+/* Nanoseconds between the kernel's receive timestamp in @p m and @p now. */
+static uint64_t
+waited_ns(const struct msghdr *m, const struct timespec *now)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec t;
+			int64_t d;
+
+			memcpy(&t, CMSG_DATA(c), sizeof(t));
+			d = (int64_t)(now->tv_sec - t.tv_sec) * 1000000000 + (now->tv_nsec - t.tv_nsec);
+			return d > 0 ? (uint64_t)d : 0;
+		}
+	}
+	return 0;
+}
+
 static int
 open_if(const char *ifname, int *ifindex)
 {
@@ -139,6 +201,7 @@ open_if(const char *ifname, int *ifindex)
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	(void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	sll.sll_ifindex = *ifindex;
 	mr.mr_ifindex = *ifindex;
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0 ||
@@ -205,12 +268,16 @@ release_held(struct link_dir *d)
 
 /* Forward one received frame, impaired per @p o. */
 static void
-forward(struct link_dir *d, const struct link_opts *o, const uint8_t *f, size_t len)
+forward(struct link_dir *d, const struct link_opts *o, uint8_t *f, size_t len, uint64_t wait)
 {
-	bool impair;
+	bool impair, roce = is_roce(f, len);
 
 	d->frames++;
-	impair = o->all || is_roce(f, len);
+	if (wait > d->max_wait_ns)
+		d->max_wait_ns = wait;
+	if (roce && o->ecn_ns != 0 && wait >= o->ecn_ns && mark_ce(f))
+		d->marked++;
+	impair = o->all || roce;
 	if (!impair) {
 		send_frame(d, f, len);
 		release_held(d);
@@ -255,7 +322,8 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "loss", required_argument, NULL, 'l' }, { "dup", required_argument, NULL, 'd' },
 		{ "reorder", required_argument, NULL, 'r' }, { "seed", required_argument, NULL, 's' },
-		{ "all", no_argument, NULL, 'a' }, { NULL, 0, NULL, 0 },
+		{ "all", no_argument, NULL, 'a' }, { "ecn-ms", required_argument, NULL, 'e' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct link_opts o = { .seed = 1 };
 	static struct link_dir dir[2];
@@ -263,6 +331,8 @@ main(int argc, char **argv)
 	static struct mmsghdr in_msg[LINK_BATCH];
 	static struct iovec in_iov[LINK_BATCH];
 	static struct sockaddr_ll from[LINK_BATCH];
+	static uint8_t ctl[LINK_BATCH][CMSG_SPACE(sizeof(struct timespec)) + 64];
+	struct timespec now;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int c, ifindex[2], fd[2];
 
@@ -273,9 +343,10 @@ main(int argc, char **argv)
 		case 'r': o.reorder = pct_arg(optarg, "reorder"); break;
 		case 's': o.seed = strtoull(optarg, NULL, 0); break;
 		case 'a': o.all = true; break;
+		case 'e': o.ecn_ns = (uint64_t)(pct_arg(optarg, "ecn-ms") * 100 * 1e6); break;
 		default:
 			fprintf(stderr, "usage: lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] "
-				"[--seed N] [--all] IF_A IF_B\n");
+				"[--seed N] [--all] [--ecn-ms 0..100] IF_A IF_B\n");
 			return 2;
 		}
 	}
@@ -296,9 +367,9 @@ main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	printf("lossy_link: %s <-> %s loss %.1f%% dup %.1f%% reorder %.1f%% seed %llu%s\n",
+	printf("lossy_link: %s <-> %s loss %.1f%% dup %.1f%% reorder %.1f%% seed %llu ecn-ms %.1f%s\n",
 	       argv[optind], argv[optind + 1], o.loss * 100, o.dup * 100, o.reorder * 100,
-	       (unsigned long long)o.seed, o.all ? " (all frames)" : " (RoCEv2 frames)");
+	       (unsigned long long)o.seed, (double)o.ecn_ns / 1e6, o.all ? " (all frames)" : " (RoCEv2 frames)");
 	fflush(stdout);
 
 	while (!stop) {
@@ -324,15 +395,18 @@ main(int argc, char **argv)
 				in_iov[k] = (struct iovec){ .iov_base = frames[k], .iov_len = LINK_FRAME_MAX };
 				in_msg[k] = (struct mmsghdr){
 					.msg_hdr = { .msg_name = &from[k], .msg_namelen = sizeof(from[k]),
-						     .msg_iov = &in_iov[k], .msg_iovlen = 1 },
+						     .msg_iov = &in_iov[k], .msg_iovlen = 1,
+						     .msg_control = ctl[k], .msg_controllen = sizeof(ctl[k]) },
 				};
 			}
 			got = recvmmsg(fd[i], in_msg, LINK_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+			clock_gettime(CLOCK_REALTIME, &now);
 			for (int k = 0; k < got; k++) {
 				if (from[k].sll_pkttype == PACKET_OUTGOING ||
 				    (in_msg[k].msg_hdr.msg_flags & MSG_TRUNC) != 0)
 					continue;
-				forward(&dir[i], &o, frames[k], in_msg[k].msg_len);
+				forward(&dir[i], &o, frames[k], in_msg[k].msg_len,
+					waited_ns(&in_msg[k].msg_hdr, &now));
 			}
 			flush_out(&dir[i]); /* before the receive buffers are reused */
 		}
@@ -343,11 +417,12 @@ main(int argc, char **argv)
 	}
 	for (int i = 0; i < 2; i++) {
 		printf("lossy_link: %s frames=%llu impaired=%llu dropped=%llu duplicated=%llu reordered=%llu "
-		       "overrun=%llu send_failed=%llu\n",
+		       "overrun=%llu send_failed=%llu marked=%llu max_wait_us=%llu\n",
 		       dir[i].name, (unsigned long long)dir[i].frames, (unsigned long long)dir[i].impaired,
 		       (unsigned long long)dir[i].dropped, (unsigned long long)dir[i].duplicated,
 		       (unsigned long long)dir[i].reordered, (unsigned long long)overrun(dir[i].in_fd),
-		       (unsigned long long)dir[i].send_failed);
+		       (unsigned long long)dir[i].send_failed, (unsigned long long)dir[i].marked,
+		       (unsigned long long)(dir[i].max_wait_ns / 1000));
 	}
 	for (int i = 0; i < 2; i++)
 		close(fd[i]);
