@@ -6,6 +6,10 @@
 #include "ai_event.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "ai_cq.h"
 #include "ai_qp.h"
@@ -14,8 +18,52 @@
 #include "gsi.h"
 #include "ipc.h"
 #include "link.h"
+#define QP_ERR_LOG_PER_SEC 20
+
+/*
+ * One line on stderr (the daemon's log) for a QP the engine moved to ERR,
+ * with the counters that say why (a QP that ran out of retries: were frames
+ * lost, NAKed, paced?), at most QP_ERR_LOG_PER_SEC a second (a peer that
+ * dies takes all its QPs along). The counters are the worker's, read relaxed
+ * as telemetry does.
+ */
 static void
-qp_event(struct app_iface *ai, const struct worker_event *ev)
+log_qp_error(struct daemon *d, struct app_iface *ai, const struct worker_event *ev)
+{
+	const struct worker *w;
+	struct ctr_set sum;
+	uint32_t s;
+	time_t now = time(NULL);
+
+	if (now != ai->qp_err_sec) {
+		if (ai->qp_err_logged > QP_ERR_LOG_PER_SEC)
+			fprintf(stderr, "roce-daemon: %u more QP errors in that second not logged\n",
+				ai->qp_err_logged - QP_ERR_LOG_PER_SEC);
+		ai->qp_err_sec = now;
+		ai->qp_err_logged = 0;
+	}
+	if (ai->qp_err_logged++ >= QP_ERR_LOG_PER_SEC) {
+		ai->qp_err_quiet++;
+		return;
+	}
+	memset(&sum, 0, sizeof(sum));
+	w = d->n_workers ? d->worker[worker_of_qpn(ev->qpn, d->n_workers)] : NULL;
+	s = d->n_workers ? ev->qpn / d->n_workers : 0;
+	if (w != NULL && s < w->n_qp_slots)
+		ctr_set_accumulate(&sum, &w->qp[s].ctr);
+#define QPC(x) sum.v[ctr_of_xport(XPORT_CNT_##x)]
+	fprintf(stderr,
+		"roce-daemon: qp %u: error %s: timeouts %" PRIu64 ", seq NAKs %" PRIu64
+		", retransmitted %" PRIu64 ", RNR NAKs %" PRIu64 ", window halved %" PRIu64
+		", CNPs %" PRIu64 ", rate %" PRIu64 " kb/s, acks %" PRIu64 ", packets %" PRIu64 "\n",
+		ev->qpn, xport_err_name((enum xport_err)ev->code), QPC(RETRY_TIMEOUT),
+		QPC(NAK_SEQ_RX), QPC(RETRANSMIT_PKTS), QPC(RNR_NAK_RX), QPC(WINDOW_SHRINK),
+		QPC(CNP_RX), QPC(CC_RATE_KBPS), QPC(ACK_RX), QPC(TX_PKTS));
+#undef QPC
+}
+
+static void
+qp_event(struct daemon *d, struct app_iface *ai, const struct worker_event *ev)
 {
 	struct ai_qp *q = ai_qp_of(ai, ev->qpn);
 
@@ -25,6 +73,7 @@ qp_event(struct app_iface *ai, const struct worker_event *ev)
 	if (ev->type == XPORT_EV_QP_ERROR) {
 		if (ev->code == XPORT_ERR_MODIFY || q->error_reported)
 			return; /* the application asked for ERR / the async event did it */
+		log_qp_error(d, ai, ev);
 		if (ev->code == XPORT_ERR_CQ_OVERFLOW)
 			ctl_qp_event(ai->ctl, ev->qpn, CTL_QP_EV_FATAL, IBV_EVENT_QP_FATAL);
 		else
@@ -62,9 +111,8 @@ ai_on_event(struct daemon *d, const struct worker_event *ev, void *arg)
 	struct ai_cq *c;
 	struct ai_srq *s;
 
-	(void)d;
 	if (ev->qpn != UINT32_MAX) {
-		qp_event(ai, ev);
+		qp_event(d, ai, ev);
 		return;
 	}
 	if (ev->type == XPORT_EV_CQ_NOTIFY) {

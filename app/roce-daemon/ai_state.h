@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ctl.h"
 #include "ctl_msg.h"
@@ -201,6 +202,9 @@ struct app_iface {
 	_Atomic uint32_t stall_req[WORKER_MAX]; /* app_iface_stall_worker(): ms, any thread */
 	uint64_t events_dropped;
 	uint64_t cq_signals_dropped;    /* channel bytes lost: the application's channel was full */
+	time_t qp_err_sec;              /* ai_event.c log_qp_error(): the second being counted */
+	unsigned int qp_err_logged;     /* lines logged in it */
+	uint64_t qp_err_quiet;          /* lines left out (more than QP_ERR_LOG_PER_SEC) */
 	uint64_t destroys_held;         /* destroys an lcore might not have done: quarantined */
 	struct gsi *gsi;                /* QP1: the CM's MADs (gsi.h) */
 	struct ctl_cm_ops cm_ops;       /* lib/ctl's rdma_cm reaches the wire through these */
