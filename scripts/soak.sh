@@ -217,7 +217,7 @@ pingpong() {
 	local rs=$?
 	cat "$W/pp-$port.cli"
 	{ [ $rs = 0 ] && [ $rc = 0 ]; } || sed "s/^/server: /" "$W/pp-$port.srv"
-	if [ "$tool" = ibv_rc_pingpong ] && { [ $rc = 0 ] && [ $rs = 1 ] || [ $rc = 1 ] && [ $rs = 0 ]; }; then
+	if [ "$tool" = ibv_rc_pingpong ] && { { [ $rc = 0 ] && [ $rs = 1 ]; } || { [ $rc = 1 ] && [ $rs = 0 ]; }; }; then
 		local ok_out=$W/pp-$port.cli bad_out=$W/pp-$port.srv
 		[ $rc = 1 ] && ok_out=$W/pp-$port.srv bad_out=$W/pp-$port.cli
 		if grep -q "^$iters iters in" "$ok_out" &&
