@@ -431,7 +431,8 @@ struct cqe *
 xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
 {
 	struct spsc_ring *r = cq->ring;
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED); /* engine: sole producer */
+	/* engine: sole producer */
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + cq->staged;
 
 	if (!cq->overflowed) {
 		uint32_t size = cq_slots(cq);
@@ -449,11 +450,10 @@ xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
 
 /* Slow path of xport_cq_commit(): the CQ is armed for notification. */
 void
-xport_cq_notify(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
+xport_cq_notify(struct xport_cq *cq, bool solicited, struct xport_out *out)
 {
 	uint32_t a = __atomic_load_n(cq->arm, __ATOMIC_ACQUIRE);
-	if (a == XPORT_CQ_ARM_NEXT ||
-	    (a == XPORT_CQ_ARM_SOLICITED && (solicited || c->status != WC_SUCCESS))) {
+	if (a == XPORT_CQ_ARM_NEXT || (a == XPORT_CQ_ARM_SOLICITED && solicited)) {
 		if (__atomic_exchange_n(cq->arm, XPORT_CQ_ARM_NONE, __ATOMIC_ACQ_REL))
 			xport_event(out, XPORT_EV_CQ_NOTIFY, 0, cq->handle);
 	}
@@ -537,7 +537,7 @@ tm_rndv_complete(struct xport_qp *qp, const struct xport_swqe *w, uint64_t now,
  * @return false if the QP went to error (CQ overflow)
  */
 bool
-xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out, bool stage)
 {
 	uint32_t head = qp->comp.head;
 	const struct xport_swqe *w = swqe_at(qp, head);
@@ -571,7 +571,10 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		.qp_num = qp->cfg.qpn,
 		.timestamp = now,
 	};
-	xport_cq_commit(qp->cfg.send_cq, c, false, out);
+	if (stage)
+		xport_cq_stage(qp->cfg.send_cq, c, false);
+	else
+		xport_cq_commit(qp->cfg.send_cq, c, false, out);
 	return true;
 }
 
@@ -708,7 +711,7 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			w->err = XPORT_ERR_FLUSHED;
 			w->length = 0;
 		}
-		xport_sq_complete_head(qp, now, out);
+		xport_sq_complete_head(qp, now, out, false);
 		avail--;
 		budget--;
 	}

@@ -145,7 +145,11 @@ struct xport_cq {
 	struct shm_bells *bells;
 	uint32_t handle;          /**< daemon CQ handle, echoed in events */
 	bool overflowed;          /**< a CQE did not fit: the CQ is in error */
+	bool staged_sol;          /**< a staged CQE is solicited or in error */
 	uint32_t cons_cache;      /**< engine's copy of the ring's consumer index */
+	/** CQEs the engine wrote past the ring's producer index, published
+	 *  together at the end of the call that staged them (0 between calls) */
+	uint32_t staged;
 };
 
 /** CQ arm word values (struct xport_cq.arm). */

@@ -318,8 +318,7 @@ psn_le(uint32_t a, uint32_t b)
 
 /* xport.c */
 struct cqe *xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out);
-void xport_cq_notify(struct xport_cq *cq, const struct cqe *c, bool solicited,
-		     struct xport_out *out);
+void xport_cq_notify(struct xport_cq *cq, bool solicited, struct xport_out *out);
 bool xport_cq_post(struct xport_qp *qp, struct xport_cq *cq, const struct cqe *c,
 		   bool solicited, struct xport_out *out);
 void xport_frame_set_av(struct xport_frame *f, const struct wr_av *av, uint32_t lqpn,
@@ -333,7 +332,7 @@ enum mr_status xport_sg_scatter_slow(struct xport_qp *qp, const struct wr_sge *s
 				     uint32_t nsge, uint32_t offset, const uint8_t *src,
 				     uint32_t len);
 uint32_t xport_sg_total(const struct wr_sge *sg, uint32_t nsge);
-bool xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out);
+bool xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out, bool stage);
 
 /* xport_req.c */
 void xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out);
@@ -506,17 +505,20 @@ xport_cq_reserve(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out
 {
 	struct spsc_ring *r = cq->ring;
 	uint32_t size = cq_slots(cq);
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + cq->staged;
 	if (__builtin_expect(prod - cq->cons_cache >= size || cq->overflowed, 0))
 		return xport_cq_full(qp, cq, out);
 	return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
 }
 
-/* Publish the CQE written into the reserved slot (release); notify if armed. */
+/* Publish the staged CQEs and @p n more (release); notify if armed. */
 static inline void
-xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
+xport_cq_publish_n(struct xport_cq *cq, uint32_t n, bool solicited, struct xport_out *out)
 {
-	spsc_ring_publish(cq->ring, 1);
+	solicited |= cq->staged_sol;
+	spsc_ring_publish(cq->ring, n + cq->staged);
+	cq->staged = 0;
+	cq->staged_sol = false;
 	/*
 	 * Store prod, then load arm; the application stores arm (seq_cst), then
 	 * loads prod (ipc_shm.h). Without a full fence here our load can pass
@@ -525,7 +527,35 @@ xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct
 	 */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (cq->arm && __atomic_load_n(cq->arm, __ATOMIC_RELAXED))
-		xport_cq_notify(cq, c, solicited, out);
+		xport_cq_notify(cq, solicited, out);
+}
+
+/* Publish the CQE written into the reserved slot (and any staged before it). */
+static inline void
+xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
+{
+	xport_cq_publish_n(cq, 1, solicited || c->status != WC_SUCCESS, out);
+}
+
+/*
+ * Keep the CQE written into the reserved slot unpublished: the caller
+ * publishes it with the next ones (xport_cq_publish()) before it returns,
+ * one release store and one fence for a coalesced ACK's completions
+ * (xport_cq_reserve() counts the staged ones: fewer than the ring's slots).
+ */
+static inline void
+xport_cq_stage(struct xport_cq *cq, const struct cqe *c, bool solicited)
+{
+	cq->staged++;
+	cq->staged_sol |= solicited || c->status != WC_SUCCESS;
+}
+
+/* Publish what xport_cq_stage() kept, if anything. */
+static inline void
+xport_cq_publish(struct xport_cq *cq, struct xport_out *out)
+{
+	if (cq && cq->staged)
+		xport_cq_publish_n(cq, 0, false, out);
 }
 
 /* Count a fallback copy (mr.h mr_indirect_*()) and pass its result on. */

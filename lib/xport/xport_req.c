@@ -59,6 +59,11 @@ struct req_ctx {
 	uint32_t payload;   /* payload bytes of the packet */
 	uint32_t psns;      /* PSNs the packet consumes */
 	bool last;          /* last packet of the WQE */
+	/* the QP had a pacing rate when the activation began: nothing in it
+	 * can give one to an unpaced QP (a CNP or a modify does, between
+	 * activations), so unpaced QPs skip the rate checks per packet; a
+	 * paced one still reads its rate each time (it may end) */
+	bool paced;
 	uint64_t now;       /* the activation's time */
 };
 
@@ -362,7 +367,7 @@ req_local_op(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xpor
 	if (!local_op(qp, ctx->w))
 		return REQ_LOCAL_ERROR;
 	qp->req.cur++;
-	if (!xport_sq_complete_head(qp, now, out))
+	if (!xport_sq_complete_head(qp, now, out, false))
 		return REQ_IDLE;
 	return REQ_GET_WQE;
 }
@@ -386,7 +391,7 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
-	if (xport_pace_hold(qp, now))
+	if (ctx->paced && xport_pace_hold(qp, now))
 		return REQ_IDLE;
 	return REQ_BUILD;
 }
@@ -538,7 +543,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 			f->pkt.ack_req = ctx->last ||
 					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
 					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window ||
-					 (qp->ack_timeout_ns && xport_pace_kbps(qp) &&
+					 (qp->ack_timeout_ns && ctx->paced && xport_pace_kbps(qp) &&
 					  (req->ack_req_ns == 0 ||
 					   ctx->now - req->ack_req_ns >= qp->ack_timeout_ns / 4));
 		}
@@ -581,8 +586,8 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	if (xport_pace_kbps(qp))
-		xport_pace_charge(qp, now, ctx->f->pkt.payload_len);
+	if (ctx->paced)
+		xport_pace_charge(qp, now, ctx->f->pkt.payload_len); /* no-op once unpaced */
 	if (!ctx->last) {
 		req->offset += ctx->payload;
 		return REQ_GET_WQE;
@@ -595,7 +600,7 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 			req->rd_inflight++;
 	} else {
 		/* UC/UD: no response will come, complete now */
-		if (!xport_sq_complete_head(qp, now, out))
+		if (!xport_sq_complete_head(qp, now, out, true)) /* published as the run ends */
 			return REQ_IDLE;
 		qp->comp.psn = req->psn;
 	}
@@ -613,7 +618,7 @@ req_local_error(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 void
 xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
-	struct req_ctx ctx = { .now = now };
+	struct req_ctx ctx = { .now = now, .paced = xport_pace_kbps(qp) != 0 };
 	enum req_step step = REQ_GET_WQE;
 
 	qp->req.kick = false;
@@ -640,6 +645,7 @@ xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		case REQ_OUT_FULL:
 		case REQ_IDLE:
 		default:
+			xport_cq_publish(qp->cfg.send_cq, out); /* UC/UD completions */
 			return;
 		}
 	}

@@ -87,6 +87,47 @@ Test(rc, write_multi_packet_lands)
 		     "no loss: every ACK sent is received, the one that completes the WRITE too");
 }
 
+/*
+ * An ACK that covers several WRITEs completes them in one xport_comp_rx():
+ * their CQEs are staged and published together as it returns, in order,
+ * none left unpublished, and the armed send CQ is signaled (once).
+ */
+/* Keeps only the ACK of PSN *arg off host 1's frames. */
+static bool
+only_ack_of(void *arg, int from, const struct roce_pkt *pkt)
+{
+	return from == 0 || pkt->opcode != ROCE_OP_RC_ACKNOWLEDGE || pkt->psn == *(uint32_t *)arg;
+}
+
+Test(rc, coalesced_ack_publishes_its_cqes_together)
+{
+	uint32_t n = 8;
+	static uint32_t last_psn;
+
+	last_psn = (S.h[0].cfg.sq_psn + n - 1) & ROCE_PSN_MASK;
+	S.filter = only_ack_of;
+	S.filter_arg = &last_psn;
+	S.h[0].scq.arm = &S.h[0].cq_arm;
+	S.h[0].cq_arm = XPORT_CQ_ARM_NEXT;
+	for (uint32_t i = 0; i < n; i++) {
+		struct sq_wqe w = wqe_to_peer(0, WR_RDMA_WRITE, 100 + i, WR_FLAG_SIGNALED, 64 * i,
+					      64, 4096 + 64 * i);
+		cr_assert(sim_post_send(&S, 0, &w));
+	}
+	run_until_sent(n);
+	cr_assert_eq(K.n[0][0], n);
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(K.c[0][0][i].wr_id, 100 + i);
+		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS);
+		cr_assert_eq(K.c[0][0][i].opcode, WC_RDMA_WRITE);
+	}
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], 1, "one ACK covered the WRITEs");
+	cr_assert_eq(S.h[0].scq.staged, 0, "nothing left unpublished");
+	cr_assert_eq(spsc_ring_count(S.h[0].scq_ring), 0, "all were published and taken");
+	cr_assert_eq(S.h[0].notifies, 1, "the armed send CQ was signaled once");
+	cr_assert_eq(S.h[0].cq_arm, XPORT_CQ_ARM_NONE);
+}
+
 Test(rc, send_with_imm_scatter)
 {
 	uint32_t len = 3000;
