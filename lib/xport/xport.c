@@ -170,11 +170,34 @@ obj_size(void)
 	return (sizeof(struct xport_qp) + 63) & ~(size_t)63;
 }
 
+/* SGEs a shadow slot holds (xport_cfg.sq_max_sge; all with an SRQ: tag matching, XRC TGT). */
+static uint32_t
+sq_sge_of(const struct xport_cfg *cfg)
+{
+	if (cfg->srq || cfg->xrc == XPORT_XRC_TGT || cfg->sq_max_sge == 0 ||
+	    cfg->sq_max_sge > WQE_MAX_SGE)
+		return WQE_MAX_SGE;
+	return cfg->sq_max_sge;
+}
+
+/* Bytes of a shadow slot holding @p sge SGEs (or 16 * sge inline bytes). */
+static size_t
+swqe_bytes(uint32_t sge)
+{
+	size_t a = _Alignof(struct xport_swqe);
+	return (offsetof(struct xport_swqe, wqe) + offsetof(struct sq_wqe, sg_list) +
+		sge * sizeof(struct wr_sge) + a - 1) & ~(a - 1);
+}
+_Static_assert(offsetof(struct sq_wqe, sg_list) + WQE_MAX_SGE * sizeof(struct wr_sge) ==
+		       sizeof(struct sq_wqe) &&
+	       WQE_MAX_INLINE == WQE_MAX_SGE * sizeof(struct wr_sge),
+	       "a full shadow slot is a whole sq_wqe: SGEs and inline data share its tail");
+
 static size_t
 res_offset(const struct xport_cfg *cfg)
 {
 	size_t a = _Alignof(struct xport_res);
-	return (obj_size() + (size_t)sq_slots_of(cfg) * sizeof(struct xport_swqe) + a - 1) &
+	return (obj_size() + (size_t)sq_slots_of(cfg) * swqe_bytes(sq_sge_of(cfg)) + a - 1) &
 	       ~(a - 1);
 }
 
@@ -250,6 +273,8 @@ xport_qp_init(void *mem, const struct xport_cfg *cfg)
 	derive(qp);
 	qp->swqe = (struct xport_swqe *)((uint8_t *)mem + obj_size());
 	qp->sq_mask = sq_slots_of(cfg) - 1;
+	qp->sq_max_sge = (uint8_t)sq_sge_of(cfg);
+	qp->swqe_stride = (uint32_t)swqe_bytes(qp->sq_max_sge);
 	qp->rq_mask = cfg->rq ? (cfg->rq_size ? cfg->rq_size : cfg->rq->size) - 1 : 0;
 	qp->resp.res = (struct xport_res *)((uint8_t *)mem + res_offset(cfg));
 	qp->res_cap = res_slots_of(cfg);
@@ -346,7 +371,7 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 	    cfg->sq != o->sq ||
 	    cfg->rq != o->rq || cfg->srq != o->srq || cfg->send_cq != o->send_cq ||
 	    cfg->recv_cq != o->recv_cq || cfg->mrs != o->mrs || cfg->handle != o->handle ||
-	    sq_slots_of(cfg) != qp->sq_mask + 1 ||
+	    sq_slots_of(cfg) != qp->sq_mask + 1 || sq_sge_of(cfg) != qp->sq_max_sge ||
 	    (cfg->rq && (cfg->rq_size ? cfg->rq_size : cfg->rq->size) != qp->rq_mask + 1))
 		return -EINVAL;
 	if (res_resize(qp, res_slots_of(cfg)) != 0)

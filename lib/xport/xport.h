@@ -321,6 +321,15 @@ struct xport_cfg {
 	 */
 	uint32_t sq_size;
 	uint32_t rq_size;
+	/**
+	 * SGEs a send WQE of this QP may carry, or 16-byte units of its inline
+	 * data if more (ibv_qp_cap max_send_sge / max_inline_data as created):
+	 * the engine's copy of each send WQE holds that many and no more (a WQE
+	 * beyond it completes with LOC_LEN_ERR). 0 or > WQE_MAX_SGE: WQE_MAX_SGE.
+	 * A QP with an SRQ always has WQE_MAX_SGE (tag matching rendezvous
+	 * READs carry a receive entry's SGEs). Fixed at create.
+	 */
+	uint32_t sq_max_sge;
 	struct xport_srq *srq;    /**< or NULL */
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;

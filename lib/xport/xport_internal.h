@@ -48,9 +48,12 @@ enum swqe_kind {
 	SWQE_FLUSH = WR_KIND_FLUSH,
 };
 
-/* Engine copy of one send WQE plus its transport state. */
+/*
+ * Engine copy of one send WQE plus its transport state. The shadow slots
+ * are xport_qp.swqe_stride bytes apart: wqe's sg_list / inline_data hold
+ * xport_qp.sq_max_sge entries, not WQE_MAX_SGE (xport_cfg.sq_max_sge).
+ */
 struct xport_swqe {
-	struct sq_wqe wqe;     /* header + used SGEs / inline bytes */
 	uint32_t length;       /* message bytes */
 	uint32_t npkts;        /* PSNs the message uses */
 	uint32_t first_psn;    /* valid when started */
@@ -63,6 +66,7 @@ struct xport_swqe {
 	uint8_t status;        /* enum wc_status to complete with (error marks) */
 	uint8_t err;           /* enum xport_err */
 	uint8_t tm;            /* enum swqe_tm: 0, or the engine's own (no ring slot, no send CQE) */
+	struct sq_wqe wqe;     /* last: header + used SGEs / inline bytes, up to sq_max_sge */
 };
 
 /* The engine's own WQEs (tag matching rendezvous, xport_req_tm_inject()). */
@@ -201,6 +205,8 @@ struct xport_qp {
 	uint32_t res_cap;
 	bool res_heap;
 	uint32_t sq_mask;      /* trusted SQ geometry (cfg.sq_size - 1) */
+	uint32_t swqe_stride;  /* bytes per shadow slot (xport_swqe_bytes()) */
+	uint8_t sq_max_sge;    /* SGEs (16-byte units of inline data) a shadow slot holds */
 	uint32_t rq_mask;      /* trusted RQ geometry (cfg.rq_size - 1), 0 with an SRQ */
 	struct dcqcn_rp rp;    /* congestion control, reaction point (xport_cc.c) */
 	struct dcqcn_np np;    /* congestion control, notification point */
@@ -215,7 +221,8 @@ _Static_assert(XPORT_CNT_COUNT <= 64, "one dirty bit per counter");
 static inline struct xport_swqe *
 swqe_at(const struct xport_qp *qp, uint32_t idx)
 {
-	return &qp->swqe[idx & qp->sq_mask];
+	return (struct xport_swqe *)((uint8_t *)qp->swqe +
+				     (size_t)(idx & qp->sq_mask) * qp->swqe_stride);
 }
 
 /* Trusted ring geometry (xport.h "Untrusted rings"). */

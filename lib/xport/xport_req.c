@@ -242,13 +242,13 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 		return; /* no payload: its SGEs, if any, are not looked at */
 	uint64_t len = 0;
 	if (is_inline) {
-		if (w->wqe.inline_len > WQE_MAX_INLINE)
-			goto len_err;
+		if (w->wqe.inline_len > qp->sq_max_sge * sizeof(struct wr_sge))
+			goto len_err; /* beyond the QP's shadow slot (max_inline_data) */
 		memcpy(w->wqe.inline_data, src->inline_data, w->wqe.inline_len);
 		len = w->wqe.inline_len;
 	} else {
-		if (w->wqe.num_sge > WQE_MAX_SGE)
-			goto len_err;
+		if (w->wqe.num_sge > qp->sq_max_sge)
+			goto len_err; /* beyond the QP's shadow slot (max_send_sge) */
 		for (uint32_t i = 0; i < w->wqe.num_sge; i++) {
 			w->wqe.sg_list[i] = src->sg_list[i];
 			len += w->wqe.sg_list[i].length;
@@ -276,7 +276,9 @@ xport_req_tm_inject(struct xport_qp *qp, uint8_t tm, const struct sq_wqe *wqe, u
 	struct xport_swqe *w = swqe_at(qp, qp->req.fetch);
 	struct wr_opcode_desc op = wr_opcode_desc(wqe->opcode);
 
-	w->wqe = *wqe;
+	/* a QP of a TM SRQ has whole slots (sq_sge_of()): the SGEs of any entry fit */
+	memcpy(&w->wqe, wqe,
+	       offsetof(struct sq_wqe, sg_list) + qp->sq_max_sge * sizeof(struct wr_sge));
 	w->tm = tm;
 	w->kind = op.kind;
 	w->imm = op.imm;

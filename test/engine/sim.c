@@ -614,6 +614,7 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 		c->max_unacked = p->max_unacked;
 		c->sq = h->sq;
 		c->sq_size = p->sq_size;
+		c->sq_max_sge = p->sq_max_sge;
 		if (p->xrcd) {
 			/* XRC: host 0 sends only (INI), host 1 receives into its XRC SRQ (TGT) */
 			c->xrc = i == 0 ? XPORT_XRC_INI : XPORT_XRC_TGT;

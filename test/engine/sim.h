@@ -129,6 +129,7 @@ struct sim_params {
 	uint8_t mtu;              /* 1..5 */
 	uint32_t psn[2];          /* sq_psn of host 0 / host 1 */
 	uint32_t sq_size, rq_size, cq_size;
+	uint32_t sq_max_sge;      /* xport_cfg.sq_max_sge (0: WQE_MAX_SGE) */
 	bool srq;                 /* host 1 uses an SRQ */
 	uint64_t arena_len;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
