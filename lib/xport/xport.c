@@ -231,12 +231,14 @@ l3_from_av(struct roce_l3 *l3, const struct wr_av *av, uint32_t lqpn, uint32_t r
 static void
 tmpl_init(struct xport_qp *qp)
 {
-	struct roce_pkt *t = &qp->tmpl;
+	struct roce_pkt tp, *t = &tp;
 	memset(t, 0, sizeof(*t));
 	l3_from_av(&t->l3, &qp->cfg.av, qp->cfg.qpn, qp->cfg.dest_qpn);
 	xport_cc_qos(qp->cfg.cc, &t->l3);
 	t->pkey = qp->cfg.pkey;
 	t->dest_qpn = qp->cfg.dest_qpn;
+	qp->tmpl_l3 = t->l3;
+	memcpy(qp->tmpl_bth, (const uint8_t *)t + sizeof(t->l3), sizeof(qp->tmpl_bth));
 }
 
 void
@@ -377,14 +379,14 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 	if (res_resize(qp, res_slots_of(cfg)) != 0)
 		return -ENOMEM;
 	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
-	uint16_t ip_id = qp->tmpl.l3.ip_id;
+	uint16_t ip_id = qp->tmpl_l3.ip_id;
 	uint8_t algo = o->cc ? o->cc->algo : XPORT_CC_NONE;
 	qp->cfg = *cfg;
 	if (!cfg->cc || cfg->cc->algo == XPORT_CC_NONE || cfg->cc->algo != algo)
 		xport_cc_reset(qp); /* no (or another) reaction point: line rate */
 	derive(qp);
 	tmpl_init(qp);
-	qp->tmpl.l3.ip_id = ip_id;
+	qp->tmpl_l3.ip_id = ip_id;
 	if (qp->state == XPORT_STATE_RESET) {
 		qp_reset_progress(qp); /* the PSNs start here */
 	} else {

@@ -37,6 +37,10 @@
  * rate; later than that the QP was idle and the schedule restarts. */
 #define XPORT_PACE_CATCHUP_NS 10000000u
 
+/* Bytes of the header template: a struct roce_pkt up to its extension headers. */
+#define XPORT_TMPL_BYTES offsetof(struct roce_pkt, reth)
+_Static_assert(offsetof(struct roce_pkt, l3) == 0, "the template starts with the addresses");
+
 /* Kinds of send WQE: the WR opcode table's kind (wqe.h WR_OPCODE_LIST). */
 enum swqe_kind {
 	SWQE_SEND = WR_KIND_SEND,
@@ -190,7 +194,11 @@ struct xport_qp {
 	uint32_t max_unacked;  /* send window cap */
 	uint32_t min_window;   /* send window floor (<= max_unacked) */
 	uint64_t ack_timeout_ns; /* 0 = none */
-	struct roce_pkt tmpl;  /* header template towards the connected peer */
+	/* header template towards the connected peer: the part of a struct
+	 * roce_pkt before its extension headers (xport_frame_new()), its
+	 * addresses and the bytes after them (BTH fields, hdrs) */
+	struct roce_l3 tmpl_l3;
+	uint8_t tmpl_bth[XPORT_TMPL_BYTES - sizeof(struct roce_l3)];
 	struct xport_req req;
 	struct xport_comp comp;
 	struct xport_resp resp;
@@ -481,7 +489,8 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 	 * (roce_build() writes the opcode's headers only): copying the whole
 	 * 216-byte record was 33 instructions per frame, this is 16.
 	 */
-	memcpy(&f->pkt, &qp->tmpl, offsetof(struct roce_pkt, reth));
+	memcpy(&f->pkt.l3, &qp->tmpl_l3, sizeof(qp->tmpl_l3));
+	memcpy((uint8_t *)&f->pkt + sizeof(qp->tmpl_l3), qp->tmpl_bth, sizeof(qp->tmpl_bth));
 	memset(&f->pkt.payload, 0, sizeof(f->pkt) - offsetof(struct roce_pkt, payload));
 	f->pkt.opcode = opcode;
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
@@ -496,7 +505,7 @@ static inline void
 xport_frame_commit(struct xport_qp *qp, struct xport_out *out, struct xport_frame *f)
 {
 	f->pkt.pad = (uint8_t)(-f->pkt.payload_len & 3);
-	f->pkt.l3.ip_id = qp->tmpl.l3.ip_id++;
+	f->pkt.l3.ip_id = qp->tmpl_l3.ip_id++;
 	out->nframes++;
 	cnt_inc(qp, XPORT_CNT_TX_PKTS);
 	cnt_add(qp, XPORT_CNT_TX_BYTES, f->pkt.payload_len);
