@@ -598,10 +598,9 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out,
 		.qp_num = qp->cfg.qpn,
 		.timestamp = now,
 	};
-	if (stage)
-		xport_cq_stage(qp->cfg.send_cq, c, false);
-	else
-		xport_cq_commit(qp->cfg.send_cq, c, false, out);
+	xport_cq_stage(qp->cfg.send_cq, c, false);
+	if (!stage)
+		xport_cq_publish(qp->cfg.send_cq, out);
 	return true;
 }
 

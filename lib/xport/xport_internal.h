@@ -527,14 +527,22 @@ xport_cq_reserve(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out
 	return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
 }
 
-/* Publish the staged CQEs and @p n more (release); notify if armed. */
+/*
+ * Publish the staged CQEs and @p n more (release), the last of them @p c
+ * (NULL: none); notify if armed.
+ */
 static inline void
-xport_cq_publish_n(struct xport_cq *cq, uint32_t n, bool solicited, struct xport_out *out)
+xport_cq_publish_n(struct xport_cq *cq, uint32_t n, const struct cqe *c, bool solicited,
+		   struct xport_out *out)
 {
-	solicited |= cq->staged_sol;
-	spsc_ring_publish(cq->ring, n + cq->staged);
-	cq->staged = 0;
-	cq->staged_sol = false;
+	uint32_t staged = cq->staged;
+
+	spsc_ring_publish(cq->ring, n + staged);
+	if (__builtin_expect(staged != 0, 0)) {
+		solicited |= cq->staged_sol;
+		cq->staged = 0;
+		cq->staged_sol = false;
+	}
 	/*
 	 * Store prod, then load arm; the application stores arm (seq_cst), then
 	 * loads prod (ipc_shm.h). Without a full fence here our load can pass
@@ -543,14 +551,14 @@ xport_cq_publish_n(struct xport_cq *cq, uint32_t n, bool solicited, struct xport
 	 */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (cq->arm && __atomic_load_n(cq->arm, __ATOMIC_RELAXED))
-		xport_cq_notify(cq, solicited, out);
+		xport_cq_notify(cq, solicited || (c != NULL && c->status != WC_SUCCESS), out);
 }
 
 /* Publish the CQE written into the reserved slot (and any staged before it). */
 static inline void
 xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
 {
-	xport_cq_publish_n(cq, 1, solicited || c->status != WC_SUCCESS, out);
+	xport_cq_publish_n(cq, 1, c, solicited, out);
 }
 
 /*
@@ -571,7 +579,7 @@ static inline void
 xport_cq_publish(struct xport_cq *cq, struct xport_out *out)
 {
 	if (cq && cq->staged)
-		xport_cq_publish_n(cq, 0, false, out);
+		xport_cq_publish_n(cq, 0, NULL, false, out);
 }
 
 /* Count a fallback copy (mr.h mr_indirect_*()) and pass its result on. */
