@@ -170,11 +170,34 @@ obj_size(void)
 	return (sizeof(struct xport_qp) + 63) & ~(size_t)63;
 }
 
+/* SGEs a shadow slot holds (xport_cfg.sq_max_sge; all with an SRQ: tag matching, XRC TGT). */
+static uint32_t
+sq_sge_of(const struct xport_cfg *cfg)
+{
+	if (cfg->srq || cfg->xrc == XPORT_XRC_TGT || cfg->sq_max_sge == 0 ||
+	    cfg->sq_max_sge > WQE_MAX_SGE)
+		return WQE_MAX_SGE;
+	return cfg->sq_max_sge;
+}
+
+/* Bytes of a shadow slot holding @p sge SGEs (or 16 * sge inline bytes). */
+static size_t
+swqe_bytes(uint32_t sge)
+{
+	size_t a = _Alignof(struct xport_swqe);
+	return (offsetof(struct xport_swqe, wqe) + offsetof(struct sq_wqe, sg_list) +
+		sge * sizeof(struct wr_sge) + a - 1) & ~(a - 1);
+}
+_Static_assert(offsetof(struct sq_wqe, sg_list) + WQE_MAX_SGE * sizeof(struct wr_sge) ==
+		       sizeof(struct sq_wqe) &&
+	       WQE_MAX_INLINE == WQE_MAX_SGE * sizeof(struct wr_sge),
+	       "a full shadow slot is a whole sq_wqe: SGEs and inline data share its tail");
+
 static size_t
 res_offset(const struct xport_cfg *cfg)
 {
 	size_t a = _Alignof(struct xport_res);
-	return (obj_size() + (size_t)sq_slots_of(cfg) * sizeof(struct xport_swqe) + a - 1) &
+	return (obj_size() + (size_t)sq_slots_of(cfg) * swqe_bytes(sq_sge_of(cfg)) + a - 1) &
 	       ~(a - 1);
 }
 
@@ -208,12 +231,14 @@ l3_from_av(struct roce_l3 *l3, const struct wr_av *av, uint32_t lqpn, uint32_t r
 static void
 tmpl_init(struct xport_qp *qp)
 {
-	struct roce_pkt *t = &qp->tmpl;
+	struct roce_pkt tp, *t = &tp;
 	memset(t, 0, sizeof(*t));
 	l3_from_av(&t->l3, &qp->cfg.av, qp->cfg.qpn, qp->cfg.dest_qpn);
 	xport_cc_qos(qp->cfg.cc, &t->l3);
 	t->pkey = qp->cfg.pkey;
 	t->dest_qpn = qp->cfg.dest_qpn;
+	qp->tmpl_l3 = t->l3;
+	memcpy(qp->tmpl_bth, (const uint8_t *)t + sizeof(t->l3), sizeof(qp->tmpl_bth));
 }
 
 void
@@ -250,6 +275,8 @@ xport_qp_init(void *mem, const struct xport_cfg *cfg)
 	derive(qp);
 	qp->swqe = (struct xport_swqe *)((uint8_t *)mem + obj_size());
 	qp->sq_mask = sq_slots_of(cfg) - 1;
+	qp->sq_max_sge = (uint8_t)sq_sge_of(cfg);
+	qp->swqe_stride = (uint32_t)swqe_bytes(qp->sq_max_sge);
 	qp->rq_mask = cfg->rq ? (cfg->rq_size ? cfg->rq_size : cfg->rq->size) - 1 : 0;
 	qp->resp.res = (struct xport_res *)((uint8_t *)mem + res_offset(cfg));
 	qp->res_cap = res_slots_of(cfg);
@@ -346,20 +373,20 @@ xport_qp_modify(struct xport_qp *qp, const struct xport_cfg *cfg)
 	    cfg->sq != o->sq ||
 	    cfg->rq != o->rq || cfg->srq != o->srq || cfg->send_cq != o->send_cq ||
 	    cfg->recv_cq != o->recv_cq || cfg->mrs != o->mrs || cfg->handle != o->handle ||
-	    sq_slots_of(cfg) != qp->sq_mask + 1 ||
+	    sq_slots_of(cfg) != qp->sq_mask + 1 || sq_sge_of(cfg) != qp->sq_max_sge ||
 	    (cfg->rq && (cfg->rq_size ? cfg->rq_size : cfg->rq->size) != qp->rq_mask + 1))
 		return -EINVAL;
 	if (res_resize(qp, res_slots_of(cfg)) != 0)
 		return -ENOMEM;
 	uint32_t sq_psn = o->sq_psn, rq_psn = o->rq_psn;
-	uint16_t ip_id = qp->tmpl.l3.ip_id;
+	uint16_t ip_id = qp->tmpl_l3.ip_id;
 	uint8_t algo = o->cc ? o->cc->algo : XPORT_CC_NONE;
 	qp->cfg = *cfg;
 	if (!cfg->cc || cfg->cc->algo == XPORT_CC_NONE || cfg->cc->algo != algo)
 		xport_cc_reset(qp); /* no (or another) reaction point: line rate */
 	derive(qp);
 	tmpl_init(qp);
-	qp->tmpl.l3.ip_id = ip_id;
+	qp->tmpl_l3.ip_id = ip_id;
 	if (qp->state == XPORT_STATE_RESET) {
 		qp_reset_progress(qp); /* the PSNs start here */
 	} else {
@@ -431,7 +458,8 @@ struct cqe *
 xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
 {
 	struct spsc_ring *r = cq->ring;
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED); /* engine: sole producer */
+	/* engine: sole producer */
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + cq->staged;
 
 	if (!cq->overflowed) {
 		uint32_t size = cq_slots(cq);
@@ -449,11 +477,10 @@ xport_cq_full(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
 
 /* Slow path of xport_cq_commit(): the CQ is armed for notification. */
 void
-xport_cq_notify(struct xport_cq *cq, const struct cqe *c, bool solicited, struct xport_out *out)
+xport_cq_notify(struct xport_cq *cq, bool solicited, struct xport_out *out)
 {
 	uint32_t a = __atomic_load_n(cq->arm, __ATOMIC_ACQUIRE);
-	if (a == XPORT_CQ_ARM_NEXT ||
-	    (a == XPORT_CQ_ARM_SOLICITED && (solicited || c->status != WC_SUCCESS))) {
+	if (a == XPORT_CQ_ARM_NEXT || (a == XPORT_CQ_ARM_SOLICITED && solicited)) {
 		if (__atomic_exchange_n(cq->arm, XPORT_CQ_ARM_NONE, __ATOMIC_ACQ_REL))
 			xport_event(out, XPORT_EV_CQ_NOTIFY, 0, cq->handle);
 	}
@@ -537,7 +564,7 @@ tm_rndv_complete(struct xport_qp *qp, const struct xport_swqe *w, uint64_t now,
  * @return false if the QP went to error (CQ overflow)
  */
 bool
-xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
+xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out, bool stage)
 {
 	uint32_t head = qp->comp.head;
 	const struct xport_swqe *w = swqe_at(qp, head);
@@ -571,7 +598,9 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		.qp_num = qp->cfg.qpn,
 		.timestamp = now,
 	};
-	xport_cq_commit(qp->cfg.send_cq, c, false, out);
+	xport_cq_stage(qp->cfg.send_cq, c, false);
+	if (!stage)
+		xport_cq_publish(qp->cfg.send_cq, out);
 	return true;
 }
 
@@ -708,7 +737,7 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			w->err = XPORT_ERR_FLUSHED;
 			w->length = 0;
 		}
-		xport_sq_complete_head(qp, now, out);
+		xport_sq_complete_head(qp, now, out, false);
 		avail--;
 		budget--;
 	}

@@ -145,7 +145,11 @@ struct xport_cq {
 	struct shm_bells *bells;
 	uint32_t handle;          /**< daemon CQ handle, echoed in events */
 	bool overflowed;          /**< a CQE did not fit: the CQ is in error */
+	bool staged_sol;          /**< a staged CQE is solicited or in error */
 	uint32_t cons_cache;      /**< engine's copy of the ring's consumer index */
+	/** CQEs the engine wrote past the ring's producer index, published
+	 *  together at the end of the call that staged them (0 between calls) */
+	uint32_t staged;
 };
 
 /** CQ arm word values (struct xport_cq.arm). */
@@ -317,6 +321,15 @@ struct xport_cfg {
 	 */
 	uint32_t sq_size;
 	uint32_t rq_size;
+	/**
+	 * SGEs a send WQE of this QP may carry, or 16-byte units of its inline
+	 * data if more (ibv_qp_cap max_send_sge / max_inline_data as created):
+	 * the engine's copy of each send WQE holds that many and no more (a WQE
+	 * beyond it completes with LOC_LEN_ERR). 0 or > WQE_MAX_SGE: WQE_MAX_SGE.
+	 * A QP with an SRQ always has WQE_MAX_SGE (tag matching rendezvous
+	 * READs carry a receive entry's SGEs). Fixed at create.
+	 */
+	uint32_t sq_max_sge;
 	struct xport_srq *srq;    /**< or NULL */
 	struct xport_cq *send_cq;
 	struct xport_cq *recv_cq;

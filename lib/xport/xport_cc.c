@@ -51,10 +51,10 @@ cnp_l3(const struct xport_qp *qp, const struct roce_pkt *pkt, struct roce_l3 *l3
 		l3->hop_limit = 64;
 		l3->udp_sport = roce_udp_sport(0, qp->cfg.qpn, pkt->deth.src_qpn);
 	} else {
-		*l3 = qp->tmpl.l3;
+		*l3 = qp->tmpl_l3;
 		l3->vlan_tci &= 0x0fff;
 	}
-	l3->ip_id = qp->tmpl.l3.ip_id;
+	l3->ip_id = qp->tmpl_l3.ip_id;
 	l3->traffic_class = (uint8_t)((cc->cnp_dscp & 0x3f) << 2); /* not-ECT */
 	if (l3->vlan_present)
 		l3->vlan_tci = (uint16_t)(l3->vlan_tci | (cc->cnp_pcp & 7) << 13);

@@ -292,7 +292,7 @@ comp_empty_read_resp(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 static enum comp_step
 comp_complete(struct xport_qp *qp, struct xport_out *out, uint64_t now)
 {
-	if (!xport_sq_complete_head(qp, now, out))
+	if (!xport_sq_complete_head(qp, now, out, true)) /* published at COMP_DONE */
 		return COMP_DONE;
 	return COMP_NEXT;
 }
@@ -408,7 +408,7 @@ static enum comp_step
 comp_error(struct xport_qp *qp, struct comp_ctx *ctx, struct xport_out *out, uint64_t now)
 {
 	enum xport_err why = (enum xport_err)ctx->w->err;
-	xport_sq_complete_head(qp, now, out); /* errors always complete (IBA 10.7.3.1) */
+	xport_sq_complete_head(qp, now, out, false); /* errors always complete (IBA 10.7.3.1) */
 	xport_qp_enter_error(qp, why, out);
 	return COMP_DONE;
 }
@@ -473,6 +473,7 @@ xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 			break;
 		case COMP_DONE:
 		default:
+			xport_cq_publish(qp->cfg.send_cq, out); /* comp_complete()'s CQEs */
 			/* the requester never resends what is acknowledged */
 			if (qp->state != XPORT_STATE_ERR && psn_lt(qp->req.psn, qp->comp.psn))
 				xport_req_rewind(qp, qp->comp.psn);

@@ -59,6 +59,11 @@ struct req_ctx {
 	uint32_t payload;   /* payload bytes of the packet */
 	uint32_t psns;      /* PSNs the packet consumes */
 	bool last;          /* last packet of the WQE */
+	/* the QP had a pacing rate when the activation began: nothing in it
+	 * can give one to an unpaced QP (a CNP or a modify does, between
+	 * activations), so unpaced QPs skip the rate checks per packet; a
+	 * paced one still reads its rate each time (it may end) */
+	bool paced;
 	uint64_t now;       /* the activation's time */
 };
 
@@ -237,13 +242,13 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 		return; /* no payload: its SGEs, if any, are not looked at */
 	uint64_t len = 0;
 	if (is_inline) {
-		if (w->wqe.inline_len > WQE_MAX_INLINE)
-			goto len_err;
+		if (w->wqe.inline_len > qp->sq_max_sge * sizeof(struct wr_sge))
+			goto len_err; /* beyond the QP's shadow slot (max_inline_data) */
 		memcpy(w->wqe.inline_data, src->inline_data, w->wqe.inline_len);
 		len = w->wqe.inline_len;
 	} else {
-		if (w->wqe.num_sge > WQE_MAX_SGE)
-			goto len_err;
+		if (w->wqe.num_sge > qp->sq_max_sge)
+			goto len_err; /* beyond the QP's shadow slot (max_send_sge) */
 		for (uint32_t i = 0; i < w->wqe.num_sge; i++) {
 			w->wqe.sg_list[i] = src->sg_list[i];
 			len += w->wqe.sg_list[i].length;
@@ -271,7 +276,9 @@ xport_req_tm_inject(struct xport_qp *qp, uint8_t tm, const struct sq_wqe *wqe, u
 	struct xport_swqe *w = swqe_at(qp, qp->req.fetch);
 	struct wr_opcode_desc op = wr_opcode_desc(wqe->opcode);
 
-	w->wqe = *wqe;
+	/* a QP of a TM SRQ has whole slots (sq_sge_of()): the SGEs of any entry fit */
+	memcpy(&w->wqe, wqe,
+	       offsetof(struct sq_wqe, sg_list) + qp->sq_max_sge * sizeof(struct wr_sge));
 	w->tm = tm;
 	w->kind = op.kind;
 	w->imm = op.imm;
@@ -362,7 +369,7 @@ req_local_op(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xpor
 	if (!local_op(qp, ctx->w))
 		return REQ_LOCAL_ERROR;
 	qp->req.cur++;
-	if (!xport_sq_complete_head(qp, now, out))
+	if (!xport_sq_complete_head(qp, now, out, false))
 		return REQ_IDLE;
 	return REQ_GET_WQE;
 }
@@ -386,7 +393,7 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 		if (outstanding && outstanding + next_packet_psns(qp, w) > req->window)
 			return REQ_IDLE;
 	}
-	if (xport_pace_hold(qp, now))
+	if (ctx->paced && xport_pace_hold(qp, now))
 		return REQ_IDLE;
 	return REQ_BUILD;
 }
@@ -494,6 +501,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 			return REQ_OUT_FULL;
 		f->pkt.feth.placement = w->wqe.wr.flush.type;
 		f->pkt.feth.selectivity = w->wqe.wr.flush.level;
+		f->pkt.feth.resv = 0;
 		f->pkt.reth.va = w->wqe.wr.flush.remote_addr;
 		f->pkt.reth.rkey = w->wqe.wr.flush.rkey;
 		f->pkt.reth.length = w->wqe.wr.flush.length;
@@ -527,6 +535,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 						   ? qp->cfg.qkey
 						   : wqe->wr.ud.remote_qkey;
 			f->pkt.deth.src_qpn = qp->cfg.qpn;
+			f->pkt.deth.resv = 0;
 		} else if (qp_is_rc(qp)) {
 			/* AckReq at the end of a message, every N packets, on the
 			 * packet that fills the window (else nothing would open it),
@@ -536,7 +545,7 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 			f->pkt.ack_req = ctx->last ||
 					 req->pkts_since_ack_req + 1 >= qp->ack_req_every ||
 					 roce_psn_diff(req->psn, qp->comp.psn) + 1 >= req->window ||
-					 (qp->ack_timeout_ns && xport_pace_kbps(qp) &&
+					 (qp->ack_timeout_ns && ctx->paced && xport_pace_kbps(qp) &&
 					  (req->ack_req_ns == 0 ||
 					   ctx->now - req->ack_req_ns >= qp->ack_timeout_ns / 4));
 		}
@@ -579,8 +588,8 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	req->psn = roce_psn_add(req->psn, ctx->psns);
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
-	if (xport_pace_kbps(qp))
-		xport_pace_charge(qp, now, ctx->f->pkt.payload_len);
+	if (ctx->paced)
+		xport_pace_charge(qp, now, ctx->f->pkt.payload_len); /* no-op once unpaced */
 	if (!ctx->last) {
 		req->offset += ctx->payload;
 		return REQ_GET_WQE;
@@ -593,7 +602,7 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 			req->rd_inflight++;
 	} else {
 		/* UC/UD: no response will come, complete now */
-		if (!xport_sq_complete_head(qp, now, out))
+		if (!xport_sq_complete_head(qp, now, out, true)) /* published as the run ends */
 			return REQ_IDLE;
 		qp->comp.psn = req->psn;
 	}
@@ -611,7 +620,7 @@ req_local_error(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 void
 xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
-	struct req_ctx ctx = { .now = now };
+	struct req_ctx ctx = { .now = now, .paced = xport_pace_kbps(qp) != 0 };
 	enum req_step step = REQ_GET_WQE;
 
 	qp->req.kick = false;
@@ -638,6 +647,7 @@ xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		case REQ_OUT_FULL:
 		case REQ_IDLE:
 		default:
+			xport_cq_publish(qp->cfg.send_cq, out); /* UC/UD completions */
 			return;
 		}
 	}

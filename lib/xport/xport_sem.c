@@ -112,6 +112,13 @@ xport_cfg_from_sem(const struct xport_cfg *cur, const struct qp_sem *sem,
 		break;
 	}
 	c.pkey = port->pkeys[a->pkey_index < port->n_pkeys ? a->pkey_index : 0];
+	/* a send WQE holds its SGEs or its inline data (qp_sem_create()) */
+	uint32_t sq_bytes = sem->init.cap.max_send_sge * (uint32_t)sizeof(struct wr_sge);
+	if (sem->init.cap.max_inline_data > sq_bytes)
+		sq_bytes = sem->init.cap.max_inline_data;
+	c.sq_max_sge = (sq_bytes + (uint32_t)sizeof(struct wr_sge) - 1) / (uint32_t)sizeof(struct wr_sge);
+	if (c.sq_max_sge == 0)
+		c.sq_max_sge = 1; /* no SQ (XRC TGT): the smallest slot */
 	c.qkey = a->qkey;
 	c.dest_qpn = a->dest_qp_num & 0xffffff;
 	c.path_mtu = sem->init.qp_type == IBV_QPT_UD ? port->active_mtu : mtu;

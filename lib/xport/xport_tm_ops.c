@@ -11,7 +11,8 @@ tm_cq_post(struct xport_cq *cq, const struct cqe *c, struct xport_out *out)
 {
 	struct spsc_ring *r = cq->ring;
 	uint32_t size = cq_slots(cq);
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED); /* engine: sole producer */
+	/* engine: sole producer (nothing staged between calls: + staged for form) */
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + cq->staged;
 	struct cqe *slot;
 
 	if (cq->overflowed)

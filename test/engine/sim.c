@@ -176,6 +176,15 @@ bottleneck(struct sim *s, struct roce_pkt *pkt, size_t len)
 	return b->busy_until;
 }
 
+/* Empty the output context (sim.out_fill: stale frame slots). */
+static void
+out_reset(struct sim *s)
+{
+	xport_out_reset(&s->out);
+	if (s->out_fill)
+		memset(s->out.frames, s->out_fill, sizeof(s->out.frames));
+}
+
 static void
 flush_out(struct sim *s, int from)
 {
@@ -244,7 +253,7 @@ flush_out(struct sim *s, int from)
 				t + 1 + sim_below(s, fl->reorder_ns ? fl->reorder_ns : 1000), fr->raw);
 		}
 	}
-	xport_out_reset(out);
+	out_reset(s);
 }
 
 void
@@ -252,7 +261,7 @@ sim_poll(struct sim *s)
 {
 	for (int h = 0; h < 2; h++) {
 		for (int i = 0; i < 100000; i++) {
-			xport_out_reset(&s->out);
+			out_reset(s);
 			xport_qp_poll(s->h[h].qp, s->now, &s->out);
 			bool more = s->out.more;
 			bool any = s->out.nframes || s->out.ntimers || s->out.nevents;
@@ -268,7 +277,7 @@ sim_poll(struct sim *s)
 void
 sim_inject(struct sim *s, int h, const struct roce_pkt *pkt)
 {
-	xport_out_reset(&s->out);
+	out_reset(s);
 	xport_qp_rx(s->h[h].qp, pkt, s->now, &s->out);
 	flush_out(s, h);
 }
@@ -276,7 +285,7 @@ sim_inject(struct sim *s, int h, const struct roce_pkt *pkt)
 void
 sim_inject_burst(struct sim *s, int h, const struct roce_pkt *const pkts[], uint32_t n)
 {
-	xport_out_reset(&s->out);
+	out_reset(s);
 	xport_qp_rx_burst(s->h[h].qp, pkts, n, s->now, &s->out);
 	flush_out(s, h);
 }
@@ -288,7 +297,7 @@ deliver(struct sim *s, struct sim_frame *f)
 	struct sim_host *h = &s->h[f->dst];
 
 	if (f->raw) {
-		xport_out_reset(&s->out);
+		out_reset(s);
 		xport_qp_raw_rx(h->qp, f->data, f->len, s->now, &s->out);
 		flush_out(s, f->dst);
 		return;
@@ -311,7 +320,7 @@ deliver(struct sim *s, struct sim_frame *f)
 		watch_off = strtoull(strchr(getenv("ROCE_WATCH"), ':') + 1, NULL, 16);
 		watch_val = s->h[watch_h].arena[watch_off];
 	}
-	xport_out_reset(&s->out);
+	out_reset(s);
 	xport_qp_rx(h->qp, &pkt, s->now, &s->out);
 	flush_out(s, f->dst);
 	if (watch_h >= 0 && s->h[watch_h].arena[watch_off] != watch_val) {
@@ -401,7 +410,7 @@ sim_run(struct sim *s, bool (*done)(struct sim *s, void *arg), void *arg, uint64
 						fprintf(stderr, "%12lu %d timer %d\n",
 							(unsigned long)s->now, h, t);
 					s->h[h].timer_at[t] = 0;
-					xport_out_reset(&s->out);
+					out_reset(s);
 					xport_qp_timer_expired(s->h[h].qp, (enum xport_timer)t, s->now,
 							       &s->out);
 					flush_out(s, h);
@@ -605,6 +614,7 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 		c->max_unacked = p->max_unacked;
 		c->sq = h->sq;
 		c->sq_size = p->sq_size;
+		c->sq_max_sge = p->sq_max_sge;
 		if (p->xrcd) {
 			/* XRC: host 0 sends only (INI), host 1 receives into its XRC SRQ (TGT) */
 			c->xrc = i == 0 ? XPORT_XRC_INI : XPORT_XRC_TGT;
@@ -644,7 +654,7 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 			return -1;
 	}
 	for (int i = 0; i < 2; i++) {
-		xport_out_reset(&s->out);
+		out_reset(s);
 		xport_qp_set_state(s->h[i].qp, XPORT_STATE_RTR, s->now, &s->out);
 		flush_out(s, i);
 		xport_qp_set_state(s->h[i].qp, XPORT_STATE_RTS, s->now, &s->out);
@@ -741,7 +751,7 @@ sim_poll_cq(struct sim *s, int h, bool recv, struct cqe *c)
 void
 sim_set_state(struct sim *s, int h, enum xport_state state)
 {
-	xport_out_reset(&s->out);
+	out_reset(s);
 	xport_qp_set_state(s->h[h].qp, state, s->now, &s->out);
 	flush_out(s, h);
 }

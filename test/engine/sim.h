@@ -115,6 +115,10 @@ struct sim {
 	struct xport_out out;
 	bool verbose;             /* ROCE_SIM_TRACE: print every frame */
 	bool trace_off;           /* no trace hash (fuzz/fuzz_xport.c; sim_reset clears it) */
+	/* nonzero: every emptied output context gets its frame slots filled
+	 * with this byte, as a daemon's context keeps earlier frames (other
+	 * QPs', other opcodes'): the wire must not change */
+	uint8_t out_fill;
 	sim_filter_fn filter;
 	void *filter_arg;
 	struct sim_bottleneck bneck;
@@ -125,6 +129,7 @@ struct sim_params {
 	uint8_t mtu;              /* 1..5 */
 	uint32_t psn[2];          /* sq_psn of host 0 / host 1 */
 	uint32_t sq_size, rq_size, cq_size;
+	uint32_t sq_max_sge;      /* xport_cfg.sq_max_sge (0: WQE_MAX_SGE) */
 	bool srq;                 /* host 1 uses an SRQ */
 	uint64_t arena_len;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;

@@ -87,6 +87,100 @@ Test(rc, write_multi_packet_lands)
 		     "no loss: every ACK sent is received, the one that completes the WRITE too");
 }
 
+/*
+ * An ACK that covers several WRITEs completes them in one xport_comp_rx():
+ * their CQEs are staged and published together as it returns, in order,
+ * none left unpublished, and the armed send CQ is signaled (once).
+ */
+/* Host 0's send WQEs hold one SGE or 16 inline bytes (xport_cfg.sq_max_sge 1). */
+static void
+one_sge(struct sim_params *p)
+{
+	p->sq_max_sge = 1;
+}
+
+static void
+setup_one_sge(void)
+{
+	setup_sim(one_sge);
+}
+
+TestSuite(small_slots, .init = setup_one_sge, .fini = teardown, .timeout = 30);
+
+/* What fits the QP's shadow slot goes out whole; a second SGE does not fit. */
+Test(small_slots, one_sge_and_16_inline_bytes_fit_a_second_sge_does_not)
+{
+	fill(S.h[0].arena, 4096, 5);
+	struct sq_wqe w = wqe_to_peer(0, WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED, 0, 3000, 8192);
+	cr_assert(sim_post_send(&S, 0, &w));
+	struct sq_wqe in = wqe_new(WR_RDMA_WRITE, 2, WR_FLAG_SIGNALED | WR_FLAG_INLINE);
+	in.inline_len = 16;
+	memcpy(in.inline_data, S.h[0].arena + 3000, 16);
+	in.wr.rdma.remote_addr = sim_va(&S, 1, 8192 + 3000);
+	in.wr.rdma.rkey = S.h[1].arena_key;
+	cr_assert(sim_post_send(&S, 0, &in));
+	run_until_sent(2);
+	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
+	cr_assert_eq(K.c[0][0][1].status, WC_SUCCESS);
+	cr_assert_eq(check_fill(S.h[1].arena + 8192, 3016, 5), -1);
+
+	struct sq_wqe two = wqe_to_peer(0, WR_RDMA_WRITE, 3, WR_FLAG_SIGNALED, 0, 100, 0);
+	wqe_add_sge(&two, sim_va(&S, 0, 100), 100, S.h[0].arena_key);
+	cr_assert(sim_post_send(&S, 0, &two));
+	run_until_sent(3);
+	cr_assert_eq(K.c[0][0][2].wr_id, 3);
+	cr_assert_eq(K.c[0][0][2].status, WC_LOC_LEN_ERR);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_ERR);
+	cr_assert_eq(S.h[1].arena[0], 0, "nothing of it was sent");
+}
+
+Test(small_slots, seventeen_inline_bytes_do_not_fit)
+{
+	struct sq_wqe in = wqe_new(WR_SEND, 9, WR_FLAG_SIGNALED | WR_FLAG_INLINE);
+	in.inline_len = 17;
+	cr_assert(sim_post_send(&S, 0, &in));
+	run_until_sent(1);
+	cr_assert_eq(K.c[0][0][0].wr_id, 9);
+	cr_assert_eq(K.c[0][0][0].status, WC_LOC_LEN_ERR);
+	cr_assert_eq(cnt(0)[XPORT_CNT_TX_PKTS], 0);
+}
+
+/* Keeps only the ACK of PSN *arg off host 1's frames. */
+static bool
+only_ack_of(void *arg, int from, const struct roce_pkt *pkt)
+{
+	return from == 0 || pkt->opcode != ROCE_OP_RC_ACKNOWLEDGE || pkt->psn == *(uint32_t *)arg;
+}
+
+Test(rc, coalesced_ack_publishes_its_cqes_together)
+{
+	uint32_t n = 8;
+	static uint32_t last_psn;
+
+	last_psn = (S.h[0].cfg.sq_psn + n - 1) & ROCE_PSN_MASK;
+	S.filter = only_ack_of;
+	S.filter_arg = &last_psn;
+	S.h[0].scq.arm = &S.h[0].cq_arm;
+	S.h[0].cq_arm = XPORT_CQ_ARM_NEXT;
+	for (uint32_t i = 0; i < n; i++) {
+		struct sq_wqe w = wqe_to_peer(0, WR_RDMA_WRITE, 100 + i, WR_FLAG_SIGNALED, 64 * i,
+					      64, 4096 + 64 * i);
+		cr_assert(sim_post_send(&S, 0, &w));
+	}
+	run_until_sent(n);
+	cr_assert_eq(K.n[0][0], n);
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(K.c[0][0][i].wr_id, 100 + i);
+		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS);
+		cr_assert_eq(K.c[0][0][i].opcode, WC_RDMA_WRITE);
+	}
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], 1, "one ACK covered the WRITEs");
+	cr_assert_eq(S.h[0].scq.staged, 0, "nothing left unpublished");
+	cr_assert_eq(spsc_ring_count(S.h[0].scq_ring), 0, "all were published and taken");
+	cr_assert_eq(S.h[0].notifies, 1, "the armed send CQ was signaled once");
+	cr_assert_eq(S.h[0].cq_arm, XPORT_CQ_ARM_NONE);
+}
+
 Test(rc, send_with_imm_scatter)
 {
 	uint32_t len = 3000;

@@ -625,6 +625,61 @@ Test(tables, responder_resources_sized_per_qp)
 	sim_fini(&s);
 }
 
+/*
+ * Shadow send WQEs hold the QP's SGEs (or inline bytes), not WQE_MAX_SGE:
+ * the QP of bench/qp_hold (max_send_wr 1: two slots, one SGE, one
+ * responder resource) took 2 584 bytes of engine memory, 1 728 of them the
+ * object (with a 216-byte header template), 2 x 408 the full slots; now
+ * 1 600 (a 96-byte template) + 2 x 168 + 40 = 1 976. Bound: 2 048 (2 kB,
+ * a cache line of growth; the daemon's Rss per QP goal is 8 kB in all).
+ */
+Test(tables, shadow_slots_sized_to_the_sq_caps)
+{
+	struct sim s;
+	struct sim_params p;
+	sim_default_params(&p);
+	cr_assert_eq(sim_init(&s, &p, 1), 0);
+	struct xport_cfg c = s.h[0].cfg;
+	c.sq_size = 2;
+	c.max_dest_rd_atomic = 1;
+	c.sq_max_sge = 0;
+	size_t full = xport_qp_mem_size(&c);
+	c.sq_max_sge = WQE_MAX_SGE;
+	cr_assert_eq(xport_qp_mem_size(&c), full);
+	c.sq_max_sge = 1;
+	size_t one = xport_qp_mem_size(&c);
+	cr_assert_eq(full - one, 2 * (WQE_MAX_SGE - 1) * sizeof(struct wr_sge));
+	cr_assert_leq(one, 2048, "engine memory of a small QP: %zu bytes", one);
+	c.sq_max_sge = 2;
+	cr_assert_eq(xport_qp_mem_size(&c) - one, 2 * sizeof(struct wr_sge));
+
+	/* fixed at create; an SRQ QP has whole slots (tag matching READs) */
+	c.sq_max_sge = 1;
+	struct xport_qp *qp = xport_qp_create(&c);
+	cr_assert_not_null(qp);
+	cr_assert_eq(qp->sq_max_sge, 1);
+	cr_assert_eq(swqe_at(qp, 2), swqe_at(qp, 0), "two slots: index 2 is slot 0");
+	cr_assert_eq((uint8_t *)swqe_at(qp, 1) - (uint8_t *)swqe_at(qp, 0), qp->swqe_stride);
+	cr_assert_eq(qp->swqe_stride, 168);
+	c.sq_max_sge = 2;
+	cr_assert_eq(xport_qp_modify(qp, &c), -EINVAL, "the slots cannot grow");
+	c.sq_max_sge = 1;
+	cr_assert_eq(xport_qp_modify(qp, &c), 0);
+	xport_qp_destroy(qp);
+	sim_fini(&s);
+
+	p.srq = true;
+	cr_assert_eq(sim_init(&s, &p, 1), 0);
+	c = s.h[1].cfg;
+	cr_assert_not_null(c.srq);
+	c.sq_max_sge = 1;
+	qp = xport_qp_create(&c);
+	cr_assert_not_null(qp);
+	cr_assert_eq(qp->sq_max_sge, WQE_MAX_SGE);
+	xport_qp_destroy(qp);
+	sim_fini(&s);
+}
+
 /* ---- rings written by a hostile application ---- */
 
 /* An application scribbles over every ring header it shares with the daemon. */

@@ -89,8 +89,16 @@ Test(xport_sem, reset_keeps_identity_no_path)
 	cr_expect_eq(out.cc, &cc_token);
 	cr_expect_eq(out.max_dest_rd_atomic, 1, "0 responder resources hold one");
 	cr_expect_eq(out.path_mtu, IBV_MTU_4096, "no path MTU: the port's");
+	cr_expect_eq(out.sq_max_sge, 1, "one send SGE, no inline data: one-SGE shadow slots");
 	for (unsigned int i = 0; i < sizeof(out.av); i++)
 		cr_expect_eq(((const uint8_t *)&out.av)[i], 0, "no path before RTR (byte %u)", i);
+	/* inline data beyond the SGEs: its 16-byte units, rounded up */
+	qp.init.cap.max_inline_data = 20;
+	cr_assert_not(xport_cfg_from_sem(&cur, &qp, &p, &out));
+	cr_expect_eq(out.sq_max_sge, 2);
+	qp.init.cap.max_send_sge = 5;
+	cr_assert_not(xport_cfg_from_sem(&cur, &qp, &p, &out));
+	cr_expect_eq(out.sq_max_sge, 5);
 }
 
 /* RC at RTR: every attribute the fixture set, and a path whose MAC is to be resolved. */
