@@ -70,6 +70,12 @@ struct port {
 	uint8_t restart;                /**< memif client restart: 1 = waiting for the workers */
 	uint64_t restart_token;         /**< rte_rcu_qsbr token the workers must pass */
 	uint64_t restarts;              /**< restarts done (stop + start) */
+	/**
+	 * net_af_packet: frames the kernel dropped for want of a free slot in
+	 * the PMD's receive rings, summed by port_rx_ring_drops() (atomic: the
+	 * telemetry threads add what each read cleared).
+	 */
+	uint64_t rx_ring_drops;
 };
 
 /** Workers: may this port be polled (it is started)? */
@@ -168,5 +174,17 @@ uint32_t port_data_room(const char *driver, const char *devargs, uint32_t frame_
  * @return 0 or -1 with @p err
  */
 int port_xdp_set_addrs(struct port *p, char *err, size_t errlen);
+
+/**
+ * Frames lost because the PMD's receive ring was full and the PMD does not
+ * count them (net_af_packet in DPDK 22.11 reports no imissed): the
+ * kernel's per-socket PACKET_STATISTICS drops of this process's AF_PACKET
+ * sockets bound to @p p's interface, read (which clears them) and added to
+ * p->rx_ring_drops. 0 for other PMDs (they report imissed themselves).
+ * Any thread; the sockets are looked up on each call (/proc/self/fd), so a
+ * port started again with new sockets is followed.
+ * @return the running total
+ */
+uint64_t port_rx_ring_drops(struct port *p);
 
 #endif /* ROCE_DAEMON_PORT_H */

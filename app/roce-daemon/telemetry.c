@@ -277,7 +277,8 @@ port_stats_locked(struct daemon *d, const char *params, struct rte_tel_data *t)
 	if (rte_eth_stats_get(d->port[idx].port_id, &es) == 0) {
 		rte_tel_data_add_dict_u64(t, "eth_ipackets", es.ipackets);
 		rte_tel_data_add_dict_u64(t, "eth_opackets", es.opackets);
-		rte_tel_data_add_dict_u64(t, "eth_imissed", es.imissed);
+		/* af_packet: the kernel's ring drops, which the PMD does not count */
+		rte_tel_data_add_dict_u64(t, "eth_imissed", es.imissed + port_rx_ring_drops(&d->port[idx]));
 		rte_tel_data_add_dict_u64(t, "eth_ierrors", es.ierrors);
 		rte_tel_data_add_dict_u64(t, "eth_oerrors", es.oerrors);
 		rte_tel_data_add_dict_u64(t, "eth_rx_nombuf", es.rx_nombuf);
