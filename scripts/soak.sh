@@ -146,7 +146,13 @@ scaled() {
 event() { # loop kind rc start_ns
 	local at=$(($4 / 1000000000)) phase=clean
 	[ "$SCOPE" = full ] && [ "$at" -ge "$LOSSY_AT" ] && [ "$at" -lt "$CLEAN_AT" ] && phase=lossy
-	echo "$1 $2 rc=$3 at=$((at - START))s $phase" >> "$W/events"
+	# the daemons' receive ring losses so far (eth_imissed): a frame lost
+	# there is lost on a "clean" link, which UD does not survive
+	local miss h
+	for h in a b; do
+		miss="$miss $h=$(tel "$h" /roce/port/stats,0 | sed -n 's/.*"eth_imissed": *\([0-9]*\).*/\1/p')"
+	done
+	echo "$1 $2 rc=$3 at=$((at - START))s $phase imissed$miss" >> "$W/events"
 }
 
 loop() {
@@ -208,10 +214,12 @@ pingpong() {
 	iters=$(scaled "$n")
 	set -- -n "$iters" "$@"
 	c=$(peer "$s")
-	run "$s" timeout 60 "$tool" -g 1 -p "$port" "$@" > "$W/pp-$port.srv" 2>&1 &
+	# stdbuf -oL: a run that timeout ends still shows its addresses (QPNs
+	# to find in the daemons' QP error lines), not a lost stdio buffer
+	run "$s" timeout 60 stdbuf -oL "$tool" -g 1 -p "$port" "$@" > "$W/pp-$port.srv" 2>&1 &
 	local sp=$!
 	wait_listen "$s" "$port"
-	run "$c" timeout 60 "$tool" -g 1 -p "$port" "$@" "$(kip "$s")" > "$W/pp-$port.cli" 2>&1
+	run "$c" timeout 60 stdbuf -oL "$tool" -g 1 -p "$port" "$@" "$(kip "$s")" > "$W/pp-$port.cli" 2>&1
 	local rc=$?
 	wait $sp
 	local rs=$?
@@ -287,8 +295,10 @@ lossy_phase() {
 	$LAB relay $LOSSY "${ECN[@]}" > "$W/relay.out" 2>&1 || { echo "relay" > "$W/relay.fail"; return; }
 	touch "$W/lossy"
 	sleep $((CLEAN_AT - $(date +%s)))
-	rm -f "$W/lossy"
+	# clean relay first, then the flag: a UD run that starts once the flag
+	# is gone must not meet the lossy relay or the restart's gap
 	$LAB relay "${ECN[@]}" >> "$W/relay.out" 2>&1 || echo "relay" > "$W/relay.fail"
+	rm -f "$W/lossy"
 }
 # run "$@" unless the link is lossy or turns lossy within 30 s (then rest a
 # second: not a run)
