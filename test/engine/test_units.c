@@ -543,13 +543,20 @@ Test(tables, names_complete_and_unique)
 	cr_assert_str_eq(xport_resp_step_name(1000), "?");
 }
 
+/* A simulation with the default parameters (@p p) and host 0's QP config. */
+static struct xport_cfg
+sim_one_host(struct sim *s, struct sim_params *p)
+{
+	sim_default_params(p);
+	cr_assert_eq(sim_init(s, p, 1), 0);
+	return s->h[0].cfg;
+}
+
 Test(tables, invalid_config_rejected)
 {
 	struct sim s;
 	struct sim_params p;
-	sim_default_params(&p);
-	cr_assert_eq(sim_init(&s, &p, 1), 0);
-	struct xport_cfg c = s.h[0].cfg;
+	struct xport_cfg c = sim_one_host(&s, &p);
 	c.path_mtu = 6;
 	cr_assert_null(xport_qp_create(&c));
 	c = s.h[0].cfg;
@@ -572,9 +579,7 @@ Test(tables, responder_resources_sized_per_qp)
 {
 	struct sim s;
 	struct sim_params p;
-	sim_default_params(&p);
-	cr_assert_eq(sim_init(&s, &p, 1), 0);
-	struct xport_cfg c = s.h[0].cfg;
+	struct xport_cfg c = sim_one_host(&s, &p);
 	c.max_dest_rd_atomic = 1;
 	size_t one = xport_qp_mem_size(&c);
 	c.max_dest_rd_atomic = XPORT_MAX_RD_ATOMIC;
@@ -637,9 +642,7 @@ Test(tables, shadow_slots_sized_to_the_sq_caps)
 {
 	struct sim s;
 	struct sim_params p;
-	sim_default_params(&p);
-	cr_assert_eq(sim_init(&s, &p, 1), 0);
-	struct xport_cfg c = s.h[0].cfg;
+	struct xport_cfg c = sim_one_host(&s, &p);
 	c.sq_size = 2;
 	c.max_dest_rd_atomic = 1;
 	c.sq_max_sge = 0;
