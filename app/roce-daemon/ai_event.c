@@ -55,10 +55,12 @@ log_qp_error(struct daemon *d, struct app_iface *ai, const struct worker_event *
 	fprintf(stderr,
 		"roce-daemon: qp %u: error %s: timeouts %" PRIu64 ", seq NAKs %" PRIu64
 		", retransmitted %" PRIu64 ", RNR NAKs %" PRIu64 ", window halved %" PRIu64
-		", CNPs %" PRIu64 ", rate %" PRIu64 " kb/s, acks %" PRIu64 ", packets %" PRIu64 "\n",
+		", CNPs %" PRIu64 ", rate %" PRIu64 " kb/s, acks %" PRIu64 ", packets %" PRIu64
+		", responses dropped stale %" PRIu64 " bad %" PRIu64 "\n",
 		ev->qpn, xport_err_name((enum xport_err)ev->code), QPC(RETRY_TIMEOUT),
 		QPC(NAK_SEQ_RX), QPC(RETRANSMIT_PKTS), QPC(RNR_NAK_RX), QPC(WINDOW_SHRINK),
-		QPC(CNP_RX), QPC(CC_RATE_KBPS), QPC(ACK_RX), QPC(TX_PKTS));
+		QPC(CNP_RX), QPC(CC_RATE_KBPS), QPC(ACK_RX), QPC(TX_PKTS), QPC(DROP_STALE_RESP),
+		QPC(DROP_BAD_RESP));
 #undef QPC
 }
 
