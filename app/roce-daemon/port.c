@@ -11,6 +11,7 @@
  */
 #include "port.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <net/if.h>
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <linux/if_packet.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
