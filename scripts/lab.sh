@@ -17,7 +17,14 @@
 #   scripts/lab.sh status              what is up, PIDs, addresses
 #   scripts/lab.sh relay [ARG...]      (a lab up with -R) restart the relay
 #                                      with lossy_link's impairments, e.g.
-#                                      --loss 5 --dup 5 --reorder 5; none: clean
+#                                      --loss 5 --dup 5 --reorder 5; none: clean.
+#                                      A restart cuts the link for its duration
+#                                      (seconds on a loaded machine): to change
+#                                      impairments under traffic, start it once
+#                                      with them and --paused, then use impair
+#   scripts/lab.sh impair on|off       turn the running relay's impairments on
+#                                      or off (SIGUSR1/SIGUSR2: no gap in the
+#                                      link); waits until the relay confirms
 #   scripts/lab.sh down                SIGTERM the daemons, remove everything;
 #                                      exit status 0 only if both daemons exited 0
 #
@@ -441,11 +448,19 @@ recorded_pid() {
 
 relay_pid() { recorded_pid "$STATE/relay.pid" "lossy_link.*$(ifname ra)"; }
 
+# true while process $1 runs: an exited relay is a zombie until PID 1 reaps
+# it, and PID 1 of a container may never do (kill -0 succeeds on a zombie)
+running() {
+	local st
+	st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) &&
+		[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
 relay_stop() {
 	local pid i
 	pid=$(relay_pid) || return 0
 	kill -TERM "$pid" 2>/dev/null
-	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	for i in $(seq 50); do running "$pid" || break; sleep 0.05; done
 	kill -KILL "$pid" 2>/dev/null
 	rm -f "$STATE/relay.pid"
 	return 0
@@ -478,6 +493,25 @@ cmd_relay() {
 	[ "$LAB_RELAY" = 1 ] || die "lab $LAB_NAME has no relay (up with -R)"
 	ns_exists r || die "lab $LAB_NAME is not up"
 	relay_start "$@"
+}
+
+# Impairments on/off in the running relay, by signal: the link has no gap.
+# Waits (3 s at most) for the relay's "lossy_link: impairments on|off" line.
+cmd_impair() {
+	local pid sig before i
+	[ $# -eq 1 ] && { [ "$1" = on ] || [ "$1" = off ]; } || die "usage: lab.sh impair on|off"
+	[ "$LAB_RELAY" = 1 ] || die "lab $LAB_NAME has no relay (up with -R)"
+	pid=$(relay_pid) || die "lab $LAB_NAME: the relay is not running"
+	sig=USR1
+	[ "$1" = off ] && sig=USR2
+	before=$(grep -c "^lossy_link: impairments " "$STATE/relay.log" 2>/dev/null)
+	kill -"$sig" "$pid" || die "impair: cannot signal the relay ($pid)"
+	for i in $(seq 60); do
+		[ "$(grep -c "^lossy_link: impairments " "$STATE/relay.log" 2>/dev/null)" -gt "${before:-0}" ] &&
+			tail -n 1 "$STATE/relay.log" | grep -q "^lossy_link: impairments $1$" && return 0
+		sleep 0.05
+	done
+	die "impair $1: the relay ($pid) did not confirm"
 }
 
 net_down() {
@@ -720,6 +754,7 @@ run) cmd_run "$@" ;;
 telemetry) cmd_telemetry "$@" ;;
 wait-cm) cmd_wait_cm "$@" ;;
 relay) cmd_relay "$@" ;;
+impair) cmd_impair "$@" ;;
 _watch) [ $# -eq 2 ] || die "usage: (internal) lab.sh -n NAME _watch PID START"; cmd_watch "$@" ;;
 *) usage >&2; exit 1 ;;
 esac

@@ -15,7 +15,8 @@
 # this kernel has no sch_netem). For the middle third of the duration it
 # drops, duplicates and reorders 5 % each of the RoCEv2 frames in both
 # directions (SOAK_LOSSY, lossy_link's arguments); the first and last thirds
-# are clean.
+# are clean. One relay runs throughout; its impairments are switched on and
+# off by signal (lab.sh impair), so the link never has a restart's gap.
 # For the whole duration, in parallel, each loop bounded in count and time:
 #   - verified traffic: ibv_rc_pingpong -c and ibv_ud_pingpong -c (data
 #     checked; UD has no retransmission: its loop rests while the link is
@@ -148,7 +149,7 @@ event() { # loop kind rc start_ns
 	[ "$SCOPE" = full ] && [ "$at" -ge "$LOSSY_AT" ] && [ "$at" -lt "$CLEAN_AT" ] && phase=lossy
 	# the daemons' receive ring losses so far (eth_imissed): a frame lost
 	# there is lost on a "clean" link, which UD does not survive
-	local miss= h
+	local miss='' h
 	for h in a b; do
 		miss="$miss $h=$(tel "$h" /roce/port/stats,0 | sed -n 's/.*"eth_imissed": *\([0-9]*\).*/\1/p')"
 	done
@@ -198,6 +199,18 @@ wait_listen() {
 	return 0
 }
 
+# The engine counters of the QP a pingpong on host $1 printed as its local
+# address in $2 (file), into $W/pp-<port>.qp (pingpong() prints it): taken
+# when the other side failed first, while this QP is still alive
+survivor_qp() {
+	local qpn
+	qpn=$(sed -n 's/^ *local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$2" | head -1)
+	[ -n "$qpn" ] || return 0
+	{
+		echo "survivor QP $qpn on $1: $(tel "$1" "/roce/qp/stats,$((qpn))" | tr -d '\n')"
+	} > "${2%.*}.qp"
+}
+
 # one pingpong pair: server on $1, client on the other host
 # Exit 98: the end race of ibv_rc_pingpong on a lossy link, not a failure
 # (counted apart): one side did every iteration and exited, destroying its
@@ -219,11 +232,23 @@ pingpong() {
 	run "$s" timeout 60 stdbuf -oL "$tool" -g 1 -p "$port" "$@" > "$W/pp-$port.srv" 2>&1 &
 	local sp=$!
 	wait_listen "$s" "$port"
-	run "$c" timeout 60 stdbuf -oL "$tool" -g 1 -p "$port" "$@" "$(kip "$s")" > "$W/pp-$port.cli" 2>&1
-	local rc=$?
-	wait $sp
-	local rs=$?
+	run "$c" timeout 60 stdbuf -oL "$tool" -g 1 -p "$port" "$@" "$(kip "$s")" > "$W/pp-$port.cli" 2>&1 &
+	local cp=$! rc rs
+	# (bash reaps its children as they end: kill -0 fails once one has)
+	while kill -0 $sp 2> /dev/null && kill -0 $cp 2> /dev/null; do sleep 0.1; done
+	if ! kill -0 $cp 2> /dev/null; then
+		wait $cp; rc=$?
+		# one side failed while the other still runs: the survivor's QP,
+		# alive in its daemon, tells whether it saw the retransmissions
+		[ $rc != 0 ] && [ $rc != 137 ] && survivor_qp "$s" "$W/pp-$port.srv"
+		wait $sp; rs=$?
+	else
+		wait $sp; rs=$?
+		[ $rs != 0 ] && [ $rs != 137 ] && survivor_qp "$c" "$W/pp-$port.cli"
+		wait $cp; rc=$?
+	fi
 	cat "$W/pp-$port.cli"
+	[ -s "$W/pp-$port.qp" ] && cat "$W/pp-$port.qp" && rm -f "$W/pp-$port.qp"
 	{ [ $rs = 0 ] && [ $rc = 0 ]; } || sed "s/^/server: /" "$W/pp-$port.srv"
 	if [ "$tool" = ibv_rc_pingpong ] && { { [ $rc = 0 ] && [ $rs = 1 ]; } || { [ $rc = 1 ] && [ $rs = 0 ]; }; }; then
 		local ok_out=$W/pp-$port.cli bad_out=$W/pp-$port.srv
@@ -288,16 +313,23 @@ rdmacm() {
 	[ $rc = 0 ] && rc=$rs
 	return $rc
 }
-# the relay: clean, lossy from LOSSY_AT, clean again from CLEAN_AT
+# the relay: clean, lossy from LOSSY_AT, clean again from CLEAN_AT. The
+# relay runs the whole time and its impairments are switched by signal
+# (lab.sh impair): until session 15 it was restarted at both edges, and each
+# restart cut the link for 1.7-2.2 s (lab.sh waited for the old relay, a
+# zombie that this container's PID 1 does not reap, for 2.5 s), longer
+# than ibv_rc_pingpong's 8 ACK timeouts of 67 ms: the rc QPs with a
+# message in flight then ended in retry exceeded, with their peer's QP
+# never seeing a retransmission (session 16: rc runs started at 195, 196
+# and 394 s, each a few seconds before a restart)
 lossy_phase() {
 	sleep $((LOSSY_AT - $(date +%s)))
-	# shellcheck disable=SC2086
-	$LAB relay $LOSSY "${ECN[@]}" > "$W/relay.out" 2>&1 || { echo "relay" > "$W/relay.fail"; return; }
+	$LAB impair on >> "$W/relay.out" 2>&1 || { echo "relay" > "$W/relay.fail"; return; }
 	touch "$W/lossy"
 	sleep $((CLEAN_AT - $(date +%s)))
-	# clean relay first, then the flag: a UD run that starts once the flag
-	# is gone must not meet the lossy relay or the restart's gap
-	$LAB relay "${ECN[@]}" >> "$W/relay.out" 2>&1 || echo "relay" > "$W/relay.fail"
+	# impairments off first, then the flag: a UD run that starts once the
+	# flag is gone must not meet the lossy link
+	$LAB impair off >> "$W/relay.out" 2>&1 || echo "relay" > "$W/relay.fail"
 	rm -f "$W/lossy"
 }
 # run "$@" unless the link is lossy or turns lossy within 30 s (then rest a
@@ -361,8 +393,9 @@ if ! $LAB up > "$W/up.log" 2>&1; then
 	exit 1
 fi
 ok "lab up"
-if [ "$SCOPE" = full ] && ! $LAB relay "${ECN[@]}" > "$W/relay.out" 2>&1; then
-	not_ok "relay with ECN marking" "$W/relay.out"
+# shellcheck disable=SC2086
+if [ "$SCOPE" = full ] && ! $LAB relay $LOSSY "${ECN[@]}" --paused > "$W/relay.out" 2>&1; then
+	not_ok "relay with ECN marking, impairments paused" "$W/relay.out"
 	exit 1
 fi
 
@@ -410,19 +443,17 @@ if [ "$fails_total" = 0 ] && [ $bad = 0 ]; then
 else
 	not_ok "every program passed: $fails_total failures" "$W"/*.fail
 fi
-# what the relay did while it was lossy (its counts, printed when it stopped)
+# what the relay did while it was lossy (its counts, printed when the
+# impairments went off) and in all (printed when it stops: the traffic is
+# over, so stop it now by restarting it)
 RELAY_LOG=${LAB_STATE:-/tmp/roce-lab}/$NAME/relay.log
 [ -f "$RELAY_LOG" ] || RELAY_LOG=/dev/null
-# a relay prints its counts when it stops: restart the last (clean) one for them
 [ "$SCOPE" = full ] && $LAB relay "${ECN[@]}" > /dev/null 2>&1
-# the lossy relay's lines: from lab.sh's "relay: ARGS" of the lossy start to
-# the next "relay:" (its counts are printed when the clean one replaces it)
+# the impaired phase's lines (lossy_link prints one per direction)
 lossy_lines() {
-	awk -v start="relay: $LOSSY ${ECN[*]}" '
-		$0 == start { on = 1; print; next }
-		on && /^relay:/ { print; on = 0; next }
-		on { print }' "$RELAY_LOG"
+	grep "^lossy_link: impaired phase: " "$RELAY_LOG"
 }
+grep -m1 -e "^relay: .*--paused" "$RELAY_LOG" | sed "s/^/# /"
 lossy_lines | sed 's/^/# /'
 read -r dropped dups reord < <(lossy_lines | awk -F'[ =]' '
 	/frames=/ { for (i = 1; i <= NF; i++) { if ($i == "dropped") d += $(i+1)

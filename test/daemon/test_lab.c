@@ -441,6 +441,70 @@ Test(lab_af_packet, capture_to_pcapng)
 
 /* ---- af_xdp ---- */
 
+/*
+ * The relay (lab.sh -R, test/interop/lossy_link) switches its impairments
+ * by signal with no gap in the link. Restarting it (lab.sh relay) cut the
+ * link for 1.7-2.2 s under load (session 16), longer than an RC QP's eight
+ * ACK timeouts at 67 ms: the soak's rc runs across a restart ended in
+ * retry exceeded with their peer's QP never seeing a retransmission. A
+ * ping every 5 ms across the link while the impairments (30 % loss of every
+ * frame) go on and off: no silence longer than 0.5 s, losses only while on,
+ * and the relay's record of the impaired phase.
+ */
+Test(lab_af_packet, relay_impairments_switch_with_no_gap_in_the_link)
+{
+	char ping_log[] = "/tmp/tlr1-ping.XXXXXX", path[128], line[512];
+	double t, last_t = 0, silence = 0;
+	int fd, seq, replies = 0, late_replies = 0;
+	long long dropped[2] = { -1, -1 };
+
+	lab_up("tlr1", "-R");
+	cr_assert_eq(lab("relay --loss 30 --all --seed 7 --paused"), 0, "%s", out);
+	fd = mkstemp(ping_log);
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	close(fd);
+	/* 600 pings, 3 s: on at 0.7 s, off 1 s later; the last 100 after it */
+	int rc = t_run(out, sizeof(out), 60,
+		       "export LAB_BUILD=%s; L=%s/scripts/lab.sh; "
+		       "ip netns exec tlr1-a ping -D -n -i 0.005 -W 1 -c 600 198.18.0.2 > %s 2>&1 & "
+		       "p=$!; sleep 0.7; $L -n tlr1 impair on && sleep 1 && $L -n tlr1 impair off; "
+		       "r=$?; wait $p; exit $r",
+		       env("ROCE_BUILD_DIR"), env("ROCE_SOURCE_DIR"), ping_log);
+	cr_assert_eq(rc, 0, "impair on/off failed:\n%s", out);
+	FILE *f = fopen(ping_log, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		const char *q = strstr(line, "icmp_seq=");
+		if (line[0] != '[' || q == NULL || sscanf(line + 1, "%lf", &t) != 1 ||
+		    sscanf(q, "icmp_seq=%d", &seq) != 1)
+			continue;
+		if (last_t > 0 && t - last_t > silence)
+			silence = t - last_t;
+		last_t = t;
+		replies++;
+		late_replies += seq > 500;
+	}
+	fclose(f);
+	unlink(ping_log);
+	cr_expect_lt(silence, 0.5, "the link was silent for %.3f s", silence);
+	cr_expect(replies > 100 && replies < 600, "%d of 600 replies: no loss while on?", replies);
+	cr_expect_eq(late_replies, 100, "%d of the last 100 pings answered: still lossy after off?",
+		     late_replies);
+	snprintf(path, sizeof(path), "%s/tlr1/relay.log",
+		 getenv("LAB_STATE") ? getenv("LAB_STATE") : "/tmp/roce-lab");
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f) != NULL) {
+		const char *q = strstr(line, "lossy_link: impaired phase: ");
+		const char *d = q ? strstr(q, "dropped=") : NULL;
+		if (d != NULL)
+			dropped[strstr(q, "A->B") != NULL ? 0 : 1] = atoll(d + 8);
+	}
+	fclose(f);
+	cr_expect(dropped[0] > 0 && dropped[1] > 0, "impaired phase dropped %lld / %lld", dropped[0],
+		  dropped[1]);
+}
+
 TestSuite(lab_af_xdp, .fini = fini, .timeout = 120);
 
 Test(lab_af_xdp, daemons_resolve_each_other_and_count_drops)
