@@ -89,7 +89,7 @@ failed=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() {
 	n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift
-	for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -30; done
+	for f in "$@"; do [ -f "$f" ] && sed "s/^/# /" "$f" | tail -80; done
 }
 cleanup() {
 	local p
@@ -211,6 +211,41 @@ survivor_qp() {
 	} > "${2%.*}.qp"
 }
 
+# Host $1's QPs that timed out waiting for an ACK, one line each, the
+# busiest first (so that the few-packet QPs of rping or a pingpong are the
+# last lines, the ones a record keeps): what a stalled program's QPs saw,
+# taken before timeout kills it and the daemon forgets them
+stuck_qps() {
+	local qpns
+	qpns=$(tel "$1" /roce/qp/list | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read() or "{}").get("/roce/qp/list", [])
+print(" ".join(str(q) for q in d))' 2> /dev/null)
+	[ -n "$qpns" ] || return 0
+	for q in $qpns; do echo "/roce/qp/stats,$q"; done |
+		dpdk-telemetry.py -f "$NAME-$1" 2> /dev/null | python3 -c '
+import json, sys
+text, dec, i, rows = sys.stdin.read(), json.JSONDecoder(), 0, []
+while True:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        break
+    try:
+        obj, i = dec.raw_decode(text, i)
+    except ValueError:
+        break
+    q = obj.get("/roce/qp/stats") if isinstance(obj, dict) else None
+    if isinstance(q, dict) and q.get("timeouts", 0) > 0:
+        rows.append(q)
+keys = ("rx_packets", "tx_packets", "timeouts", "retransmits", "nak_rx_psn_seq_error",
+        "nak_tx_psn_seq_error", "qp_ack_tx", "qp_ack_rx", "dup_requests", "qp_drop_psn_oos",
+        "qp_drop_state", "qp_drop_stale_resp", "rnr_retries", "nak_rx_rnr")
+for q in sorted(rows, key=lambda q: -q.get("tx_packets", 0)):
+    print("%s qp %d: " % (sys.argv[1], q["qpn"]) + " ".join("%s=%s" % (k, q.get(k, "?")) for k in keys))
+' "$1"
+}
+
 # one pingpong pair: server on $1, client on the other host
 # Exit 98: the end race of ibv_rc_pingpong on a lossy link, not a failure
 # (counted apart): one side did every iteration and exited, destroying its
@@ -301,15 +336,34 @@ rdmacm() {
 	local c count
 	count=$(scaled 20)
 	c=$(peer "$s")
-	run "$s" "${RCM[@]}" timeout 60 rping -s -a "$(dip "$s")" -p "$port" -C "$count" -V > "$W/rping.srv" 2>&1 &
-	local sp=$!
+	# -d and stdbuf -oL: the CM events and completions so far, in the record
+	# of a run that timeout ends
+	run "$s" "${RCM[@]}" timeout 60 stdbuf -oL rping -d -s -a "$(dip "$s")" -p "$port" -C "$count" -V \
+		> "$W/rping.srv" 2>&1 &
+	local sp=$! t0
+	t0=$(date +%s)
 	# a client that comes before the listener is rejected; the earlier
 	# round's ids are gone (waited for below)
 	$LAB wait-cm "$s" 30
-	run "$c" "${RCM[@]}" timeout 60 rping -c -a "$(dip "$s")" -p "$port" -C "$count" -V
-	local rc=$?
-	wait $sp
-	local rs=$?
+	run "$c" "${RCM[@]}" timeout 60 stdbuf -oL rping -d -c -a "$(dip "$s")" -p "$port" -C "$count" -V \
+		> "$W/rping.cli" 2>&1 &
+	local cp=$! rc rs
+	# (bash reaps its children as they end: kill -0 fails once one has)
+	while { kill -0 $sp || kill -0 $cp; } 2> /dev/null && [ $(($(date +%s) - t0)) -lt 56 ]; do
+		sleep 0.5
+	done
+	if { kill -0 $sp || kill -0 $cp; } 2> /dev/null; then
+		# about to stall: what the QPs saw, while they exist
+		{ stuck_qps a; stuck_qps b; } > "$W/rping.qps" 2>&1
+	fi
+	wait $cp; rc=$?
+	wait $sp; rs=$?
+	tail -n 40 "$W/rping.cli"
+	if [ $rc != 0 ] || [ $rs != 0 ]; then
+		tail -n 40 "$W/rping.srv" | sed 's/^/server: /'
+		[ -s "$W/rping.qps" ] && cat "$W/rping.qps"
+	fi
+	rm -f "$W/rping.qps"
 	[ $rc = 0 ] && rc=$rs
 	return $rc
 }
