@@ -1212,7 +1212,11 @@ cm_conn_destroy(struct cm_agent *a, cm_conn_t conn, uint64_t now_us)
 	if (!c)
 		return -ENOENT;
 	state = (enum cm_state)c->state;
-	/* As cm.c's cm_destroy_id(), state by state. */
+	/* As cm.c's cm_destroy_id(), state by state, but for the DREQ: cm.c
+	 * cancels its retries and enters TimeWait, so a lost DREQ leaves the
+	 * peer connected (rping's server waits for DISCONNECTED forever); an
+	 * orphaned connection keeps them, silently, until the DREP or the last
+	 * retry, then TimeWait (session 16). */
 	switch (state) {
 	case CM_STATE_SIDR_REQ_RCVD: {
 		struct cm_sidr_rep rep = {.status = CM_SIDR_REJECT};
@@ -1239,14 +1243,9 @@ cm_conn_destroy(struct cm_agent *a, cm_conn_t conn, uint64_t now_us)
 		enter_timewait(a, c, now_us);
 		break;
 	case CM_STATE_ESTABLISHED:
-		/* One DREQ, not retried: the connection goes to TimeWait. */
-		send_dreq(a, c, NULL, 0, now_us);
-		cm_timer_cancel(a, c);
-		enter_timewait(a, c, now_us);
+		send_dreq(a, c, NULL, 0, now_us); /* retried as a DREQ_SENT one */
 		break;
 	case CM_STATE_DREQ_SENT:
-		cm_timer_cancel(a, c);
-		enter_timewait(a, c, now_us);
 		break;
 	case CM_STATE_DREQ_RCVD:
 		cm_send_drep(a, conn, NULL, 0, now_us);
@@ -1254,9 +1253,10 @@ cm_conn_destroy(struct cm_agent *a, cm_conn_t conn, uint64_t now_us)
 	default:
 		break;
 	}
-	if (c->state == CM_STATE_TIMEWAIT) {
-		/* Held, silent, until the TimeWait ends: the comm ID and the
-		 * stale-connection entry stay taken. */
+	if (c->state == CM_STATE_TIMEWAIT || c->state == CM_STATE_DREQ_SENT) {
+		/* Held, silent, until the TimeWait ends (after the DREP or the
+		 * DREQ's last retry): the comm ID and the stale-connection entry
+		 * stay taken. */
 		c->orphan = 1;
 		return 0;
 	}
