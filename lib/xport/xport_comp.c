@@ -76,8 +76,9 @@ xport_comp_reset(struct xport_qp *qp)
 	c->progress_ns = 0;
 }
 
-/* Forward progress up to (not including) @p psn: reset the retry budgets. */
-static void
+/* Forward progress up to (not including) @p psn: reset the retry budgets
+ * (inline: once per WQE a coalesced ACK completes). */
+static inline void
 progress(struct xport_qp *qp, uint32_t psn, uint64_t now)
 {
 	struct xport_comp *c = &qp->comp;

@@ -354,7 +354,23 @@ void xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out);
 void xport_req_rewind(struct xport_qp *qp, uint32_t psn);
 void xport_req_reset(struct xport_qp *qp);
 void xport_req_window_loss(struct xport_qp *qp);
-void xport_req_window_acked(struct xport_qp *qp, uint32_t npsn);
+
+/* @p npsn more PSNs acknowledged: one more per window's worth, up to the cap
+ * (inline: the completer calls it for every WQE a coalesced ACK completes). */
+static inline void
+xport_req_window_acked(struct xport_qp *qp, uint32_t npsn)
+{
+	struct xport_req *req = &qp->req;
+
+	req->window_credit += npsn;
+	while (req->window_credit >= req->window && req->window < qp->max_unacked) {
+		req->window_credit -= req->window;
+		req->window++;
+	}
+	if (req->window == qp->max_unacked)
+		req->window_credit = 0;
+}
+
 /* A shadow slot is free for an engine WQE (beyond those promised). */
 static inline bool
 xport_req_tm_room(const struct xport_qp *qp)
