@@ -143,8 +143,10 @@ xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 		r->recv.num_sge = 0; /* malformed: capacity 0, the message will not fit */
 	uint64_t cap = 0;
 	for (uint32_t i = 0; i < r->recv.num_sge; i++) {
-		r->recv.sg_list[i] = src->sg_list[i];
-		cap += src->sg_list[i].length;
+		struct wr_sge sge = src->sg_list[i]; /* read once: the capacity is what was copied */
+
+		r->recv.sg_list[i] = sge;
+		cap += sge.length;
 	}
 	spsc_ring_release(ring, 1);
 	r->recv_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
