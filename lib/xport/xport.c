@@ -1048,6 +1048,11 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 		else
 			xport_comp_rx(qp, pkt, now, out);
 	}
+	/* the CQEs the burst staged (completer, responder): one release store
+	 * and one fence per CQ and burst, not per packet; still before this
+	 * call returns, so before any ACK or response it built leaves */
+	xport_cq_publish(qp->cfg.send_cq, out);
+	xport_cq_publish(qp->cfg.recv_cq, out);
 	if (rx_pkts) {
 		cnt_add(qp, XPORT_CNT_RX_PKTS, rx_pkts);
 		cnt_add(qp, XPORT_CNT_RX_BYTES, rx_bytes);

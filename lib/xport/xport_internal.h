@@ -578,10 +578,13 @@ xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct
 }
 
 /*
- * Keep the CQE written into the reserved slot unpublished: the caller
- * publishes it with the next ones (xport_cq_publish()) before it returns,
- * one release store and one fence for a coalesced ACK's completions
- * (xport_cq_reserve() counts the staged ones: fewer than the ring's slots).
+ * Keep the CQE written into the reserved slot unpublished: the engine entry
+ * point publishes it with the next ones (xport_cq_publish()) before it
+ * returns (xport_req_run(), xport_qp_rx_burst(): a coalesced ACK's
+ * completions, a burst's READ responses and receives), one release store
+ * and one fence for them all; any commit on the CQ meanwhile publishes them
+ * first (xport_cq_reserve() counts the staged ones: fewer than the ring's
+ * slots). Nothing stays staged between engine calls.
  */
 static inline void
 xport_cq_stage(struct xport_cq *cq, const struct cqe *c, bool solicited)

@@ -826,7 +826,12 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 	} else if (r->tm_v == XPORT_TM_EAGER + 1 || rndv) {
 		c->opcode = WC_TM_RECV; /* a matched entry failed (too long, not writable) */
 	}
-	xport_cq_commit(cq, c, pkt->se, out);
+	/* published with the burst's others as xport_qp_rx_burst() returns (an
+	 * XRC SRQ's CQ at once: the next request may name another SRQ) */
+	if (__builtin_expect(qp->cfg.xrc == XPORT_XRC_TGT, 0))
+		xport_cq_commit(cq, c, pkt->se, out);
+	else
+		xport_cq_stage(cq, c, pkt->se);
 	if (rndv && status == WC_SUCCESS)
 		tm_rndv_start(qp);
 	r->tm_v = 0;
