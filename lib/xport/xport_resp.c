@@ -1086,9 +1086,14 @@ read_resp_paced(struct xport_qp *qp)
 	return qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD;
 }
 
-/* Emit the next response of @p res. @return false if the output is full or the pacer holds it. */
+/*
+ * Emit the next response of @p res; @p paced: the QP had a pacing rate as
+ * xport_resp_emit() began (nothing while it runs changes that rate).
+ * @return false if the output is full or the pacer holds it.
+ */
 static bool
-emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct xport_out *out)
+emit_resource(struct xport_qp *qp, struct xport_res *res, bool paced, uint64_t now,
+	      struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
 	uint32_t psn = res->next_psn;
@@ -1117,7 +1122,7 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct x
 			read_resource_fail(qp, res, psn);
 			return true;
 		}
-		if (read_resp_paced(qp) && xport_pace_hold(qp, now))
+		if (paced && read_resp_paced(qp) && xport_pace_hold(qp, now))
 			return false;
 		f = xport_frame_new(qp, out, read_resp_opcode(first, last), psn);
 		if (!f)
@@ -1142,7 +1147,7 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct x
 		}
 	}
 	xport_frame_commit(qp, out, f);
-	if (res->type == RES_READ && read_resp_paced(qp))
+	if (paced && res->type == RES_READ && read_resp_paced(qp))
 		xport_pace_charge(qp, now, f->pkt.payload_len);
 	if (psn == res->last_psn) {
 		res->pending = false;
@@ -1180,9 +1185,11 @@ void
 xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
+	bool paced;
 
 	if (!qp_is_rc(qp))
 		return;
+	paced = r->res_pending && xport_pace_kbps(qp) != 0; /* per call, as xport_req_run() */
 	while (r->res_pending) {
 		/* oldest first: responses leave in PSN order. res_emit is the
 		 * oldest pending resource; after it, walk the ring in age order. */
@@ -1195,7 +1202,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			unsigned i = r->res_emit + 1 == n ? 0 : r->res_emit + 1, k;
 			if (r->res[i].pending) {
 				r->res_emit = i;
-				if (!emit_resource(qp, &r->res[i], now, out))
+				if (!emit_resource(qp, &r->res[i], paced, now, out))
 					return;
 				continue;
 			}
@@ -1210,7 +1217,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			r->res_emit = i;
 			res = &r->res[i];
 		}
-		if (!emit_resource(qp, res, now, out))
+		if (!emit_resource(qp, res, paced, now, out))
 			return;
 	}
 	if (!r->ack_pending)
