@@ -114,7 +114,6 @@ xport_req_window_loss(struct xport_qp *qp)
 	qp->req.window = w;
 }
 
-
 /*
  * A frame with @p payload_len bytes of payload left at @p now: the next is
  * due (payload + XPORT_PACE_OVERHEAD) x 8 bits later at xport_pace_kbps().
