@@ -952,18 +952,38 @@ pkey_match(uint16_t a, uint16_t b)
 	return (a & 0x7fff) != 0 && ((a ^ b) & 0x7fff) == 0 && ((a | b) & 0x8000) != 0;
 }
 
+/* What rx_filter() needs of the QP, read once per burst (its configuration
+ * does not change within one). */
+struct rx_match {
+	uint32_t qpn;
+	uint16_t pkey;
+	uint8_t transport;     /* transport_of() */
+	bool pkey_self;        /* pkey_match(pkey, pkey): a packet with the QP's own key */
+	bool check_sgid;       /* connected: the source GID is the peer's */
+};
+
+static void
+rx_match_init(struct rx_match *m, const struct xport_qp *qp)
+{
+	m->qpn = qp->cfg.qpn;
+	m->pkey = qp->cfg.pkey;
+	m->transport = transport_of(qp);
+	m->pkey_self = pkey_match(qp->cfg.pkey, qp->cfg.pkey);
+	m->check_sgid = qp->cfg.type != XPORT_UD;
+}
+
 /* Checks common to both directions; @return the counter to drop with, or
  * XPORT_CNT_COUNT to accept. */
 static enum xport_counter
-rx_filter(const struct xport_qp *qp, const struct roce_pkt *pkt)
+rx_filter(const struct xport_qp *qp, const struct rx_match *m, const struct roce_pkt *pkt)
 {
-	if (pkt->dest_qpn != qp->cfg.qpn)
+	if (pkt->dest_qpn != m->qpn)
 		return XPORT_CNT_DROP_DEST_QP;
-	if (roce_opcode_transport(pkt->opcode) != transport_of(qp))
+	if (roce_opcode_transport(pkt->opcode) != m->transport)
 		return XPORT_CNT_DROP_TRANSPORT;
-	if (!pkey_match(pkt->pkey, qp->cfg.pkey))
+	if (pkt->pkey == m->pkey ? !m->pkey_self : !pkey_match(pkt->pkey, m->pkey))
 		return XPORT_CNT_DROP_PKEY;
-	if (qp->cfg.type != XPORT_UD && !gid_eq(pkt->l3.sgid, qp->cfg.av.dgid))
+	if (m->check_sgid && !gid_eq(pkt->l3.sgid, qp->cfg.av.dgid))
 		return XPORT_CNT_DROP_SOURCE;
 	return XPORT_CNT_COUNT;
 }
@@ -972,6 +992,11 @@ void
 xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint32_t n,
 		  uint64_t now, struct xport_out *out)
 {
+	struct rx_match m;
+	uint32_t rx_pkts = 0;
+	uint64_t rx_bytes = 0;
+
+	rx_match_init(&m, qp);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct roce_pkt *pkt = pkts[i];
 		const struct roce_opcode_desc *d = roce_opcode_desc(pkt->opcode);
@@ -984,7 +1009,7 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 				xport_cc_rx_cnp(qp, pkt, now);
 			continue;
 		}
-		enum xport_counter drop = rx_filter(qp, pkt);
+		enum xport_counter drop = rx_filter(qp, &m, pkt);
 
 		if (drop != XPORT_CNT_COUNT || !d) {
 			cnt_inc(qp, d ? drop : XPORT_CNT_DROP_TRANSPORT);
@@ -1008,8 +1033,8 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 			cnt_inc(qp, XPORT_CNT_DROP_STATE);
 			continue;
 		}
-		cnt_inc(qp, XPORT_CNT_RX_PKTS);
-		cnt_add(qp, XPORT_CNT_RX_BYTES, pkt->payload_len);
+		rx_pkts++; /* counted once for the burst, below */
+		rx_bytes += pkt->payload_len;
 		/* ECN Congestion Experienced (RFC 3168 section 5): the notification point */
 		if (__builtin_expect((pkt->l3.traffic_class & 3) == 3, 0))
 			xport_cc_rx_ce(qp, pkt, now, out);
@@ -1022,6 +1047,15 @@ xport_qp_rx_burst(struct xport_qp *qp, const struct roce_pkt *const pkts[], uint
 			xport_resp_rx(qp, pkt, now, out);
 		else
 			xport_comp_rx(qp, pkt, now, out);
+	}
+	/* the CQEs the burst staged (completer, responder): one release store
+	 * and one fence per CQ and burst, not per packet; still before this
+	 * call returns, so before any ACK or response it built leaves */
+	xport_cq_publish(qp->cfg.send_cq, out);
+	xport_cq_publish(qp->cfg.recv_cq, out);
+	if (rx_pkts) {
+		cnt_add(qp, XPORT_CNT_RX_PKTS, rx_pkts);
+		cnt_add(qp, XPORT_CNT_RX_BYTES, rx_bytes);
 	}
 	activate_after_rx(qp, now, out);
 }

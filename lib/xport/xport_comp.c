@@ -76,8 +76,9 @@ xport_comp_reset(struct xport_qp *qp)
 	c->progress_ns = 0;
 }
 
-/* Forward progress up to (not including) @p psn: reset the retry budgets. */
-static void
+/* Forward progress up to (not including) @p psn: reset the retry budgets
+ * (inline: once per WQE a coalesced ACK completes). */
+static inline void
 progress(struct xport_qp *qp, uint32_t psn, uint64_t now)
 {
 	struct xport_comp *c = &qp->comp;
@@ -292,7 +293,7 @@ comp_empty_read_resp(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 static enum comp_step
 comp_complete(struct xport_qp *qp, struct xport_out *out, uint64_t now)
 {
-	if (!xport_sq_complete_head(qp, now, out, true)) /* published at COMP_DONE */
+	if (!xport_sq_complete_head(qp, now, out, true)) /* published at the burst's end */
 		return COMP_DONE;
 	return COMP_NEXT;
 }
@@ -473,7 +474,7 @@ xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 			break;
 		case COMP_DONE:
 		default:
-			xport_cq_publish(qp->cfg.send_cq, out); /* comp_complete()'s CQEs */
+			/* comp_complete()'s CQEs: xport_qp_rx_burst() publishes them */
 			/* the requester never resends what is acknowledged */
 			if (qp->state != XPORT_STATE_ERR && psn_lt(qp->req.psn, qp->comp.psn))
 				xport_req_rewind(qp, qp->comp.psn);

@@ -354,7 +354,23 @@ void xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out);
 void xport_req_rewind(struct xport_qp *qp, uint32_t psn);
 void xport_req_reset(struct xport_qp *qp);
 void xport_req_window_loss(struct xport_qp *qp);
-void xport_req_window_acked(struct xport_qp *qp, uint32_t npsn);
+
+/* @p npsn more PSNs acknowledged: one more per window's worth, up to the cap
+ * (inline: the completer calls it for every WQE a coalesced ACK completes). */
+static inline void
+xport_req_window_acked(struct xport_qp *qp, uint32_t npsn)
+{
+	struct xport_req *req = &qp->req;
+
+	req->window_credit += npsn;
+	while (req->window_credit >= req->window && req->window < qp->max_unacked) {
+		req->window_credit -= req->window;
+		req->window++;
+	}
+	if (req->window == qp->max_unacked)
+		req->window_credit = 0;
+}
+
 /* A shadow slot is free for an engine WQE (beyond those promised). */
 static inline bool
 xport_req_tm_room(const struct xport_qp *qp)
@@ -562,10 +578,13 @@ xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct
 }
 
 /*
- * Keep the CQE written into the reserved slot unpublished: the caller
- * publishes it with the next ones (xport_cq_publish()) before it returns,
- * one release store and one fence for a coalesced ACK's completions
- * (xport_cq_reserve() counts the staged ones: fewer than the ring's slots).
+ * Keep the CQE written into the reserved slot unpublished: the engine entry
+ * point publishes it with the next ones (xport_cq_publish()) before it
+ * returns (xport_req_run(), xport_qp_rx_burst(): a coalesced ACK's
+ * completions, a burst's READ responses and receives), one release store
+ * and one fence for them all; any commit on the CQ meanwhile publishes them
+ * first (xport_cq_reserve() counts the staged ones: fewer than the ring's
+ * slots). Nothing stays staged between engine calls.
  */
 static inline void
 xport_cq_stage(struct xport_cq *cq, const struct cqe *c, bool solicited)

@@ -114,21 +114,6 @@ xport_req_window_loss(struct xport_qp *qp)
 	qp->req.window = w;
 }
 
-/* @p npsn more PSNs acknowledged: one more per window's worth, up to the cap. */
-void
-xport_req_window_acked(struct xport_qp *qp, uint32_t npsn)
-{
-	struct xport_req *req = &qp->req;
-
-	req->window_credit += npsn;
-	while (req->window_credit >= req->window && req->window < qp->max_unacked) {
-		req->window_credit -= req->window;
-		req->window++;
-	}
-	if (req->window == qp->max_unacked)
-		req->window_credit = 0;
-}
-
 /*
  * A frame with @p payload_len bytes of payload left at @p now: the next is
  * due (payload + XPORT_PACE_OVERHEAD) x 8 bits later at xport_pace_kbps().

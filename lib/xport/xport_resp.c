@@ -143,8 +143,10 @@ xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 		r->recv.num_sge = 0; /* malformed: capacity 0, the message will not fit */
 	uint64_t cap = 0;
 	for (uint32_t i = 0; i < r->recv.num_sge; i++) {
-		r->recv.sg_list[i] = src->sg_list[i];
-		cap += src->sg_list[i].length;
+		struct wr_sge sge = src->sg_list[i]; /* read once: the capacity is what was copied */
+
+		r->recv.sg_list[i] = sge;
+		cap += sge.length;
 	}
 	spsc_ring_release(ring, 1);
 	r->recv_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
@@ -824,7 +826,12 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 	} else if (r->tm_v == XPORT_TM_EAGER + 1 || rndv) {
 		c->opcode = WC_TM_RECV; /* a matched entry failed (too long, not writable) */
 	}
-	xport_cq_commit(cq, c, pkt->se, out);
+	/* published with the burst's others as xport_qp_rx_burst() returns (an
+	 * XRC SRQ's CQ at once: the next request may name another SRQ) */
+	if (__builtin_expect(qp->cfg.xrc == XPORT_XRC_TGT, 0))
+		xport_cq_commit(cq, c, pkt->se, out);
+	else
+		xport_cq_stage(cq, c, pkt->se);
 	if (rndv && status == WC_SUCCESS)
 		tm_rndv_start(qp);
 	r->tm_v = 0;
@@ -1079,9 +1086,14 @@ read_resp_paced(struct xport_qp *qp)
 	return qp->state == XPORT_STATE_RTS || qp->state == XPORT_STATE_SQD;
 }
 
-/* Emit the next response of @p res. @return false if the output is full or the pacer holds it. */
+/*
+ * Emit the next response of @p res; @p paced: the QP had a pacing rate as
+ * xport_resp_emit() began (nothing while it runs changes that rate).
+ * @return false if the output is full or the pacer holds it.
+ */
 static bool
-emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct xport_out *out)
+emit_resource(struct xport_qp *qp, struct xport_res *res, bool paced, uint64_t now,
+	      struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
 	uint32_t psn = res->next_psn;
@@ -1110,7 +1122,7 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct x
 			read_resource_fail(qp, res, psn);
 			return true;
 		}
-		if (read_resp_paced(qp) && xport_pace_hold(qp, now))
+		if (paced && read_resp_paced(qp) && xport_pace_hold(qp, now))
 			return false;
 		f = xport_frame_new(qp, out, read_resp_opcode(first, last), psn);
 		if (!f)
@@ -1135,7 +1147,7 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, uint64_t now, struct x
 		}
 	}
 	xport_frame_commit(qp, out, f);
-	if (res->type == RES_READ && read_resp_paced(qp))
+	if (paced && res->type == RES_READ && read_resp_paced(qp))
 		xport_pace_charge(qp, now, f->pkt.payload_len);
 	if (psn == res->last_psn) {
 		res->pending = false;
@@ -1173,9 +1185,11 @@ void
 xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 {
 	struct xport_resp *r = &qp->resp;
+	bool paced;
 
 	if (!qp_is_rc(qp))
 		return;
+	paced = r->res_pending && xport_pace_kbps(qp) != 0; /* per call, as xport_req_run() */
 	while (r->res_pending) {
 		/* oldest first: responses leave in PSN order. res_emit is the
 		 * oldest pending resource; after it, walk the ring in age order. */
@@ -1188,7 +1202,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			unsigned i = r->res_emit + 1 == n ? 0 : r->res_emit + 1, k;
 			if (r->res[i].pending) {
 				r->res_emit = i;
-				if (!emit_resource(qp, &r->res[i], now, out))
+				if (!emit_resource(qp, &r->res[i], paced, now, out))
 					return;
 				continue;
 			}
@@ -1203,7 +1217,7 @@ xport_resp_emit(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			r->res_emit = i;
 			res = &r->res[i];
 		}
-		if (!emit_resource(qp, res, now, out))
+		if (!emit_resource(qp, res, paced, now, out))
 			return;
 	}
 	if (!r->ack_pending)

@@ -266,6 +266,52 @@ Test(rules, misaligned_atomic_is_invalid_request)
 	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN);
 }
 
+/*
+ * A receive burst's receive completions are staged and published together
+ * as xport_qp_rx_burst() returns (one release store and fence per burst):
+ * all of them, in order, none left staged, the armed CQ signaled once; a
+ * class C error in the burst completes after them, in order too.
+ */
+Test(rules, receive_burst_publishes_its_cqes_in_order)
+{
+	uint8_t data[16] = { 0 };
+	struct roce_pkt pk[5];
+	const struct roce_pkt *burst[5];
+
+	for (uint32_t i = 0; i < 4; i++) {
+		post_recv1(20 + i, 64 * i, 64);
+		pk[i] = send_only(EPSN + i, data, sizeof(data));
+		burst[i] = &pk[i];
+	}
+	S.h[1].cq_arm = XPORT_CQ_ARM_NEXT;
+	sim_inject_burst(&S, 1, burst, 4);
+	cr_assert_eq(S.h[1].rcq.staged, 0, "nothing left staged");
+	cr_assert_eq(spsc_ring_count(S.h[1].rcq_ring), 4, "all four published");
+	cr_assert_eq(S.h[1].notifies, 1, "the armed receive CQ was signaled once");
+	for (uint32_t i = 0; i < 4; i++) {
+		struct cqe c = recv_cqe1();
+		cr_assert_eq(c.wr_id, 20 + i);
+		cr_assert_eq(c.status, WC_SUCCESS);
+		cr_assert_eq(c.byte_len, sizeof(data));
+	}
+	/* two good SENDs, then one too long for its buffer (class C: QP error) */
+	post_recv1(30, 0, 64);
+	post_recv1(31, 64, 64);
+	post_recv1(32, 128, 8);
+	for (uint32_t i = 0; i < 3; i++) {
+		pk[i] = send_only(EPSN + 4 + i, data, sizeof(data));
+		burst[i] = &pk[i];
+	}
+	sim_inject_burst(&S, 1, burst, 3);
+	cr_assert_eq(S.h[1].rcq.staged, 0);
+	cr_assert_eq(recv_cqe1().wr_id, 30);
+	cr_assert_eq(recv_cqe1().wr_id, 31);
+	struct cqe c = recv_cqe1();
+	cr_assert_eq(c.wr_id, 32);
+	cr_assert_eq(c.status, WC_LOC_LEN_ERR);
+	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN + 6);
+}
+
 Test(rules, unwritable_receive_buffer_is_remote_op_error)
 {
 	struct rq_wqe r = rwqe_new(9, sim_va(&S, 1, 0), 64, 0x4242); /* bad lkey */
