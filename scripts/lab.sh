@@ -448,19 +448,13 @@ recorded_pid() {
 
 relay_pid() { recorded_pid "$STATE/relay.pid" "lossy_link.*$(ifname ra)"; }
 
-# true while process $1 runs: an exited relay is a zombie until PID 1 reaps
-# it, and PID 1 of a container may never do (kill -0 succeeds on a zombie)
-running() {
-	local st
-	st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) &&
-		[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-
 relay_stop() {
 	local pid i
 	pid=$(relay_pid) || return 0
 	kill -TERM "$pid" 2>/dev/null
-	for i in $(seq 50); do running "$pid" || break; sleep 0.05; done
+	# proc_stat, not kill -0: an exited relay is a zombie until PID 1 reaps
+	# it, and PID 1 of a container may never do (kill -0 succeeds on one)
+	for i in $(seq 50); do proc_stat "$pid" 3 > /dev/null || break; sleep 0.05; done
 	kill -KILL "$pid" 2>/dev/null
 	rm -f "$STATE/relay.pid"
 	return 0
