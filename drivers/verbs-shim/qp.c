@@ -487,11 +487,14 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		rc = EINVAL;
 		goto out;
 	}
-	room = shim_wq_room(qp->sq, qp->cap.max_send_wr);
+	room = shim_wq_room(qp->sq, qp->cap.max_send_wr, 1, &qp->sq_cons_seen);
 	for (; wr != NULL; wr = wr->next, n++) {
 		rc = shim_check_send(qp, wr);
-		if (rc == 0 && n == room)
-			rc = ENOMEM;
+		if (rc == 0 && n == room) {
+			room = shim_wq_room(qp->sq, qp->cap.max_send_wr, n + 1, &qp->sq_cons_seen);
+			if (n == room)
+				rc = ENOMEM;
+		}
 		if (rc)
 			break;
 		shim_fill_send(qp, spsc_ring_prod_slot(qp->sq, n), wr);
@@ -519,16 +522,16 @@ static void shim_fill_recv(struct rq_wqe *w, const struct ibv_recv_wr *wr)
 
 /* Post @p wr to @p ring of capacity @p cap; shared by QP receive queues and SRQs. */
 int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
-			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+			uint32_t *cons_seen, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	uint32_t room = shim_wq_room(ring, cap);
+	uint32_t room = shim_wq_room(ring, cap, 1, cons_seen);
 	uint32_t n = 0;
 	int rc = 0;
 
 	for (; wr != NULL; wr = wr->next, n++) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
 			rc = EINVAL;
-		else if (n == room)
+		else if (n == room && (room = shim_wq_room(ring, cap, n + 1, cons_seen)) == n)
 			rc = ENOMEM;
 		if (rc)
 			break;
@@ -552,7 +555,8 @@ int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		*bad = wr;
 		rc = EINVAL;
 	} else {
-		rc = shim_post_recv_ring(qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr, bad);
+		rc = shim_post_recv_ring(qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge,
+					 &qp->rq_cons_seen, wr, bad);
 	}
 	pthread_spin_unlock(&qp->rq_lock);
 	return shim_ret(rc);

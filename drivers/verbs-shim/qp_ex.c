@@ -69,7 +69,8 @@ static struct sq_wqe *shim_wr_open(struct ibv_qp_ex *x, enum ibv_wr_opcode opcod
 		qp->wr_err = EINVAL;
 		return NULL;
 	}
-	if (qp->wr_pending >= shim_wq_room(qp->sq, qp->cap.max_send_wr)) {
+	if (qp->wr_pending >=
+	    shim_wq_room(qp->sq, qp->cap.max_send_wr, qp->wr_pending + 1, &qp->sq_cons_seen)) {
 		qp->wr_err = ENOMEM;
 		return NULL;
 	}

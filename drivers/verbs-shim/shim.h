@@ -270,12 +270,14 @@ struct shim_srq {
 	uint32_t srqn;
 	pthread_spinlock_t lock;      /* producer side of the ring */
 	struct spsc_ring *ring;       /* struct rq_wqe records */
+	uint32_t cons_seen;           /* shim_wq_room() of ring, under lock */
 	void *shm;
 	uint64_t shm_size;
 	uint32_t max_wr;
 	uint32_t max_sge;
 	/* IBV_SRQT_TM (max_num_tags 0 otherwise); under lock */
 	struct spsc_ring *tm_ops;     /* struct tm_op_wqe records, max_ops + 1 slots */
+	uint32_t tm_cons_seen;        /* shim_wq_room() of tm_ops */
 	uint32_t max_num_tags;
 	uint32_t max_ops;
 	const uint32_t *tm_released;  /* per index, the engine's count of entries gone */
@@ -304,6 +306,8 @@ struct shim_qp {
 	pthread_spinlock_t rq_lock;
 	struct spsc_ring *sq;         /* struct sq_wqe records */
 	struct spsc_ring *rq;         /* struct rq_wqe records; NULL with an SRQ */
+	uint32_t sq_cons_seen;        /* shim_wq_room(): under sq_lock */
+	uint32_t rq_cons_seen;        /* shim_wq_room(): under rq_lock */
 	uint32_t async_events;
 	void *rss_table;              /* an RSS QP (wq.c): its indirection table; else NULL */
 	/* ibv_wr_* builder (between wr_start and wr_complete/abort, sq_lock held) */
@@ -329,19 +333,28 @@ void shim_qp_init_common(struct shim_qp *qp, struct ibv_context *context, void *
 int shim_check_send_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 bool shim_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op);
 int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
-			struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+			uint32_t *cons_seen, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 /*
  * Producer side of a work queue: how many more WQEs fit, given the queue's
  * capacity @p cap (the reported max_wr, at most the ring size). The daemon
- * releases a slot when the WQE completes.
+ * releases a slot when the WQE completes. *@p seen is the consumer index as
+ * last read: the index is read again (acquire, pairing with the daemon's
+ * release) only when that copy shows fewer than @p want free slots, because
+ * it is a line the daemon's core writes on every completion and reading it
+ * on each post is a cache miss per post. The index only moves forward (a
+ * QP's reset moves it to prod), so an old copy can only under-count.
  */
-static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap)
+static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap, uint32_t want,
+				    uint32_t *seen)
 {
 	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
-	uint32_t cons = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
-	uint32_t used = prod - cons;
+	uint32_t used = prod - *seen;
 
+	if (used >= cap || cap - used < want) {
+		*seen = __atomic_load_n(&r->cons, __ATOMIC_ACQUIRE);
+		used = prod - *seen;
+	}
 	return used >= cap ? 0 : cap - used;
 }
 

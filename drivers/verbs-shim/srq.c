@@ -214,7 +214,7 @@ int shim_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	int rc;
 
 	pthread_spin_lock(&srq->lock);
-	rc = shim_post_recv_ring(srq->ring, srq->max_wr, srq->max_sge, wr, bad);
+	rc = shim_post_recv_ring(srq->ring, srq->max_wr, srq->max_sge, &srq->cons_seen, wr, bad);
 	pthread_spin_unlock(&srq->lock);
 	return shim_ret(rc);
 }
@@ -257,7 +257,7 @@ int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_o
 		return shim_ret(EINVAL);
 	}
 	pthread_spin_lock(&srq->lock);
-	room = shim_wq_room(srq->tm_ops, srq->max_ops);
+	room = shim_wq_room(srq->tm_ops, srq->max_ops, 1, &srq->tm_cons_seen);
 	for (; op != NULL; op = op->next, n++) {
 		struct tm_op_wqe *w;
 		int64_t idx = 0;
@@ -268,7 +268,8 @@ int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_o
 		     (op->tm.add.num_sge < 0 || (uint32_t)op->tm.add.num_sge > srq->max_sge)) ||
 		    (op->opcode == IBV_WR_TAG_DEL && op->tm.handle >= srq->max_num_tags))
 			rc = EINVAL;
-		else if (n == room)
+		else if (n == room &&
+			 (room = shim_wq_room(srq->tm_ops, srq->max_ops, n + 1, &srq->tm_cons_seen)) == n)
 			rc = ENOMEM;
 		else if (op->opcode == IBV_WR_TAG_ADD && (idx = shim_tm_index(srq)) < 0)
 			rc = ENOMEM;

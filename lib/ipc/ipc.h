@@ -67,8 +67,10 @@ extern "C" {
  * 10: send doorbells: struct ipc_cq_ctrl carries the bells of the QPs it is the send CQ of, the SQ
  *    ring header cons_flags (SPSC_RING_WANT_BELL) and bell (ipc_shm.h, lib/shm bell.h)
  * 11: ipc_device_attr's pad words pad_dm and pad_rss are tm_max_num_tags and tm_max_ops
- *    (tm_caps; same size) */
-#define IPC_VERSION 11u
+ *    (tm_caps; same size)
+ * 12: the SQ ring header's cons_flags moved from the consumer index's line to the geometry line
+ *    (lib/shm queue.h) */
+#define IPC_VERSION 12u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */

@@ -6,7 +6,10 @@
  * shim and the daemon).
  *
  * Layout: a header of three cache lines (producer index, consumer index,
- * read-only geometry) followed by `size` slots of `elem_size` bytes. Indices
+ * geometry with the consumer's rarely written bell request) followed by
+ * `size` slots of `elem_size` bytes. The bell request is not on the consumer
+ * index's line: the producer reads it after every publish, and that line is
+ * written on every release. Indices
  * are free-running 32-bit counters; slot = index & mask; the ring holds
  * prod - cons records. No pointers are stored, so each process may map the
  * ring at a different address.
@@ -43,11 +46,11 @@ extern "C" {
 struct spsc_ring {
 	alignas(SPSC_RING_ALIGN) uint32_t prod; /**< written by the producer only */
 	alignas(SPSC_RING_ALIGN) uint32_t cons; /**< written by the consumer only */
-	uint32_t cons_flags;                    /**< SPSC_RING_WANT_BELL; the consumer writes it */
 	alignas(SPSC_RING_ALIGN) uint32_t size; /**< slots, a power of two (read-only after init) */
 	uint32_t mask;                          /**< size - 1 */
 	uint32_t elem_size;                     /**< bytes per slot, a multiple of 8 */
 	uint32_t bell;                          /**< the bell the producer rings (bell.h), set by the consumer */
+	uint32_t cons_flags;                    /**< SPSC_RING_WANT_BELL; the consumer writes it, on idling */
 	alignas(SPSC_RING_ALIGN) unsigned char slots[];
 };
 

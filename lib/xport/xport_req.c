@@ -96,7 +96,7 @@ xport_req_reset(struct xport_qp *qp)
 {
 	uint32_t cons = spsc_ring_cons_index(qp->cfg.sq);
 	memset(&qp->req, 0, sizeof(qp->req));
-	qp->req.fetch = qp->req.cur = cons;
+	qp->req.fetch = qp->req.cur = qp->req.prod_seen = cons;
 	qp->req.psn = qp->req.psn_max = qp->cfg.sq_psn & ROCE_PSN_MASK;
 	qp->req.window = qp->max_unacked;
 }
@@ -287,14 +287,20 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 	if (req->rnr_wait || qp->state == XPORT_STATE_ERR)
 		return REQ_IDLE;
 	if (req->cur == req->fetch) {
-		struct spsc_ring *sq = qp->cfg.sq;
-		uint32_t prod = spsc_ring_prod_acquire(sq);
 		uint32_t rfetch = req->fetch - req->skew;
-		/* the shim may not run ahead by more than the ring (untrusted
-		 * index); shadow slots promised to a rendezvous are not free */
-		if (prod == rfetch || req->fetch - qp->comp.head + req->tm_resv > qp->sq_mask ||
-		    prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
+		/* shadow slots promised to a rendezvous are not free */
+		if (req->fetch - qp->comp.head + req->tm_resv > qp->sq_mask)
 			return REQ_IDLE;
+		/* The producer index is a line the application's core writes on
+		 * every post: read it only when the WQEs it showed last time are
+		 * fetched (a miss per burst of posts, not per WQE). */
+		if ((int32_t)(req->prod_seen - rfetch) <= 0) {
+			uint32_t prod = spsc_ring_prod_acquire(qp->cfg.sq);
+			/* the shim may not run ahead by more than the ring (untrusted index) */
+			if (prod == rfetch || prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
+				return REQ_IDLE;
+			req->prod_seen = prod;
+		}
 		if (qp->state == XPORT_STATE_SQD)
 			return REQ_IDLE; /* drain: start nothing new */
 		fetch_wqe(qp, req->fetch, rfetch);

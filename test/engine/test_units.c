@@ -256,6 +256,9 @@ Test(ring, geometry)
 	cr_assert_eq(spsc_ring_bytes(4, 8), sizeof(struct spsc_ring) + 32);
 	cr_assert_eq(offsetof(struct spsc_ring, cons) - offsetof(struct spsc_ring, prod), 64,
 		     "indices on separate cache lines");
+	/* the producer reads the bell request after every publish: not on the
+	 * line the consumer writes on every release */
+	cr_assert_geq(offsetof(struct spsc_ring, cons_flags), offsetof(struct spsc_ring, cons) + 64);
 }
 
 Test(ring, fifo_full_empty_and_index_wrap)
