@@ -204,8 +204,13 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
 		size_t room = rte_pktmbuf_tailroom(m), len;
 
-		len = f->raw ? xport_frame_raw_gather(f, buf, room)
-			     : roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
+		if (unlikely(f->raw))
+			len = xport_frame_raw_gather(f, buf, room);
+		else if (w->capture == NULL && daemon_find_mac(w->d, f->pkt.l3.dmac) >= 0)
+			/* worker_tx() loops it back, where no ICRC is checked (classify()) */
+			len = roce_build_gather_local(&f->pkt, f->seg, f->nseg, buf, room);
+		else
+			len = roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
 		if (len == 0) { /* larger than the mbuf: a path MTU above the port's */
 			rte_pktmbuf_free(m);
 			worker_count(w, q->port, slot, CTR_TX_DROPS, 1);

@@ -437,6 +437,16 @@ size_t roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg,
 			 uint8_t *buf, size_t cap);
 
 /**
+ * roce_build_gather() for a frame that never leaves this host: the ICRC
+ * field is written as zero, not computed. For the daemon's loopback, whose
+ * receive path classifies with ROCE_CLASSIFY_NO_ICRC (the frame is the
+ * daemon's own, in its own memory); a frame that is captured or goes to a
+ * port needs roce_build_gather().
+ */
+size_t roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg *seg,
+			       uint32_t nseg, uint8_t *buf, size_t cap);
+
+/**
  * Fill @p cnp as a RoCEv2 Congestion Notification Packet (IBTA Annex A17,
  * section A17.9.3; laid out as ConnectX sends it): BTH opcode 0x81 (CNP),
  * FECN 0, BECN 1, SE/M/pad/TVer 0, P_Key @p pkey, DestQP @p dest_qpn (the

@@ -226,9 +226,10 @@ write_udp_csum(const struct roce_pkt *pkt, uint8_t *buf, size_t total)
 	wr16(buf + udp_off + offsetof(struct roce_udp_hdr, checksum), csum ? csum : 0xffff);
 }
 
-size_t
-roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t nseg,
-		  uint8_t *buf, size_t cap)
+/* roce_build_gather(); @p icrc false: roce_build_gather_local() */
+static inline size_t
+build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t nseg, uint8_t *buf,
+	     size_t cap, bool icrc)
 {
 	size_t hlen = roce_headers_len(pkt);
 	size_t pad = pkt->pad & 3;
@@ -242,21 +243,23 @@ roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32
 	 * fields masked), the payload and the pad; chained over each segment
 	 * right after its copy, while it is in cache. */
 	size_t l3_off = l2_len(pkt);
-	uint32_t crc = roce_icrc_headers(buf + l3_off, hlen - l3_off);
+	uint32_t crc = icrc ? roce_icrc_headers(buf + l3_off, hlen - l3_off) : 0;
 	uint8_t *p = buf + hlen;
 	for (uint32_t i = 0; i < nseg; i++) {
 		if (seg[i].len == 0) /* its addr may be NULL: not even memcpy(p, NULL, 0) */
 			continue;
 		memcpy(p, seg[i].addr, seg[i].len);
-		crc = roce_icrc_update(crc, p, seg[i].len);
+		if (icrc)
+			crc = roce_icrc_update(crc, p, seg[i].len);
 		p += seg[i].len;
 	}
 	if (pad) {
 		memset(p, 0, pad);
-		crc = roce_icrc_update(crc, p, pad);
+		if (icrc)
+			crc = roce_icrc_update(crc, p, pad);
 		p += pad;
 	}
-	crc = roce_icrc_final(crc);
+	crc = icrc ? roce_icrc_final(crc) : 0;
 	p[0] = (uint8_t)crc; /* least significant byte first */
 	p[1] = (uint8_t)(crc >> 8);
 	p[2] = (uint8_t)(crc >> 16);
@@ -264,6 +267,20 @@ roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32
 	if (pkt->l3.udp_csum)
 		write_udp_csum(pkt, buf, total);
 	return total;
+}
+
+size_t
+roce_build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t nseg,
+		  uint8_t *buf, size_t cap)
+{
+	return build_gather(pkt, seg, nseg, buf, cap, true);
+}
+
+size_t
+roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t nseg,
+			uint8_t *buf, size_t cap)
+{
+	return build_gather(pkt, seg, nseg, buf, cap, false);
 }
 
 size_t

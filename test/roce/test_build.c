@@ -266,6 +266,40 @@ Test(build, gather_equals_build_for_every_split)
 	cr_assert_eq(roce_build_gather(&ack, seg, 1, got, sizeof(got)), n);
 }
 
+Test(build, gather_local_is_the_frame_with_a_zero_icrc_that_loopback_accepts)
+{
+	static uint8_t want[4352], got[4352];
+	struct roce_seg seg[3];
+
+	for (unsigned int i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 29 + 3);
+	for (unsigned int op = 0; op < 256; op++) {
+		if (!roce_opcode_desc((uint8_t)op))
+			continue;
+		for (unsigned int v = 0; v < 4; v++) { /* IPv4/6, VLAN; no UDP checksum */
+			struct roce_pkt p = record_for((uint8_t)op, v & 1, v & 2, false), q;
+			uint32_t ns = p.payload_len ? split(payload, p.payload_len, 3, seg) : 0;
+			size_t n = roce_build_gather(&p, seg, ns, want, sizeof(want));
+			enum roce_drop_reason why;
+
+			cr_assert_gt(n, 0, "opcode 0x%02x variant %u", op, v);
+			memset(got, 0x5a, sizeof(got));
+			cr_assert_eq(roce_build_gather_local(&p, seg, ns, got, sizeof(got)), n);
+			cr_assert_eq(memcmp(want, got, n - ROCE_ICRC_LEN), 0, "opcode 0x%02x variant %u", op, v);
+			cr_assert_eq(got[n - 4] | got[n - 3] | got[n - 2] | got[n - 1], 0, "ICRC not zero");
+			cr_assert_eq(got[n], 0x5a, "wrote past the frame");
+			/* the loopback's receive path takes it; a port's would drop it */
+			cr_assert_eq(roce_classify(got, n, ROCE_CLASSIFY_NO_ICRC, &q, &why), ROCE_CLASS_ROCE);
+			cr_assert_eq(why, ROCE_DROP_NONE, "opcode 0x%02x variant %u: %s", op, v,
+				     roce_drop_reason_str(why));
+			cr_assert_eq(q.psn, p.psn);
+			cr_assert_eq(q.payload_len, p.payload_len);
+			roce_classify(got, n, 0, &q, &why);
+			cr_assert_eq(why, ROCE_DROP_ICRC, "opcode 0x%02x variant %u", op, v);
+		}
+	}
+}
+
 Test(build, gather_refuses_segments_that_do_not_add_up)
 {
 	static uint8_t buf[8192];
