@@ -305,6 +305,15 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 			return REQ_IDLE; /* drain: start nothing new */
 		fetch_wqe(qp, req->fetch, rfetch);
 		req->fetch++;
+		if (req->prod_seen - rfetch > 1) {
+			/* the next one is published: start moving its lines (the
+			 * application's core wrote them) while this one is sent */
+			const uint8_t *nx = (const uint8_t *)sq_ring_at(qp, rfetch + 1);
+
+			__builtin_prefetch(nx);
+			__builtin_prefetch(nx + 64);
+			__builtin_prefetch(nx + 128);
+		}
 	}
 	ctx->w = swqe_at(qp, req->cur);
 	if (ctx->w->status != WC_SUCCESS)
