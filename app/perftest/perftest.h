@@ -237,6 +237,7 @@ struct pt_window {
 	uint64_t n_last;                            /**< count at the previous update */
 	uint64_t t_sample_seen, t_stop_seen;        /**< when the edges were seen */
 	uint64_t cpu_sample, cpu_stop;              /**< process CPU ns at the two edges */
+	uint32_t unread;                            /**< pt_window_update() calls without a clock read */
 	bool sampling, stopped, time_up;
 };
 
