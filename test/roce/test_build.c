@@ -12,6 +12,7 @@
 
 #include "pkt_equal.h"
 #include "roce.h"
+#include "roce_internal.h"
 #include "test_gids.h"
 
 static uint8_t payload[4096];
@@ -297,6 +298,31 @@ Test(build, gather_local_is_the_frame_with_a_zero_icrc_that_loopback_accepts)
 			roce_classify(got, n, 0, &q, &why);
 			cr_assert_eq(why, ROCE_DROP_ICRC, "opcode 0x%02x variant %u", op, v);
 		}
+	}
+}
+
+Test(build, ipv4_header_checksum_of_random_fields_sums_to_all_ones)
+{
+	static uint8_t buf[1024];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (int i = 0; i < 20000; i++) {
+		struct roce_pkt p = record_for(ROCE_OP_RC_RDMA_WRITE_ONLY, false, i & 1, false);
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		p.l3.traffic_class = (uint8_t)x;
+		p.l3.hop_limit = (uint8_t)(x >> 8);
+		p.l3.ip_id = (uint16_t)(x >> 16);
+		p.l3.ipv4_df_clear = (x >> 32) & 1;
+		memcpy(p.l3.sgid + 12, (uint8_t *)&x + 3, 4);
+		memcpy(p.l3.dgid + 12, (uint8_t *)&x + 1, 4);
+		p.payload_len = (uint32_t)(x >> 40) & 0xff;
+		p.pad = (uint8_t)((4 - (p.payload_len & 3)) & 3);
+		p.payload = payload;
+		size_t n = roce_build(&p, buf, sizeof(buf));
+		cr_assert_gt(n, 0);
+		size_t l3 = i & 1 ? 18 : 14;
+		cr_assert_eq(roce_csum_fold(roce_csum_add(0, buf + l3, 20)), 0xffff, "round %d", i);
 	}
 }
 
