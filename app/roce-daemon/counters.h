@@ -98,6 +98,8 @@
 	X(NEIGH_MISS, "neigh_miss", CTR_S_PL, "sends that found no resolved neighbour") \
 	X(CAPTURE_DROPS, "capture_drops", CTR_S_LCORE, "frames not captured (ring or pool full)") \
 	X(POLLS, "polls", CTR_S_LCORE, "worker loop iterations") \
+	X(BUSY_NS, "busy_ns", CTR_S_LCORE, \
+	  "time in loop iterations that did work (ns): the lcore's CPU cost, without its polling of nothing") \
 	X(IDLE_BACKOFFS, "idle_backoffs", CTR_S_LCORE, "idle backoffs (pause/yield/sleep)") \
 	X(IDLE_YIELDS, "idle_yields", CTR_S_LCORE, \
 	  "idle = sleep backoffs that yielded instead: within idle_yield_us of work") \

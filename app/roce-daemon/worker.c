@@ -1121,6 +1121,9 @@ worker_poll(struct worker *w, uint64_t now)
 		w->empty_polls = 0;
 		w->last_work_tsc = now;
 		w->sleep_ns = w->idle_sleep_ns;
+		/* the lcore's cost: an idle iteration and its backoff do not count */
+		ctr_add(&w->ctr.v[CTR_BUSY_NS],
+			(uint64_t)((unsigned __int128)(rte_rdtsc() - now) * w->ns_per_tsc_q32 >> 32));
 	}
 	return work;
 }
@@ -1201,6 +1204,7 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	WORKER_OWNER_SET(w, rte_lcore_id());
 	w->burst = (uint16_t)RTE_MIN(cd->burst, WORKER_BURST_MAX);
 	w->tsc_hz = rte_get_tsc_hz();
+	w->ns_per_tsc_q32 = (uint64_t)(((unsigned __int128)1000000000u << 32) / (w->tsc_hz ? w->tsc_hz : 1));
 	w->tx_drain_tsc = w->tsc_hz / 1000000 * cd->tx_flush_us;
 	w->idle = (enum config_idle)cd->idle;
 	w->idle_polls = cd->idle_polls;

@@ -215,6 +215,7 @@ struct worker {
 	uint64_t stall_tsc;             /**< a longer gap counts in CTR_STALLS (10 ms + longest idle sleep) */
 	uint64_t stall_long_tsc;        /**< ... and in CTR_STALLS_LONG (200 ms + longest idle sleep) */
 	uint64_t tsc_hz;
+	uint64_t ns_per_tsc_q32;         /**< 2^32 ns per TSC cycle (CTR_BUSY_NS) */
 	/** frames for worker o's QPs, with their records, until the burst's end:
 	 *  `burst` records each (NULL for o == index) */
 	struct engine_rx *handoff_buf[WORKER_MAX];

@@ -854,6 +854,31 @@ Test(dataplane, idle_backoff_sleeps)
 	double ms = (double)(rte_get_tsc_cycles() - t0) * 1e3 / (double)rte_get_tsc_hz();
 	cr_expect_eq(w->ctr.v[CTR_IDLE_BACKOFFS], 3, "after 2 empty polls every poll backs off");
 	cr_expect_geq(ms, 6.0, "three 2 ms sleeps took %.2f ms", ms);
+	cr_expect_eq(w->ctr.v[CTR_BUSY_NS], 0, "polls that found nothing are not busy time");
+}
+
+/* busy_ns: the time of the polls that did work, in ns of the TSC. */
+Test(dataplane, busy_ns_counts_the_polls_that_did_work)
+{
+	uint8_t f[512];
+
+	setup(1, "0");
+	struct worker *w = d.worker[0];
+
+	cr_assert_eq(worker_qp_attach(w, 5, &qp_object), 0);
+	cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
+	cr_expect_eq(w->ctr.v[CTR_BUSY_NS], 0);
+	inject(0, f, t_roce_frame(f, sizeof(f), our_mac, peer_mac, gid_b, gid_a, 5, 64));
+	/* a poll that started 1 ms ago: at least 1 ms of work */
+	uint64_t t0 = rte_rdtsc(), start = t0 - rte_get_tsc_hz() / 1000;
+	cr_expect_gt(worker_poll(w, start), 0);
+	uint64_t took = (rte_rdtsc() - start) * 1000000000u / rte_get_tsc_hz();
+	cr_expect_geq(w->ctr.v[CTR_BUSY_NS], 999000, "busy %lu ns", (unsigned long)w->ctr.v[CTR_BUSY_NS]);
+	cr_expect_leq(w->ctr.v[CTR_BUSY_NS], took + 1000, "busy %lu ns, the poll took %lu",
+		      (unsigned long)w->ctr.v[CTR_BUSY_NS], (unsigned long)took);
+	uint64_t busy = w->ctr.v[CTR_BUSY_NS];
+	cr_expect_eq(worker_poll(w, rte_rdtsc()), 0);
+	cr_expect_eq(w->ctr.v[CTR_BUSY_NS], busy, "an empty poll adds nothing");
 }
 
 Test(dataplane, idle_sleep_yields_right_after_work)
