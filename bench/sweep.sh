@@ -25,7 +25,9 @@
 #    CPU per message of every bandwidth point: roce-perftest's own
 #    (cpu_ns_per_msg: its process in the measured window) and each daemon's
 #    (utime + stime over the run / messages at the measured rate over the
-#    run's wall time), in ours_bw.csv and the "ours" table.
+#    run's wall time), and each daemon's worker busy time per message
+#    (telemetry busy_ns: its loop iterations that did work, so a busy-polling
+#    lcore's cost, not its wall time), in ours_bw.csv and the "ours" table.
 # 3. Daemon memory (VmRSS/VmHWM) with 0, 1, 1k, 16k QPs held by bench/qp_hold
 #    (MEM_QP_CMD), the lab brought up again with max_qps = MEM_MAX_QPS.
 # Then CSV files, a table with our throughput as a ratio of the link limit
@@ -595,6 +597,28 @@ print(" ".join(str(tot[k]) for k in keys))
 PY
 }
 
+# "busy_a busy_b": each lab daemon's worker 0 busy_ns (telemetry
+# /roce/lcore/stats,0: the time of its loop iterations that did work), - if
+# a daemon does not answer (b in loopback, or an older daemon).
+lcore_busy() {
+	python3 - "$LAB_NAME" 2> /dev/null <<'PY'
+import json, socket, sys
+out = []
+for h in "ab":
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(3)
+        s.connect("/var/run/dpdk/%s-%s/dpdk_telemetry.v2" % (sys.argv[1], h))
+        info = json.loads(s.recv(4096))
+        s.send(b"/roce/lcore/stats,0")
+        out.append(str(int(json.loads(s.recv(info["max_output_len"]))["/roce/lcore/stats"]["busy_ns"])))
+        s.close()
+    except Exception:
+        out.append("-")
+print(" ".join(out))
+PY
+}
+
 # "a b c d" - "e f g h", field by field (empty if either is empty)
 counters_delta() { # after before
 	[ -n "$1" ] && [ -n "$2" ] || return 0
@@ -608,9 +632,10 @@ ours_run() { # test args tag
 	local test=$1 args="$2 $PERFTEST_EXTRA" tag=$3 srv="" cli rc limit before
 	OURS_LOG=$OUT/logs/ours-$tag-client.log
 	limit=$((BENCH_DURATION * 3 + 30))
-	local ca0 cb0 w0=$SECONDS
+	local ca0 cb0 w0=$SECONDS busy0
 	ca0=$(daemon_ticks a) cb0=$(daemon_ticks b)
 	before=$(port_counters)
+	busy0=$(lcore_busy)
 	if [ -n "$OURS_SERVER_CMD" ]; then
 		spawn "$OUT/logs/ours-$tag-server.log" timeout -s INT $limit bash -c "$(expand "$OURS_SERVER_CMD" "$test" "$args")"
 		srv=$LAST_PID
@@ -626,6 +651,7 @@ ours_run() { # test args tag
 	rc=$?
 	[ -n "$srv" ] && reap "$srv" 15
 	OURS_CNT=$(counters_delta "$(port_counters)" "$before")
+	OURS_BUSY="$busy0 $(lcore_busy)"
 	local ca1 cb1
 	ca1=$(daemon_ticks a) cb1=$(daemon_ticks b)
 	OURS_CPU="$((${ca1:-0} - ${ca0:-0})) $((${cb1:-0} - ${cb0:-0})) $((SECONDS - w0))"
@@ -648,6 +674,17 @@ daemon_cpu_per_msg() { # mmsgs
 		if (w < d) w = d
 		n = mr * 1e6 * w
 		if (n > 0) printf "%.1f %.1f", ta / hz * 1e9 / n, tb / hz * 1e9 / n; else printf "- -" }'
+}
+
+# "busy_a_ns busy_b_ns": each daemon's worker busy time per message of a
+# run of @p iters messages (OURS_BUSY: its busy_ns before and after; the
+# whole run, set-up included, so with the idle loops left out this is the
+# lcore's CPU per message); - where a daemon gave none
+daemon_busy_per_msg() { # iters
+	read -r a0 b0 a1 b1 <<< "$OURS_BUSY"
+	awk -v a0="$a0" -v b0="$b0" -v a1="$a1" -v b1="$b1" -v n="${1:-0}" 'BEGIN {
+		if (n > 0 && a0 != "-" && a1 != "-" && a0 != "") printf "%.1f", (a1 - a0) / n; else printf "-"
+		if (n > 0 && b0 != "-" && b1 != "-" && b0 != "") printf " %.1f", (b1 - b0) / n; else printf " -" }'
 }
 
 lab_up() { # pmd logfile [max_qps]
@@ -683,7 +720,7 @@ ours_medians() { # pmd
 			n=$(awk -F, "$sel" "$OUT/ours_raw.csv" | wc -l)
 			[ "$n" -gt 0 ] || continue
 			local row="$pmd,$BENCH_MTU,$test,$s"
-			for col in 6 7 10 11 12 14 15 17 18 19; do
+			for col in 6 7 10 11 12 14 15 17 18 19 20 21; do
 				row="$row,$(awk -F, "$sel && \$$col != \"\" { print \$$col }" "$OUT/ours_raw.csv" | median)"
 			done
 			echo "$row,$n" >> "$OUT/ours_bw.csv"
@@ -738,15 +775,16 @@ ours_phase() { # pmd
 					continue
 				fi
 				ok=$((ok + 1))
-				local an dc
+				local an dc db
 				an=$(csv_field "$OURS_LOG" cpu_ns_per_msg)
 				dc=$(daemon_cpu_per_msg "$mr")
+				db=$(daemon_busy_per_msg "$it")
 				# pmd,mtu,test,size,rep,gbps,mmsgs,t_typical,t_p99,retransmits,tx_packets,timeouts,psn_naks,
-				# lost_frames,rnr_naks,status,app_cpu_ns,cpu_a_ns,cpu_b_ns
-				echo "$pmd,$BENCH_MTU,$test,$s,$rep,$bw,$mr,,,${cnt// /,},ok,${an:--},${dc// /,}" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
-				printf "  #%d %-9s %8d B: %9.3f Gb/s %8.4f Mmsg/s  (%s iterations; retransmits %s of %s frames sent, %s lost, %s RNR NAKs; CPU ns/msg app %s, daemon a %s, b %s)\n" \
+				# lost_frames,rnr_naks,status,app_cpu_ns,cpu_a_ns,cpu_b_ns,busy_a_ns,busy_b_ns
+				echo "$pmd,$BENCH_MTU,$test,$s,$rep,$bw,$mr,,,${cnt// /,},ok,${an:--},${dc// /,},${db// /,}" | sed 's/,-/,/g' >> "$OUT/ours_raw.csv"
+				printf "  #%d %-9s %8d B: %9.3f Gb/s %8.4f Mmsg/s  (%s iterations; retransmits %s of %s frames sent, %s lost, %s RNR NAKs; CPU ns/msg app %s, daemon a %s, b %s; worker busy ns/msg a %s, b %s)\n" \
 					"$rep" "$test" "$s" "$bw" "$mr" "$it" "$(cut -d' ' -f1 <<< "$cnt")" "$(cut -d' ' -f2 <<< "$cnt")" \
-					"$(cut -d' ' -f5 <<< "$cnt")" "$(cut -d' ' -f6 <<< "$cnt")" "${an:--}" "${dc% *}" "${dc#* }"
+					"$(cut -d' ' -f5 <<< "$cnt")" "$(cut -d' ' -f6 <<< "$cnt")" "${an:--}" "${dc% *}" "${dc#* }" "${db% *}" "${db#* }"
 			done
 		done
 		for test in write_lat send_lat; do
@@ -936,7 +974,8 @@ print_tables() {
 	if [ "$(wc -l < "$OUT/ours_bw.csv")" -gt 1 ]; then
 		echo
 		echo "== ours: medians per point; CPU ns per message: roce-perftest's process in its window (app_cpu_ns),"
-		echo "   each daemon over the run (cpu_a_ns, cpu_b_ns; loopback: a only). loopback = one daemon, --single-process"
+		echo "   each daemon over the run (cpu_a_ns, cpu_b_ns; loopback: a only); worker 0's busy time per message (busy_a_ns, busy_b_ns:"
+		echo "   its loop iterations that did work, from /roce/lcore/stats busy_ns; the lcore's CPU cost, not its polling). loopback = one daemon, --single-process"
 		show_csv "$OUT/ours_bw.csv"
 	fi
 	echo
@@ -1093,8 +1132,8 @@ else
 		"$OUT"/logs/*.log
 	echo "pmd,mtu,tool,frame,rep,rx_mpps,rx_gbps,tx_mpps,lost,kernel_drop" > "$OUT/link_raw.csv"
 	echo "pmd,mtu,frame,probes,lost,rtt_min_us,rtt_p50_us,rtt_p99_us,rtt_max_us" > "$OUT/link_latency.csv"
-	echo "pmd,mtu,test,size,rep,bw_gbps,msg_rate_mpps,t_typical_us,t_p99_us,retransmits,tx_packets,timeouts,psn_naks,lost_frames,rnr_naks,status,app_cpu_ns,cpu_a_ns,cpu_b_ns" > "$OUT/ours_raw.csv"
-	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps,retransmits,tx_packets,timeouts,lost_frames,rnr_naks,app_cpu_ns,cpu_a_ns,cpu_b_ns,runs" > "$OUT/ours_bw.csv"
+	echo "pmd,mtu,test,size,rep,bw_gbps,msg_rate_mpps,t_typical_us,t_p99_us,retransmits,tx_packets,timeouts,psn_naks,lost_frames,rnr_naks,status,app_cpu_ns,cpu_a_ns,cpu_b_ns,busy_a_ns,busy_b_ns" > "$OUT/ours_raw.csv"
+	echo "pmd,mtu,test,size,bw_gbps,msg_rate_mpps,retransmits,tx_packets,timeouts,lost_frames,rnr_naks,app_cpu_ns,cpu_a_ns,cpu_b_ns,busy_a_ns,busy_b_ns,runs" > "$OUT/ours_bw.csv"
 	echo "pmd,mtu,test,size,t_typical_us,t_p99_us,runs" > "$OUT/ours_lat.csv"
 	echo "pmd,max_qps,qps,vmrss_kb,vmhwm_kb,status,create_us_per_qp,create_us_last1k" > "$OUT/ours_mem.csv"
 	echo "pmd,status,detail" > "$OUT/ours_status.csv"
