@@ -203,11 +203,14 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		struct rte_mbuf *m = mbufs[i];
 		uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
 		size_t room = rte_pktmbuf_tailroom(m), len;
+		/* to our own MAC: looped back with its record, no ICRC (worker_tx_loop_built()) */
+		int local = !f->raw && w->capture == NULL && !(f->pkt.l3.dmac[0] & 1)
+				    ? daemon_find_mac(w->d, f->pkt.l3.dmac)
+				    : -1;
 
 		if (unlikely(f->raw))
 			len = xport_frame_raw_gather(f, buf, room);
-		else if (w->capture == NULL && daemon_find_mac(w->d, f->pkt.l3.dmac) >= 0)
-			/* worker_tx() loops it back, where no ICRC is checked (classify()) */
+		else if (local >= 0)
 			len = roce_build_gather_local(&f->pkt, f->seg, f->nseg, buf, room);
 		else
 			len = roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
@@ -223,6 +226,8 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		if (unlikely(f->raw)) {
 			ctr_add(&slot->ctr.v[CTR_TX_RAW], 1);
 			worker_tx_raw(w, q->port, m);
+		} else if (local >= 0) {
+			worker_tx_loop_built(w, q->port, (uint16_t)local, m, &f->pkt);
 		} else {
 			worker_tx(w, q->port, m);
 		}

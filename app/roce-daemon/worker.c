@@ -228,7 +228,8 @@ worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsign
  * does not see it; it is captured when it leaves through the port).
  */
 static void
-loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m, bool raw)
+loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m, bool raw,
+	     const struct roce_pkt *built)
 {
 	if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
 		count_pl(w, port_idx, raw ? CTR_RAW_DROPS : CTR_LOOPBACK_DROPS);
@@ -237,10 +238,14 @@ loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbu
 	}
 	if (unlikely(w->capture != NULL) && !raw)
 		capture_frame(w, port_idx, m, true);
+	uint32_t i = (w->loop_head + w->loop_n++) & (WORKER_LOOP_MAX - 1);
+
 	m->port = w->d->port[local].port_id;
-	w->loop[w->loop_n] = m;
-	w->loop_raw[w->loop_n] = raw;
-	w->loop_port[w->loop_n++] = local;
+	w->loop[i] = m;
+	w->loop_raw[i] = raw;
+	w->loop_has_rec[i] = built != NULL &&
+			     roce_pkt_built(&w->loop_rec[i], built, rte_pktmbuf_mtod(m, const uint8_t *),
+					    m->data_len);
 	count_pl(w, port_idx, raw ? CTR_TX_RAW_LOOP : CTR_LOOPBACK);
 }
 
@@ -294,7 +299,7 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 	if (local >= 0) {
 		/* Loopback: our own GID. Delivered by the next poll, through the
 		 * same receive path as a frame from the NIC. */
-		loop_enqueue(w, port_idx, (uint16_t)local, m, false);
+		loop_enqueue(w, port_idx, (uint16_t)local, m, false, NULL);
 		return;
 	}
 	if (unlikely(dst[0] & 1) && mcast_port_active(d->mcast, port_idx)) {
@@ -303,7 +308,7 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 
 		if (c != NULL) {
 			count_pl(w, port_idx, CTR_TX_MCAST_LOOP);
-			loop_enqueue(w, port_idx, port_idx, c, false);
+			loop_enqueue(w, port_idx, port_idx, c, false, NULL);
 		}
 	}
 	if (unlikely(!port_tx_on(&d->port[port_idx]))) {
@@ -322,6 +327,13 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 }
 
 void
+worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m,
+		     const struct roce_pkt *built)
+{
+	loop_enqueue(w, port_idx, local, m, false, w->capture == NULL ? built : NULL);
+}
+
+void
 worker_tx_raw(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 {
 	const uint8_t *dst = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -333,7 +345,7 @@ worker_tx_raw(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 		struct rte_mbuf *c = frame_copy(w, port_idx, m);
 
 		if (c != NULL)
-			loop_enqueue(w, port_idx, port_idx, c, true);
+			loop_enqueue(w, port_idx, port_idx, c, true, NULL);
 		else
 			count_pl(w, port_idx, CTR_RAW_DROPS);
 	}
@@ -387,6 +399,7 @@ enum rx_next {
 	RX_NEXT_ROCE,    /* parsed into w->rx[...] */
 	RX_NEXT_MCAST,   /* parsed, to a multicast group: fanned out by rx_mcast() */
 	RX_NEXT_RAW,     /* not the stack's, the port has flow rules: rx_raw() matches it */
+	RX_NEXT_PARSE,   /* loop_record(): not taken from its record; classify() it */
 };
 
 /*
@@ -479,6 +492,29 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
 	}
 	count_drop(w, port, why);
 	return RX_NEXT_DROP;
+}
+
+/*
+ * classify() of a frame we built and looped back with its record (@p rec,
+ * roce_pkt_built()): the record is copied, not parsed again. RX_NEXT_PARSE
+ * for anything but a unicast frame to one of the port's GIDs on its VLAN and
+ * a QP other than QP1: classify() counts and routes those.
+ */
+static enum rx_next
+loop_record(struct worker *w, uint16_t port, const struct rte_mbuf *m, const struct roce_pkt *rec,
+	    struct roce_pkt *pkt)
+{
+	const struct port *p = &w->d->port[port];
+
+	if (unlikely(roce_eth_vid(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len) != port_vlan(p) ||
+		     roce_gid_is_mcast(rec->l3.dgid) || rec->dest_qpn == GSI_QPN ||
+		     gid_table_find(&p->gids, rec->l3.dgid) < 0))
+		return RX_NEXT_PARSE;
+	*pkt = *rec;
+	count_pl(w, port, CTR_RX_ROCE);
+	if (pkt->l3.ipv6)
+		count_pl(w, port, CTR_RX_ROCE_IPV6);
+	return RX_NEXT_ROCE;
 }
 
 /* Give @p n parsed frames in w->rx to the engine; frees them. */
@@ -695,7 +731,7 @@ rx_raw(struct worker *w, uint16_t n)
  */
 static void
 rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
-	    const bool *raw_only)
+	    const bool *raw_only, const struct roce_pkt *const *recs)
 {
 	struct daemon *d = w->d;
 	struct rte_mbuf *slow[WORKER_BURST_MAX], *drop[WORKER_BURST_MAX];
@@ -711,15 +747,25 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 			drop[n_drop++] = m;
 			continue;
 		}
+		const struct roce_pkt *rec = recs != NULL ? recs[i] : NULL;
+		enum rx_next next;
+
 		if (unlikely(m->nb_segs != 1)) {
 			m = rx_linearize(w, port, m);
 			if (m == NULL)
 				continue;
+			rec = NULL; /* its payload pointer was into the chain */
 		}
 		if (!loopback)
 			count_rx_frame(w, port, m);
-		switch (raw_only != NULL && raw_only[i] ? RX_NEXT_RAW
-							: classify(w, port, m, loopback, &r->pkt)) {
+		/* recs are read here only, before any frame reaches the engine,
+		 * whose transmits may reuse their loopback slots */
+		next = raw_only != NULL && raw_only[i] ? RX_NEXT_RAW
+		       : rec != NULL		       ? loop_record(w, port, m, rec, &r->pkt)
+						       : RX_NEXT_PARSE;
+		if (next == RX_NEXT_PARSE)
+			next = classify(w, port, m, loopback, &r->pkt);
+		switch (next) {
 		case RX_NEXT_SLOW:
 			slow[n_slow++] = m;
 			break;
@@ -813,18 +859,22 @@ loopback_receive(struct worker *w)
 {
 	struct rte_mbuf *pkts[WORKER_BURST_MAX];
 	bool raw[WORKER_BURST_MAX];
+	const struct roce_pkt *recs[WORKER_BURST_MAX];
 	uint32_t n = RTE_MIN(w->loop_n, (uint32_t)w->burst);
 
 	if (n == 0)
 		return 0;
-	memcpy(pkts, w->loop, n * sizeof(pkts[0]));
-	memcpy(raw, w->loop_raw, n * sizeof(raw[0]));
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (w->loop_head + k) & (WORKER_LOOP_MAX - 1);
+
+		pkts[k] = w->loop[i];
+		raw[k] = w->loop_raw[i];
+		recs[k] = w->loop_has_rec[i] ? &w->loop_rec[i] : NULL;
+	}
 	/* Frames looped back while we deliver these go behind the rest. */
-	memmove(w->loop, w->loop + n, (w->loop_n - n) * sizeof(w->loop[0]));
-	memmove(w->loop_port, w->loop_port + n, (w->loop_n - n) * sizeof(w->loop_port[0]));
-	memmove(w->loop_raw, w->loop_raw + n, (w->loop_n - n) * sizeof(w->loop_raw[0]));
+	w->loop_head += n;
 	w->loop_n -= n;
-	rx_dispatch(w, pkts, (uint16_t)n, true, raw);
+	rx_dispatch(w, pkts, (uint16_t)n, true, raw, recs);
 	return n;
 }
 
@@ -1099,7 +1149,7 @@ worker_poll(struct worker *w, uint64_t now)
 					      w->burst);
 
 		if (n > 0) {
-			rx_dispatch(w, pkts, n, false, NULL);
+			rx_dispatch(w, pkts, n, false, NULL, NULL);
 			work += n;
 		}
 	}
@@ -1346,7 +1396,8 @@ worker_free(struct worker *w)
 			handoff_free(w->handoff_buf[o], w->handoff_n[o]);
 		rte_free(w->handoff_buf[o]);
 	}
-	rte_pktmbuf_free_bulk(w->loop, w->loop_n);
+	for (uint32_t k = 0; k < w->loop_n; k++)
+		rte_pktmbuf_free(w->loop[(w->loop_head + k) & (WORKER_LOOP_MAX - 1)]);
 	ring_drain_free(w->slow_out);
 	ring_drain_free(w->ctl_tx);
 	rte_ring_free(w->ctl_in); /* messages by value: nothing to free */

@@ -52,7 +52,7 @@
 #include "roce.h"
 
 #define WORKER_BURST_MAX 256u    /**< largest configurable burst */
-#define WORKER_LOOP_MAX 512u     /**< loopback frames queued per worker */
+#define WORKER_LOOP_MAX 512u     /**< loopback frames queued per worker (a power of two) */
 #define WORKER_SLOW_RING 512u    /**< slow-path ring slots */
 #define WORKER_CTL_RING 256u     /**< control message ring slots (and answer ring slots) */
 #define WORKER_CTL_BURST 8u      /**< control messages run per poll */
@@ -220,10 +220,15 @@ struct worker {
 	 *  `burst` records each (NULL for o == index) */
 	struct engine_rx *handoff_buf[WORKER_MAX];
 	uint16_t handoff_n[WORKER_MAX];
+	/** the loopback queue: a ring of loop_n frames from slot loop_head on
+	 *  (index & (WORKER_LOOP_MAX - 1)), delivered by the next polls */
 	struct rte_mbuf *loop[WORKER_LOOP_MAX];
-	uint16_t loop_port[WORKER_LOOP_MAX];
 	/** loop[i] is a RAW_PACKET QP's frame for the port's flow rules only (worker_tx_raw()) */
 	bool loop_raw[WORKER_LOOP_MAX];
+	/** loop_rec[i] is loop[i]'s record (worker_tx_loop_built()): it is not parsed */
+	bool loop_has_rec[WORKER_LOOP_MAX];
+	struct roce_pkt loop_rec[WORKER_LOOP_MAX];
+	uint32_t loop_head;
 	uint32_t loop_n;
 	struct engine_rx rx[WORKER_BURST_MAX];
 	struct engine_rx mc_in[WORKER_BURST_MAX]; /**< a burst's multicast frames (rx_mcast()) */
@@ -351,6 +356,16 @@ void worker_tx_flush(struct worker *w);
  * that port's receive path without the NIC). Consumes @p m.
  */
 void worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m);
+
+/**
+ * worker_tx() of a frame @p m the engine built from @p built (by
+ * roce_build_gather_local(): no ICRC) to port @p local, one of ours (its
+ * destination MAC, daemon_find_mac()), while nothing is captured: queued for
+ * the loopback with the record roce_pkt_built() makes, so that the receive
+ * path does not parse it back (a frame is parsed once; this one never).
+ */
+void worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local,
+			  struct rte_mbuf *m, const struct roce_pkt *built);
 
 /**
  * Owner only: queue whole frame @p m a RAW_PACKET QP sent, for port

@@ -447,6 +447,22 @@ size_t roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg
 			       uint32_t nseg, uint8_t *buf, size_t cap);
 
 /**
+ * The record roce_classify() with ROCE_CLASSIFY_NO_ICRC gives for the frame
+ * @p frame of @p len bytes that roce_build_gather() or
+ * roce_build_gather_local() just built from @p pkt, made without parsing
+ * it (the daemon's loopback: its own frames are not parsed back): @p pkt
+ * with every field cut to its width on the wire, the extension headers the
+ * opcode lacks and the fields the IP version lacks cleared, IPv4 addresses
+ * as IPv4-mapped GIDs, and payload, ICRC, offsets and frame length from
+ * the frame. @p out may be @p pkt.
+ * @return false (and @p out unspecified) if @p pkt is not a record the
+ *         builders make such a frame from, or @p len not that frame's length;
+ *         roce_classify() then says why
+ */
+bool roce_pkt_built(struct roce_pkt *out, const struct roce_pkt *pkt, const uint8_t *frame,
+		    size_t len);
+
+/**
  * Fill @p cnp as a RoCEv2 Congestion Notification Packet (IBTA Annex A17,
  * section A17.9.3; laid out as ConnectX sends it): BTH opcode 0x81 (CNP),
  * FECN 0, BECN 1, SE/M/pad/TVer 0, P_Key @p pkey, DestQP @p dest_qpn (the

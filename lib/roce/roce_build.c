@@ -294,6 +294,82 @@ roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg *seg, 
 	return build_gather(pkt, seg, nseg, buf, cap, false);
 }
 
+/* Zero what a parser leaves zero: the extension headers @p hdrs lacks. */
+static void
+clear_absent_ext(struct roce_pkt *p, uint16_t hdrs)
+{
+	if (!(hdrs & ROCE_HDR_RETH))
+		memset(&p->reth, 0, sizeof(p->reth));
+	if (!(hdrs & ROCE_HDR_FETH))
+		memset(&p->feth, 0, sizeof(p->feth));
+	if (!(hdrs & ROCE_HDR_AETH))
+		memset(&p->aeth, 0, sizeof(p->aeth));
+	if (!(hdrs & ROCE_HDR_ATMETH))
+		memset(&p->atmeth, 0, sizeof(p->atmeth));
+	if (!(hdrs & ROCE_HDR_ATMACK))
+		p->atmack_orig = 0;
+	if (!(hdrs & ROCE_HDR_DETH))
+		memset(&p->deth, 0, sizeof(p->deth));
+	if (!(hdrs & ROCE_HDR_IMMDT))
+		p->imm = 0;
+	if (!(hdrs & ROCE_HDR_IETH))
+		p->ieth_rkey = 0;
+	if (!(hdrs & ROCE_HDR_XRCETH))
+		p->xrc_srqn = 0;
+}
+
+bool
+roce_pkt_built(struct roce_pkt *out, const struct roce_pkt *pkt, const uint8_t *frame, size_t len)
+{
+	const struct roce_opcode_desc *desc = roce_opcode_desc(pkt->opcode);
+	size_t hlen = roce_headers_len(pkt), pad = pkt->pad & 3;
+
+	/* what roce_classify() would refuse is left to it */
+	if (!desc || hlen == 0 || (pkt->tver & 0xf) != 0 ||
+	    len != hlen + (size_t)pkt->payload_len + pad + ROCE_ICRC_LEN ||
+	    roce_check_payload(desc, pkt->payload_len + pad, (uint8_t)pad) != ROCE_DROP_NONE)
+		return false;
+	if (out != pkt)
+		*out = *pkt;
+	struct roce_l3 *l3 = &out->l3;
+	if (!l3->vlan_present)
+		l3->vlan_tci = 0;
+	if (l3->ipv6) {
+		l3->ip_id = 0;
+		l3->ipv4_df_clear = false;
+	} else {
+		/* only the last four bytes go on the wire: ::ffff:a.b.c.d */
+		memset(l3->sgid, 0, 10);
+		memset(l3->dgid, 0, 10);
+		l3->sgid[10] = l3->sgid[11] = l3->dgid[10] = l3->dgid[11] = 0xff;
+		l3->flow_label = 0;
+	}
+	l3->flow_label &= 0xfffff;
+	out->pad = (uint8_t)pad;
+	out->tver = 0;
+	out->resv6a &= 0x3f;
+	out->dest_qpn &= ROCE_QPN_MASK;
+	out->resv7 &= 0x7f;
+	out->psn &= ROCE_PSN_MASK;
+	out->hdrs = desc->hdrs;
+	clear_absent_ext(out, desc->hdrs);
+	out->deth.src_qpn &= ROCE_QPN_MASK;
+	out->feth.resv &= ~(uint32_t)(ROCE_FETH_PLT_MASK | ROCE_FETH_SEL_MASK);
+	out->feth.selectivity = (uint8_t)(((uint32_t)out->feth.selectivity << ROCE_FETH_SEL_SHIFT &
+					   ROCE_FETH_SEL_MASK) >> ROCE_FETH_SEL_SHIFT);
+	out->feth.placement &= ROCE_FETH_PLT_MASK;
+	out->aeth.msn &= 0xffffff;
+	out->xrc_srqn &= ROCE_QPN_MASK;
+	out->l3_offset = (uint16_t)l2_len(pkt);
+	out->bth_offset = (uint16_t)(out->l3_offset + ip_len(pkt) + sizeof(struct roce_udp_hdr));
+	out->payload = frame + out->bth_offset + desc->hdr_len;
+	out->frame_len = (uint32_t)len;
+	const uint8_t *icrc = frame + len - ROCE_ICRC_LEN;
+	out->icrc = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 | (uint32_t)icrc[2] << 16 |
+		    (uint32_t)icrc[3] << 24;
+	return true;
+}
+
 size_t
 roce_build(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
 {

@@ -22,4 +22,16 @@ uint16_t roce_csum_fold(uint32_t sum);
  */
 uint16_t roce_udp_csum_sum(const uint8_t *l3, bool ipv6, const uint8_t *udp, size_t udp_len);
 
+/* roce_parse.c */
+
+struct roce_opcode_desc;
+enum roce_drop_reason;
+/**
+ * IBTA 9.2.1 pad and 9.7.4 / C9-20 payload rules of opcode @p desc for
+ * @p with_pad bytes after its headers (payload and pad), @p pad of them pad.
+ * @return ROCE_DROP_NONE, ROCE_DROP_PAD or ROCE_DROP_PAYLOAD_LENGTH
+ */
+enum roce_drop_reason roce_check_payload(const struct roce_opcode_desc *desc, size_t with_pad,
+					 uint8_t pad);
+
 #endif /* ROCE_INTERNAL_H */

@@ -227,8 +227,8 @@ parse_ext(const uint8_t *bth, const struct roce_opcode_desc *desc, struct roce_p
 }
 
 /* Payload and pad rules (IBTA 9.2.1 pad, 9.7.4 / C9-20 lengths per opcode). */
-static enum roce_drop_reason
-check_payload(const struct roce_opcode_desc *desc, size_t with_pad, uint8_t pad)
+enum roce_drop_reason
+roce_check_payload(const struct roce_opcode_desc *desc, size_t with_pad, uint8_t pad)
 {
 	if (!(desc->kind & ROCE_KIND_PAYLOAD)) {
 		if (with_pad != 0)
@@ -286,7 +286,7 @@ parse_l3(const uint8_t *frame, size_t len, struct roce_pkt *pkt, struct cursor *
 	if (roce_len < (size_t)desc->hdr_len + ROCE_ICRC_LEN)
 		return ROCE_DROP_HDR_TRUNCATED;
 	size_t with_pad = roce_len - desc->hdr_len - ROCE_ICRC_LEN;
-	r = check_payload(desc, with_pad, pkt->pad);
+	r = roce_check_payload(desc, with_pad, pkt->pad);
 	if (r != ROCE_DROP_NONE)
 		return r;
 
