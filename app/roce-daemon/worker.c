@@ -871,9 +871,10 @@ loopback_receive(struct worker *w)
 		raw[k] = w->loop_raw[i];
 		recs[k] = w->loop_has_rec[i] ? &w->loop_rec[i] : NULL;
 	}
-	/* Frames looped back while we deliver these go behind the rest. */
-	w->loop_head += n;
+	/* Frames looped back while we deliver these go behind the rest; an
+	 * emptied ring starts again at slot 0, whose records are in cache. */
 	w->loop_n -= n;
+	w->loop_head = w->loop_n != 0 ? w->loop_head + n : 0;
 	rx_dispatch(w, pkts, (uint16_t)n, true, raw, recs);
 	return n;
 }

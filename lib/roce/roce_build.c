@@ -270,11 +270,10 @@ build_gather(const struct roce_pkt *pkt, const struct roce_seg *seg, uint32_t ns
 			crc = roce_icrc_update(crc, p, pad);
 		p += pad;
 	}
-	crc = icrc ? roce_icrc_final(crc) : 0;
-	p[0] = (uint8_t)crc; /* least significant byte first */
-	p[1] = (uint8_t)(crc >> 8);
-	p[2] = (uint8_t)(crc >> 16);
-	p[3] = (uint8_t)(crc >> 24);
+	/* least significant byte first; one store, which a read of the frame
+	 * right after (roce_pkt_built()) can forward from */
+	uint32_t le = htole32(icrc ? roce_icrc_final(crc) : 0);
+	memcpy(p, &le, 4);
 	if (pkt->l3.udp_csum)
 		write_udp_csum(pkt, buf, total);
 	return total;
