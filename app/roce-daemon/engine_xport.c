@@ -203,17 +203,22 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		struct rte_mbuf *m = mbufs[i];
 		uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
 		size_t room = rte_pktmbuf_tailroom(m), len;
-		/* to our own MAC: looped back with its record, no ICRC (worker_tx_loop_built()) */
-		int local = !f->raw && w->capture == NULL && !(f->pkt.l3.dmac[0] & 1)
-				    ? daemon_find_mac(w->d, f->pkt.l3.dmac)
-				    : -1;
+		/* to our own MAC: looped back with its record, no ICRC, the
+		 * payload by reference when it lies in an MR (worker_tx_loop_built()) */
+		int local = !f->raw && w->capture == NULL ? worker_local_port(w, f->pkt.l3.dmac) : -1;
+		const uint8_t *ref = local >= 0 && f->seg_mr && f->nseg == 1 ? f->seg[0].addr : NULL;
 
-		if (unlikely(f->raw))
+		if (unlikely(f->raw)) {
 			len = xport_frame_raw_gather(f, buf, room);
-		else if (local >= 0)
-			len = roce_build_gather_local(&f->pkt, f->seg, f->nseg, buf, room);
-		else
+		} else if (local < 0) {
 			len = roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
+		} else {
+			len = ref != NULL ? roce_build_local_headers(&f->pkt, buf, room) : 0;
+			if (len == 0) { /* not by reference (or a UDP checksum): whole */
+				ref = NULL;
+				len = roce_build_gather_local(&f->pkt, f->seg, f->nseg, buf, room);
+			}
+		}
 		if (len == 0) { /* larger than the mbuf: a path MTU above the port's */
 			rte_pktmbuf_free(m);
 			worker_count(w, q->port, slot, CTR_TX_DROPS, 1);
@@ -227,7 +232,7 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 			ctr_add(&slot->ctr.v[CTR_TX_RAW], 1);
 			worker_tx_raw(w, q->port, m);
 		} else if (local >= 0) {
-			worker_tx_loop_built(w, q->port, (uint16_t)local, m, &f->pkt);
+			worker_tx_loop_built(w, q->port, (uint16_t)local, m, &f->pkt, ref);
 		} else {
 			worker_tx(w, q->port, m);
 		}

@@ -227,25 +227,80 @@ worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsign
  * @p raw: a RAW_PACKET QP's frame for the port's flow rules only (the stack
  * does not see it; it is captured when it leaves through the port).
  */
+/* Copy @p len payload bytes from @p src behind the headers of frame @p m
+ * (its length already the whole frame's), then @p pad zero bytes and a zero
+ * ICRC. @return where the payload now is */
+static const uint8_t *
+frame_fill(struct rte_mbuf *m, const uint8_t *src, uint32_t len, uint32_t pad)
+{
+	uint8_t *p = rte_pktmbuf_mtod_offset(m, uint8_t *, m->data_len - len - pad - ROCE_ICRC_LEN);
+
+	memcpy(p, src, len);
+	memset(p + len, 0, pad + ROCE_ICRC_LEN);
+	return p;
+}
+
+/* Loopback by reference (worker_tx_loop_built()): slot @p i's frame gets its
+ * payload; the record then points into it, as for any looped frame. */
+static void
+loop_fill(struct worker *w, uint32_t i)
+{
+	struct roce_pkt *rec = &w->loop_rec[i];
+
+	rec->payload = frame_fill(w->loop[i], w->loop_ref[i], rec->payload_len, rec->pad);
+	w->loop_ref[i] = NULL;
+	w->loop_n_ref--;
+}
+
+/*
+ * Fill every queued frame whose payload is by reference: before a control
+ * message runs (it may unmap the memory they point into: DEREG_MR, a QP's
+ * reset, a client's end), so that no reference outlives one.
+ */
+static void
+loop_fill_all(struct worker *w)
+{
+	for (uint32_t k = 0; k < w->loop_n && w->loop_n_ref > 0; k++) {
+		uint32_t i = (w->loop_head + k) & (WORKER_LOOP_MAX - 1);
+
+		if (w->loop_ref[i] != NULL)
+			loop_fill(w, i);
+	}
+}
+
 static void
 loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m, bool raw,
-	     const struct roce_pkt *built)
+	     const struct roce_pkt *built, const uint8_t *payload)
 {
 	if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
 		count_pl(w, port_idx, raw ? CTR_RAW_DROPS : CTR_LOOPBACK_DROPS);
 		rte_pktmbuf_free(m);
 		return;
 	}
-	if (unlikely(w->capture != NULL) && !raw)
-		capture_frame(w, port_idx, m, true);
 	uint32_t i = (w->loop_head + w->loop_n++) & (WORKER_LOOP_MAX - 1);
 
 	m->port = w->d->port[local].port_id;
 	w->loop[i] = m;
 	w->loop_raw[i] = raw;
+	w->loop_ref[i] = NULL;
 	w->loop_has_rec[i] = built != NULL &&
 			     roce_pkt_built(&w->loop_rec[i], built, rte_pktmbuf_mtod(m, const uint8_t *),
 					    m->data_len);
+	if (payload != NULL) {
+		/* by reference only to a QP of this lcore, through the record
+		 * (a handoff would carry the reference off it): else a copy now,
+		 * where roce_pkt_built() pointed the record */
+		if (w->loop_has_rec[i] &&
+		    worker_of_qpn(w->loop_rec[i].dest_qpn, w->n_workers) == w->index) {
+			w->loop_rec[i].payload = payload;
+			w->loop_ref[i] = payload;
+			w->loop_n_ref++;
+		} else {
+			frame_fill(m, payload, built->payload_len, built->pad & 3);
+		}
+	}
+	if (unlikely(w->capture != NULL) && !raw)
+		capture_frame(w, port_idx, m, true);
 	count_pl(w, port_idx, raw ? CTR_TX_RAW_LOOP : CTR_LOOPBACK);
 }
 
@@ -289,17 +344,23 @@ mcast_loop_copy(struct worker *w, uint16_t port, const struct rte_mbuf *m)
 	return frame_copy(w, port, m);
 }
 
+int
+worker_local_port(const struct worker *w, const uint8_t dmac[6])
+{
+	return (dmac[0] & 1) == 0 ? daemon_find_mac(w->d, dmac) : -1;
+}
+
 void
 worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 {
 	struct daemon *d = w->d;
 	const uint8_t *dst = rte_pktmbuf_mtod(m, const uint8_t *);
-	int local = (dst[0] & 1) == 0 ? daemon_find_mac(d, dst) : -1;
+	int local = worker_local_port(w, dst);
 
 	if (local >= 0) {
 		/* Loopback: our own GID. Delivered by the next poll, through the
 		 * same receive path as a frame from the NIC. */
-		loop_enqueue(w, port_idx, (uint16_t)local, m, false, NULL);
+		loop_enqueue(w, port_idx, (uint16_t)local, m, false, NULL, NULL);
 		return;
 	}
 	if (unlikely(dst[0] & 1) && mcast_port_active(d->mcast, port_idx)) {
@@ -308,7 +369,7 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 
 		if (c != NULL) {
 			count_pl(w, port_idx, CTR_TX_MCAST_LOOP);
-			loop_enqueue(w, port_idx, port_idx, c, false, NULL);
+			loop_enqueue(w, port_idx, port_idx, c, false, NULL, NULL);
 		}
 	}
 	if (unlikely(!port_tx_on(&d->port[port_idx]))) {
@@ -328,9 +389,9 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 
 void
 worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m,
-		     const struct roce_pkt *built)
+		     const struct roce_pkt *built, const uint8_t *payload)
 {
-	loop_enqueue(w, port_idx, local, m, false, w->capture == NULL ? built : NULL);
+	loop_enqueue(w, port_idx, local, m, false, built, payload);
 }
 
 void
@@ -341,11 +402,11 @@ worker_tx_raw(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 	count_pl(w, port_idx, CTR_TX_RAW);
 	/* to one of our MACs, the loopback path runs it through the rules anyway */
 	if (flow_steer_active(w->d->flows, port_idx) &&
-	    ((dst[0] & 1) != 0 || daemon_find_mac(w->d, dst) < 0)) {
+	    worker_local_port(w, dst) < 0) {
 		struct rte_mbuf *c = frame_copy(w, port_idx, m);
 
 		if (c != NULL)
-			loop_enqueue(w, port_idx, port_idx, c, true, NULL);
+			loop_enqueue(w, port_idx, port_idx, c, true, NULL, NULL);
 		else
 			count_pl(w, port_idx, CTR_RAW_DROPS);
 	}
@@ -501,15 +562,20 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
  * a QP other than QP1: classify() counts and routes those.
  */
 static enum rx_next
-loop_record(struct worker *w, uint16_t port, const struct rte_mbuf *m, const struct roce_pkt *rec,
+loop_record(struct worker *w, uint16_t port, struct rte_mbuf *m, const struct roce_pkt *rec,
 	    struct roce_pkt *pkt)
 {
 	const struct port *p = &w->d->port[port];
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 
-	if (unlikely(roce_eth_vid(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len) != port_vlan(p) ||
+	if (unlikely(roce_eth_vid(f, m->data_len) != port_vlan(p) ||
 		     roce_gid_is_mcast(rec->l3.dgid) || rec->dest_qpn == GSI_QPN ||
-		     gid_table_find(&p->gids, rec->l3.dgid) < 0))
+		     gid_table_find(&p->gids, rec->l3.dgid) < 0)) {
+		/* a payload by reference (outside the frame) joins it to be parsed */
+		if (rec->payload_len != 0 && (rec->payload < f || rec->payload >= f + m->data_len))
+			frame_fill(m, rec->payload, rec->payload_len, rec->pad);
 		return RX_NEXT_PARSE;
+	}
 	*pkt = *rec;
 	count_pl(w, port, CTR_RX_ROCE);
 	if (pkt->l3.ipv6)
@@ -870,6 +936,11 @@ loopback_receive(struct worker *w)
 		pkts[k] = w->loop[i];
 		raw[k] = w->loop_raw[i];
 		recs[k] = w->loop_has_rec[i] ? &w->loop_rec[i] : NULL;
+		/* taken now: its reference lives until loop_record() below */
+		if (w->loop_ref[i] != NULL) {
+			w->loop_ref[i] = NULL;
+			w->loop_n_ref--;
+		}
 	}
 	/* Frames looped back while we deliver these go behind the rest; an
 	 * emptied ring starts again at slot 0, whose records are in cache. */
@@ -999,6 +1070,8 @@ control_receive(struct worker *w)
 		event_spill_flush(w);
 	n = w->ctl_ans_n > 0 ? 0 : rte_ring_sc_dequeue_burst_elem(w->ctl_in, msg, sizeof(msg[0]),
 								   RTE_DIM(msg), NULL);
+	if (n > 0 && w->loop_n_ref > 0)
+		loop_fill_all(w); /* no payload by reference outlives a control message */
 	for (unsigned int i = 0; i < n; i++)
 		worker_ctl_run(w, &msg[i]);
 	if (n > 0) {

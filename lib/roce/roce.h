@@ -447,6 +447,18 @@ size_t roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg
 			       uint32_t nseg, uint8_t *buf, size_t cap);
 
 /**
+ * The headers of the frame roce_build_gather_local() would build from
+ * @p pkt, and nothing after them: for a loopback frame whose receiver reads
+ * the payload where it lies (the daemon's loopback by reference). The
+ * payload, pad and ICRC bytes are left as they were.
+ * @return the whole frame's length (headers, payload_len, pad, ICRC), which
+ *         @p cap must hold; 0 if it does not, the record is not one
+ *         roce_build_headers() takes, or pkt->l3.udp_csum is set (that
+ *         checksum covers the payload)
+ */
+size_t roce_build_local_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
+
+/**
  * The record roce_classify() with ROCE_CLASSIFY_NO_ICRC gives for the frame
  * @p frame of @p len bytes that roce_build_gather() or
  * roce_build_gather_local() just built from @p pkt, made without parsing

@@ -293,6 +293,18 @@ roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg *seg, 
 	return build_gather(pkt, seg, nseg, buf, cap, false);
 }
 
+size_t
+roce_build_local_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
+{
+	size_t hlen = roce_headers_len(pkt);
+	size_t total = hlen + (size_t)pkt->payload_len + (pkt->pad & 3) + ROCE_ICRC_LEN;
+
+	/* a UDP checksum covers the payload: only roce_build_gather() writes it */
+	if (hlen == 0 || cap < total || pkt->l3.udp_csum || roce_build_headers(pkt, buf, cap) != hlen)
+		return 0;
+	return total;
+}
+
 /* Zero what a parser leaves zero: the extension headers @p hdrs lacks. */
 static void
 clear_absent_ext(struct roce_pkt *p, uint16_t hdrs)

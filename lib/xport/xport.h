@@ -492,6 +492,14 @@ struct xport_frame {
 	 * ICRC): copy the segments, do not call roce_build_gather().
 	 */
 	bool raw;
+	/**
+	 * seg[0] (nseg 1) lies in an MR this process maps, and its bytes are the
+	 * message's until the peer has taken the frame: an RC request (its WQE
+	 * completes on the peer's acknowledgement) or a READ response. The
+	 * daemon's loopback may then hand the receiver that pointer instead of
+	 * a copy (doc/architecture.md section 6).
+	 */
+	bool seg_mr;
 	uint32_t nseg;
 	struct roce_seg seg[XPORT_FRAME_MAX_SEG]; /**< host addresses; lengths sum to pkt.payload_len */
 };

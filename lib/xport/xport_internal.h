@@ -513,6 +513,7 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
 	f->pkt.psn = psn;
 	f->raw = false;
+	f->seg_mr = false;
 	f->nseg = 0;
 	return f;
 }
@@ -710,6 +711,7 @@ xport_sg_gather(struct xport_qp *qp, const struct xport_swqe *w, uint32_t offset
 	f->seg[0].addr = host;
 	f->seg[0].len = len;
 	f->nseg = 1;
+	f->seg_mr = qp_is_rc(qp); /* UC and UD complete on sending: the buffer is the app's again */
 	return 0;
 }
 

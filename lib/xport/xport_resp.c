@@ -1144,6 +1144,7 @@ emit_resource(struct xport_qp *qp, struct xport_res *res, bool paced, uint64_t n
 			f->seg[0].addr = host;
 			f->seg[0].len = len;
 			f->nseg = 1;
+			f->seg_mr = st == MR_OK; /* not the bounce slot */
 		}
 	}
 	xport_frame_commit(qp, out, f);

@@ -67,6 +67,8 @@ static struct {
 	bool loopback[REC_MAX];
 	uint32_t paylen[REC_MAX];
 	uint8_t first_byte[REC_MAX];
+	const uint8_t *payload[REC_MAX];
+	uint32_t paysum[REC_MAX]; /* the payload's bytes summed when delivered */
 } rec;
 
 static void
@@ -80,6 +82,10 @@ test_rx(struct worker *w, struct engine_rx *pkts, uint16_t n)
 		rec.loopback[rec.n] = pkts[i].loopback;
 		rec.paylen[rec.n] = pkts[i].pkt.payload_len;
 		rec.first_byte[rec.n] = pkts[i].pkt.payload_len ? pkts[i].pkt.payload[0] : 0;
+		rec.payload[rec.n] = pkts[i].pkt.payload;
+		rec.paysum[rec.n] = 0;
+		for (uint32_t k = 0; k < pkts[i].pkt.payload_len; k++)
+			rec.paysum[rec.n] += pkts[i].pkt.payload[k];
 	}
 }
 
@@ -731,7 +737,7 @@ Test(dataplane, looped_back_frames_are_delivered_from_their_records)
 	size_t n = t_roce_frame(f, sizeof(f), our_mac, our_mac, gid_a, gid_a, 4, 200);
 	cr_assert_eq(roce_classify(f, n, 0, &p, &why), ROCE_CLASS_ROCE);
 	m = built_mbuf(&p);
-	worker_tx_loop_built(d.worker[0], 0, 0, m, &p);
+	worker_tx_loop_built(d.worker[0], 0, 0, m, &p, NULL);
 	/* not a RoCEv2 frame any more: only the record can deliver it */
 	uint8_t *udp = rte_pktmbuf_mtod(m, uint8_t *) + p.l3_offset + (p.l3.ipv6 ? 40 : 20);
 	udp[2] ^= 0xff;
@@ -746,10 +752,104 @@ Test(dataplane, looped_back_frames_are_delivered_from_their_records)
 
 	/* to a GID the port does not have: classified (and dropped) like a parsed one */
 	memcpy(p.l3.dgid, gid_b, 16);
-	worker_tx_loop_built(d.worker[0], 0, 0, built_mbuf(&p), &p);
+	worker_tx_loop_built(d.worker[0], 0, 0, built_mbuf(&p), &p, NULL);
 	run();
 	cr_expect_eq(rec.n, 1, "not delivered");
 	cr_expect_eq(port_ctr(CTR_RX_NOT_OUR_ADDR), 1);
+}
+
+/* The headers of @p p alone, in an mbuf poisoned behind them (roce_build_local_headers()). */
+static struct rte_mbuf *
+headers_mbuf(const struct roce_pkt *p)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d.port[0].pool);
+	size_t n;
+
+	cr_assert_not_null(m);
+	memset(rte_pktmbuf_mtod(m, uint8_t *), 0xee, rte_pktmbuf_tailroom(m));
+	n = roce_build_local_headers(p, rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m));
+	cr_assert_gt(n, 0);
+	cr_assert_not_null(rte_pktmbuf_append(m, (uint16_t)n));
+	return m;
+}
+
+static uint32_t
+sum_of(const uint8_t *b, size_t n)
+{
+	uint32_t s = 0;
+
+	while (n--)
+		s += *b++;
+	return s;
+}
+
+/*
+ * Loopback by reference (worker_tx_loop_built() with a payload): the engine
+ * of this lcore reads the payload where it lies; a frame for another
+ * lcore's QP, and one still queued when a control message comes (it may
+ * unmap that memory), get a copy first, so the later writes to the source
+ * do not reach them.
+ */
+Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_stale)
+{
+	uint8_t f[512], src[200];
+	struct roce_pkt p;
+	enum roce_drop_reason why;
+	struct ctl_msg m = { .type = CTL_MSG_PING, .op = 3 };
+	struct worker *w;
+
+	setup(2, "0");
+	w = d.worker[0];
+	cr_assert_eq(worker_qp_attach(w, 4, &qp_object), 0);
+	cr_assert_eq(worker_qp_attach(d.worker[1], 5, &qp_object), 0);
+	size_t n = t_roce_frame(f, sizeof(f), our_mac, our_mac, gid_a, gid_a, 4, sizeof(src));
+	cr_assert_eq(roce_classify(f, n, 0, &p, &why), ROCE_CLASS_ROCE);
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 1);
+	uint32_t sum = sum_of(src, sizeof(src));
+
+	/* to a QP of this lcore: by reference */
+	worker_tx_loop_built(w, 0, 0, headers_mbuf(&p), &p, src);
+	cr_expect_eq(w->loop_n_ref, 1);
+	run();
+	cr_assert_eq(rec.n, 1);
+	cr_expect_eq(rec.payload[0], src, "read where it lies");
+	cr_expect_eq(rec.paylen[0], (uint32_t)sizeof(src));
+	cr_expect_eq(w->loop_n_ref, 0);
+
+	/* to the other lcore's QP: a copy, made before it is handed over */
+	p.dest_qpn = 5;
+	worker_tx_loop_built(w, 0, 0, headers_mbuf(&p), &p, src);
+	cr_expect_eq(w->loop_n_ref, 0, "copied at once");
+	memset(src, 0x55, sizeof(src));
+	run();
+	cr_assert_eq(rec.n, 2);
+	cr_expect_eq(rec.worker[1], 1);
+	cr_expect_neq(rec.payload[1], src);
+	cr_expect_eq(rec.paysum[1], sum, "the bytes at the time of sending");
+	cr_expect_eq(d.worker[1]->ctr.v[CTR_HANDOFF_RX], 1);
+
+	/* more than a burst queued when a control message comes: the poll takes
+	 * one burst, the rest are copied before the message runs */
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 1);
+	p.dest_qpn = 4;
+	for (uint32_t i = 0; i < (uint32_t)w->burst + 2; i++)
+		worker_tx_loop_built(w, 0, 0, headers_mbuf(&p), &p, src);
+	cr_expect_eq(w->loop_n_ref, (uint32_t)w->burst + 2);
+	cr_assert_eq(worker_ctl_send(w, &m), 0);
+	worker_poll(w, rte_rdtsc());
+	cr_expect_eq(rec.n, 2u + w->burst, "one burst delivered");
+	cr_expect_eq(w->loop_n, 2, "two queued");
+	cr_expect_eq(w->loop_n_ref, 0, "both copied: the control message ran");
+	memset(src, 0x77, sizeof(src));
+	run();
+	cr_assert_eq(rec.n, 4u + w->burst);
+	for (unsigned int i = 2 + w->burst; i < rec.n; i++) {
+		cr_expect_neq(rec.payload[i], src);
+		cr_expect_eq(rec.paysum[i], sum, "frame %u: the bytes at the time of sending", i);
+	}
+	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0, "nothing to the PMD");
 }
 
 Test(dataplane, neighbours_resolve_through_arp)

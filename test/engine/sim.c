@@ -215,6 +215,19 @@ flush_out(struct sim *s, int from)
 			if (depart == 0)
 				continue;
 		}
+		if (fr->seg_mr) {
+			/* what the daemon's loopback may pass by reference (xport.h):
+			 * one segment in the sender's registered memory, of an RC or
+			 * XRC frame (its WQE completes on the peer's ACK) */
+			uint8_t tr = fr->pkt.opcode & 0xe0;
+			const uint8_t *a = fr->seg[0].addr;
+
+			if (fr->raw || fr->nseg != 1 || a < h->arena ||
+			    a + fr->seg[0].len > h->arena + h->arena_len ||
+			    (tr != ROCE_TRANSPORT_RC && tr != ROCE_TRANSPORT_XRC))
+				abort();
+			s->frames_seg_mr++;
+		}
 		size_t len = fr->raw ? xport_frame_raw_gather(fr, buf, sizeof(buf))
 				     : roce_build_gather(&fr->pkt, fr->seg, fr->nseg, buf, sizeof(buf));
 		if (len == 0)

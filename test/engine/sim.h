@@ -110,6 +110,7 @@ struct sim {
 	uint64_t trace;           /* FNV-1a over frames and CQEs */
 	uint64_t frames_sent;
 	uint64_t frames_lost, frames_dup, frames_reordered, frames_corrupt;
+	uint64_t frames_seg_mr;   /* frames marked xport_frame.seg_mr (checked in flush_out()) */
 	struct sim_frame **heap;
 	uint32_t heap_len, heap_cap;
 	struct xport_out out;

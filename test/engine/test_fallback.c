@@ -387,7 +387,9 @@ Test(fallback, every_copy_site_reaches_the_owner)
 
 	/* RDMA READ of the owner's own bytes (READ responses via the bounce slots) */
 	w = rdma(WR_RDMA_READ, 2, sim_va(&S, 0, 0), 5000, S.h[0].arena_key, IVA + 20000, IKEY);
+	uint64_t by_ref = S.frames_seg_mr;
 	run(&w, ++n, 0);
+	cr_assert_eq(S.frames_seg_mr, by_ref, "a bounce slot is not the MR's memory");
 	cr_assert_eq(K.c[0][0][n - 1].status, WC_SUCCESS);
 	for (uint32_t i = 0; i < 5000; i++)
 		cr_assert_eq(S.h[0].arena[i], pattern(CHILD_FILL, 20000 + i), "byte %u", i);

@@ -80,6 +80,7 @@ Test(rc, write_multi_packet_lands)
 	cr_assert_eq(K.c[0][0][0].opcode, WC_RDMA_WRITE);
 	cr_assert_eq(check_fill(S.h[1].arena + 4096, len, 7), -1);
 	cr_assert_eq(cnt(0)[XPORT_CNT_TX_PKTS], 10);
+	cr_assert_eq(S.frames_seg_mr, 10, "each packet's payload lies in the MR until the ACK");
 	cr_assert_eq(cnt(0)[XPORT_CNT_RETRANSMIT_PKTS], 0);
 	cr_assert_eq(K.n[1][1], 0, "a plain WRITE consumes no receive WQE");
 	cr_assert_gt(cnt(1)[XPORT_CNT_ACK_TX], 0);
@@ -123,6 +124,7 @@ Test(small_slots, one_sge_and_16_inline_bytes_fit_a_second_sge_does_not)
 	cr_assert_eq(K.c[0][0][0].status, WC_SUCCESS);
 	cr_assert_eq(K.c[0][0][1].status, WC_SUCCESS);
 	cr_assert_eq(check_fill(S.h[1].arena + 8192, 3016, 5), -1);
+	cr_assert_eq(S.frames_seg_mr, 3, "the SGE's three packets; not the inline one");
 
 	struct sq_wqe two = wqe_to_peer(0, WR_RDMA_WRITE, 3, WR_FLAG_SIGNALED, 0, 100, 0);
 	wqe_add_sge(&two, sim_va(&S, 0, 100), 100, S.h[0].arena_key);
@@ -232,6 +234,7 @@ Test(rc, read_multi_packet)
 	memcpy(got, S.h[0].arena, 2000);
 	memcpy(got + 2000, S.h[0].arena + 4000, 3000);
 	cr_assert_eq(check_fill(got, len, 3), -1);
+	cr_assert_eq(S.frames_seg_mr, 5, "the responses' payload lies in the responder's MR");
 	/* IBTA 9.7.1.1: a READ of 5000 B at MTU 1024 uses 5 PSNs */
 	cr_assert_eq(roce_psn_diff(xport_qp_sq_psn(S.h[0].qp), psn0), 5);
 	cr_assert_eq(xport_qp_rq_psn(S.h[1].qp), roce_psn_add(psn0, 5));

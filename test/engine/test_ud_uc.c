@@ -76,6 +76,7 @@ ud_grh_case(bool ipv6)
 	cr_assert_eq(c->imm_data, 0x01020304);
 	cr_assert_eq(c->src_qp, S.h[0].cfg.qpn);
 	cr_assert_eq(CAP.pkt[0].opcode, ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE);
+	cr_assert_eq(S.frames_seg_mr, 0, "completed on sending: the buffer is the app's again");
 	cr_assert_eq(CAP.pkt[0].deth.qkey, S.h[0].cfg.qkey);
 	cr_assert_eq(CAP.pkt[0].deth.src_qpn, S.h[0].cfg.qpn);
 	cr_assert_not(CAP.pkt[0].ack_req);
@@ -239,6 +240,7 @@ Test(uc, send_and_write_without_acks)
 	cr_assert_eq(cnt(1)[XPORT_CNT_ACK_TX], 0);
 	for (uint32_t i = 0; i < CAP.n; i++)
 		cr_assert_not(CAP.pkt[i].ack_req, "UC never asks for ACKs");
+	cr_assert_eq(S.frames_seg_mr, 0, "completed on sending: the buffer is the app's again");
 }
 
 Test(uc, broken_message_dropped_next_one_delivered)

@@ -301,6 +301,39 @@ Test(build, gather_local_is_the_frame_with_a_zero_icrc_that_loopback_accepts)
 	}
 }
 
+/*
+ * roce_build_local_headers(): the headers of the frame gather_local builds,
+ * nothing behind them, and that frame's length; nothing with a UDP checksum
+ * (it covers the payload) or too small a buffer.
+ */
+Test(build, local_headers_are_the_local_frames_headers_and_its_length)
+{
+	static uint8_t want[4352], got[4352];
+	struct roce_seg seg;
+
+	for (unsigned int op = 0; op < 256; op++) {
+		if (!roce_opcode_desc((uint8_t)op))
+			continue;
+		for (unsigned int v = 0; v < 4; v++) {
+			struct roce_pkt p = record_for((uint8_t)op, v & 1, v & 2, false);
+			uint32_t ns = p.payload_len ? split(payload, p.payload_len, 1, &seg) : 0;
+			size_t n = roce_build_gather_local(&p, &seg, ns, want, sizeof(want));
+			size_t h = roce_headers_len(&p);
+
+			cr_assert_gt(n, 0, "opcode 0x%02x variant %u", op, v);
+			memset(got, 0x5a, sizeof(got));
+			cr_assert_eq(roce_build_local_headers(&p, got, sizeof(got)), n,
+				     "opcode 0x%02x variant %u: the whole frame's length", op, v);
+			cr_assert_eq(memcmp(want, got, h), 0, "opcode 0x%02x variant %u", op, v);
+			cr_assert_eq(got[h], 0x5a, "opcode 0x%02x: wrote past the headers", op);
+			cr_assert_eq(roce_build_local_headers(&p, got, n - 1), 0, "the frame must fit");
+			p.l3.udp_csum = true;
+			cr_assert_eq(roce_build_local_headers(&p, got, sizeof(got)), 0,
+				     "a UDP checksum needs the payload");
+		}
+	}
+}
+
 Test(build, ipv4_header_checksum_of_random_fields_sums_to_all_ones)
 {
 	static uint8_t buf[1024];
