@@ -460,13 +460,16 @@ size_t roce_build_local_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t
 
 /**
  * The record roce_classify() with ROCE_CLASSIFY_NO_ICRC gives for the frame
- * @p frame of @p len bytes that roce_build_gather() or
- * roce_build_gather_local() just built from @p pkt, made without parsing
- * it (the daemon's loopback: its own frames are not parsed back): @p pkt
- * with every field cut to its width on the wire, the extension headers the
- * opcode lacks and the fields the IP version lacks cleared, IPv4 addresses
- * as IPv4-mapped GIDs, and payload, ICRC, offsets and frame length from
- * the frame. @p out may be @p pkt.
+ * @p frame of @p len bytes that roce_build_gather_local() just built from
+ * @p pkt, made without parsing it (the daemon's loopback: its own frames
+ * are not parsed back): @p pkt with every field cut to its width on the
+ * wire, the extension headers the opcode lacks and the fields the IP
+ * version lacks cleared, IPv4 addresses as IPv4-mapped GIDs, payload,
+ * offsets and frame length from the frame, and icrc 0, the ICRC that
+ * builder writes (the frame's bytes are not read: after
+ * roce_build_local_headers() there are only headers). For a frame of
+ * roce_build_gather() the same record, but for the ICRC. @p out may be
+ * @p pkt.
  * @return false (and @p out unspecified) if @p pkt is not a record the
  *         builders make such a frame from, or @p len not that frame's length;
  *         roce_classify() then says why

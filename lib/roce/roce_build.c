@@ -340,14 +340,30 @@ roce_pkt_built(struct roce_pkt *out, const struct roce_pkt *pkt, const uint8_t *
 	    len != hlen + (size_t)pkt->payload_len + pad + ROCE_ICRC_LEN ||
 	    roce_check_payload(desc, pkt->payload_len + pad, (uint8_t)pad) != ROCE_DROP_NONE)
 		return false;
+	/* Every field cut is read from @p pkt first and then stored: a load of
+	 * what the copy just stored (an in-place AND) fails store forwarding. */
+	bool ipv6 = pkt->l3.ipv6, vlan = pkt->l3.vlan_present;
+	uint32_t flow = pkt->l3.flow_label & 0xfffff;
+	uint8_t resv6a = pkt->resv6a & 0x3f, resv7 = pkt->resv7 & 0x7f;
+	uint32_t dest_qpn = pkt->dest_qpn & ROCE_QPN_MASK, psn = pkt->psn & ROCE_PSN_MASK;
+	uint32_t src_qpn = pkt->deth.src_qpn & ROCE_QPN_MASK, msn = pkt->aeth.msn & 0xffffff;
+	uint32_t xrc_srqn = pkt->xrc_srqn & ROCE_QPN_MASK;
+	uint32_t feth_resv = pkt->feth.resv & ~(uint32_t)(ROCE_FETH_PLT_MASK | ROCE_FETH_SEL_MASK);
+	uint8_t feth_sel = (uint8_t)(((uint32_t)pkt->feth.selectivity << ROCE_FETH_SEL_SHIFT &
+				      ROCE_FETH_SEL_MASK) >> ROCE_FETH_SEL_SHIFT);
+	uint8_t feth_plt = pkt->feth.placement & ROCE_FETH_PLT_MASK;
+	uint16_t l3_offset = (uint16_t)l2_len(pkt);
+	uint16_t bth_offset = (uint16_t)(l3_offset + ip_len(pkt) + sizeof(struct roce_udp_hdr));
+
 	if (out != pkt)
 		*out = *pkt;
 	struct roce_l3 *l3 = &out->l3;
-	if (!l3->vlan_present)
+	if (!vlan)
 		l3->vlan_tci = 0;
-	if (l3->ipv6) {
+	if (ipv6) {
 		l3->ip_id = 0;
 		l3->ipv4_df_clear = false;
+		l3->flow_label = flow;
 	} else {
 		/* only the last four bytes go on the wire: ::ffff:a.b.c.d */
 		memset(l3->sgid, 0, 10);
@@ -355,29 +371,25 @@ roce_pkt_built(struct roce_pkt *out, const struct roce_pkt *pkt, const uint8_t *
 		l3->sgid[10] = l3->sgid[11] = l3->dgid[10] = l3->dgid[11] = 0xff;
 		l3->flow_label = 0;
 	}
-	l3->flow_label &= 0xfffff;
 	out->pad = (uint8_t)pad;
 	out->tver = 0;
-	out->resv6a &= 0x3f;
-	out->dest_qpn &= ROCE_QPN_MASK;
-	out->resv7 &= 0x7f;
-	out->psn &= ROCE_PSN_MASK;
+	out->resv6a = resv6a;
+	out->dest_qpn = dest_qpn;
+	out->resv7 = resv7;
+	out->psn = psn;
 	out->hdrs = desc->hdrs;
+	out->deth.src_qpn = src_qpn;
+	out->feth.resv = feth_resv;
+	out->feth.selectivity = feth_sel;
+	out->feth.placement = feth_plt;
+	out->aeth.msn = msn;
+	out->xrc_srqn = xrc_srqn;
 	clear_absent_ext(out, desc->hdrs);
-	out->deth.src_qpn &= ROCE_QPN_MASK;
-	out->feth.resv &= ~(uint32_t)(ROCE_FETH_PLT_MASK | ROCE_FETH_SEL_MASK);
-	out->feth.selectivity = (uint8_t)(((uint32_t)out->feth.selectivity << ROCE_FETH_SEL_SHIFT &
-					   ROCE_FETH_SEL_MASK) >> ROCE_FETH_SEL_SHIFT);
-	out->feth.placement &= ROCE_FETH_PLT_MASK;
-	out->aeth.msn &= 0xffffff;
-	out->xrc_srqn &= ROCE_QPN_MASK;
-	out->l3_offset = (uint16_t)l2_len(pkt);
-	out->bth_offset = (uint16_t)(out->l3_offset + ip_len(pkt) + sizeof(struct roce_udp_hdr));
-	out->payload = frame + out->bth_offset + desc->hdr_len;
+	out->l3_offset = l3_offset;
+	out->bth_offset = bth_offset;
+	out->payload = frame + bth_offset + desc->hdr_len;
 	out->frame_len = (uint32_t)len;
-	const uint8_t *icrc = frame + len - ROCE_ICRC_LEN;
-	out->icrc = (uint32_t)icrc[0] | (uint32_t)icrc[1] << 8 | (uint32_t)icrc[2] << 16 |
-		    (uint32_t)icrc[3] << 24;
+	out->icrc = 0; /* the loopback builders' (the frame's last four bytes are not read) */
 	return true;
 }
 

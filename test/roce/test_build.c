@@ -429,10 +429,14 @@ Test(build, a_built_frames_record_is_what_classify_parses)
 			cr_assert_eq(why, ROCE_DROP_NONE, "opcode 0x%02x variant %u: %s", op, v,
 				     roce_drop_reason_name(why));
 			cr_assert(roce_pkt_built(&got, &p, buf, n), "opcode 0x%02x variant %u", op, v);
+			/* the record's ICRC is the local builder's, zero, whichever built it */
+			if (v & 8)
+				cr_assert_eq(want.icrc, 0, "the local builder's ICRC, parsed");
+			else
+				want.icrc = 0;
 			const char *diff = pkt_diff(&want, &got);
 			cr_assert_null(diff, "opcode 0x%02x variant %u: %s differs", op, v, diff);
 			cr_assert_eq(got.payload, want.payload);
-			cr_assert_eq(got.icrc, want.icrc);
 			cr_assert_eq(got.l3_offset, want.l3_offset);
 			cr_assert_eq(got.bth_offset, want.bth_offset);
 			cr_assert_eq(got.frame_len, want.frame_len);
