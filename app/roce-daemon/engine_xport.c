@@ -203,8 +203,8 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		struct rte_mbuf *m = mbufs[i];
 		uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
 		size_t room = rte_pktmbuf_tailroom(m), len;
-		/* to our own MAC: looped back with its record, no ICRC, the
-		 * payload by reference when it lies in an MR (worker_tx_loop_built()) */
+		/* to our own MAC: looped back with its record, no ICRC; its
+		 * record alone when the payload lies in an MR (worker_tx_loop_built()) */
 		int local = !f->raw && w->capture == NULL ? worker_local_port(w, f->pkt.l3.dmac) : -1;
 		const uint8_t *ref = local >= 0 && f->seg_mr && f->nseg == 1 ? f->seg[0].addr : NULL;
 
@@ -213,8 +213,10 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 		} else if (local < 0) {
 			len = roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
 		} else {
-			len = ref != NULL ? roce_build_local_headers(&f->pkt, buf, room) : 0;
-			if (len == 0) { /* not by reference (or a UDP checksum): whole */
+			/* by reference: nothing is written; the record is the frame
+			 * (a UDP checksum covers the payload: built) */
+			len = ref != NULL && !f->pkt.l3.udp_csum ? roce_frame_len(&f->pkt) : 0;
+			if (len == 0 || len > room) {
 				ref = NULL;
 				len = roce_build_gather_local(&f->pkt, f->seg, f->nseg, buf, room);
 			}

@@ -227,27 +227,37 @@ worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsign
  * @p raw: a RAW_PACKET QP's frame for the port's flow rules only (the stack
  * does not see it; it is captured when it leaves through the port).
  */
-/* Copy @p len payload bytes from @p src behind the headers of frame @p m
- * (its length already the whole frame's), then @p pad zero bytes and a zero
- * ICRC. @return where the payload now is */
+/*
+ * Build frame @p m (its length already the whole frame's) from record
+ * @p rec with payload @p src: a frame by reference becomes a frame like any
+ * other (roce_build_gather_local() of roce_pkt_built()'s record is the
+ * frame of the record it was cut from; test_build.c). A length that does
+ * not match leaves an empty frame, which the parser drops as a runt.
+ * @return where the payload now is
+ */
 static const uint8_t *
-frame_fill(struct rte_mbuf *m, const uint8_t *src, uint32_t len, uint32_t pad)
+frame_fill(struct rte_mbuf *m, const struct roce_pkt *rec, const uint8_t *src)
 {
-	uint8_t *p = rte_pktmbuf_mtod_offset(m, uint8_t *, m->data_len - len - pad - ROCE_ICRC_LEN);
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	struct roce_seg seg = { src, rec->payload_len };
 
-	memcpy(p, src, len);
-	memset(p + len, 0, pad + ROCE_ICRC_LEN);
-	return p;
+	if (roce_build_gather_local(rec, &seg, rec->payload_len ? 1 : 0, f, m->data_len) !=
+	    m->data_len) {
+		m->data_len = 0;
+		m->pkt_len = 0;
+		return f;
+	}
+	return f + m->data_len - ROCE_ICRC_LEN - (rec->pad & 3) - rec->payload_len;
 }
 
-/* Loopback by reference (worker_tx_loop_built()): slot @p i's frame gets its
- * payload; the record then points into it, as for any looped frame. */
+/* Loopback by reference (worker_tx_loop_built()): slot @p i's frame is
+ * built; the record then points into it, as for any looped frame. */
 static void
 loop_fill(struct worker *w, uint32_t i)
 {
 	struct roce_pkt *rec = &w->loop_rec[i];
 
-	rec->payload = frame_fill(w->loop[i], w->loop_ref[i], rec->payload_len, rec->pad);
+	rec->payload = frame_fill(w->loop[i], rec, w->loop_ref[i]);
 	w->loop_ref[i] = NULL;
 	w->loop_n_ref--;
 }
@@ -296,7 +306,8 @@ loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbu
 			w->loop_ref[i] = payload;
 			w->loop_n_ref++;
 		} else {
-			frame_fill(m, payload, built->payload_len, built->pad & 3);
+			/* roce_pkt_built() pointed the record into the frame */
+			frame_fill(m, built, payload);
 		}
 	}
 	if (unlikely(w->capture != NULL) && !raw)
@@ -568,12 +579,11 @@ loop_record(struct worker *w, uint16_t port, struct rte_mbuf *m, const struct ro
 	const struct port *p = &w->d->port[port];
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 
-	if (unlikely(roce_eth_vid(f, m->data_len) != port_vlan(p) ||
-		     roce_gid_is_mcast(rec->l3.dgid) || rec->dest_qpn == GSI_QPN ||
-		     gid_table_find(&p->gids, rec->l3.dgid) < 0)) {
-		/* a payload by reference (outside the frame) joins it to be parsed */
+	if (unlikely(roce_pkt_vid(rec) != port_vlan(p) || roce_gid_is_mcast(rec->l3.dgid) ||
+		     rec->dest_qpn == GSI_QPN || gid_table_find(&p->gids, rec->l3.dgid) < 0)) {
+		/* a frame by reference (its payload outside it) is built to be parsed */
 		if (rec->payload_len != 0 && (rec->payload < f || rec->payload >= f + m->data_len))
-			frame_fill(m, rec->payload, rec->payload_len, rec->pad);
+			frame_fill(m, rec, rec->payload);
 		return RX_NEXT_PARSE;
 	}
 	*pkt = *rec;

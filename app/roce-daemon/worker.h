@@ -228,8 +228,8 @@ struct worker {
 	/** loop_rec[i] is loop[i]'s record (worker_tx_loop_built()): it is not parsed */
 	bool loop_has_rec[WORKER_LOOP_MAX];
 	struct roce_pkt loop_rec[WORKER_LOOP_MAX];
-	/** non-NULL: loop[i] holds only headers; loop_rec[i].payload points
-	 *  here, outside the frame (worker_tx_loop_built(), by reference) */
+	/** non-NULL: loop[i] is not built; loop_rec[i].payload points here,
+	 *  outside the frame (worker_tx_loop_built(), by reference) */
 	const uint8_t *loop_ref[WORKER_LOOP_MAX];
 	uint32_t loop_n_ref;            /**< slots with a loop_ref */
 	uint32_t loop_head;
@@ -374,14 +374,15 @@ int worker_local_port(const struct worker *w, const uint8_t dmac[6]);
  * with the record roce_pkt_built() makes, so that the receive path does not
  * parse it back (a frame is parsed once; this one never).
  *
- * @p payload NULL: @p m is the whole frame. Else the payload is passed by
- * reference: @p m holds the headers only (roce_build_local_headers(), its
- * length the whole frame's) and the record's payload is @p payload, which
- * must stay valid and the message's until the frame is received or the
- * next control message (an RC request's or READ response's registered
- * memory, xport_frame.seg_mr). The frame is completed with a copy before a
- * control message runs, before anything parses it and before it could
- * leave this lcore (doc/architecture.md section 6).
+ * @p payload NULL: @p m is the whole frame. Else the frame goes by
+ * reference: nothing of it is written in @p m (only its length, the whole
+ * frame's: roce_frame_len()), and the record's payload is @p payload,
+ * which must stay valid and the message's until the frame is received or
+ * the next control message (an RC request's or READ response's registered
+ * memory, xport_frame.seg_mr). The frame is built from the record, with a
+ * copy of the payload, before a control message runs, before anything
+ * parses it and before it could leave this lcore (doc/architecture.md
+ * section 6).
  */
 void worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local,
 			  struct rte_mbuf *m, const struct roce_pkt *built, const uint8_t *payload);

@@ -447,16 +447,20 @@ size_t roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg
 			       uint32_t nseg, uint8_t *buf, size_t cap);
 
 /**
- * The headers of the frame roce_build_gather_local() would build from
- * @p pkt, and nothing after them: for a loopback frame whose receiver reads
- * the payload where it lies (the daemon's loopback by reference). The
- * payload, pad and ICRC bytes are left as they were.
- * @return the whole frame's length (headers, payload_len, pad, ICRC), which
- *         @p cap must hold; 0 if it does not, the record is not one
- *         roce_build_headers() takes, or pkt->l3.udp_csum is set (that
- *         checksum covers the payload)
+ * @return the length of the frame roce_build_gather() and
+ *         roce_build_gather_local() make from @p pkt (headers, payload_len,
+ *         pad, ICRC), or 0 if they refuse the record (no such opcode, the
+ *         lengths overflow IP). Nothing is built: the daemon's loopback
+ *         passes a frame by reference as its record alone.
  */
-size_t roce_build_local_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap);
+size_t roce_frame_len(const struct roce_pkt *pkt);
+
+/** @return the VLAN ID a frame built from @p pkt carries; 0 untagged (as roce_eth_vid()). */
+static inline uint16_t
+roce_pkt_vid(const struct roce_pkt *pkt)
+{
+	return pkt->l3.vlan_present ? (uint16_t)(pkt->l3.vlan_tci & ROCE_VLAN_VID_MASK) : 0;
+}
 
 /**
  * The record roce_classify() with ROCE_CLASSIFY_NO_ICRC gives for the frame
@@ -466,8 +470,8 @@ size_t roce_build_local_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t
  * wire, the extension headers the opcode lacks and the fields the IP
  * version lacks cleared, IPv4 addresses as IPv4-mapped GIDs, payload,
  * offsets and frame length from the frame, and icrc 0, the ICRC that
- * builder writes (the frame's bytes are not read: after
- * roce_build_local_headers() there are only headers). For a frame of
+ * builder writes (the frame's bytes are not read: a loopback frame by
+ * reference is not built at all, roce_frame_len()). For a frame of
  * roce_build_gather() the same record, but for the ICRC. @p out may be
  * @p pkt.
  * @return false (and @p out unspecified) if @p pkt is not a record the

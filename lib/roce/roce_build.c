@@ -294,15 +294,14 @@ roce_build_gather_local(const struct roce_pkt *pkt, const struct roce_seg *seg, 
 }
 
 size_t
-roce_build_local_headers(const struct roce_pkt *pkt, uint8_t *buf, size_t cap)
+roce_frame_len(const struct roce_pkt *pkt)
 {
+	const struct roce_opcode_desc *desc = roce_opcode_desc(pkt->opcode);
 	size_t hlen = roce_headers_len(pkt);
-	size_t total = hlen + (size_t)pkt->payload_len + (pkt->pad & 3) + ROCE_ICRC_LEN;
 
-	/* a UDP checksum covers the payload: only roce_build_gather() writes it */
-	if (hlen == 0 || cap < total || pkt->l3.udp_csum || roce_build_headers(pkt, buf, cap) != hlen)
+	if (!desc || hlen == 0 || udp_len_of(pkt, desc) == 0)
 		return 0;
-	return total;
+	return hlen + (size_t)pkt->payload_len + (pkt->pad & 3) + ROCE_ICRC_LEN;
 }
 
 /* Zero what a parser leaves zero: the extension headers @p hdrs lacks. */

@@ -758,16 +758,16 @@ Test(dataplane, looped_back_frames_are_delivered_from_their_records)
 	cr_expect_eq(port_ctr(CTR_RX_NOT_OUR_ADDR), 1);
 }
 
-/* The headers of @p p alone, in an mbuf poisoned behind them (roce_build_local_headers()). */
+/* An mbuf as flush() makes one for a frame by reference: of the frame's
+ * length (roce_frame_len()), nothing written (poisoned here). */
 static struct rte_mbuf *
-headers_mbuf(const struct roce_pkt *p)
+unbuilt_mbuf(const struct roce_pkt *p)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(d.port[0].pool);
-	size_t n;
+	size_t n = roce_frame_len(p);
 
 	cr_assert_not_null(m);
 	memset(rte_pktmbuf_mtod(m, uint8_t *), 0xee, rte_pktmbuf_tailroom(m));
-	n = roce_build_local_headers(p, rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m));
 	cr_assert_gt(n, 0);
 	cr_assert_not_null(rte_pktmbuf_append(m, (uint16_t)n));
 	return m;
@@ -809,7 +809,7 @@ Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_
 	uint32_t sum = sum_of(src, sizeof(src));
 
 	/* to a QP of this lcore: by reference */
-	worker_tx_loop_built(w, 0, 0, headers_mbuf(&p), &p, src);
+	worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
 	cr_expect_eq(w->loop_n_ref, 1);
 	run();
 	cr_assert_eq(rec.n, 1);
@@ -819,7 +819,7 @@ Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_
 
 	/* to the other lcore's QP: a copy, made before it is handed over */
 	p.dest_qpn = 5;
-	worker_tx_loop_built(w, 0, 0, headers_mbuf(&p), &p, src);
+	worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
 	cr_expect_eq(w->loop_n_ref, 0, "copied at once");
 	memset(src, 0x55, sizeof(src));
 	run();
@@ -835,7 +835,7 @@ Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_
 		src[i] = (uint8_t)(i * 7 + 1);
 	p.dest_qpn = 4;
 	for (uint32_t i = 0; i < (uint32_t)w->burst + 2; i++)
-		worker_tx_loop_built(w, 0, 0, headers_mbuf(&p), &p, src);
+		worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
 	cr_expect_eq(w->loop_n_ref, (uint32_t)w->burst + 2);
 	cr_assert_eq(worker_ctl_send(w, &m), 0);
 	worker_poll(w, rte_rdtsc());
@@ -850,6 +850,15 @@ Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_
 		cr_expect_eq(rec.paysum[i], sum, "frame %u: the bytes at the time of sending", i);
 	}
 	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0, "nothing to the PMD");
+
+	/* a record the loopback refuses (not the port's GID) is built, then
+	 * classified as any frame: unbuilt, its poison would not even be IP */
+	memcpy(p.l3.dgid, gid_b, 16);
+	worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
+	run();
+	cr_expect_eq(rec.n, 4u + w->burst, "not delivered");
+	cr_expect_eq(port_ctr(CTR_RX_NOT_OUR_ADDR), 1, "classified: not our address");
+	cr_expect_eq(w->loop_n_ref, 0);
 }
 
 Test(dataplane, neighbours_resolve_through_arp)
