@@ -278,7 +278,7 @@ run(uint8_t wr_opcode, uint32_t size, uint64_t messages)
 			w.sg_list[0] = (struct wr_sge){ (uintptr_t)A.mem, size, A.key };
 			w.wr.rdma.remote_addr = (uintptr_t)B.mem;
 			w.wr.rdma.rkey = B.key;
-			sq_ring_push(A.sq, &w);
+			spsc_ring_push(A.sq, &w);
 			if (wr_opcode == WR_SEND) {
 				struct rq_wqe r;
 				memset(&r, 0, sizeof(r));

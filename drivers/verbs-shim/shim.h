@@ -366,7 +366,7 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap, uin
  */
 static inline bool shim_sq_publish(struct shim_qp *qp, uint32_t n)
 {
-	return sq_ring_publish_bell(qp->sq, n) != 0; /* stamps, then the index (wqe.h) */
+	return spsc_ring_publish_bell(qp->sq, n) != 0;
 }
 
 /*

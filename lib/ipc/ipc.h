@@ -69,9 +69,8 @@ extern "C" {
  * 11: ipc_device_attr's pad words pad_dm and pad_rss are tm_max_num_tags and tm_max_ops
  *    (tm_caps; same size)
  * 12: the SQ ring header's cons_flags moved from the consumer index's line to the geometry line
- *    (lib/shm queue.h)
- * 13: send WQEs carry a stamp (sq_wqe.seq, lib/shm wqe.h) the daemon fetches them by; same size */
-#define IPC_VERSION 13u
+ *    (lib/shm queue.h) */
+#define IPC_VERSION 12u
 #define IPC_MAX_FDS 2u              /**< most fds any message carries */
 #define IPC_MAX_DEVICES 8u          /**< devices in one DEVICE_LIST answer */
 #define IPC_NAME_LEN 64u            /**< device name buffer, NUL included */

@@ -22,8 +22,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "queue.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -282,8 +280,6 @@ struct wr_av {
 /**
  * Send WQE (one ibv_send_wr). 384 bytes. The payload is either sg_list
  * [0, num_sge) or, with WR_FLAG_INLINE, inline_data [0, inline_len).
- * Everything the daemon reads of a WQE without SGEs is in its first 64
- * bytes, the stamp included (sq_ring_publish()).
  */
 struct sq_wqe {
 	uint64_t wr_id;
@@ -293,8 +289,6 @@ struct sq_wqe {
 	uint32_t send_flags;     /**< enum wr_send_flag set */
 	uint32_t imm_data;       /**< *_WITH_IMM: big-endian as in ibv_send_wr; *_INV, LOCAL_INV: R_Key to invalidate */
 	uint32_t xrc_remote_srqn; /**< XRC INI QPs: the target's XRC SRQ (ibv_send_wr qp_type.xrc.remote_srqn) */
-	uint32_t seq;            /**< sq_wqe_seq() of its ring index once published; written last */
-	uint32_t reserved0;
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -332,6 +326,7 @@ struct sq_wqe {
 		} ud;
 	} wr;
 	struct wr_av av;         /**< UD: destination, resolved from the AH */
+	uint8_t reserved1[8];
 	union {
 		struct wr_sge sg_list[WQE_MAX_SGE];
 		uint8_t inline_data[WQE_MAX_INLINE];
@@ -415,69 +410,6 @@ _Static_assert(sizeof(struct sq_wqe) == 384, "sq_wqe is 384 bytes");
 _Static_assert(sizeof(struct rq_wqe) == 272, "rq_wqe is 272 bytes");
 _Static_assert(sizeof(struct tm_op_wqe) == 312, "tm_op_wqe is 312 bytes");
 _Static_assert(sizeof(struct cqe) == 64, "cqe is 64 bytes");
-_Static_assert(offsetof(struct sq_wqe, seq) + 4 <= 64, "the stamp is in the first line");
-
-/**
- * @name Send queue publication
- * A send WQE is published twice: its stamp (sq_wqe.seq = sq_wqe_seq() of
- * its ring index, stored with release after the rest of it) and the ring's
- * producer index. The daemon's requester fetches a WQE by its stamp, from
- * the line it reads anyway, and does not read the producer index, a line
- * the application's core writes on every post; an idle QP's bell, the
- * error flush and RESET go by the producer index (queue.h). A stamp is
- * never 0 and differs from the one of the same slot a lap earlier for any
- * ring below 2^32 slots; the slots start zeroed (a fresh memfd), so none
- * holds a valid stamp before its first post. A producer that stamps
- * without publishing the index only hurts its own QP.
- * @{
- */
-
-/** @return the stamp of the send WQE at ring index @p index (never 0). */
-static inline uint32_t
-sq_wqe_seq(uint32_t index)
-{
-	return index + 1 + (index == UINT32_MAX);
-}
-
-/**
- * Producer: stamp the @p n WQEs written into spsc_ring_prod_slot(0..n-1)
- * (release: the rest of each is visible first), then publish them with
- * spsc_ring_publish_bell(). @return its answer: whether to ring the bell
- */
-static inline int
-sq_ring_publish_bell(struct spsc_ring *r, uint32_t n)
-{
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
-
-	for (uint32_t i = 0; i < n; i++) {
-		struct sq_wqe *w = (struct sq_wqe *)spsc_ring_slot(r, prod + i);
-
-		__atomic_store_n(&w->seq, sq_wqe_seq(prod + i), __ATOMIC_RELEASE);
-	}
-	return spsc_ring_publish_bell(r, n);
-}
-
-/** Producer: copy @p w in, stamp and publish it. @return 1, or 0 if the ring is full */
-static inline int
-sq_ring_push(struct spsc_ring *r, const struct sq_wqe *w)
-{
-	if (spsc_ring_free_count(r) == 0)
-		return 0;
-	memcpy(spsc_ring_prod_slot(r, 0), w, sizeof(*w));
-	sq_ring_publish_bell(r, 1);
-	return 1;
-}
-
-/**
- * Consumer: whether the WQE at ring index @p index, in @p w, is published
- * (acquire: its contents are then visible).
- */
-static inline bool
-sq_wqe_published(const struct sq_wqe *w, uint32_t index)
-{
-	return __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE) == sq_wqe_seq(index);
-}
-/** @} */
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,7 @@ struct xport_req {
 	bool pace_wait;        /* held by the rate limiter */
 	bool kick;             /* held by a limit or rewound: run after the completer */
 	uint32_t skew;         /* the engine's own WQEs fetched (shadow index - ring index) */
+	uint32_t prod_seen;    /* the SQ producer index last read (ring index, checked) */
 	uint8_t tm_resv;       /* shadow slots promised to a rendezvous being received (0, 1) */
 };
 

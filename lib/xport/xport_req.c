@@ -96,7 +96,7 @@ xport_req_reset(struct xport_qp *qp)
 {
 	uint32_t cons = spsc_ring_cons_index(qp->cfg.sq);
 	memset(&qp->req, 0, sizeof(qp->req));
-	qp->req.fetch = qp->req.cur = cons;
+	qp->req.fetch = qp->req.cur = qp->req.prod_seen = cons;
 	qp->req.psn = qp->req.psn_max = qp->cfg.sq_psn & ROCE_PSN_MASK;
 	qp->req.window = qp->max_unacked;
 }
@@ -291,17 +291,29 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 		/* shadow slots promised to a rendezvous are not free */
 		if (req->fetch - qp->comp.head + req->tm_resv > qp->sq_mask)
 			return REQ_IDLE;
-		/* published by its stamp, in the line fetch_wqe() reads first:
-		 * not by the producer index, a line the application's core
-		 * writes on every post (wqe.h "Send queue publication"). Only
-		 * the slot after the last fetched is read, and only with a
-		 * shadow slot free: the shim cannot make us run ahead. */
-		if (!sq_wqe_published(sq_ring_at(qp, rfetch), rfetch))
-			return REQ_IDLE;
+		/* The producer index is a line the application's core writes on
+		 * every post: read it only when the WQEs it showed last time are
+		 * fetched (a miss per burst of posts, not per WQE). */
+		if ((int32_t)(req->prod_seen - rfetch) <= 0) {
+			uint32_t prod = spsc_ring_prod_acquire(qp->cfg.sq);
+			/* the shim may not run ahead by more than the ring (untrusted index) */
+			if (prod == rfetch || prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
+				return REQ_IDLE;
+			req->prod_seen = prod;
+		}
 		if (qp->state == XPORT_STATE_SQD)
 			return REQ_IDLE; /* drain: start nothing new */
 		fetch_wqe(qp, req->fetch, rfetch);
 		req->fetch++;
+		if (req->prod_seen - rfetch > 1) {
+			/* the next one is published: start moving its lines (the
+			 * application's core wrote them) while this one is sent */
+			const uint8_t *nx = (const uint8_t *)sq_ring_at(qp, rfetch + 1);
+
+			__builtin_prefetch(nx);
+			__builtin_prefetch(nx + 64);
+			__builtin_prefetch(nx + 128);
+		}
 	}
 	ctx->w = swqe_at(qp, req->cur);
 	if (ctx->w->status != WC_SUCCESS)

@@ -1611,7 +1611,7 @@ Test(engine_dp, an_unacknowledged_request_bounds_the_idle_sleep)
 	struct sq_wqe s = wqe(WR_RDMA_WRITE, 11, (uintptr_t)arena, 64);
 	s.wr.rdma.remote_addr = (uintptr_t)arena + ARENA / 2;
 	s.wr.rdma.rkey = mr_key;
-	cr_assert_eq(sq_ring_push(a.sq, &s), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
 	worker_poll(w, rte_rdtsc()); /* sends the WRITE and arms the retry timer */
 	w->sleep_ns = 100 * 1000 * 1000; /* as after many idle sleeps (work reset it) */
 	uint64_t ns = worker_idle_sleep_ns(w, rte_rdtsc());
@@ -1632,7 +1632,7 @@ Test(engine_dp, rc_send_between_two_lcores_over_loopback)
 			    .sg_list[0] = { .addr = dst, .length = 4096, .lkey = mr_key } };
 	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
 	struct sq_wqe s = wqe(WR_SEND, 11, src, 3000); /* three 1024-byte packets */
-	cr_assert_eq(sq_ring_push(a.sq, &s), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
 
 	cr_assert(wait_cqes(b.rcq_ring, 1), "receive completion");
 	struct cqe c = take_cqe(b.rcq_ring);
@@ -1667,17 +1667,17 @@ Test(engine_dp, rc_write_read_atomic)
 	struct sq_wqe w = wqe(WR_RDMA_WRITE, 1, base + 100, 5000);
 	w.wr.rdma.remote_addr = base + 65536;
 	w.wr.rdma.rkey = mr_key;
-	cr_assert_eq(sq_ring_push(a.sq, &w), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &w), 1);
 	struct sq_wqe rd = wqe(WR_RDMA_READ, 2, base + 65536 + 8192, 5000);
 	rd.wr.rdma.remote_addr = base + 65536;
 	rd.wr.rdma.rkey = mr_key;
-	cr_assert_eq(sq_ring_push(a.sq, &rd), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &rd), 1);
 	*counter = 40;
 	struct sq_wqe fa = wqe(WR_ATOMIC_FETCH_AND_ADD, 3, base + 16384, 8);
 	fa.wr.atomic.remote_addr = (uintptr_t)counter;
 	fa.wr.atomic.compare_add = 2;
 	fa.wr.atomic.rkey = mr_key;
-	cr_assert_eq(sq_ring_push(a.sq, &fa), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &fa), 1);
 
 	cr_assert(wait_cqes(a.scq_ring, 3), "three completions");
 	for (uint64_t i = 1; i <= 3; i++) {
@@ -1825,7 +1825,7 @@ Test(engine_sched, idle_qps_are_not_polled_and_a_post_wakes_its_qp_within_a_scan
 		for (uint32_t i = 0; i < 20; i++) /* the scan is somewhere else each round */
 			loop_once();
 		struct sq_wqe s = wqe(WR_SEND, 100 + round, (uintptr_t)arena, 64);
-		cr_assert_eq(sq_ring_push(a.sq, &s), 1);
+		cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
 		unsigned int loops = loops_until_cqe(a.scq_ring, &min_busy);
 
 		/* 301 idle QPs on worker 0, 64 doorbells read per loop: found
@@ -1853,7 +1853,7 @@ Test(engine_sched, an_idle_qp_retransmits_on_its_timer_until_retries_run_out)
 	struct sq_wqe s = wqe(WR_RDMA_WRITE, 7, (uintptr_t)arena, 64);
 	s.wr.rdma.remote_addr = (uintptr_t)arena + 8192;
 	s.wr.rdma.rkey = mr_key;
-	cr_assert_eq(sq_ring_push(a.sq, &s), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
 	cr_assert_neq(loops_until_cqe(a.scq_ring, &min_busy), 0, "the WRITE completed in error");
 	cr_expect_eq(min_busy, 0, "idle while waiting: only the ACK timer woke it");
 	struct cqe c = take_cqe(a.scq_ring);
@@ -1876,7 +1876,7 @@ Test(engine_sched, an_idle_qp_resends_after_rnr_and_completes_once_a_receive_is_
 	make_qp_with(&b, 5, 4, 0x200, 0x100, &slow);
 	cr_assert(settle());
 	struct sq_wqe s = wqe(WR_SEND, 9, (uintptr_t)arena, 64);
-	cr_assert_eq(sq_ring_push(a.sq, &s), 1); /* b has no receive: RNR NAK */
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1); /* b has no receive: RNR NAK */
 	const uint64_t *cnt = xport_qp_counters(engine_xport_qp(d.worker[0], 4));
 	while (cnt[XPORT_CNT_RNR_RETRY] < 3 && rte_get_tsc_cycles() < end) {
 		loop_once();
@@ -1918,7 +1918,7 @@ post_rung(struct test_qp *q, const struct sq_wqe *s, bool ring)
 
 	cr_assert_gt(spsc_ring_free_count(q->sq), 0);
 	memcpy(spsc_ring_prod_slot(q->sq, 0), s, sizeof(*s));
-	want = sq_ring_publish_bell(q->sq, 1) != 0;
+	want = spsc_ring_publish_bell(q->sq, 1) != 0;
 	if (want && ring)
 		shm_bell_ring(q->scq.bells, q->sq->bell);
 	return want;
@@ -2790,7 +2790,6 @@ usr_send(struct usr *u, uint32_t ah, uint32_t qpn, const struct wr_av *av)
 	w.wr.ud.remote_qkey = USR_QKEY;
 	w.av = *av;
 	w.av.ah_handle = ah;
-	w.seq = sq_wqe_seq(u->sq->prod); /* published by its stamp (wqe.h) */
 	memcpy(spsc_ring_slot_in(u->sq, u->sq_n - 1, sizeof(w), u->sq->prod), &w, sizeof(w));
 	__atomic_store_n(&u->sq->prod, u->sq->prod + 1, __ATOMIC_RELEASE);
 }
@@ -3134,7 +3133,7 @@ Test(engine_tel, every_counter_reaches_telemetry_from_its_owners)
 	make_qp(&b, 5, 4, 0x200, 0x100); /* worker 1 */
 	/* A SEND before its receive WQE: RNR NAKs, resends after the RNR wait (10 us). */
 	struct sq_wqe s = wqe(WR_SEND, 11, (uintptr_t)arena, 100);
-	cr_assert_eq(sq_ring_push(a.sq, &s), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
 	struct qp_slot *slot4 = worker_qp_slot(d.worker[0], 4);
 	uint64_t end = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
 
@@ -3540,7 +3539,7 @@ Test(raw_dp, two_raw_qps_of_one_port_see_each_other)
 	raw_rule(0, 0x21, 0, raw_mcast_mac, false);
 	memcpy(arena, f, n);
 	struct sq_wqe s = wqe(WR_SEND, 5, (uintptr_t)arena, (uint32_t)n);
-	cr_assert_eq(sq_ring_push(tx.sq, &s), 1);
+	cr_assert_eq(spsc_ring_push(tx.sq, &s), 1);
 	cr_assert(wait_cqes(tx.scq_ring, 1), "send completion");
 	struct cqe c = take_cqe(tx.scq_ring);
 	cr_expect_eq(c.status, WC_SUCCESS);
@@ -3565,7 +3564,7 @@ Test(raw_dp, a_send_longer_than_the_port_allows_is_refused)
 	make_raw_qp(&q, 0x20, 0);
 	raw_frame(arena, raw_mcast_mac, 1515);
 	struct sq_wqe s = wqe(WR_SEND, 5, (uintptr_t)arena, 1515);
-	cr_assert_eq(sq_ring_push(q.sq, &s), 1);
+	cr_assert_eq(spsc_ring_push(q.sq, &s), 1);
 	cr_assert(wait_cqes(q.scq_ring, 1));
 	struct cqe c = take_cqe(q.scq_ring);
 	cr_expect_eq(c.status, WC_LOC_LEN_ERR, "status %u", c.status);
@@ -3598,7 +3597,7 @@ Test(raw_dp, roce_frames_after_raw_frames_are_still_roce)
 			    .sg_list[0] = { .addr = dst, .length = 4096, .lkey = mr_key } };
 	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
 	struct sq_wqe s = wqe(WR_SEND, 11, (uintptr_t)arena, 3000);
-	cr_assert_eq(sq_ring_push(a.sq, &s), 1);
+	cr_assert_eq(spsc_ring_push(a.sq, &s), 1);
 	cr_assert(wait_cqes(b.rcq_ring, 1), "receive completion");
 	struct cqe c = take_cqe(b.rcq_ring);
 	cr_expect_eq(c.status, WC_SUCCESS, "status %u", c.status);

@@ -739,7 +739,7 @@ sim_reset(struct sim *s, const struct sim_params *p, uint64_t seed)
 bool
 sim_post_send(struct sim *s, int h, const struct sq_wqe *w)
 {
-	return sq_ring_push(s->h[h].sq, w) == 1;
+	return spsc_ring_push(s->h[h].sq, w) == 1;
 }
 
 bool

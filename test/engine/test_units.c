@@ -736,7 +736,7 @@ Test(untrusted_rings, engine_indexes_with_trusted_geometry_only)
 	memset(a->arena, 0x5a, 64);
 	struct sq_wqe *sw = true_slot(a->sq, p.sq_size, sizeof(*sw), a->sq->prod);
 	*sw = (struct sq_wqe){ .wr_id = 0xcafe, .opcode = WR_SEND, .num_sge = 1,
-			       .send_flags = WR_FLAG_SIGNALED, .seq = sq_wqe_seq(a->sq->prod),
+			       .send_flags = WR_FLAG_SIGNALED,
 			       .sg_list[0] = { sim_va(&s, 0, 0), 64, a->arena_key } };
 	__atomic_store_n(&a->sq->prod, a->sq->prod + 1, __ATOMIC_RELEASE);
 	cr_assert(sim_run(&s, cqes_arrived, NULL, s.now + 1000000000ull));
@@ -1075,66 +1075,5 @@ Test(counters, every_write_marks_its_counter_dirty)
 	cr_log_info("%u steps, %u counter changes", d.steps, d.changed);
 	cr_assert_gt(d.changed, 100);
 	cr_assert_eq(d.unmarked, 0, "%u counter changes without their dirty bit", d.unmarked);
-	sim_fini(&s);
-}
-
-static bool
-two_send_cqes(struct sim *s, void *arg)
-{
-	(void)arg;
-	return s->h[0].scq_ring->prod - s->h[0].scq_ring->cons >= 2;
-}
-
-/*
- * The requester fetches a send WQE by its stamp (lib/shm wqe.h "Send queue
- * publication"), not by the producer index: a WQE the index covers but
- * whose stamp is missing or a lap old is not sent, nor one stamped beyond
- * the next index; once stamped it goes, and a stamped WQE after it too.
- */
-Test(sq_stamp, a_send_wqe_is_fetched_by_its_stamp)
-{
-	struct sim s;
-	struct sim_params p;
-
-	sim_default_params(&p);
-	cr_assert_eq(sim_init(&s, &p, 11), 0);
-	struct sim_host *a = &s.h[0], *b = &s.h[1];
-	struct rq_wqe r = { .wr_id = 1, .num_sge = 1,
-			    .sg_list[0] = { sim_va(&s, 1, 0), 64, b->arena_key } };
-	struct sq_wqe w = { .wr_id = 7, .opcode = WR_SEND, .num_sge = 1,
-			    .send_flags = WR_FLAG_SIGNALED,
-			    .sg_list[0] = { sim_va(&s, 0, 0), 64, a->arena_key } };
-	uint32_t i0 = a->sq->prod;
-	struct sq_wqe *cur = spsc_ring_slot(a->sq, i0), *next = spsc_ring_slot(a->sq, i0 + 1);
-
-	cr_assert(sim_post_recv(&s, 1, &r));
-	cr_assert(sim_post_recv(&s, 1, &r));
-	cr_assert_neq(sq_wqe_seq(i0), 0);
-	cr_assert_eq(sq_wqe_seq(UINT32_MAX), 1, "never 0");
-
-	/* the index published, no stamp */
-	*cur = w;
-	spsc_ring_publish(a->sq, 1);
-	sim_run(&s, two_send_cqes, NULL, s.now + 1000000ull);
-	cr_assert_eq(s.frames_sent, 0, "no stamp: nothing sent");
-	/* the next slot stamped: only the slot after the last fetched is read */
-	*next = w;
-	next->wr_id = 8;
-	__atomic_store_n(&next->seq, sq_wqe_seq(i0 + 1), __ATOMIC_RELEASE);
-	sim_run(&s, two_send_cqes, NULL, s.now + 1000000ull);
-	cr_assert_eq(s.frames_sent, 0, "stamped beyond the next index: nothing sent");
-	/* this slot's stamp of a lap ago */
-	__atomic_store_n(&cur->seq, sq_wqe_seq(i0 - a->sq->size), __ATOMIC_RELEASE);
-	sim_run(&s, two_send_cqes, NULL, s.now + 1000000ull);
-	cr_assert_eq(s.frames_sent, 0, "a stale stamp: nothing sent");
-	/* stamped: both go, the second by its stamp alone */
-	__atomic_store_n(&cur->seq, sq_wqe_seq(i0), __ATOMIC_RELEASE);
-	cr_assert(sim_run(&s, two_send_cqes, NULL, s.now + 1000000000ull));
-	const struct cqe *c0 = spsc_ring_cons_slot(a->scq_ring, 0);
-	const struct cqe *c1 = spsc_ring_cons_slot(a->scq_ring, 1);
-	cr_assert_eq(c0->wr_id, 7);
-	cr_assert_eq(c1->wr_id, 8);
-	cr_assert_eq(c0->status, WC_SUCCESS);
-	cr_assert_eq(c1->status, WC_SUCCESS);
 	sim_fini(&s);
 }

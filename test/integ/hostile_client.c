@@ -235,7 +235,6 @@ main(int argc, char **argv)
 			w.wr.atomic.rkey = rkey;
 			break;
 		}
-		w.seq = sq_wqe_seq(p + i); /* published by its stamp (wqe.h): the daemon takes it */
 		memcpy(spsc_ring_slot_in(sq, sq_n - 1, sizeof(w), p + i), &w, sizeof(w));
 	}
 	__atomic_store_n(&sq->prod, p + 6, __ATOMIC_RELEASE);
