@@ -223,11 +223,6 @@ worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsign
 }
 
 /*
- * Queue @p m for delivery to port @p local by the next poll (loopback);
- * @p raw: a RAW_PACKET QP's frame for the port's flow rules only (the stack
- * does not see it; it is captured when it leaves through the port).
- */
-/*
  * Build frame @p m (its length already the whole frame's) from record
  * @p rec with payload @p src: a frame by reference becomes a frame like any
  * other (roce_build_gather_local() of roce_pkt_built()'s record is the
@@ -278,6 +273,12 @@ loop_fill_all(struct worker *w)
 	}
 }
 
+/*
+ * Queue @p m for delivery to port @p local by the next poll (loopback);
+ * @p raw: a RAW_PACKET QP's frame for the port's flow rules only (the stack
+ * does not see it; it is captured when it leaves through the port).
+ * @p built, @p payload: worker_tx_loop_built()'s.
+ */
 static void
 loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m, bool raw,
 	     const struct roce_pkt *built, const uint8_t *payload)
@@ -298,7 +299,7 @@ loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbu
 					    m->data_len);
 	if (payload != NULL) {
 		/* by reference only to a QP of this lcore, through the record
-		 * (a handoff would carry the reference off it): else a copy now,
+		 * (a handoff would carry the reference off it); else built now,
 		 * where roce_pkt_built() pointed the record */
 		if (w->loop_has_rec[i] &&
 		    worker_of_qpn(w->loop_rec[i].dest_qpn, w->n_workers) == w->index) {
@@ -306,7 +307,6 @@ loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbu
 			w->loop_ref[i] = payload;
 			w->loop_n_ref++;
 		} else {
-			/* roce_pkt_built() pointed the record into the frame */
 			frame_fill(m, built, payload);
 		}
 	}
