@@ -252,8 +252,8 @@ loop_fill(struct worker *w, uint32_t i)
 {
 	struct roce_pkt *rec = &w->loop_rec[i];
 
-	rec->payload = frame_fill(w->loop[i], rec, w->loop_ref[i]);
-	w->loop_ref[i] = NULL;
+	rec->payload = frame_fill(w->loop[i], rec, rec->payload);
+	w->loop_ref[i] = false;
 	w->loop_n_ref--;
 }
 
@@ -268,7 +268,7 @@ loop_fill_all(struct worker *w)
 	for (uint32_t k = 0; k < w->loop_n && w->loop_n_ref > 0; k++) {
 		uint32_t i = (w->loop_head + k) & (WORKER_LOOP_MAX - 1);
 
-		if (w->loop_ref[i] != NULL)
+		if (w->loop_ref[i])
 			loop_fill(w, i);
 	}
 }
@@ -293,7 +293,7 @@ loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbu
 	m->port = w->d->port[local].port_id;
 	w->loop[i] = m;
 	w->loop_raw[i] = raw;
-	w->loop_ref[i] = NULL;
+	w->loop_ref[i] = false;
 	w->loop_has_rec[i] = built != NULL &&
 			     roce_pkt_built(&w->loop_rec[i], built, rte_pktmbuf_mtod(m, const uint8_t *),
 					    m->data_len);
@@ -304,7 +304,7 @@ loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbu
 		if (w->loop_has_rec[i] &&
 		    worker_of_qpn(w->loop_rec[i].dest_qpn, w->n_workers) == w->index) {
 			w->loop_rec[i].payload = payload;
-			w->loop_ref[i] = payload;
+			w->loop_ref[i] = true;
 			w->loop_n_ref++;
 		} else {
 			frame_fill(m, built, payload);
@@ -947,8 +947,8 @@ loopback_receive(struct worker *w)
 		raw[k] = w->loop_raw[i];
 		recs[k] = w->loop_has_rec[i] ? &w->loop_rec[i] : NULL;
 		/* taken now: its reference lives until loop_record() below */
-		if (w->loop_ref[i] != NULL) {
-			w->loop_ref[i] = NULL;
+		if (w->loop_ref[i]) {
+			w->loop_ref[i] = false;
 			w->loop_n_ref--;
 		}
 	}

@@ -228,10 +228,10 @@ struct worker {
 	/** loop_rec[i] is loop[i]'s record (worker_tx_loop_built()): it is not parsed */
 	bool loop_has_rec[WORKER_LOOP_MAX];
 	struct roce_pkt loop_rec[WORKER_LOOP_MAX];
-	/** non-NULL: loop[i] is not built; loop_rec[i].payload points here,
-	 *  outside the frame (worker_tx_loop_built(), by reference) */
-	const uint8_t *loop_ref[WORKER_LOOP_MAX];
-	uint32_t loop_n_ref;            /**< slots with a loop_ref */
+	/** loop[i] is not built: loop_rec[i].payload points outside it, into
+	 *  the sender's MR (worker_tx_loop_built(), by reference) */
+	bool loop_ref[WORKER_LOOP_MAX];
+	uint32_t loop_n_ref;            /**< slots with loop_ref set */
 	uint32_t loop_head;
 	uint32_t loop_n;
 	struct engine_rx rx[WORKER_BURST_MAX];

@@ -85,9 +85,7 @@ xport_cc_rx_ce(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 
 	cnp_l3(qp, pkt, &l3);
 	roce_cnp_init(&f->pkt, &l3, qp->cfg.pkey, dest);
-	f->raw = false; /* the slot may hold an earlier frame's flags */
-	f->seg_mr = false;
-	f->nseg = 0;
+	xport_frame_clear(f);
 	xport_frame_commit(qp, out, f);
 	cnt_inc(qp, XPORT_CNT_CNP_TX);
 }

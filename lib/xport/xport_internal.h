@@ -484,6 +484,16 @@ xport_cc_deadline(const struct xport_qp *qp)
 	return dcqcn_rp_next_ns(&qp->rp);
 }
 
+/* A frame slot's flags and segments as a new frame has them: the slot
+ * may hold an earlier frame's (the output context is reused). */
+static inline void
+xport_frame_clear(struct xport_frame *f)
+{
+	f->raw = false;
+	f->seg_mr = false;
+	f->nseg = 0;
+}
+
 /*
  * A frame slot in @p out preset from the QP's header template, or NULL
  * (out->more set) when the output context is full.
@@ -512,9 +522,7 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 	f->pkt.opcode = opcode;
 	f->pkt.hdrs = roce_opcode_table[opcode].hdrs;
 	f->pkt.psn = psn;
-	f->raw = false;
-	f->seg_mr = false;
-	f->nseg = 0;
+	xport_frame_clear(f);
 	return f;
 }
 

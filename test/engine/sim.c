@@ -219,7 +219,7 @@ flush_out(struct sim *s, int from)
 			/* what the daemon's loopback may pass by reference (xport.h):
 			 * one segment in the sender's registered memory, of an RC or
 			 * XRC frame (its WQE completes on the peer's ACK) */
-			uint8_t tr = fr->pkt.opcode & 0xe0;
+			uint8_t tr = roce_opcode_transport(fr->pkt.opcode);
 			const uint8_t *a = fr->seg[0].addr;
 
 			if (fr->raw || fr->nseg != 1 || a < h->arena ||
