@@ -194,33 +194,44 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 	struct xport_out *out = &e->out;
 	unsigned int n = out->nframes;
 	struct rte_mbuf *mbufs[XPORT_OUT_FRAMES];
-	unsigned int nm = worker_tx_alloc(w, q->port, mbufs, n);
+	unsigned int nm = 0, used = 0;
 
-	if (nm < n) /* pool exhausted: the frames without an mbuf are lost, as on a full ring */
-		worker_count(w, q->port, slot, CTR_TX_DROPS, n - nm);
-	for (uint32_t i = 0; i < nm; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		const struct xport_frame *f = &out->frames[i];
-		struct rte_mbuf *m = mbufs[i];
-		uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
-		size_t room = rte_pktmbuf_tailroom(m), len;
-		/* to our own MAC: looped back with its record, no ICRC; its
-		 * record alone when the payload lies in an MR (worker_tx_loop_built()) */
+		/* to our own MAC: looped back with its record, no ICRC; the record
+		 * alone, no mbuf, when the payload lies in an MR (by reference) */
 		int local = !f->raw && w->capture == NULL ? worker_local_port(w, f->pkt.l3.dmac) : -1;
-		const uint8_t *ref = local >= 0 && f->seg_mr && f->nseg == 1 ? f->seg[0].addr : NULL;
+		struct rte_mbuf *m;
+		size_t room, len;
+		uint8_t *buf;
 
-		if (unlikely(f->raw)) {
-			len = xport_frame_raw_gather(f, buf, room);
-		} else if (local < 0) {
-			len = roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
-		} else {
-			/* by reference: nothing is written; the record is the frame
-			 * (a UDP checksum covers the payload: built) */
-			len = ref != NULL && !f->pkt.l3.udp_csum ? roce_frame_len(&f->pkt) : 0;
-			if (len == 0 || len > room) {
-				ref = NULL;
-				len = roce_build_gather_local(&f->pkt, f->seg, f->nseg, buf, room);
+		if (local >= 0 && f->seg_mr && f->nseg == 1 && !f->pkt.l3.udp_csum) {
+			/* (a UDP checksum covers the payload: built) */
+			len = roce_frame_len(&f->pkt);
+			if (len != 0 && worker_tx_loop_ref(w, q->port, (uint16_t)local, &f->pkt,
+							   f->seg[0].addr, len)) {
+				ctr_add(&slot->ctr.v[CTR_TX_PACKETS], 1);
+				ctr_add(&slot->ctr.v[CTR_TX_BYTES], len);
+				continue;
 			}
 		}
+		if (used == nm) { /* mbufs for the frames left, in one bulk get */
+			nm = worker_tx_alloc(w, q->port, mbufs, n - i);
+			used = 0;
+			if (nm == 0) { /* pool exhausted: lost, as on a full ring */
+				worker_count(w, q->port, slot, CTR_TX_DROPS, 1);
+				continue;
+			}
+		}
+		m = mbufs[used++];
+		buf = rte_pktmbuf_mtod(m, uint8_t *);
+		room = rte_pktmbuf_tailroom(m);
+		if (unlikely(f->raw))
+			len = xport_frame_raw_gather(f, buf, room);
+		else if (local < 0)
+			len = roce_build_gather(&f->pkt, f->seg, f->nseg, buf, room);
+		else
+			len = roce_build_gather_local(&f->pkt, f->seg, f->nseg, buf, room);
 		if (len == 0) { /* larger than the mbuf: a path MTU above the port's */
 			rte_pktmbuf_free(m);
 			worker_count(w, q->port, slot, CTR_TX_DROPS, 1);
@@ -234,11 +245,12 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 			ctr_add(&slot->ctr.v[CTR_TX_RAW], 1);
 			worker_tx_raw(w, q->port, m);
 		} else if (local >= 0) {
-			worker_tx_loop_built(w, q->port, (uint16_t)local, m, &f->pkt, ref);
+			worker_tx_loop_built(w, q->port, (uint16_t)local, m, &f->pkt);
 		} else {
 			worker_tx(w, q->port, m);
 		}
 	}
+	rte_pktmbuf_free_bulk(mbufs + used, nm - used); /* got for frames that went by reference */
 	for (uint32_t i = 0; i < out->ntimers; i++) {
 		const struct xport_timer_action *t = &out->timers[i];
 		uint32_t h = timer_wheel_handle(t->qp_handle, t->timer);

@@ -204,12 +204,20 @@ tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *userdata)
 	rte_pktmbuf_free_bulk(pkts, unsent);
 }
 
+/* Port @p port_idx's pool for frames we build: with scatter RX the port's
+ * own mbufs may be smaller than a frame. */
+static struct rte_mempool *
+tx_pool(const struct worker *w, uint16_t port_idx)
+{
+	const struct port *p = &w->d->port[port_idx];
+
+	return p->big_pool != NULL ? p->big_pool : p->pool;
+}
+
 unsigned int
 worker_tx_alloc(struct worker *w, uint16_t port_idx, struct rte_mbuf **m, unsigned int n)
 {
-	const struct port *p = &w->d->port[port_idx];
-	/* with scatter RX the port's own mbufs may be smaller than a frame */
-	struct rte_mempool *pool = p->big_pool != NULL ? p->big_pool : p->pool;
+	struct rte_mempool *pool = tx_pool(w, port_idx);
 	unsigned int i;
 
 	if (n == 0 || rte_pktmbuf_alloc_bulk(pool, m, n) == 0)
@@ -245,22 +253,47 @@ frame_fill(struct rte_mbuf *m, const struct roce_pkt *rec, const uint8_t *src)
 	return f + m->data_len - ROCE_ICRC_LEN - (rec->pad & 3) - rec->payload_len;
 }
 
-/* Loopback by reference (worker_tx_loop_built()): slot @p i's frame is
- * built; the record then points into it, as for any looped frame. */
+/*
+ * The frame of record @p rec (by reference: its payload in the sender's MR)
+ * for port @p local, built in an mbuf of that port's pool; @p payload
+ * (optional) gets where the payload now is. NULL: no mbuf.
+ */
+static struct rte_mbuf *
+loop_frame(struct worker *w, uint16_t local, const struct roce_pkt *rec,
+	   const uint8_t **payload)
+{
+	struct rte_mbuf *m;
+	const uint8_t *at;
+
+	if (worker_tx_alloc(w, local, &m, 1) != 1)
+		return NULL;
+	m->data_len = (uint16_t)rec->frame_len;
+	m->pkt_len = rec->frame_len;
+	m->port = w->d->port[local].port_id;
+	at = frame_fill(m, rec, rec->payload);
+	if (payload != NULL)
+		*payload = at;
+	return m;
+}
+
+/* Slot @p i, by reference, becomes a frame like any other; without an mbuf
+ * it is lost, as on a full queue (counted). */
 static void
 loop_fill(struct worker *w, uint32_t i)
 {
 	struct roce_pkt *rec = &w->loop_rec[i];
 
-	rec->payload = frame_fill(w->loop[i], rec, rec->payload);
+	w->loop[i] = loop_frame(w, w->loop_port[i], rec, &rec->payload);
+	if (w->loop[i] == NULL)
+		count_pl(w, w->loop_port[i], CTR_LOOPBACK_DROPS);
 	w->loop_ref[i] = false;
 	w->loop_n_ref--;
 }
 
 /*
- * Fill every queued frame whose payload is by reference: before a control
- * message runs (it may unmap the memory they point into: DEREG_MR, a QP's
- * reset, a client's end), so that no reference outlives one.
+ * Build every queued frame by reference: before a control message runs
+ * (it may unmap the memory they point into: DEREG_MR, a QP's reset, a
+ * client's end), so that no reference outlives one.
  */
 static void
 loop_fill_all(struct worker *w)
@@ -273,46 +306,78 @@ loop_fill_all(struct worker *w)
 	}
 }
 
+/* The next slot of the loopback queue, or -1 when it is full (a drop on
+ * port @p port_idx, counted). */
+static int32_t
+loop_slot(struct worker *w, uint16_t port_idx, bool raw)
+{
+	if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
+		count_pl(w, port_idx, raw ? CTR_RAW_DROPS : CTR_LOOPBACK_DROPS);
+		return -1;
+	}
+	return (int32_t)((w->loop_head + w->loop_n++) & (WORKER_LOOP_MAX - 1));
+}
+
 /*
  * Queue @p m for delivery to port @p local by the next poll (loopback);
  * @p raw: a RAW_PACKET QP's frame for the port's flow rules only (the stack
  * does not see it; it is captured when it leaves through the port).
- * @p built, @p payload: worker_tx_loop_built()'s.
+ * @p built: worker_tx_loop_built()'s.
  */
 static void
 loop_enqueue(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m, bool raw,
-	     const struct roce_pkt *built, const uint8_t *payload)
+	     const struct roce_pkt *built)
 {
-	if (unlikely(w->loop_n >= WORKER_LOOP_MAX)) {
-		count_pl(w, port_idx, raw ? CTR_RAW_DROPS : CTR_LOOPBACK_DROPS);
+	int32_t i = loop_slot(w, port_idx, raw);
+
+	if (i < 0) {
 		rte_pktmbuf_free(m);
 		return;
 	}
-	uint32_t i = (w->loop_head + w->loop_n++) & (WORKER_LOOP_MAX - 1);
-
 	m->port = w->d->port[local].port_id;
 	w->loop[i] = m;
+	w->loop_port[i] = local;
 	w->loop_raw[i] = raw;
 	w->loop_ref[i] = false;
 	w->loop_has_rec[i] = built != NULL &&
 			     roce_pkt_built(&w->loop_rec[i], built, rte_pktmbuf_mtod(m, const uint8_t *),
 					    m->data_len);
-	if (payload != NULL) {
-		/* by reference only to a QP of this lcore, through the record
-		 * (a handoff would carry the reference off it); else built now,
-		 * where roce_pkt_built() pointed the record */
-		if (w->loop_has_rec[i] &&
-		    worker_of_qpn(w->loop_rec[i].dest_qpn, w->n_workers) == w->index) {
-			w->loop_rec[i].payload = payload;
-			w->loop_ref[i] = true;
-			w->loop_n_ref++;
-		} else {
-			frame_fill(m, built, payload);
-		}
-	}
 	if (unlikely(w->capture != NULL) && !raw)
 		capture_frame(w, port_idx, m, true);
 	count_pl(w, port_idx, raw ? CTR_TX_RAW_LOOP : CTR_LOOPBACK);
+}
+
+bool
+worker_tx_loop_ref(struct worker *w, uint16_t port_idx, uint16_t local,
+		   const struct roce_pkt *built, const uint8_t *payload, size_t len)
+{
+	struct rte_mempool *pool = tx_pool(w, local);
+	struct roce_pkt *rec;
+	int32_t i;
+
+	/* a reference never leaves this lcore: worker_of_qpn() depends on the
+	 * QPN alone, so the receive path finds the same owner */
+	if (w->capture != NULL ||
+	    worker_of_qpn(built->dest_qpn & ROCE_QPN_MASK, w->n_workers) != w->index ||
+	    len > (size_t)rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM)
+		return false;
+	i = loop_slot(w, port_idx, false);
+	if (i < 0)
+		return true;
+	rec = &w->loop_rec[i];
+	if (!roce_pkt_built(rec, built, NULL, len)) {
+		w->loop_n--; /* the slot just taken: nothing else queued since */
+		return false;
+	}
+	rec->payload = payload;
+	w->loop[i] = NULL;
+	w->loop_port[i] = local;
+	w->loop_raw[i] = false;
+	w->loop_has_rec[i] = true;
+	w->loop_ref[i] = true;
+	w->loop_n_ref++;
+	count_pl(w, port_idx, CTR_LOOPBACK);
+	return true;
 }
 
 /* A copy of one-segment frame @p m in a new mbuf of port @p port's pool, or NULL (no mbuf). */
@@ -371,7 +436,7 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 	if (local >= 0) {
 		/* Loopback: our own GID. Delivered by the next poll, through the
 		 * same receive path as a frame from the NIC. */
-		loop_enqueue(w, port_idx, (uint16_t)local, m, false, NULL, NULL);
+		loop_enqueue(w, port_idx, (uint16_t)local, m, false, NULL);
 		return;
 	}
 	if (unlikely(dst[0] & 1) && mcast_port_active(d->mcast, port_idx)) {
@@ -380,7 +445,7 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 
 		if (c != NULL) {
 			count_pl(w, port_idx, CTR_TX_MCAST_LOOP);
-			loop_enqueue(w, port_idx, port_idx, c, false, NULL, NULL);
+			loop_enqueue(w, port_idx, port_idx, c, false, NULL);
 		}
 	}
 	if (unlikely(!port_tx_on(&d->port[port_idx]))) {
@@ -400,9 +465,9 @@ worker_tx(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 
 void
 worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local, struct rte_mbuf *m,
-		     const struct roce_pkt *built, const uint8_t *payload)
+		     const struct roce_pkt *built)
 {
-	loop_enqueue(w, port_idx, local, m, false, built, payload);
+	loop_enqueue(w, port_idx, local, m, false, built);
 }
 
 void
@@ -417,7 +482,7 @@ worker_tx_raw(struct worker *w, uint16_t port_idx, struct rte_mbuf *m)
 		struct rte_mbuf *c = frame_copy(w, port_idx, m);
 
 		if (c != NULL)
-			loop_enqueue(w, port_idx, port_idx, c, true, NULL, NULL);
+			loop_enqueue(w, port_idx, port_idx, c, true, NULL);
 		else
 			count_pl(w, port_idx, CTR_RAW_DROPS);
 	}
@@ -570,20 +635,26 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
  * classify() of a frame we built and looped back with its record (@p rec,
  * roce_pkt_built()): the record is copied, not parsed again. RX_NEXT_PARSE
  * for anything but a unicast frame to one of the port's GIDs on its VLAN and
- * a QP other than QP1: classify() counts and routes those.
+ * a QP other than QP1: classify() counts and routes those. @p m NULL: a
+ * frame by reference (worker_tx_loop_ref()), built here when it is to be
+ * parsed (RX_NEXT_DROP, counted, when no mbuf is left).
  */
 static enum rx_next
-loop_record(struct worker *w, uint16_t port, struct rte_mbuf *m, const struct roce_pkt *rec,
+loop_record(struct worker *w, uint16_t port, struct rte_mbuf **m, const struct roce_pkt *rec,
 	    struct roce_pkt *pkt)
 {
 	const struct port *p = &w->d->port[port];
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 
 	if (unlikely(roce_pkt_vid(rec) != port_vlan(p) || roce_gid_is_mcast(rec->l3.dgid) ||
 		     rec->dest_qpn == GSI_QPN || gid_table_find(&p->gids, rec->l3.dgid) < 0)) {
-		/* a frame by reference (its payload outside it) is built to be parsed */
-		if (rec->payload_len != 0 && (rec->payload < f || rec->payload >= f + m->data_len))
-			frame_fill(m, rec, rec->payload);
+		/* a frame by reference is built to be parsed */
+		if (*m == NULL) {
+			*m = loop_frame(w, port, rec, NULL);
+			if (*m == NULL) {
+				count_pl(w, port, CTR_LOOPBACK_DROPS);
+				return RX_NEXT_DROP;
+			}
+		}
 		return RX_NEXT_PARSE;
 	}
 	*pkt = *rec;
@@ -615,7 +686,7 @@ deliver_local(struct worker *w, uint16_t n)
 			continue;
 		}
 		ctr_add(&qp->ctr.v[CTR_RX_PACKETS], 1);
-		ctr_add(&qp->ctr.v[CTR_RX_BYTES], r->m->pkt_len);
+		ctr_add(&qp->ctr.v[CTR_RX_BYTES], r->m != NULL ? r->m->pkt_len : r->pkt.frame_len);
 		if (r->loopback)
 			ctr_add(&qp->ctr.v[CTR_LOOPBACK], 1);
 		r->qp = qp;
@@ -804,10 +875,13 @@ rx_raw(struct worker *w, uint16_t n)
  * (ethdev id); loopback frames carry the port they were looped to.
  * @p raw_only (loopback, or NULL): raw_only[i] marks a RAW_PACKET QP's
  * frame that goes to the port's flow rules only, not to the stack.
+ * @p recs (loopback, or NULL): recs[i] is frame i's record (or NULL); a
+ * NULL frame with a record is one by reference, on port ports[i] (daemon
+ * index).
  */
 static void
 rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
-	    const bool *raw_only, const struct roce_pkt *const *recs)
+	    const bool *raw_only, const struct roce_pkt *const *recs, const uint16_t *ports)
 {
 	struct daemon *d = w->d;
 	struct rte_mbuf *slow[WORKER_BURST_MAX], *drop[WORKER_BURST_MAX];
@@ -815,7 +889,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		uint16_t port = daemon_port_index(d, m->port);
+		uint16_t port = m != NULL ? daemon_port_index(d, m->port) : ports[i];
 		struct engine_rx *r = &w->rx[n_local];
 		unsigned int owner;
 
@@ -826,7 +900,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 		const struct roce_pkt *rec = recs != NULL ? recs[i] : NULL;
 		enum rx_next next;
 
-		if (unlikely(m->nb_segs != 1)) {
+		if (unlikely(m != NULL && m->nb_segs != 1)) {
 			m = rx_linearize(w, port, m);
 			if (m == NULL)
 				continue;
@@ -837,7 +911,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 		/* recs are read here only, before any frame reaches the engine,
 		 * whose transmits may reuse their loopback slots */
 		next = raw_only != NULL && raw_only[i] ? RX_NEXT_RAW
-		       : rec != NULL		       ? loop_record(w, port, m, rec, &r->pkt)
+		       : rec != NULL		       ? loop_record(w, port, &m, rec, &r->pkt)
 						       : RX_NEXT_PARSE;
 		if (next == RX_NEXT_PARSE)
 			next = classify(w, port, m, loopback, &r->pkt);
@@ -936,17 +1010,21 @@ loopback_receive(struct worker *w)
 	struct rte_mbuf *pkts[WORKER_BURST_MAX];
 	bool raw[WORKER_BURST_MAX];
 	const struct roce_pkt *recs[WORKER_BURST_MAX];
-	uint32_t n = RTE_MIN(w->loop_n, (uint32_t)w->burst);
+	uint16_t ports[WORKER_BURST_MAX];
+	uint32_t n = RTE_MIN(w->loop_n, (uint32_t)w->burst), k = 0;
 
 	if (n == 0)
 		return 0;
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = (w->loop_head + k) & (WORKER_LOOP_MAX - 1);
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t i = (w->loop_head + j) & (WORKER_LOOP_MAX - 1);
 
+		if (w->loop[i] == NULL && !w->loop_ref[i])
+			continue; /* lost: no mbuf when it had to be built (loop_fill()) */
 		pkts[k] = w->loop[i];
 		raw[k] = w->loop_raw[i];
 		recs[k] = w->loop_has_rec[i] ? &w->loop_rec[i] : NULL;
-		/* taken now: its reference lives until loop_record() below */
+		ports[k++] = w->loop_port[i];
+		/* taken now: its reference lives until the engine has it below */
 		if (w->loop_ref[i]) {
 			w->loop_ref[i] = false;
 			w->loop_n_ref--;
@@ -956,7 +1034,7 @@ loopback_receive(struct worker *w)
 	 * emptied ring starts again at slot 0, whose records are in cache. */
 	w->loop_n -= n;
 	w->loop_head = w->loop_n != 0 ? w->loop_head + n : 0;
-	rx_dispatch(w, pkts, (uint16_t)n, true, raw, recs);
+	rx_dispatch(w, pkts, (uint16_t)k, true, raw, recs, ports);
 	return n;
 }
 
@@ -1233,7 +1311,7 @@ worker_poll(struct worker *w, uint64_t now)
 					      w->burst);
 
 		if (n > 0) {
-			rx_dispatch(w, pkts, n, false, NULL, NULL);
+			rx_dispatch(w, pkts, n, false, NULL, NULL, NULL);
 			work += n;
 		}
 	}

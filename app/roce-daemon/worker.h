@@ -86,7 +86,9 @@ struct qp_slot {
  * or (raw) a whole frame the port's flow rules steered to a RAW_PACKET QP.
  */
 struct engine_rx {
-	struct rte_mbuf *m;     /**< the frame; the worker frees it after rx() returns */
+	/** the frame; the worker frees it after rx() returns. NULL: a looped
+	 *  back frame by reference, its record alone (worker_tx_loop_ref()) */
+	struct rte_mbuf *m;
 	struct qp_slot *qp;     /**< never NULL: frames for missing QPs are dropped before */
 	uint16_t port;          /**< daemon port index it arrived on */
 	bool loopback;          /**< came through the loopback path (ICRC not checked) */
@@ -228,9 +230,11 @@ struct worker {
 	/** loop_rec[i] is loop[i]'s record (worker_tx_loop_built()): it is not parsed */
 	bool loop_has_rec[WORKER_LOOP_MAX];
 	struct roce_pkt loop_rec[WORKER_LOOP_MAX];
-	/** loop[i] is not built: loop_rec[i].payload points outside it, into
-	 *  the sender's MR (worker_tx_loop_built(), by reference) */
+	/** slot i is a frame by reference (worker_tx_loop_ref()): loop[i] is
+	 *  NULL and loop_rec[i].payload points into the sender's MR; loop[i]
+	 *  NULL without it: lost (no mbuf when it had to be built) */
 	bool loop_ref[WORKER_LOOP_MAX];
+	uint16_t loop_port[WORKER_LOOP_MAX]; /**< slot i's port (daemon index) */
 	uint32_t loop_n_ref;            /**< slots with loop_ref set */
 	uint32_t loop_head;
 	uint32_t loop_n;
@@ -372,20 +376,29 @@ int worker_local_port(const struct worker *w, const uint8_t dmac[6]);
  * roce_build_gather_local(): no ICRC) to port @p local, one of ours
  * (worker_local_port()), while nothing is captured: queued for the loopback
  * with the record roce_pkt_built() makes, so that the receive path does not
- * parse it back (a frame is parsed once; this one never).
- *
- * @p payload NULL: @p m is the whole frame. Else the frame goes by
- * reference: nothing of it is written in @p m (only its length, the whole
- * frame's: roce_frame_len()), and the record's payload is @p payload,
- * which must stay valid and the message's until the frame is received or
- * the next control message (an RC request's or READ response's registered
- * memory, xport_frame.seg_mr). The frame is built from the record, with a
- * copy of the payload, before a control message runs, before anything
- * parses it and before it could leave this lcore (doc/architecture.md
- * section 6).
+ * parse it back (a frame is parsed once; this one never). Consumes @p m.
  */
 void worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local,
-			  struct rte_mbuf *m, const struct roce_pkt *built, const uint8_t *payload);
+			  struct rte_mbuf *m, const struct roce_pkt *built);
+
+/**
+ * A frame of @p len bytes (roce_frame_len()) the engine would build from
+ * @p built for port @p local, as worker_tx_loop_built(), queued by
+ * reference instead: no mbuf and nothing written; the loopback queue holds
+ * the record, whose payload is @p payload. That memory must stay valid and
+ * the message's until the frame is received or the next control message
+ * (an RC request's or READ response's registered memory,
+ * xport_frame.seg_mr). The frame is built from the record, in an mbuf of
+ * port @p local's pool with a copy of the payload, before a control message
+ * runs and before anything parses it (doc/architecture.md section 6).
+ * @return false, with nothing queued, when the frame cannot go so: a QP of
+ *         another lcore (a reference never leaves this one), a capture
+ *         running, a record roce_pkt_built() refuses, or a frame larger than
+ *         the pool's mbufs; the caller then builds it. true: queued, or
+ *         dropped and counted on a full queue (CTR_LOOPBACK_DROPS).
+ */
+bool worker_tx_loop_ref(struct worker *w, uint16_t port_idx, uint16_t local,
+			const struct roce_pkt *built, const uint8_t *payload, size_t len);
 
 /**
  * Owner only: queue whole frame @p m a RAW_PACKET QP sent, for port

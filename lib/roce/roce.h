@@ -473,7 +473,9 @@ roce_pkt_vid(const struct roce_pkt *pkt)
  * builder writes (the frame's bytes are not read: a loopback frame by
  * reference is not built at all, roce_frame_len()). For a frame of
  * roce_build_gather() the same record, but for the ICRC. @p out may be
- * @p pkt.
+ * @p pkt. @p frame NULL: the frame is not built (its record alone goes
+ * round by reference); the record's payload is then NULL, for the caller
+ * to set.
  * @return false (and @p out unspecified) if @p pkt is not a record the
  *         builders make such a frame from, or @p len not that frame's length;
  *         roce_classify() then says why

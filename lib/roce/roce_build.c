@@ -386,7 +386,7 @@ roce_pkt_built(struct roce_pkt *out, const struct roce_pkt *pkt, const uint8_t *
 	clear_absent_ext(out, desc->hdrs);
 	out->l3_offset = l3_offset;
 	out->bth_offset = bth_offset;
-	out->payload = frame + bth_offset + desc->hdr_len;
+	out->payload = frame != NULL ? frame + bth_offset + desc->hdr_len : NULL;
 	out->frame_len = (uint32_t)len;
 	out->icrc = 0; /* the loopback builders' (the frame's last four bytes are not read) */
 	return true;

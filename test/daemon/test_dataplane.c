@@ -737,7 +737,7 @@ Test(dataplane, looped_back_frames_are_delivered_from_their_records)
 	size_t n = t_roce_frame(f, sizeof(f), our_mac, our_mac, gid_a, gid_a, 4, 200);
 	cr_assert_eq(roce_classify(f, n, 0, &p, &why), ROCE_CLASS_ROCE);
 	m = built_mbuf(&p);
-	worker_tx_loop_built(d.worker[0], 0, 0, m, &p, NULL);
+	worker_tx_loop_built(d.worker[0], 0, 0, m, &p);
 	/* not a RoCEv2 frame any more: only the record can deliver it */
 	uint8_t *udp = rte_pktmbuf_mtod(m, uint8_t *) + p.l3_offset + (p.l3.ipv6 ? 40 : 20);
 	udp[2] ^= 0xff;
@@ -752,25 +752,10 @@ Test(dataplane, looped_back_frames_are_delivered_from_their_records)
 
 	/* to a GID the port does not have: classified (and dropped) like a parsed one */
 	memcpy(p.l3.dgid, gid_b, 16);
-	worker_tx_loop_built(d.worker[0], 0, 0, built_mbuf(&p), &p, NULL);
+	worker_tx_loop_built(d.worker[0], 0, 0, built_mbuf(&p), &p);
 	run();
 	cr_expect_eq(rec.n, 1, "not delivered");
 	cr_expect_eq(port_ctr(CTR_RX_NOT_OUR_ADDR), 1);
-}
-
-/* An mbuf as flush() makes one for a frame by reference: of the frame's
- * length (roce_frame_len()), nothing written (poisoned here). */
-static struct rte_mbuf *
-unbuilt_mbuf(const struct roce_pkt *p)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(d.port[0].pool);
-	size_t n = roce_frame_len(p);
-
-	cr_assert_not_null(m);
-	memset(rte_pktmbuf_mtod(m, uint8_t *), 0xee, rte_pktmbuf_tailroom(m));
-	cr_assert_gt(n, 0);
-	cr_assert_not_null(rte_pktmbuf_append(m, (uint16_t)n));
-	return m;
 }
 
 static uint32_t
@@ -783,12 +768,26 @@ sum_of(const uint8_t *b, size_t n)
 	return s;
 }
 
+/* Every mbuf of port 0's pools, taken (@return how many, into @p m). */
+static unsigned int
+drain_pools(struct rte_mbuf **m, unsigned int cap)
+{
+	struct rte_mempool *pools[2] = { d.port[0].pool, d.port[0].big_pool };
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < 2; i++)
+		while (pools[i] != NULL && n < cap && (m[n] = rte_pktmbuf_alloc(pools[i])) != NULL)
+			n++;
+	return n;
+}
+
 /*
- * Loopback by reference (worker_tx_loop_built() with a payload): the engine
- * of this lcore reads the payload where it lies; a frame for another
- * lcore's QP, and one still queued when a control message comes (it may
- * unmap that memory), get a copy first, so the later writes to the source
- * do not reach them.
+ * Loopback by reference (worker_tx_loop_ref()): the record alone, no mbuf;
+ * the engine of this lcore reads the payload where it lies. A frame for
+ * another lcore's QP is refused (flush() builds it instead); one still
+ * queued when a control message comes (it may unmap that memory) is built
+ * first, so the later writes to the source do not reach it, and without an
+ * mbuf to build it in it is lost and counted, never delivered stale.
  */
 Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_stale)
 {
@@ -796,6 +795,7 @@ Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_
 	struct roce_pkt p;
 	enum roce_drop_reason why;
 	struct ctl_msg m = { .type = CTL_MSG_PING, .op = 3 };
+	static struct rte_mbuf *held[1 << 16];
 	struct worker *w;
 
 	setup(2, "0");
@@ -807,58 +807,75 @@ Test(dataplane, a_looped_back_payload_by_reference_is_copied_before_it_could_go_
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 7 + 1);
 	uint32_t sum = sum_of(src, sizeof(src));
+	size_t len = roce_frame_len(&p);
+	unsigned int avail = rte_mempool_avail_count(d.port[0].pool);
 
-	/* to a QP of this lcore: by reference */
-	worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
+	/* to a QP of this lcore: by reference, no mbuf */
+	cr_assert(worker_tx_loop_ref(w, 0, 0, &p, src, len));
 	cr_expect_eq(w->loop_n_ref, 1);
+	cr_expect_eq(rte_mempool_avail_count(d.port[0].pool), avail, "no mbuf taken");
 	run();
 	cr_assert_eq(rec.n, 1);
 	cr_expect_eq(rec.payload[0], src, "read where it lies");
 	cr_expect_eq(rec.paylen[0], (uint32_t)sizeof(src));
 	cr_expect_eq(w->loop_n_ref, 0);
+	cr_expect_eq(d.worker[0]->ctr.v[CTR_LOOPBACK], 1);
+	cr_expect_eq(rte_mempool_avail_count(d.port[0].pool), avail, "none lost either");
 
-	/* to the other lcore's QP: a copy, made before it is handed over */
+	/* refused, nothing queued: the other lcore's QP (a reference never
+	 * leaves this one), a length that is not the record's frame's, a frame
+	 * larger than the pool's mbufs */
 	p.dest_qpn = 5;
-	worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
-	cr_expect_eq(w->loop_n_ref, 0, "copied at once");
-	memset(src, 0x55, sizeof(src));
-	run();
-	cr_assert_eq(rec.n, 2);
-	cr_expect_eq(rec.worker[1], 1);
-	cr_expect_neq(rec.payload[1], src);
-	cr_expect_eq(rec.paysum[1], sum, "the bytes at the time of sending");
-	cr_expect_eq(d.worker[1]->ctr.v[CTR_HANDOFF_RX], 1);
+	cr_expect_not(worker_tx_loop_ref(w, 0, 0, &p, src, len));
+	p.dest_qpn = 4;
+	cr_expect_not(worker_tx_loop_ref(w, 0, 0, &p, src, len + 4));
+	cr_expect_not(worker_tx_loop_ref(w, 0, 0, &p, src,
+					 rte_pktmbuf_data_room_size(d.port[0].pool) + 1u));
+	cr_expect_eq(w->loop_n, 0);
+	cr_expect_eq(w->loop_n_ref, 0);
 
 	/* more than a burst queued when a control message comes: the poll takes
 	 * one burst, the rest are copied before the message runs */
-	for (size_t i = 0; i < sizeof(src); i++)
-		src[i] = (uint8_t)(i * 7 + 1);
-	p.dest_qpn = 4;
 	for (uint32_t i = 0; i < (uint32_t)w->burst + 2; i++)
-		worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
+		cr_assert(worker_tx_loop_ref(w, 0, 0, &p, src, len));
 	cr_expect_eq(w->loop_n_ref, (uint32_t)w->burst + 2);
 	cr_assert_eq(worker_ctl_send(w, &m), 0);
 	worker_poll(w, rte_rdtsc());
-	cr_expect_eq(rec.n, 2u + w->burst, "one burst delivered");
+	cr_expect_eq(rec.n, 1u + w->burst, "one burst delivered");
 	cr_expect_eq(w->loop_n, 2, "two queued");
 	cr_expect_eq(w->loop_n_ref, 0, "both copied: the control message ran");
 	memset(src, 0x77, sizeof(src));
 	run();
-	cr_assert_eq(rec.n, 4u + w->burst);
-	for (unsigned int i = 2 + w->burst; i < rec.n; i++) {
+	cr_assert_eq(rec.n, 3u + w->burst);
+	for (unsigned int i = 1 + w->burst; i < rec.n; i++) {
 		cr_expect_neq(rec.payload[i], src);
 		cr_expect_eq(rec.paysum[i], sum, "frame %u: the bytes at the time of sending", i);
 	}
 	cr_expect_eq(port_ctr(CTR_TX_PACKETS), 0, "nothing to the PMD");
 
-	/* a record the loopback refuses (not the port's GID) is built, then
-	 * classified as any frame: unbuilt, its poison would not even be IP */
-	memcpy(p.l3.dgid, gid_b, 16);
-	worker_tx_loop_built(w, 0, 0, unbuilt_mbuf(&p), &p, src);
+	/* no mbuf to build it in when a control message comes: lost and
+	 * counted, not delivered from memory that may be gone */
+	unsigned int nheld = drain_pools(held, RTE_DIM(held));
+	memset(&rec, 0, sizeof(rec)); /* REC_MAX records */
+	for (uint32_t i = 0; i < (uint32_t)w->burst + 1; i++)
+		cr_assert(worker_tx_loop_ref(w, 0, 0, &p, src, len));
+	cr_assert_eq(worker_ctl_send(w, &m), 0);
+	worker_poll(w, rte_rdtsc());
 	run();
-	cr_expect_eq(rec.n, 4u + w->burst, "not delivered");
+	cr_expect_eq(rec.n, (uint32_t)w->burst, "the burst before the message only");
+	cr_expect_eq(port_ctr(CTR_LOOPBACK_DROPS), 1);
+	cr_expect_eq(w->loop_n, 0);
+	rte_pktmbuf_free_bulk(held, nheld);
+
+	/* a record the loopback refuses (not the port's GID) is built, then
+	 * classified as any frame: unbuilt, there would be nothing to parse */
+	memcpy(p.l3.dgid, gid_b, 16);
+	cr_assert(worker_tx_loop_ref(w, 0, 0, &p, src, len));
+	run();
+	cr_expect_eq(rec.n, (uint32_t)w->burst, "not delivered");
 	cr_expect_eq(port_ctr(CTR_RX_NOT_OUR_ADDR), 1, "classified: not our address");
 	cr_expect_eq(w->loop_n_ref, 0);
+	cr_expect_eq(rte_mempool_avail_count(d.port[0].pool), avail, "every mbuf back");
 }
 
 Test(dataplane, neighbours_resolve_through_arp)
