@@ -199,17 +199,19 @@ flush(struct worker *w, struct elcore *e, struct qp_slot *slot, struct eqp *q)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct xport_frame *f = &out->frames[i];
 		/* to our own MAC: looped back with its record, no ICRC; the record
-		 * alone, no mbuf, when the payload lies in an MR (by reference) */
+		 * alone, no mbuf, when there is no payload (an ACK, a READ
+		 * request) or it lies in an MR (by reference) */
 		int local = !f->raw && w->capture == NULL ? worker_local_port(w, f->pkt.l3.dmac) : -1;
+		bool bare = f->nseg == 0 && f->pkt.payload_len == 0;
 		struct rte_mbuf *m;
 		size_t room, len;
 		uint8_t *buf;
 
-		if (local >= 0 && f->seg_mr && f->nseg == 1 && !f->pkt.l3.udp_csum) {
+		if (local >= 0 && (bare || (f->seg_mr && f->nseg == 1)) && !f->pkt.l3.udp_csum) {
 			/* (a UDP checksum covers the payload: built) */
 			len = roce_frame_len(&f->pkt);
 			if (len != 0 && worker_tx_loop_ref(w, q->port, (uint16_t)local, &f->pkt,
-							   f->seg[0].addr, len)) {
+							   bare ? NULL : f->seg[0].addr, len)) {
 				ctr_add(&slot->ctr.v[CTR_TX_PACKETS], 1);
 				ctr_add(&slot->ctr.v[CTR_TX_BYTES], len);
 				continue;

@@ -284,8 +284,10 @@ loop_fill(struct worker *w, uint32_t i)
 	struct roce_pkt *rec = &w->loop_rec[i];
 
 	w->loop[i] = loop_frame(w, w->loop_port[i], rec, &rec->payload);
-	if (w->loop[i] == NULL)
+	if (w->loop[i] == NULL) {
 		count_pl(w, w->loop_port[i], CTR_LOOPBACK_DROPS);
+		w->loop_has_rec[i] = false; /* lost */
+	}
 	w->loop_ref[i] = false;
 	w->loop_n_ref--;
 }
@@ -365,7 +367,7 @@ worker_tx_loop_ref(struct worker *w, uint16_t port_idx, uint16_t local,
 	if (i < 0)
 		return true;
 	rec = &w->loop_rec[i];
-	if (!roce_pkt_built(rec, built, NULL, len)) {
+	if (!roce_pkt_built(rec, built, NULL, len) || (payload == NULL) != (rec->payload_len == 0)) {
 		w->loop_n--; /* the slot just taken: nothing else queued since */
 		return false;
 	}
@@ -374,8 +376,8 @@ worker_tx_loop_ref(struct worker *w, uint16_t port_idx, uint16_t local,
 	w->loop_port[i] = local;
 	w->loop_raw[i] = false;
 	w->loop_has_rec[i] = true;
-	w->loop_ref[i] = true;
-	w->loop_n_ref++;
+	w->loop_ref[i] = payload != NULL; /* a record without payload refers to nothing */
+	w->loop_n_ref += payload != NULL;
 	count_pl(w, port_idx, CTR_LOOPBACK);
 	return true;
 }
@@ -1018,7 +1020,7 @@ loopback_receive(struct worker *w)
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t i = (w->loop_head + j) & (WORKER_LOOP_MAX - 1);
 
-		if (w->loop[i] == NULL && !w->loop_ref[i])
+		if (w->loop[i] == NULL && !w->loop_has_rec[i])
 			continue; /* lost: no mbuf when it had to be built (loop_fill()) */
 		pkts[k] = w->loop[i];
 		raw[k] = w->loop_raw[i];

@@ -231,8 +231,9 @@ struct worker {
 	bool loop_has_rec[WORKER_LOOP_MAX];
 	struct roce_pkt loop_rec[WORKER_LOOP_MAX];
 	/** slot i is a frame by reference (worker_tx_loop_ref()): loop[i] is
-	 *  NULL and loop_rec[i].payload points into the sender's MR; loop[i]
-	 *  NULL without it: lost (no mbuf when it had to be built) */
+	 *  NULL and loop_rec[i].payload points into the sender's MR. loop[i]
+	 *  is NULL too for a record without payload; NULL without a record:
+	 *  lost (no mbuf when it had to be built) */
 	bool loop_ref[WORKER_LOOP_MAX];
 	uint16_t loop_port[WORKER_LOOP_MAX]; /**< slot i's port (daemon index) */
 	uint32_t loop_n_ref;            /**< slots with loop_ref set */
@@ -385,7 +386,8 @@ void worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local,
  * A frame of @p len bytes (roce_frame_len()) the engine would build from
  * @p built for port @p local, as worker_tx_loop_built(), queued by
  * reference instead: no mbuf and nothing written; the loopback queue holds
- * the record, whose payload is @p payload. That memory must stay valid and
+ * the record, whose payload is @p payload (NULL: a frame without payload,
+ * which then refers to nothing). That memory must stay valid and
  * the message's until the frame is received or the next control message
  * (an RC request's or READ response's registered memory,
  * xport_frame.seg_mr). The frame is built from the record, in an mbuf of
@@ -393,8 +395,9 @@ void worker_tx_loop_built(struct worker *w, uint16_t port_idx, uint16_t local,
  * runs and before anything parses it (doc/architecture.md section 6).
  * @return false, with nothing queued, when the frame cannot go so: a QP of
  *         another lcore (a reference never leaves this one), a capture
- *         running, a record roce_pkt_built() refuses, or a frame larger than
- *         the pool's mbufs; the caller then builds it. true: queued, or
+ *         running, a record roce_pkt_built() refuses or whose payload is not
+ *         @p payload's, or a frame larger than the pool's mbufs; the caller
+ *         then builds it. true: queued, or
  *         dropped and counted on a full queue (CTR_LOOPBACK_DROPS).
  */
 bool worker_tx_loop_ref(struct worker *w, uint16_t port_idx, uint16_t local,
