@@ -94,7 +94,7 @@
 	X(HANDOFF_RX, "handoff_rx", CTR_S_LCORE, "frames received from another lcore") \
 	X(HANDOFF_DROPS, "handoff_drops", CTR_S_LCORE, "frames dropped: handoff ring full") \
 	X(LOOPBACK, "loopback", CTR_S_ALL, "frames to our own GID delivered without the NIC") \
-	X(LOOPBACK_DROPS, "loopback_drops", CTR_S_PL, "loopback frames dropped: queue full") \
+	X(LOOPBACK_DROPS, "loopback_drops", CTR_S_PL, "loopback frames dropped: queue full, or no mbuf to build one by reference in") \
 	X(NEIGH_MISS, "neigh_miss", CTR_S_PL, "sends that found no resolved neighbour") \
 	X(CAPTURE_DROPS, "capture_drops", CTR_S_LCORE, "frames not captured (ring or pool full)") \
 	X(POLLS, "polls", CTR_S_LCORE, "worker loop iterations") \

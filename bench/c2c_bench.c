@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The machine's floor for the loopback: how long a cache line takes from
+ * one CPU to another, and what one core copies per second. The loopback
+ * path moves a WQE and a producer index from the application's core to the
+ * worker's, and the data and a CQE back; on a VM these transfers cost what
+ * the host makes them cost, and they set the floor of write_lat and of the
+ * 64 B message rates whatever the stack does. Run it beside the loopback
+ * figures (doc/benchmarks.md) to read them as ratios of this floor.
+ *
+ * 1. Ping-pong of one line between two threads pinned to CPUs A and B:
+ *    one-way ns (half a round trip), median of ROUNDS rounds.
+ * 2. memcpy bandwidth in 4 KiB pieces (the loopback's per-packet copy at
+ *    path MTU 4096) for buffers of 64 KiB and 1 MiB, median of ROUNDS.
+ *
+ *   c2c_bench [CPU_A CPU_B] [-q]    (default CPUs 0 and 1; -q: a smoke run)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ROUNDS 7
+#define PIECE 4096
+
+struct line {
+	_Alignas(64) volatile uint64_t v;
+	char pad[56];
+};
+
+static struct line ping, pong;
+static uint64_t trips;
+static int cpu_b;
+static volatile int ready; /* the ponger: 1 pinned, 2 could not pin */
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int
+pin(int cpu)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	return pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
+}
+
+static void *
+ponger(void *arg)
+{
+	(void)arg;
+	if (pin(cpu_b) != 0) {
+		ready = 2;
+		return (void *)1;
+	}
+	ready = 1;
+	for (uint64_t i = 1; i <= trips; i++) {
+		while (ping.v != i)
+			;
+		pong.v = i;
+	}
+	return NULL;
+}
+
+/* One round (the caller pinned to its CPU): @return ns one way (half a
+ * round trip), or 0 when the ponger cannot be pinned. */
+static double
+pingpong(void)
+{
+	pthread_t t;
+	uint64_t t0, t1;
+
+	ping.v = pong.v = 0;
+	ready = 0;
+	if (pthread_create(&t, NULL, ponger, NULL) != 0)
+		return 0;
+	while (ready == 0)
+		;
+	if (ready != 1) {
+		pthread_join(t, NULL);
+		return 0;
+	}
+	t0 = now_ns();
+	for (uint64_t i = 1; i <= trips; i++) {
+		ping.v = i;
+		while (pong.v != i)
+			;
+	}
+	t1 = now_ns();
+	pthread_join(t, NULL);
+	return (double)(t1 - t0) / (double)trips / 2;
+}
+
+/* One round: @return Gb/s copying @p size bytes in PIECE pieces, repeated. */
+static double
+copy_rate(uint8_t *dst, const uint8_t *src, size_t size, uint64_t bytes)
+{
+	uint64_t t0 = now_ns(), done = 0;
+
+	while (done < bytes) {
+		for (size_t o = 0; o < size; o += PIECE)
+			memcpy(dst + o, src + o, PIECE);
+		done += size;
+		__asm__ volatile("" ::"r"(dst) : "memory"); /* the copies are used */
+	}
+	return (double)done * 8 / (double)(now_ns() - t0);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+int
+main(int argc, char **argv)
+{
+	int cpu_a = 0, quick = 0, pos = 0;
+	double r[ROUNDS];
+	static const size_t sizes[] = { 64 * 1024, 1024 * 1024 };
+
+	cpu_b = 1;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-q") == 0)
+			quick = 1;
+		else if (pos++ == 0)
+			cpu_a = atoi(argv[i]);
+		else
+			cpu_b = atoi(argv[i]);
+	}
+	trips = quick ? 20000 : 1000000;
+	for (int i = 0; i < ROUNDS; i++) {
+		r[i] = pin(cpu_a) == 0 ? pingpong() : 0;
+		if (r[i] == 0) {
+			fprintf(stderr, "c2c_bench: cannot pin to CPUs %d and %d\n", cpu_a, cpu_b);
+			return 1;
+		}
+	}
+	double mid = median(r, ROUNDS); /* sorts r */
+
+	printf("c2c cpus=%d,%d one_way_ns=%.1f (median of %d rounds; min %.1f max %.1f)\n", cpu_a,
+	       cpu_b, mid, ROUNDS, r[0], r[ROUNDS - 1]);
+
+	uint8_t *src = aligned_alloc(4096, sizes[1]), *dst = aligned_alloc(4096, sizes[1]);
+
+	if (src == NULL || dst == NULL) {
+		fprintf(stderr, "c2c_bench: out of memory\n");
+		return 1;
+	}
+	memset(src, 0x5a, sizes[1]);
+	memset(dst, 0xa5, sizes[1]);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (int i = 0; i < ROUNDS; i++)
+			r[i] = copy_rate(dst, src, sizes[s], quick ? (64u << 20) : (2ull << 30));
+		printf("memcpy buffer=%zu piece=%d gbps=%.1f (median of %d rounds)\n", sizes[s],
+		       PIECE, median(r, ROUNDS), ROUNDS);
+	}
+	free(src);
+	free(dst);
+	return 0;
+}
