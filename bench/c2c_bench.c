@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 #define ROUNDS 7
 #define PIECE 4096
 
@@ -38,15 +40,6 @@ static struct line ping, pong;
 static uint64_t trips;
 static int cpu_b;
 static volatile int ready; /* the ponger: 1 pinned, 2 could not pin */
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static int
 pin(int cpu)
@@ -93,13 +86,13 @@ pingpong(void)
 		pthread_join(t, NULL);
 		return 0;
 	}
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (uint64_t i = 1; i <= trips; i++) {
 		ping.v = i;
 		while (pong.v != i)
 			;
 	}
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	pthread_join(t, NULL);
 	return (double)(t1 - t0) / (double)trips / 2;
 }
@@ -108,7 +101,7 @@ pingpong(void)
 static double
 copy_rate(uint8_t *dst, const uint8_t *src, size_t size, uint64_t bytes)
 {
-	uint64_t t0 = now_ns(), done = 0;
+	uint64_t t0 = bench_now_ns(), done = 0;
 
 	while (done < bytes) {
 		for (size_t o = 0; o < size; o += PIECE)
@@ -116,7 +109,7 @@ copy_rate(uint8_t *dst, const uint8_t *src, size_t size, uint64_t bytes)
 		done += size;
 		__asm__ volatile("" ::"r"(dst) : "memory"); /* the copies are used */
 	}
-	return (double)done * 8 / (double)(now_ns() - t0);
+	return (double)done * 8 / (double)(bench_now_ns() - t0);
 }
 
 static int

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../test/splitmix64.h"
+#include "bench_clock.h"
 #include "timer_wheel.h"
 
 #define PROBES 1024u         /* extra handles armed and cancelled on top of the live ones */
@@ -26,15 +27,6 @@ static uint64_t
 rng(void)
 {
 	return splitmix64_next(&rng_state);
-}
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* A transport-like delay: mostly ACK/RNR timeouts (8 us .. 537 ms), some long. */
@@ -84,41 +76,41 @@ bench_arm_cancel(uint32_t live, uint32_t ops)
 	for (uint32_t h = 0; h < live; h++)
 		timer_wheel_arm(w, h, 1 + random_delay());
 
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (uint32_t i = 0; i < ops; i++) {
 		uint32_t h = live + (i & (PROBES - 1));
 
 		timer_wheel_arm(w, h, delay[i & (DELAYS - 1)]);
 		timer_wheel_cancel(w, h);
 	}
-	res.probe_ns = (double)(now_ns() - t0) / ops;
+	res.probe_ns = (double)(bench_now_ns() - t0) / ops;
 
 	/* Random live handles: each op touches a cold node among `live`. */
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (uint32_t i = 0; i < ops; i++) {
 		uint32_t h = (pick[i & (DELAYS - 1)] + i * 2654435761u) % live;
 
 		timer_wheel_cancel(w, h);
 		timer_wheel_arm(w, h, delay[i & (DELAYS - 1)]);
 	}
-	res.live_ns = (double)(now_ns() - t0) / ops;
+	res.live_ns = (double)(bench_now_ns() - t0) / ops;
 
 	/* ACK-timer pattern: push an armed timer later; stores the expiry only. */
 	uint64_t later = MAX_ACK_TICKS;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (uint32_t i = 0; i < ops; i++) {
 		uint32_t h = (pick[i & (DELAYS - 1)] + i * 2654435761u) % live;
 
 		timer_wheel_arm(w, h, later + i);
 	}
-	res.lazy_ns = (double)(now_ns() - t0) / ops;
+	res.lazy_ns = (double)(bench_now_ns() - t0) / ops;
 	timer_wheel_destroy(w);
 
 	/* What the memory alone costs for the same access pattern and size. */
 	struct { uint64_t a, b; } *mem = calloc(live + PROBES, sizeof(*mem));
 	if (mem == NULL)
 		exit(1);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (uint32_t i = 0; i < ops; i++) {
 		uint32_t h = (pick[i & (DELAYS - 1)] + i * 2654435761u) % live;
 		uint32_t g = (pick[(i + 7) & (DELAYS - 1)] + i * 40503u) % live;
@@ -126,7 +118,7 @@ bench_arm_cancel(uint32_t live, uint32_t ops)
 		mem[h].a += i;
 		mem[g].b += h;
 	}
-	res.memory_ns = (double)(now_ns() - t0) / ops;
+	res.memory_ns = (double)(bench_now_ns() - t0) / ops;
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < live; i++)
 		sum += mem[i].a ^ mem[i].b;
@@ -154,30 +146,30 @@ bench_expiry(uint32_t n)
 
 	for (uint32_t h = 0; h < n; h++)
 		timer_wheel_arm(w, h, 1 + rng() % span);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (uint64_t now = 1; got < n; now++) {
 		uint32_t k;
 
 		while ((k = timer_wheel_poll(w, now, out, BATCH)) != 0)
 			got += k;
 	}
-	res.spread_ns = (double)(now_ns() - t0) / n;
+	res.spread_ns = (double)(bench_now_ns() - t0) / n;
 	res.refiled = timer_wheel_stats(w).refiled;
 
 	uint64_t base = timer_wheel_now(w), at = base + 100000;
 	for (uint32_t h = 0; h < n; h++)
 		timer_wheel_arm(w, (h * 2654435761u) % n, at);  /* scrambled handles: the sort works */
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	got = 0;
 	for (uint32_t k; (k = timer_wheel_poll(w, at, out, BATCH)) != 0;)
 		got += k;
-	res.burst_ns = (double)(now_ns() - t0) / (got ? got : 1);
+	res.burst_ns = (double)(bench_now_ns() - t0) / (got ? got : 1);
 
 	timer_wheel_arm(w, 0, at + 1000000000);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (uint32_t i = 0; i < 1000000; i++)
 		timer_wheel_poll(w, at + 1 + (i >> 4), out, BATCH);
-	res.empty_ns = (double)(now_ns() - t0) / 1000000;
+	res.empty_ns = (double)(bench_now_ns() - t0) / 1000000;
 	timer_wheel_destroy(w);
 	return res;
 }

@@ -254,9 +254,10 @@ frame_fill(struct rte_mbuf *m, const struct roce_pkt *rec, const uint8_t *src)
 }
 
 /*
- * The frame of record @p rec (by reference: its payload in the sender's MR)
- * for port @p local, built in an mbuf of that port's pool; @p payload
- * (optional) gets where the payload now is. NULL: no mbuf.
+ * The frame of record @p rec, queued alone (worker_tx_loop_ref(): its
+ * payload, if any, in the sender's MR), for port @p local, built in an mbuf
+ * of that port's pool; @p payload (optional) gets where the payload now is.
+ * NULL: no mbuf.
  */
 static struct rte_mbuf *
 loop_frame(struct worker *w, uint16_t local, const struct roce_pkt *rec,
@@ -638,8 +639,8 @@ classify(struct worker *w, uint16_t port, struct rte_mbuf *m, bool loopback, str
  * roce_pkt_built()): the record is copied, not parsed again. RX_NEXT_PARSE
  * for anything but a unicast frame to one of the port's GIDs on its VLAN and
  * a QP other than QP1: classify() counts and routes those. @p m NULL: a
- * frame by reference (worker_tx_loop_ref()), built here when it is to be
- * parsed (RX_NEXT_DROP, counted, when no mbuf is left).
+ * record queued alone (worker_tx_loop_ref()), whose frame is built here
+ * when it is to be parsed (RX_NEXT_DROP, counted, when no mbuf is left).
  */
 static enum rx_next
 loop_record(struct worker *w, uint16_t port, struct rte_mbuf **m, const struct roce_pkt *rec,
@@ -878,8 +879,8 @@ rx_raw(struct worker *w, uint16_t n)
  * @p raw_only (loopback, or NULL): raw_only[i] marks a RAW_PACKET QP's
  * frame that goes to the port's flow rules only, not to the stack.
  * @p recs (loopback, or NULL): recs[i] is frame i's record (or NULL); a
- * NULL frame with a record is one by reference, on port ports[i] (daemon
- * index).
+ * NULL frame is its record alone (worker_tx_loop_ref()), on port ports[i]
+ * (daemon index).
  */
 static void
 rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,

@@ -87,7 +87,7 @@ struct qp_slot {
  */
 struct engine_rx {
 	/** the frame; the worker frees it after rx() returns. NULL: a looped
-	 *  back frame by reference, its record alone (worker_tx_loop_ref()) */
+	 *  back record queued alone (worker_tx_loop_ref()) */
 	struct rte_mbuf *m;
 	struct qp_slot *qp;     /**< never NULL: frames for missing QPs are dropped before */
 	uint16_t port;          /**< daemon port index it arrived on */
