@@ -593,13 +593,29 @@ issue_drep(struct cm_agent *a, const struct cm_path *to, const struct cm_msg *dr
 	xmit_msg(a, to, &m, NULL);
 }
 
+/* The DREP of connection @p c in DREQ_RCVD (cm.c's cm_send_drep_locked()), then TimeWait. */
+static void
+conn_drep(struct cm_agent *a, struct cm_conn *c, const void *pd, uint8_t pd_len, uint64_t now_us)
+{
+	struct cm_msg m;
+
+	cm_msg_init(&m, CM_ATTR_DREP, c->tid);
+	m.drep.local_comm_id = c->local_id;
+	m.drep.remote_comm_id = c->remote_id;
+	m.drep.private_data_len = pd_len;
+	if (pd_len)
+		memcpy(m.drep.private_data, pd, pd_len);
+	xmit_msg(a, &c->path, &m, c->msg);
+	c->msg_valid = 1;
+	enter_timewait(a, c, now_us);
+}
+
 static void
 rx_dreq(struct cm_agent *a, const struct cm_path *from, const struct cm_msg *m, uint64_t now)
 {
 	const struct cm_dreq *dreq = &m->dreq;
 	struct cm_conn *c = find_pair(a, dreq->remote_comm_id, dreq->local_comm_id);
 
-	(void)now;
 	if (!c) {
 		/* Linux answers a DREQ for no connection: the peer may have
 		 * lost our DREP after we forgot the connection. */
@@ -642,6 +658,14 @@ rx_dreq(struct cm_agent *a, const struct cm_path *from, const struct cm_msg *m, 
 	}
 	c->state = CM_STATE_DREQ_RCVD;
 	c->tid = m->hdr.tid;
+	if (c->orphan) {
+		/* Destroyed in DREQ_SENT (its DREQ lost, or crossing this one):
+		 * no consumer will answer, so answer now, as cm.c's destroyed
+		 * cm_id does from TimeWait; else the peer's DREQ is retried
+		 * unanswered until it times out. */
+		conn_drep(a, c, NULL, 0, now);
+		return;
+	}
 	deliver(a, c, CM_EV_DREQ_RECEIVED, m, from);
 }
 
@@ -1132,21 +1156,12 @@ int
 cm_send_drep(struct cm_agent *a, cm_conn_t conn, const void *pd, uint8_t pd_len, uint64_t now_us)
 {
 	struct cm_conn *c = cm_conn_get(a, conn);
-	struct cm_msg m;
 
 	if (!c)
 		return -ENOENT;
 	if (c->state != CM_STATE_DREQ_RCVD || pd_len > CM_DREP_PRIVATE_DATA_SIZE || (pd_len && !pd))
 		return -EINVAL;
-	cm_msg_init(&m, CM_ATTR_DREP, c->tid);
-	m.drep.local_comm_id = c->local_id;
-	m.drep.remote_comm_id = c->remote_id;
-	m.drep.private_data_len = pd_len;
-	if (pd_len)
-		memcpy(m.drep.private_data, pd, pd_len);
-	xmit_msg(a, &c->path, &m, c->msg);
-	c->msg_valid = 1;
-	enter_timewait(a, c, now_us);
+	conn_drep(a, c, pd, pd_len, now_us);
 	return 0;
 }
 

@@ -724,6 +724,36 @@ Test(cm_agent, a_destroyed_connections_lost_dreq_is_retried_until_the_peer_answe
 	cr_assert_eq(cm_agent_conns_in_use(A->a), 0);
 }
 
+/*
+ * rxe-interop's loss phase (ib_send_bw -R, session 19): the application
+ * disconnects and exits at once, so its connection is an orphan in
+ * DREQ_SENT; its DREQ is lost and the peer's own DREQ crosses it. No
+ * consumer is left to answer that DREQ: the orphan answers it with the DREP
+ * at once (cm.c's destroyed cm_id does so from TimeWait), else the peer
+ * retries its DREQ unanswered until it times out, and its application waits
+ * for DISCONNECTED that long.
+ */
+Test(cm_agent, an_orphan_answers_a_crossing_dreq)
+{
+	cm_conn_t b, a = establish(0x18, &b);
+
+	wire_rule(w, (struct wire_rule){.from = 0, .attr = CM_ATTR_DREQ, .count = 1, .action = WIRE_DROP});
+	cr_assert_eq(cm_send_dreq(A->a, a, NULL, 0, w->now), 0);
+	cr_assert_eq(cm_conn_destroy(A->a, a, w->now), 0);
+	B->auto_drep = false; /* B's consumer waits for DISCONNECTED, as cma does */
+	cr_assert_eq(cm_send_dreq(B->a, b, NULL, 0, w->now), 0);
+	wire_run_for(w, 1000);
+	cr_assert_eq(wire_sent(w, 0, CM_ATTR_DREP, true), 1, "the orphan answers");
+	cr_assert_eq(side_count(B, CM_EV_DREP_RECEIVED), 1, "B is disconnected at once");
+	cr_assert_eq(side_ctr(B, CM_CTR_RETRY_DREQ), 0);
+	cr_assert_eq(side_count(A, CM_EV_DREQ_RECEIVED), 0, "an orphan delivers nothing");
+	/* the orphan's own DREQ, retried, finds B in TimeWait: a DREP again */
+	wire_run_for(w, 60 * SEC);
+	cr_assert_eq(side_ctr(B, CM_CTR_RETRY_DREQ), 0);
+	cr_assert_eq(cm_agent_conns_in_use(A->a), 0, "TimeWait ended, the slot is free");
+	cr_assert_eq(side_count(B, CM_EV_TIMEWAIT_EXIT), 1);
+}
+
 Test(cm_agent, destroy_in_each_state_sends_what_the_kernel_sends)
 {
 	cm_conn_t b, a = establish(0x18, &b);
