@@ -879,8 +879,9 @@ rx_raw(struct worker *w, uint16_t n)
  * @p raw_only (loopback, or NULL): raw_only[i] marks a RAW_PACKET QP's
  * frame that goes to the port's flow rules only, not to the stack.
  * @p recs (loopback, or NULL): recs[i] is frame i's record (or NULL); a
- * NULL frame is its record alone (worker_tx_loop_ref()), on port ports[i]
- * (daemon index).
+ * NULL frame is its record alone (worker_tx_loop_ref()).
+ * @p ports (loopback, or NULL): ports[i] is frame i's port (daemon index),
+ * the one its m->port names when it has an mbuf.
  */
 static void
 rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
@@ -892,7 +893,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		uint16_t port = m != NULL ? daemon_port_index(d, m->port) : ports[i];
+		uint16_t port = ports != NULL ? ports[i] : daemon_port_index(d, m->port);
 		struct engine_rx *r = &w->rx[n_local];
 		unsigned int owner;
 
