@@ -497,6 +497,7 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		}
 		if (rc)
 			break;
+		shim_sq_prefetch(qp, n + SHIM_SQ_PREFETCH, room);
 		shim_fill_send(qp, spsc_ring_prod_slot(qp->sq, n), wr);
 	}
 out:

@@ -358,6 +358,34 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap, uin
 	return used >= cap ? 0 : cap - used;
 }
 
+/* Free SQ slots beyond the one being written whose lines a post takes ahead (shim_sq_prefetch()). */
+#define SHIM_SQ_PREFETCH 4u
+
+/*
+ * Take the lines a post writes in the SQ slot @p i places past the producer
+ * index (its header, AV and first SGE or inline lines) into this core's
+ * cache for writing, before the post that fills it: the daemon's core read
+ * them a lap ago, and a store to such a line waits for the line to come
+ * back (issue 18; doc/benchmarks.md, session 20). Only a free slot
+ * (@p i < @p room): a published one is the daemon's to read.
+ */
+static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32_t room)
+{
+	const char *p;
+
+	if (i >= room)
+		return;
+	p = spsc_ring_prod_slot(qp->sq, i);
+	for (unsigned int k = 0; k < 3; k++) {
+#if defined(__x86_64__)
+		/* PREFETCHW: a NOP on x86 CPUs without it */
+		__asm__ volatile("prefetchw %0" : : "m"(p[64 * k]));
+#else
+		__builtin_prefetch(p + 64 * k, 1);
+#endif
+	}
+}
+
 /*
  * Publish @p n send WQEs (sq_lock held). @return whether the daemon asked
  * for a bell (the QP is idle there): the caller then calls
