@@ -296,7 +296,9 @@ prefetch_ahead(const struct xport_qp *qp, uint32_t ridx, uint32_t ahead, bool fr
 {
 	uint32_t last = ahead < XPORT_SQ_PREFETCH ? ahead : XPORT_SQ_PREFETCH;
 
-	for (uint32_t i = fresh ? 1 : last; i && i <= last; i++) {
+	if (last == 0)
+		return;
+	for (uint32_t i = fresh ? 1 : last; i <= last; i++) {
 		const uint8_t *nx = (const uint8_t *)sq_ring_at(qp, ridx + i);
 
 		__builtin_prefetch(nx);

@@ -915,26 +915,23 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 	 * at 2 ms, inside the 45 s bound.
 	 */
 	stalls = lab_stalls_long();
-	bg_start(&ws, "wserver", 'a', 30, "ib_write_bw -D 8 -s 16384");
 	bg_start(&ps, "pserver", 'a', 45, "ibv_rc_pingpong -g 1 -e -p 18600 -n 8000 -s 256");
-	wait_listen('a', 18515);
 	wait_listen('a', 18600);
-	bg_start(&wc, "wclient", 'b', 30, "ib_write_bw -D 8 -s 16384 198.18.0.1");
 	/* a stream client that ended already runs once more only if perftest's
 	 * own clock check failed (retries_excused()) */
-	for (int attempt = 0; !clients_on('b', 1, buf, sizeof(buf)); attempt++) {
+	for (int attempt = 0;; attempt++) {
+		bg_start(&ws, "wserver", 'a', 30, "ib_write_bw -D 8 -s 16384");
+		wait_listen('a', 18515);
+		bg_start(&wc, "wclient", 'b', 30, "ib_write_bw -D 8 -s 16384 198.18.0.1");
+		if (clients_on('b', 1, buf, sizeof(buf)))
+			break;
 		rc = bg_wait(&wc, 0, co, sizeof(co));
 		cr_assert(rc >= 0 && attempt == 0 &&
 				  retries_excused("the stream's start", co, "", stalls, true),
 			  "the stream client on b: %s\nclient (exit %d):\n%s\n%s", buf, rc, co,
 			  lab_telemetry());
-		pid = bg_pid(&ws);
-		if (bg_wait(&ws, 0, so, sizeof(so)) < 0 && pid > 1)
-			kill(pid, SIGKILL);
-		bg_wait(&ws, 10, so, sizeof(so));
-		bg_start(&ws, "wserver", 'a', 30, "ib_write_bw -D 8 -s 16384");
-		wait_listen('a', 18515);
-		bg_start(&wc, "wclient", 'b', 30, "ib_write_bw -D 8 -s 16384 198.18.0.1");
+		if (bg_wait(&ws, 0, so, sizeof(so)) < 0)
+			kill(bg_pid(&ws), SIGKILL), bg_wait(&ws, 5, so, sizeof(so));
 	}
 	bg_start(&pc, "pclient", 'b', 45, "ibv_rc_pingpong -g 1 -e -p 18600 -n 8000 -s 256 198.18.0.1");
 	if (!clients_on('b', 2, buf, sizeof(buf))) {
