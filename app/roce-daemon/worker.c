@@ -147,9 +147,9 @@ worker_qp_slot(struct worker *w, uint32_t qpn)
 {
 	uint32_t s;
 
-	if (worker_of_qpn(qpn, w->n_workers) != w->index)
+	if (qpn_split_owner(w->split, qpn) != w->index)
 		return NULL;
-	s = qpn / w->n_workers;
+	s = qpn_split_slot(w->split, qpn);
 	if (s >= w->n_qp_slots || w->qp[s].engine_qp == NULL)
 		return NULL;
 	return &w->qp[s];
@@ -361,7 +361,7 @@ worker_tx_loop_ref(struct worker *w, uint16_t port_idx, uint16_t local,
 	/* a reference never leaves this lcore: worker_of_qpn() depends on the
 	 * QPN alone, so the receive path finds the same owner */
 	if (w->capture != NULL ||
-	    worker_of_qpn(built->dest_qpn & ROCE_QPN_MASK, w->n_workers) != w->index ||
+	    qpn_split_owner(w->split, built->dest_qpn & ROCE_QPN_MASK) != w->index ||
 	    len > (size_t)rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM)
 		return false;
 	i = loop_slot(w, port_idx, false);
@@ -791,7 +791,7 @@ fan_out(struct worker *w, const struct engine_rx *src, const uint32_t *qpn, uint
 {
 	rte_mbuf_refcnt_update(src->m, (int16_t)(nq - 1));
 	for (uint32_t j = 0; j < nq; j++) {
-		unsigned int owner = worker_of_qpn(qpn[j], w->n_workers);
+		unsigned int owner = qpn_split_owner(w->split, qpn[j]);
 		struct engine_rx *r;
 
 		if (owner == w->index) {
@@ -924,7 +924,7 @@ rx_dispatch(struct worker *w, struct rte_mbuf **pkts, uint16_t n, bool loopback,
 			slow[n_slow++] = m;
 			break;
 		case RX_NEXT_ROCE:
-			owner = worker_of_qpn(r->pkt.dest_qpn, w->n_workers);
+			owner = qpn_split_owner(w->split, r->pkt.dest_qpn);
 			if (owner == w->index) {
 				r->m = m;
 				r->port = port;
@@ -1416,6 +1416,7 @@ worker_create(struct daemon *d, unsigned int index, unsigned int lcore_id,
 	w->d = d;
 	w->index = index;
 	w->n_workers = d->n_workers;
+	w->split = qpn_split_of(d->n_workers);
 	w->lcore_id = lcore_id;
 	WORKER_OWNER_SET(w, rte_lcore_id());
 	w->burst = (uint16_t)RTE_MIN(cd->burst, WORKER_BURST_MAX);

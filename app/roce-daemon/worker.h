@@ -158,12 +158,48 @@ struct worker_event {
 /** Most events the spill grows to (16 MiB); distinct events are bounded far below by the tables. */
 #define WORKER_EVENT_SPILL_MAX (1u << 20)
 
+/**
+ * The QPN split of the packet path: owner qpn % n and slot qpn / n with
+ * multiplications, not a DIV (one took 13-26 % of the samples of the
+ * functions that route each loopback frame; doc/benchmarks.md, session 21).
+ * Lemire, Kaser and Kurz, "Faster remainder by direct computation" (2019):
+ * with m = floor((2^64 - 1) / n) + 1, for every 32-bit a and 2 <= n < 2^32,
+ * a % n = ((m * a mod 2^64) * n) >> 64 and a / n = (m * a) >> 64. For n = 1
+ * m wraps to 0, so the helpers take that case apart.
+ */
+struct qpn_split {
+	uint64_t m; /**< floor((2^64 - 1) / n) + 1 (0 for n = 1) */
+	uint32_t n; /**< workers, >= 1 */
+};
+
+/** The split for @p n_workers (>= 1). */
+static inline struct qpn_split
+qpn_split_of(uint32_t n_workers)
+{
+	return (struct qpn_split){ .m = UINT64_MAX / n_workers + 1, .n = n_workers };
+}
+
+/** qpn % n: the worker owning @p qpn, as worker_of_qpn(). */
+static inline uint32_t
+qpn_split_owner(struct qpn_split s, uint32_t qpn)
+{
+	return s.n == 1 ? 0 : (uint32_t)(((unsigned __int128)(s.m * qpn) * s.n) >> 64);
+}
+
+/** qpn / n: the slot of @p qpn in its owner's QP table. */
+static inline uint32_t
+qpn_split_slot(struct qpn_split s, uint32_t qpn)
+{
+	return s.n == 1 ? qpn : (uint32_t)(((unsigned __int128)s.m * qpn) >> 64);
+}
+
 /** One worker. Cache-aligned; allocated on the lcore's socket. */
 struct worker {
 	/* read-only after worker_create() */
 	struct daemon *d;
 	unsigned int index;             /**< 0..n_workers-1: owns QPNs with qpn % n == index */
 	unsigned int n_workers;
+	struct qpn_split split;         /**< qpn % n_workers and / n_workers on the packet path */
 	unsigned int lcore_id;
 	uint16_t n_rxq;                 /**< ports whose RX queue `index` we poll */
 	uint16_t rx_port[CONFIG_MAX_PORTS];

@@ -24,6 +24,7 @@
 #include "mcast_table.h"
 #include "neigh.h"
 #include "port.h"
+#include "worker.h"
 
 /* ---- GIDs and attributes ---- */
 
@@ -523,4 +524,43 @@ Test(gsi, our_qp1_frames_match_the_rxe_capture_byte_for_byte)
 	}
 	fclose(f);
 	cr_assert_geq(n_qp1, 9, "REQ REP RTU x2, DREQ DREP...");
+}
+
+/* qpn_split_owner/slot are % and / for every QPN (exhaustive over the
+ * 24-bit QPNs for 1..8 workers) and at 32-bit edges for other counts. */
+Test(worker, qpn_split_is_mod_and_div)
+{
+	static const uint32_t edge_n[] = { 9, 13, 64, 127, 255, 1000, 65537, 0x7fffffffu,
+					   0xfffffffeu, 0xffffffffu };
+	uint64_t bad = 0;
+
+	for (uint32_t n = 1; n <= 8; n++) {
+		struct qpn_split s = qpn_split_of(n);
+
+		for (uint32_t q = 0; q <= ROCE_QPN_MASK; q++)
+			if (qpn_split_owner(s, q) != q % n || qpn_split_slot(s, q) != q / n) {
+				cr_log_error("n %u qpn %u: %u %u", n, q, qpn_split_owner(s, q),
+					     qpn_split_slot(s, q));
+				if (++bad > 10)
+					break;
+			}
+	}
+	for (unsigned int i = 0; i < sizeof(edge_n) / sizeof(edge_n[0]); i++) {
+		struct qpn_split s = qpn_split_of(edge_n[i]);
+		uint32_t n = edge_n[i];
+		const uint32_t base[] = { 0, n - 1, n, n + 1, UINT32_MAX / n * n, UINT32_MAX - 1,
+					  UINT32_MAX, ROCE_QPN_MASK };
+
+		for (unsigned int b = 0; b < sizeof(base) / sizeof(base[0]); b++)
+			for (uint32_t d = 0; d < 3; d++) {
+				uint32_t q = base[b] - d;
+
+				if (qpn_split_owner(s, q) != q % n || qpn_split_slot(s, q) != q / n) {
+					cr_log_error("n %u qpn %u: %u %u", n, q, qpn_split_owner(s, q),
+						     qpn_split_slot(s, q));
+					bad++;
+				}
+			}
+	}
+	cr_assert_eq(bad, 0, "%llu QPNs split wrongly", (unsigned long long)bad);
 }
