@@ -12,6 +12,12 @@
  *    one-way ns (half a round trip), median of ROUNDS rounds.
  * 2. memcpy bandwidth in 4 KiB pieces (the loopback's per-packet copy at
  *    path MTU 4096) for buffers of 64 KiB and 1 MiB, median of ROUNDS.
+ * 3. A ring like a send queue: CPU B writes 384-byte slots (three lines
+ *    each) and publishes a producer index, CPU A reads them in order with
+ *    a fixed amount of work per slot, taking the slot SQ_AHEAD places ahead
+ *    beforehand with no prefetch, PREFETCHT0 or PREFETCHW. ns per slot,
+ *    median of ROUNDS: what a consumer's prefetch of lines another core
+ *    wrote buys on this machine (the requester's prefetch_ahead()).
  *
  *   c2c_bench [CPU_A CPU_B] [-q]    (default CPUs 0 and 1; -q: a smoke run)
  */
@@ -112,6 +118,96 @@ copy_rate(uint8_t *dst, const uint8_t *src, size_t size, uint64_t bytes)
 	return (double)done * 8 / (double)(bench_now_ns() - t0);
 }
 
+#define SQ_SLOTS 128u
+#define SQ_SLOT 384u
+#define SQ_AHEAD 4u
+#define SQ_RELEASE 16u
+#define SQ_WORK 150u /* dependent multiply-adds per slot: about the engine's work on a small WQE */
+
+enum sq_mode { SQ_NONE, SQ_T0, SQ_W, SQ_MODES };
+static const char *const sq_mode_name[SQ_MODES] = { "none", "prefetcht0", "prefetchw" };
+
+static _Alignas(64) uint8_t sq_ring[SQ_SLOTS * SQ_SLOT];
+static struct line sq_prod, sq_cons;
+static uint64_t sq_n;
+
+static inline void
+sq_take(const uint8_t *p, enum sq_mode m)
+{
+	for (unsigned int k = 0; k < 3; k++) {
+		if (m == SQ_T0)
+			__builtin_prefetch(p + 64 * k);
+#if defined(__x86_64__)
+		else if (m == SQ_W)
+			__asm__ volatile("prefetchw %0" : : "m"(p[64 * k]));
+#endif
+	}
+}
+
+/* The producer (CPU B): fills each slot's three lines, then publishes it. */
+static void *
+sq_producer(void *arg)
+{
+	(void)arg;
+	if (pin(cpu_b) != 0) {
+		ready = 2;
+		return (void *)1;
+	}
+	ready = 1;
+	for (uint64_t i = 0; i < sq_n; i++) {
+		uint8_t *slot = &sq_ring[(i % SQ_SLOTS) * SQ_SLOT];
+
+		while (i - __atomic_load_n(&sq_cons.v, __ATOMIC_ACQUIRE) >= SQ_SLOTS)
+			;
+		/* the free slot SQ_AHEAD on taken for writing, as the shim does */
+		if (i + SQ_AHEAD - __atomic_load_n(&sq_cons.v, __ATOMIC_RELAXED) < SQ_SLOTS)
+			sq_take(&sq_ring[((i + SQ_AHEAD) % SQ_SLOTS) * SQ_SLOT], SQ_W);
+		memset(slot, (int)(i & 0xff), 3 * 64);
+		__atomic_store_n(&sq_prod.v, i + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* One round in mode @p m (the caller pinned to its CPU): @return ns per slot, 0: cannot pin. */
+static double
+sq_round(enum sq_mode m)
+{
+	pthread_t t;
+	uint64_t t0, seen = 0, sum = 0, x = 1;
+
+	sq_prod.v = sq_cons.v = 0;
+	ready = 0;
+	if (pthread_create(&t, NULL, sq_producer, NULL) != 0)
+		return 0;
+	while (ready == 0)
+		;
+	if (ready != 1) {
+		pthread_join(t, NULL);
+		return 0;
+	}
+	t0 = bench_now_ns();
+	for (uint64_t i = 0; i < sq_n; i++) {
+		const uint8_t *slot = &sq_ring[(i % SQ_SLOTS) * SQ_SLOT];
+
+		while (seen <= i)
+			seen = __atomic_load_n(&sq_prod.v, __ATOMIC_ACQUIRE);
+		if (seen > i + SQ_AHEAD)
+			sq_take(&sq_ring[((i + SQ_AHEAD) % SQ_SLOTS) * SQ_SLOT], m);
+		/* the work depends on what the slot holds, as an engine's on its WQE */
+		x += slot[0] + slot[64] + slot[128];
+		for (unsigned int k = 0; k < SQ_WORK; k++)
+			x = x * 3 + k;
+		sum += x;
+		if ((i + 1) % SQ_RELEASE == 0) /* slots come back in batches, as ACKs complete them */
+			__atomic_store_n(&sq_cons.v, i + 1, __ATOMIC_RELEASE);
+	}
+	double ns = (double)(bench_now_ns() - t0) / (double)sq_n;
+
+	pthread_join(t, NULL);
+	__asm__ volatile("" ::"r"(sum), "r"(x));
+	return ns;
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -172,5 +268,13 @@ main(int argc, char **argv)
 	}
 	free(src);
 	free(dst);
+
+	sq_n = quick ? 20000 : 2000000;
+	for (int m = 0; m < SQ_MODES; m++) {
+		for (int i = 0; i < ROUNDS; i++)
+			r[i] = sq_round((enum sq_mode)m);
+		printf("sq_ring cpus=%d,%d ahead=%u take=%s ns_per_slot=%.1f (median of %d rounds)\n",
+		       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[m], median(r, ROUNDS), ROUNDS);
+	}
 	return 0;
 }
