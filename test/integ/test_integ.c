@@ -217,6 +217,26 @@ bg_pid(struct proc *p)
 	return (pid_t)atoi(buf);
 }
 
+/*
+ * End @p p: wait up to @p grace_s for it, then SIGKILL it by its PID (one
+ * this test started; none when its PID file never came: kill(0) would
+ * end the test's own process group) and wait 10 s more.
+ * @return its exit status, -1 if it still runs
+ */
+static int
+bg_end(struct proc *p, unsigned int grace_s, char *buf, size_t len)
+{
+	int rc = bg_wait(p, grace_s, buf, len);
+	pid_t pid;
+
+	if (rc >= 0)
+		return rc;
+	pid = bg_pid(p);
+	if (pid > 1)
+		kill(pid, SIGKILL);
+	return bg_wait(p, 10, buf, len);
+}
+
 /* The kernel address of a host: where the programs' TCP exchange goes. */
 static const char *
 host_ip(char host)
@@ -359,7 +379,7 @@ pair(char sh, char ch, const char *srv, const char *cli, char *so, char *co, siz
 		snprintf(cmd, sizeof(cmd), "'%s' %c->%c", cli, ch, sh);
 		if ((rcl != 0 || rs != 0) && retries_excused(cmd, co, so, stalls, attempt == 0)) {
 			if (rs < 0)
-				kill(bg_pid(&ps), SIGKILL), bg_wait(&ps, 5, so, len);
+				bg_end(&ps, 0, so, len);
 			continue;
 		}
 		break;
@@ -420,9 +440,9 @@ pairs(unsigned int n, char sh, char ch, const char *cmd)
 			break;
 		for (unsigned int i = 0; i < n; i++) {
 			if (rs[i] < 0)
-				kill(bg_pid(&ps[i]), SIGKILL), bg_wait(&ps[i], 5, so_n[i], OUT_MAX);
+				bg_end(&ps[i], 0, so_n[i], OUT_MAX);
 			if (rcl[i] < 0)
-				kill(bg_pid(&pc[i]), SIGKILL), bg_wait(&pc[i], 5, co_n[i], OUT_MAX);
+				bg_end(&pc[i], 0, co_n[i], OUT_MAX);
 		}
 	}
 	for (unsigned int i = 0; i < n; i++) {
@@ -930,8 +950,7 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 				  retries_excused("the stream's start", co, "", stalls, true),
 			  "the stream client on b: %s\nclient (exit %d):\n%s\n%s", buf, rc, co,
 			  lab_telemetry());
-		if (bg_wait(&ws, 0, so, sizeof(so)) < 0)
-			kill(bg_pid(&ws), SIGKILL), bg_wait(&ws, 5, so, sizeof(so));
+		bg_end(&ws, 0, so, sizeof(so));
 	}
 	bg_start(&pc, "pclient", 'b', 45, "ibv_rc_pingpong -g 1 -e -p 18600 -n 8000 -s 256 198.18.0.1");
 	if (!clients_on('b', 2, buf, sizeof(buf))) {
@@ -965,10 +984,7 @@ Test(teardown, client_killed_mid_transfer_leaves_nothing)
 	/* nothing of the killed client is left on b */
 	cr_assert(wait_app_empty('b', buf, sizeof(buf)), "objects left on b: %s", buf);
 	/* the orphaned stream server on a is killed too; a is clean afterwards */
-	pid = bg_pid(&ws);
-	if (bg_wait(&ws, 0, so, sizeof(so)) < 0 && pid > 1)
-		kill(pid, SIGKILL);
-	bg_wait(&ws, 10, so, sizeof(so));
+	bg_end(&ws, 0, so, sizeof(so));
 	cr_assert(wait_app_empty('a', buf, sizeof(buf)), "objects left on a: %s", buf);
 	/* and the daemons serve new clients */
 	snprintf(cmd, sizeof(cmd), "ibv_rc_pingpong -g 1 -e -n 100");
@@ -1088,10 +1104,8 @@ daemon_stop_is_device_fatal(const char *name, const char *opts, const char *sig)
 
 	/* the servers on b lost their peers: they end (exhausted retries, the
 	 * TCP exchange closed), or are killed here; b forgets their objects */
-	if (bg_wait(&ws, 10, so, sizeof(so)) < 0)
-		kill(bg_pid(&ws), SIGKILL), bg_wait(&ws, 5, so, sizeof(so));
-	if (bg_wait(&ps, 1, so, sizeof(so)) < 0)
-		kill(bg_pid(&ps), SIGKILL), bg_wait(&ps, 5, so, sizeof(so));
+	bg_end(&ws, 10, so, sizeof(so));
+	bg_end(&ps, 1, so, sizeof(so));
 	cr_assert(wait_app_empty('b', buf, sizeof(buf)), "objects left on b: %s", buf);
 	run_pingpong('b', 'b', "ibv_rc_pingpong", "-e", 100);
 	cr_assert(lab_down(), "daemons did not exit 0:\n%s\n%s", out, daemon_log('a'));
