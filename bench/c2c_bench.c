@@ -26,6 +26,7 @@
 #endif
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,15 +58,38 @@ pin(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
 }
 
+/* The second thread's start: pinned to CPU B, says so in `ready` (1 pinned, 2 not). */
+static bool
+pin_b(void)
+{
+	bool ok = pin(cpu_b) == 0;
+
+	ready = ok ? 1 : 2;
+	return ok;
+}
+
+/* Start @p fn as the second thread and wait until it is pinned. @return false: it could not be */
+static bool
+start_b(pthread_t *t, void *(*fn)(void *))
+{
+	ready = 0;
+	if (pthread_create(t, NULL, fn, NULL) != 0)
+		return false;
+	while (ready == 0)
+		;
+	if (ready != 1) {
+		pthread_join(*t, NULL);
+		return false;
+	}
+	return true;
+}
+
 static void *
 ponger(void *arg)
 {
 	(void)arg;
-	if (pin(cpu_b) != 0) {
-		ready = 2;
+	if (!pin_b())
 		return (void *)1;
-	}
-	ready = 1;
 	for (uint64_t i = 1; i <= trips; i++) {
 		while (ping.v != i)
 			;
@@ -83,15 +107,8 @@ pingpong(void)
 	uint64_t t0, t1;
 
 	ping.v = pong.v = 0;
-	ready = 0;
-	if (pthread_create(&t, NULL, ponger, NULL) != 0)
+	if (!start_b(&t, ponger))
 		return 0;
-	while (ready == 0)
-		;
-	if (ready != 1) {
-		pthread_join(t, NULL);
-		return 0;
-	}
 	t0 = bench_now_ns();
 	for (uint64_t i = 1; i <= trips; i++) {
 		ping.v = i;
@@ -149,11 +166,8 @@ static void *
 sq_producer(void *arg)
 {
 	(void)arg;
-	if (pin(cpu_b) != 0) {
-		ready = 2;
+	if (!pin_b())
 		return (void *)1;
-	}
-	ready = 1;
 	for (uint64_t i = 0; i < sq_n; i++) {
 		uint8_t *slot = &sq_ring[(i % SQ_SLOTS) * SQ_SLOT];
 
@@ -176,15 +190,8 @@ sq_round(enum sq_mode m)
 	uint64_t t0, seen = 0, sum = 0, x = 1;
 
 	sq_prod.v = sq_cons.v = 0;
-	ready = 0;
-	if (pthread_create(&t, NULL, sq_producer, NULL) != 0)
+	if (!start_b(&t, sq_producer))
 		return 0;
-	while (ready == 0)
-		;
-	if (ready != 1) {
-		pthread_join(t, NULL);
-		return 0;
-	}
 	t0 = bench_now_ns();
 	for (uint64_t i = 0; i < sq_n; i++) {
 		const uint8_t *slot = &sq_ring[(i % SQ_SLOTS) * SQ_SLOT];
