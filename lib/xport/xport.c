@@ -589,15 +589,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out,
 	struct cqe *c = xport_cq_reserve(qp, qp->cfg.send_cq, out);
 	if (!c)
 		return false;
-	*c = (struct cqe){
-		.wr_id = w->wqe.wr_id,
-		.status = w->status,
-		.opcode = w->wc_opcode,
-		.vendor_err = w->err,
-		.byte_len = w->length,
-		.qp_num = qp->cfg.qpn,
-		.timestamp = now,
-	};
+	xport_sq_cqe(c, qp, w, now);
 	xport_cq_stage(qp->cfg.send_cq, c, false);
 	if (!stage)
 		xport_cq_publish(qp->cfg.send_cq, out);

@@ -19,6 +19,7 @@
 #include "xport_internal.h"
 
 #define COMP_STEP_LIST(X) \
+	X(ACK_RUN, "positive ACK: complete the SEND/WRITE WQEs it covers in one pass") \
 	X(CHECK_AETH, "reserved syndrome, or a READ response / ATOMIC ACK without positive ACK") \
 	X(GET_WQE, "the oldest uncompleted WQE the response may concern") \
 	X(CHECK_PSN, "complete SEND/WRITE WQEs the response covers; implied NAK") \
@@ -153,6 +154,67 @@ comp_get_wqe(struct xport_qp *qp, struct comp_ctx *ctx)
 		cnt_inc(qp, XPORT_CNT_ACK_RX); /* once, however many WQEs it completes */
 	ctx->w = w;
 	return COMP_CHECK_PSN;
+}
+
+/*
+ * A positive ACK with PSN p acknowledges every PSN up to p (IBTA
+ * 9.7.5.1.1): the SEND/WRITE WQEs at the head whose last PSN is at most p
+ * complete, in order. This step does for such a run what GET_WQE,
+ * CHECK_PSN, COMPLETE and NEXT do per WQE, with the same effect: the
+ * window credit of each step, one ACK_RX, the SQ released once, the CQEs
+ * staged (published as the burst ends). Anything else - a stale ACK, a
+ * READ/ATOMIC or engine WQE, an ACK inside a WQE, a CQ that looks full, an
+ * RTT probe out - is left to the general steps from GET_WQE on, at the WQE
+ * the run stopped at.
+ */
+static enum comp_step
+comp_ack_run(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
+{
+	struct xport_comp *c = &qp->comp;
+	struct xport_cq *cq = qp->cfg.send_cq;
+	uint32_t psn = ctx->pkt->psn, head = c->head, cpsn = c->psn, credit = 0;
+	struct xport_swqe *w = NULL;
+
+	if (qp->probe_ns || !psn_lt(psn, qp->req.psn_max) || psn_lt(psn, cpsn))
+		return COMP_GET_WQE;
+	for (; head != qp->req.fetch; head++) {
+		struct xport_swqe *n = swqe_at(qp, head);
+
+		if (!n->started || (n->kind != SWQE_SEND && n->kind != SWQE_WRITE) ||
+		    n->tm != SWQE_TM_NONE || psn_lt(psn, n->last_psn))
+			break;
+		if (n->signaled || n->status != WC_SUCCESS) {
+			struct cqe *e = xport_cq_slot_free(cq);
+			if (!e)
+				break;
+			xport_sq_cqe(e, qp, n, now);
+			xport_cq_stage(cq, e, false);
+		}
+		uint32_t next = roce_psn_add(n->last_psn, 1);
+		if (psn_lt(cpsn, next))
+			credit += roce_psn_diff(next, cpsn);
+		cpsn = next;
+		w = n;
+	}
+	if (!w)
+		return COMP_GET_WQE;
+	cnt_inc(qp, XPORT_CNT_ACK_RX);
+	if (credit)
+		xport_req_window_acked(qp, credit);
+	c->psn = cpsn;
+	c->retry_left = qp->cfg.retry_cnt;
+	c->rnr_left = qp->cfg.rnr_retry;
+	c->retrying = false;
+	c->progress_ns = now;
+	c->head = head;
+	spsc_ring_release_to(qp->cfg.sq, head - c->skew);
+	qp->req.kick = true;
+	if ((int32_t)(qp->req.cur - head) < 0) {
+		qp->req.cur = head;
+		qp->req.offset = 0;
+	}
+	ctx->w = w; /* ACK_RX is counted */
+	return psn_lt(psn, cpsn) ? COMP_DONE : COMP_GET_WQE;
 }
 
 static enum comp_step
@@ -419,10 +481,13 @@ xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 	      struct xport_out *out)
 {
 	struct comp_ctx ctx = { .pkt = pkt };
-	enum comp_step step = COMP_CHECK_AETH;
+	enum comp_step step = is_positive_ack(pkt) ? COMP_ACK_RUN : COMP_CHECK_AETH;
 
 	for (;;) {
 		switch (step) {
+		case COMP_ACK_RUN:
+			step = comp_ack_run(qp, &ctx, now);
+			break;
 		case COMP_CHECK_AETH:
 			step = comp_check_aeth(&ctx);
 			break;

@@ -538,6 +538,22 @@ xport_frame_commit(struct xport_qp *qp, struct xport_out *out, struct xport_fram
 }
 
 /*
+ * The slot for the next CQE of @p cq if the cached consumer index shows
+ * room, else NULL (xport_cq_reserve() then looks again); no side effect.
+ */
+static inline struct cqe *
+xport_cq_slot_free(struct xport_cq *cq)
+{
+	struct spsc_ring *r = cq->ring;
+	uint32_t size = cq_slots(cq);
+	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + cq->staged;
+
+	if (__builtin_expect(prod - cq->cons_cache >= size || cq->overflowed, 0))
+		return NULL;
+	return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
+}
+
+/*
  * The slot for the next CQE of @p cq, or NULL on overflow. The engine is
  * the ring's only producer; the consumer index (written by the shim) is
  * re-read with acquire only when the cached copy says full.
@@ -545,12 +561,9 @@ xport_frame_commit(struct xport_qp *qp, struct xport_out *out, struct xport_fram
 static inline struct cqe *
 xport_cq_reserve(struct xport_qp *qp, struct xport_cq *cq, struct xport_out *out)
 {
-	struct spsc_ring *r = cq->ring;
-	uint32_t size = cq_slots(cq);
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + cq->staged;
-	if (__builtin_expect(prod - cq->cons_cache >= size || cq->overflowed, 0))
-		return xport_cq_full(qp, cq, out);
-	return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
+	struct cqe *c = xport_cq_slot_free(cq);
+
+	return __builtin_expect(c != NULL, 1) ? c : xport_cq_full(qp, cq, out);
 }
 
 /*
@@ -578,6 +591,21 @@ xport_cq_publish_n(struct xport_cq *cq, uint32_t n, const struct cqe *c, bool so
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (cq->arm && __atomic_load_n(cq->arm, __ATOMIC_RELAXED))
 		xport_cq_notify(cq, solicited || (c != NULL && c->status != WC_SUCCESS), out);
+}
+
+/* The work completion of send WQE @p w, written into CQ slot @p c. */
+static inline void
+xport_sq_cqe(struct cqe *c, const struct xport_qp *qp, const struct xport_swqe *w, uint64_t now)
+{
+	*c = (struct cqe){
+		.wr_id = w->wqe.wr_id,
+		.status = w->status,
+		.opcode = w->wc_opcode,
+		.vendor_err = w->err,
+		.byte_len = w->length,
+		.qp_num = qp->cfg.qpn,
+		.timestamp = now,
+	};
 }
 
 /* Publish the CQE written into the reserved slot (and any staged before it). */

@@ -604,6 +604,81 @@ Test(comp, seq_nak_goes_back_to_its_psn, .init = setup_comp, .fini = teardown)
 }
 
 /*
+ * A positive ACK's run of SEND/WRITE completions (comp_ack_run()) hands
+ * over to the general steps where it stops: inside a multi-packet WRITE
+ * (a partial ACK: progress, no completion) and at a READ the ACK passes
+ * (implied NAK: go back to it, IBTA 9.7.5.1.2). The ACK counts once
+ * however it is split, an unsignaled WRITE completes silently, and the
+ * SQ slots of what completed are free.
+ */
+Test(comp, ack_run_hands_over_inside_a_write_and_at_a_read, .init = setup_comp,
+     .fini = teardown)
+{
+	post0(WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED, 0, 64, 0);      /* PSN0 */
+	post0(WR_RDMA_WRITE, 2, 0, 0, 64, 0);                     /* PSN0 + 1 */
+	post0(WR_RDMA_WRITE, 3, WR_FLAG_SIGNALED, 0, 3 * MTU, 0); /* PSN0 + 2..4 */
+	post0(WR_RDMA_READ, 4, WR_FLAG_SIGNALED, RD_LOFF, 64, RD_ROFF); /* PSN0 + 5 */
+	post0(WR_RDMA_WRITE, 5, WR_FLAG_SIGNALED, 0, 64, 0);      /* PSN0 + 6 */
+	sim_poll(&S);
+	cr_assert_eq(sent_since(0, 0), 7);
+	uint32_t n = C.n;
+
+	inject_ack(PSN0 + 3, ROCE_AETH_ACK_UNLIMITED); /* the middle of WRITE 3 */
+	assert_cqe0(1, WC_SUCCESS);
+	assert_no_cqe0();
+	cr_assert_eq(spsc_ring_cons_index(S.h[0].sq), 2, "two SQ slots free");
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], 1);
+
+	inject_ack(PSN0 + 6, ROCE_AETH_ACK_UNLIMITED); /* beyond the READ's response */
+	assert_cqe0(3, WC_SUCCESS);
+	assert_no_cqe0();
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], 2, "one per ACK, split or not");
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_IMPLIED_NAK], 1);
+	cr_assert_eq(requests_at(n, PSN0 + 5), 1, "the READ again");
+	cr_assert_eq(spsc_ring_cons_index(S.h[0].sq), 3);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_RTS);
+}
+
+static void
+cq_of_4(struct sim_params *p)
+{
+	sim_default_params(p);
+	p->cq_size = 4;
+}
+
+/*
+ * The run takes a CQ slot only when its cached consumer index shows room;
+ * where it does not, the general steps look at the CQ's consumer index
+ * again (xport_cq_full()): an application that polled loses nothing and
+ * the QP stays up.
+ */
+Test(comp, ack_run_hands_over_at_a_cq_that_looks_full, .init = NULL, .fini = teardown)
+{
+	struct sim_params p;
+
+	cq_of_4(&p);
+	setup_with(&p);
+	C.drop[0] = true;
+	for (uint64_t i = 1; i <= 3; i++)
+		post0(WR_RDMA_WRITE, i, WR_FLAG_SIGNALED, 0, 64, 0);
+	sim_poll(&S);
+	inject_ack(PSN0 + 2, ROCE_AETH_ACK_UNLIMITED);
+	for (uint64_t i = 1; i <= 3; i++)
+		assert_cqe0(i, WC_SUCCESS);
+	for (uint64_t i = 4; i <= 6; i++)
+		post0(WR_RDMA_WRITE, i, WR_FLAG_SIGNALED, 0, 64, 0);
+	sim_poll(&S);
+	inject_ack(PSN0 + 5, ROCE_AETH_ACK_UNLIMITED);
+	for (uint64_t i = 4; i <= 6; i++)
+		assert_cqe0(i, WC_SUCCESS);
+	assert_no_cqe0();
+	cr_assert_eq(cnt(0)[XPORT_CNT_ACK_RX], 2);
+	cr_assert_eq(cnt(0)[XPORT_CNT_CQ_OVERFLOW], 0);
+	cr_assert_not(S.h[0].scq.overflowed);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_RTS);
+}
+
+/*
  * Error NAKs (IBTA 9.9.3 class C at the responder; 9.9.2 the requester
  * completes the WQE with the matching status, even unsignaled (IBA 10.7.3: errors always complete), and
  * the QP goes to error; rxe check_ack): what precedes the NAK's PSN

@@ -541,7 +541,7 @@ Test(tables, names_complete_and_unique)
 	cr_assert_str_eq(xport_counter_name(XPORT_CNT_COUNT), "?");
 	cr_assert_str_eq(xport_err_name(XPORT_ERR_RETRY_EXC), "RETRY_EXC");
 	cr_assert_str_eq(xport_req_step_name(0), "GET_WQE");
-	cr_assert_str_eq(xport_comp_step_name(0), "CHECK_AETH");
+	cr_assert_str_eq(xport_comp_step_name(0), "ACK_RUN");
 	cr_assert_str_eq(xport_resp_step_name(0), "CHECK_PSN");
 	cr_assert_str_eq(xport_resp_step_name(1000), "?");
 }
