@@ -29,6 +29,7 @@
 #define REQ_STEP_LIST(X) \
 	X(GET_WQE, "take the WQE at cur, copying it from the ring on first use") \
 	X(CHECK_LIMITS, "rd_atomic, fence, send window, rate limit") \
+	X(PLAIN, "an RC SEND/WRITE of one packet nothing holds: build, send, account") \
 	X(BUILD, "build the next packet of the WQE") \
 	X(ADVANCE, "PSN, offset and WQE bookkeeping after a packet") \
 	X(LOCAL_OP, "bind a memory window or invalidate a key, once earlier WQEs completed") \
@@ -67,6 +68,9 @@ struct req_ctx {
 	 * activations), so unpaced QPs skip the rate checks per packet; a
 	 * paced one still reads its rate each time (it may end) */
 	bool paced;
+	/* RC without XRC, unpaced, no RTT probes (cc = delay): a one-packet
+	 * SEND/WRITE may take the PLAIN step */
+	bool plain;
 	uint64_t now;       /* the activation's time */
 };
 
@@ -337,10 +341,18 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 		req->fetch++;
 		prefetch_ahead(qp, rfetch, req->prod_seen - rfetch - 1, fresh);
 	}
-	ctx->w = swqe_at(qp, req->cur);
-	if (ctx->w->status != WC_SUCCESS)
+	struct xport_swqe *w = swqe_at(qp, req->cur);
+	ctx->w = w;
+	if (w->status != WC_SUCCESS)
 		return REQ_LOCAL_ERROR;
-	return ctx->w->kind == SWQE_LOCAL ? REQ_LOCAL_OP : REQ_CHECK_LIMITS;
+	if (ctx->plain && (w->kind == SWQE_WRITE || w->kind == SWQE_SEND) &&
+	    req->offset == 0 && w->length <= qp->mtu &&
+	    !((w->wqe.send_flags & WR_FLAG_FENCE) && req->rd_inflight)) {
+		uint32_t outstanding = roce_psn_diff(req->psn, qp->comp.psn);
+		if (!outstanding || outstanding < req->window)
+			return REQ_PLAIN;
+	}
+	return w->kind == SWQE_LOCAL ? REQ_LOCAL_OP : REQ_CHECK_LIMITS;
 }
 
 /* Carry out a BIND_MW or LOCAL_INV WQE; on failure its status says why. */
@@ -420,7 +432,7 @@ req_check_limits(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now)
 	return REQ_BUILD;
 }
 
-static void
+static inline void
 build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
 {
 	const struct xport_swqe *w = ctx->w;
@@ -631,6 +643,51 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 	return REQ_GET_WQE;
 }
 
+/*
+ * CHECK_LIMITS, BUILD and ADVANCE for the common case, with their effect:
+ * one packet (SEND/WRITE ONLY, AckReq: the message's last), nothing to
+ * wait for (req_get_wqe() checked the fence and the window; no READ or
+ * ATOMIC limit applies), no pacing, no probes.
+ */
+static enum req_step
+req_plain(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	struct xport_req *req = &qp->req;
+	struct xport_swqe *w = ctx->w;
+	uint32_t psn = req->psn;
+
+	if (!w->started) {
+		w->first_psn = w->last_psn = psn;
+		w->started = true;
+	}
+	struct xport_frame *f = xport_frame_new(
+		qp, out, wire_opcode[w->wqe.opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY], psn);
+	if (!f)
+		return REQ_OUT_FULL;
+	ctx->payload = w->length;
+	ctx->last = true;
+	build_data(qp, ctx, f);
+	f->pkt.ack_req = true;
+	if (xport_sg_gather(qp, w, 0, w->length, out, f) != 0) {
+		w->status = WC_LOC_PROT_ERR;
+		w->err = XPORT_ERR_LOC_KEY;
+		return REQ_LOCAL_ERROR;
+	}
+	/* no XRCETH without XRC: xrc_srqn is not read (xport_frame_new()) */
+	if (req->psn_max == qp->comp.psn && psn == req->psn_max)
+		qp->comp.progress_ns = now; /* ACK timer base: the first packet after idle */
+	if (psn_lt(psn, req->psn_max))
+		cnt_inc(qp, XPORT_CNT_RETRANSMIT_PKTS);
+	req->pkts_since_ack_req = 0;
+	req->ack_req_ns = now;
+	xport_frame_commit(qp, out, f);
+	req->psn = roce_psn_add(psn, 1);
+	if (psn_lt(req->psn_max, req->psn))
+		req->psn_max = req->psn;
+	req->cur++;
+	return REQ_GET_WQE;
+}
+
 static enum req_step
 req_local_error(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 {
@@ -645,6 +702,9 @@ xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 	struct req_ctx ctx = { .now = now, .paced = xport_pace_kbps(qp) != 0 };
 	enum req_step step = REQ_GET_WQE;
 
+	ctx.plain = !ctx.paced && qp_is_rc(qp) && qp->cfg.xrc == XPORT_XRC_NONE &&
+		    !xport_cc_probing(qp);
+
 	qp->req.kick = false;
 	for (;;) {
 		switch (step) {
@@ -653,6 +713,9 @@ xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 			break;
 		case REQ_CHECK_LIMITS:
 			step = req_check_limits(qp, &ctx, now);
+			break;
+		case REQ_PLAIN:
+			step = req_plain(qp, &ctx, now, out);
 			break;
 		case REQ_BUILD:
 			step = req_build(qp, &ctx, out);

@@ -154,6 +154,143 @@ only_ack_of(void *arg, int from, const struct roce_pkt *pkt)
 	return from == 0 || pkt->opcode != ROCE_OP_RC_ACKNOWLEDGE || pkt->psn == *(uint32_t *)arg;
 }
 
+/*
+ * The requester's PLAIN step (one-packet RC SEND/WRITE on an unpaced QP,
+ * xport_req.c) stands for CHECK_LIMITS, BUILD and ADVANCE. Run the same
+ * mix twice: unpaced (PLAIN takes the one-packet WQEs) and with a rate
+ * limit (paced: every WQE takes the general steps). The requests on the
+ * wire, the completions on both hosts and the requester's counters match.
+ * The mix: WRITE, WRITE with immediate of 0 bytes, SEND solicited, SEND
+ * with immediate, inline SEND, a WRITE of one MTU exactly, one of MTU + 1
+ * (two packets: the general steps in both runs), a READ then a fenced
+ * WRITE (the fence holds it: general steps); the second WRITE unsignaled.
+ */
+#define PLAIN_MIX 10
+#define PLAIN_CAP 64
+
+struct plain_run {
+	struct roce_pkt req[PLAIN_CAP];
+	uint32_t n;
+	struct cqe c[2][2][PLAIN_MIX];
+	uint32_t nc[2][2];
+	uint64_t cnt[XPORT_CNT_COUNT];
+};
+
+static bool
+keep_requests(void *arg, int from, const struct roce_pkt *pkt)
+{
+	struct plain_run *r = arg;
+
+	if (from == 0 && r->n < PLAIN_CAP)
+		r->req[r->n++] = *pkt;
+	return true;
+}
+
+static void
+plain_run(struct plain_run *r, uint32_t rate_kbps)
+{
+	struct sim_params p;
+	uint64_t mtu = 1024; /* sim_default_params: path MTU 3 */
+
+	memset(r, 0, sizeof(*r));
+	sim_default_params(&p);
+	p.rate_limit_kbps = rate_kbps;
+	cr_assert_eq(sim_init(&S, &p, 1), 0);
+	collect_init(&K);
+	S.filter = keep_requests;
+	S.filter_arg = r;
+	fill(S.h[0].arena, 3 * mtu, 5);
+	for (uint64_t i = 0; i < 4; i++) { /* the SENDs and the WRITE with immediate */
+		struct rq_wqe rw = rwqe_new(50 + i, sim_va(&S, 1, 0x10000 + i * 0x1000), 0x1000,
+					    S.h[1].arena_key);
+		cr_assert(sim_post_recv(&S, 1, &rw));
+	}
+	struct sq_wqe w[PLAIN_MIX] = {
+		wqe_to_peer(0, WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED, 0, 64, 0),
+		wqe_to_peer(0, WR_RDMA_WRITE, 10, 0, 0, 64, 0x5000),
+		wqe_new(WR_RDMA_WRITE_WITH_IMM, 2, WR_FLAG_SIGNALED),
+		wqe_to_peer(0, WR_SEND, 3, WR_FLAG_SIGNALED | WR_FLAG_SOLICITED, 64, 100, 0),
+		wqe_to_peer(0, WR_SEND_WITH_IMM, 4, WR_FLAG_SIGNALED, 0, 200, 0),
+		wqe_new(WR_SEND, 5, WR_FLAG_SIGNALED | WR_FLAG_INLINE),
+		wqe_to_peer(0, WR_RDMA_WRITE, 6, WR_FLAG_SIGNALED, 0, (uint32_t)mtu, 0x1000),
+		wqe_to_peer(0, WR_RDMA_WRITE, 7, WR_FLAG_SIGNALED, 0, (uint32_t)mtu + 1, 0x2000),
+		wqe_to_peer(0, WR_RDMA_READ, 8, WR_FLAG_SIGNALED, 0x8000, 64, 0x3000),
+		wqe_to_peer(0, WR_RDMA_WRITE, 9, WR_FLAG_SIGNALED | WR_FLAG_FENCE, 0, 64, 0x4000),
+	};
+	w[2].wr.rdma.remote_addr = sim_va(&S, 1, 0);
+	w[2].wr.rdma.rkey = S.h[1].arena_key;
+	w[2].imm_data = 0x11223344;
+	w[4].imm_data = 0x55667788;
+	w[5].inline_len = 16;
+	memset(w[5].inline_data, 0xab, 16);
+	for (int i = 0; i < PLAIN_MIX; i++)
+		cr_assert(sim_post_send(&S, 0, &w[i]));
+	K.want[1][1] = 4;
+	run_until_sent(PLAIN_MIX - 1); /* the second WRITE is unsignaled */
+	for (int h = 0; h < 2; h++)
+		for (int q = 0; q < 2; q++) {
+			r->nc[h][q] = K.n[h][q];
+			for (uint32_t i = 0; i < K.n[h][q] && i < PLAIN_MIX; i++)
+				r->c[h][q][i] = K.c[h][q][i];
+		}
+	memcpy(r->cnt, cnt(0), sizeof(r->cnt));
+	teardown();
+}
+
+Test(plain, plain_step_sends_what_the_general_steps_send, .timeout = 30)
+{
+	static struct plain_run a, b;
+
+	plain_run(&a, 0);
+	plain_run(&b, 100000000); /* 100 Gb/s: paced */
+	cr_assert_eq(a.n, b.n, "%u requests unpaced, %u paced", a.n, b.n);
+	cr_assert_eq(a.n, 11, "ten WQEs, one of two packets");
+	for (uint32_t i = 0; i < a.n; i++) {
+		const struct roce_pkt *x = &a.req[i], *y = &b.req[i];
+
+		cr_assert_eq(x->opcode, y->opcode, "request %u", i);
+		cr_assert_eq(x->psn, y->psn, "request %u", i);
+		cr_assert_eq(x->dest_qpn, y->dest_qpn, "request %u", i);
+		cr_assert_eq(x->ack_req, y->ack_req, "request %u", i);
+		cr_assert_eq(x->se, y->se, "request %u", i);
+		cr_assert_eq(x->pad, y->pad, "request %u", i);
+		cr_assert_eq(x->payload_len, y->payload_len, "request %u", i);
+		cr_assert_eq(x->hdrs, y->hdrs, "request %u", i);
+		/* the extension headers the opcode has (no others are read) */
+		if (roce_pkt_has(x, ROCE_HDR_RETH)) {
+			cr_assert_eq(x->reth.va, y->reth.va, "request %u", i);
+			cr_assert_eq(x->reth.rkey, y->reth.rkey, "request %u", i);
+			cr_assert_eq(x->reth.length, y->reth.length, "request %u", i);
+		}
+		if (roce_pkt_has(x, ROCE_HDR_IMMDT))
+			cr_assert_eq(x->imm, y->imm, "request %u", i);
+		if (roce_pkt_has(x, ROCE_HDR_IETH))
+			cr_assert_eq(x->ieth_rkey, y->ieth_rkey, "request %u", i);
+		cr_assert_eq(x->l3.ip_id, y->l3.ip_id, "request %u", i);
+	}
+	for (int h = 0; h < 2; h++)
+		for (int q = 0; q < 2; q++) {
+			cr_assert_eq(a.nc[h][q], b.nc[h][q]);
+			for (uint32_t i = 0; i < a.nc[h][q] && i < PLAIN_MIX; i++) {
+				const struct cqe *x = &a.c[h][q][i], *y = &b.c[h][q][i];
+
+				cr_assert_eq(x->wr_id, y->wr_id);
+				cr_assert_eq(x->status, WC_SUCCESS);
+				cr_assert_eq(x->status, y->status);
+				cr_assert_eq(x->opcode, y->opcode);
+				cr_assert_eq(x->byte_len, y->byte_len);
+				cr_assert_eq(x->imm_data, y->imm_data);
+			}
+		}
+	static const enum xport_counter same[] = {
+		XPORT_CNT_TX_PKTS, XPORT_CNT_TX_BYTES, XPORT_CNT_RETRANSMIT_PKTS,
+	};
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+		cr_assert_eq(a.cnt[same[i]], b.cnt[same[i]], "counter %s",
+			     xport_counter_name(same[i]));
+	cr_assert_eq(a.cnt[XPORT_CNT_RETRANSMIT_PKTS], 0);
+}
+
 Test(rc, coalesced_ack_publishes_its_cqes_together)
 {
 	uint32_t n = 8;
