@@ -27,6 +27,7 @@
 
 #define RESP_STEP_LIST(X) \
 	X(CHECK_PSN, "new, duplicate or out of sequence") \
+	X(WRITE_ONLY, "an in-order RC WRITE ONLY into a direct region: every check, place, owe the ACK") \
 	X(CHECK_OP_SEQ, "FIRST/MIDDLE/LAST order") \
 	X(CHECK_XRC, "XRC TGT: the XRCETH names a live SRQ of the QP's domain") \
 	X(CHECK_OP_VALID, "QP access flags; UD Q_Key") \
@@ -857,6 +858,51 @@ resp_complete(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xp
 	return RESP_ACKNOWLEDGE;
 }
 
+/*
+ * The common case of CHECK_PSN ... ACKNOWLEDGE in one step: an RC RDMA
+ * WRITE ONLY (no immediate) at the expected PSN with no message in
+ * progress, on a QP that grants remote write, its RETH length the payload
+ * (at most one MTU, not 0), its R_Key an MR of the QP's PD covering the
+ * range (a window's key too). Nothing changes before every check passed; a packet that fails
+ * one goes through the general steps from CHECK_PSN, which find the same
+ * and answer it (NAK, drop, window key, indirect region).
+ */
+static bool
+write_only_plain(const struct xport_qp *qp, const struct roce_pkt *pkt)
+{
+	const struct xport_resp *r = &qp->resp;
+	uint32_t len = pkt->payload_len;
+
+	return pkt->opcode == ROCE_OP_RC_RDMA_WRITE_ONLY && qp->cfg.type == XPORT_RC &&
+	       qp->cfg.xrc != XPORT_XRC_TGT && pkt->psn == r->epsn && r->msg == RESP_MSG_NONE &&
+	       !r->error_after_ack && (qp->cfg.access_flags & MR_ACCESS_REMOTE_WRITE) &&
+	       len == pkt->reth.length && len - 1 < qp->mtu;
+}
+
+static enum resp_step
+resp_write_only(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct xport_resp *r = &qp->resp;
+	uint32_t len = pkt->payload_len;
+	uint8_t *host;
+
+	if (xport_key_check(qp, pkt->reth.rkey, pkt->reth.va, len, MR_ACCESS_REMOTE_WRITE, &host) !=
+	    MR_OK)
+		return RESP_CHECK_PSN;
+	r->nak_sent = false;
+	r->write_va = pkt->reth.va;
+	r->write_rkey = pkt->reth.rkey;
+	r->write_len = len;
+	memcpy(host, pkt->payload, len);
+	r->msg_len = len;
+	r->epsn = roce_psn_add(pkt->psn, 1);
+	r->msn++;
+	if (pkt->ack_req)
+		owe(qp, ROCE_AETH_ACK_UNLIMITED, pkt->psn); /* coalesced: 9.7.5.1.2 */
+	return RESP_DONE;
+}
+
 static enum resp_step
 resp_acknowledge(struct xport_qp *qp, struct resp_ctx *ctx)
 {
@@ -984,12 +1030,15 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 		.pkt = pkt,
 		.kind = roce_opcode_table[pkt->opcode].kind,
 	};
-	enum resp_step step = RESP_CHECK_PSN;
+	enum resp_step step = write_only_plain(qp, pkt) ? RESP_WRITE_ONLY : RESP_CHECK_PSN;
 
 	for (;;) {
 		switch (step) {
 		case RESP_CHECK_PSN:
 			step = resp_check_psn(qp, &ctx);
+			break;
+		case RESP_WRITE_ONLY:
+			step = resp_write_only(qp, &ctx);
 			break;
 		case RESP_CHECK_OP_SEQ:
 			step = resp_check_op_seq(qp, &ctx);

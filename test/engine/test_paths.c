@@ -236,6 +236,80 @@ Test(resp, qp_access_flags_gate_each_op, .init = NULL, .fini = NULL)
 }
 
 /*
+ * The responder's WRITE_ONLY step (an in-order RC WRITE ONLY into a direct
+ * region, xport_resp.c) and the general steps it hands over to when a
+ * check fails: each packet gets the answer the general steps give it, in
+ * a row on one QP, so what one leaves behind (ePSN, MSN, the NAK-sent
+ * flag) is what the next is judged by.
+ */
+Test(resp, write_only_step_and_its_hand_overs, .init = setup_resp, .fini = teardown)
+{
+	static const uint8_t a[64] = { 1, 2, 3 }, b[64] = { 9, 9, 9 };
+	uint8_t *dst = S.h[1].arena + WRITE_OFF;
+	struct roce_pkt p;
+	uint32_t psn = PSN0;
+
+	p = write_only(psn, WRITE_OFF, a, sizeof(a)); /* the step */
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn);
+	cr_assert_eq(last()->aeth.msn, 1);
+	cr_assert_eq(memcmp(dst, a, sizeof(a)), 0);
+	psn++;
+
+	p = write_only(psn, WRITE_OFF, NULL, 0); /* zero length: no R_Key check */
+	p.reth.rkey ^= 0x100;
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn);
+	cr_assert_eq(last()->aeth.msn, 2);
+	psn++;
+
+	p = write_only(psn + 1, WRITE_OFF, b, sizeof(b)); /* ahead: one sequence NAK */
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_PSN_SEQ_ERROR, psn);
+	uint32_t n = C.n;
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(C.n, n, "a NAK was sent: silent until the expected PSN comes");
+
+	p = write_only(psn - 1, WRITE_OFF, b, sizeof(b)); /* duplicate: ACK, not placed */
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn - 1);
+	cr_assert_eq(memcmp(dst, a, sizeof(a)), 0);
+	cr_assert_eq(cnt(1)[XPORT_CNT_DUP_REQ], 1);
+
+	p = write_only(psn, WRITE_OFF + 64, b, sizeof(b)); /* the step clears the NAK flag */
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn);
+	cr_assert_eq(last()->aeth.msn, 3);
+	cr_assert_eq(memcmp(dst + 64, b, sizeof(b)), 0);
+	psn++;
+	p = write_only(psn + 1, WRITE_OFF, b, sizeof(b));
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_PSN_SEQ_ERROR, psn);
+
+	p = write_only(psn, WRITE_OFF, b, sizeof(b)); /* RETH length above the payload */
+	p.reth.length = sizeof(b) + 1;
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, psn);
+	cr_assert_eq(memcmp(dst, a, sizeof(a)), 0, "nothing placed");
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+	cr_assert_eq(xport_qp_rq_psn(S.h[1].qp), psn, "not executed");
+}
+
+/* A WRITE ONLY with a key the QP's PD does not own: remote access error. */
+Test(resp, write_only_bad_rkey_is_access_error, .init = setup_resp, .fini = teardown)
+{
+	static const uint8_t b[64] = { 9 };
+	struct roce_pkt p = write_only(PSN0, WRITE_OFF, b, sizeof(b));
+
+	p.reth.rkey ^= 0x100;
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_REM_ACC_ERR, PSN0);
+	cr_assert_eq(S.h[1].arena[WRITE_OFF], 0, "nothing placed");
+	cr_assert_eq(cnt(1)[XPORT_CNT_NAK_ACCESS_TX], 1);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+}
+
+/*
  * REMOTE_WRITE taken away (modify_qp RTS -> RTS) between the FIRST and the
  * MIDDLE packet of a WRITE: rxe check_op_valid() tests every WRITE packet
  * (RXE_WRITE_MASK is set on FIRST, MIDDLE and LAST), so the MIDDLE is NAKed
