@@ -28,6 +28,7 @@
 #define RESP_STEP_LIST(X) \
 	X(CHECK_PSN, "new, duplicate or out of sequence") \
 	X(WRITE_ONLY, "an in-order RC WRITE ONLY into a direct region: every check, place, owe the ACK") \
+	X(SEND_ONLY, "an in-order RC SEND ONLY (with immediate): every check, place, complete, owe the ACK") \
 	X(CHECK_OP_SEQ, "FIRST/MIDDLE/LAST order") \
 	X(CHECK_XRC, "XRC TGT: the XRCETH names a live SRQ of the QP's domain") \
 	X(CHECK_OP_VALID, "QP access flags; UD Q_Key") \
@@ -859,24 +860,47 @@ resp_complete(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xp
 }
 
 /*
- * The common case of CHECK_PSN ... ACKNOWLEDGE in one step: an RC RDMA
- * WRITE ONLY (no immediate) at the expected PSN with no message in
- * progress, on a QP that grants remote write, its RETH length the payload
- * (at most one MTU, not 0), its R_Key an MR of the QP's PD covering the
- * range (a window's key too). Nothing changes before every check passed; a packet that fails
- * one goes through the general steps from CHECK_PSN, which find the same
- * and answer it (NAK, drop, window key, indirect region).
+ * The common cases of CHECK_PSN ... ACKNOWLEDGE in one step each, for an
+ * RC QP without XRC and a one-packet message at the expected PSN with no
+ * message in progress:
+ * - WRITE_ONLY: an RDMA WRITE ONLY without immediate whose RETH length is
+ *   the payload (1 byte to one MTU) on a QP granting remote write, its
+ *   R_Key good for the range and direct memory (a window's key too);
+ * - SEND_ONLY: a SEND ONLY, with immediate or not (no invalidate), of at
+ *   most one MTU, without tag matching, fitting its receive WQE, each
+ *   piece of which is writable.
+ * The step changes nothing before its checks passed, but for what the
+ * general steps would do first as well (take the receive WQE); a packet
+ * that fails one goes through the general steps from CHECK_PSN, which
+ * find the same and answer it (RNR, NAK, drop, indirect region).
  */
-static bool
-write_only_plain(const struct xport_qp *qp, const struct roce_pkt *pkt)
+static enum resp_step
+resp_first_step(const struct xport_qp *qp, const struct roce_pkt *pkt)
 {
 	const struct xport_resp *r = &qp->resp;
 	uint32_t len = pkt->payload_len;
+	enum resp_step step;
 
-	return pkt->opcode == ROCE_OP_RC_RDMA_WRITE_ONLY && qp->cfg.type == XPORT_RC &&
-	       qp->cfg.xrc != XPORT_XRC_TGT && pkt->psn == r->epsn && r->msg == RESP_MSG_NONE &&
-	       !r->error_after_ack && (qp->cfg.access_flags & MR_ACCESS_REMOTE_WRITE) &&
-	       len == pkt->reth.length && len - 1 < qp->mtu;
+	switch (pkt->opcode) {
+	case ROCE_OP_RC_RDMA_WRITE_ONLY:
+		if (!(qp->cfg.access_flags & MR_ACCESS_REMOTE_WRITE) || len != pkt->reth.length ||
+		    len - 1 >= qp->mtu)
+			return RESP_CHECK_PSN;
+		step = RESP_WRITE_ONLY;
+		break;
+	case ROCE_OP_RC_SEND_ONLY:
+	case ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE:
+		if (len > qp->mtu || (qp->cfg.srq && qp->cfg.srq->tm))
+			return RESP_CHECK_PSN;
+		step = RESP_SEND_ONLY;
+		break;
+	default:
+		return RESP_CHECK_PSN;
+	}
+	if (qp->cfg.type != XPORT_RC || qp->cfg.xrc == XPORT_XRC_TGT || pkt->psn != r->epsn ||
+	    r->msg != RESP_MSG_NONE || r->error_after_ack)
+		return RESP_CHECK_PSN;
+	return step;
 }
 
 static enum resp_step
@@ -900,6 +924,30 @@ resp_write_only(struct xport_qp *qp, struct resp_ctx *ctx)
 	r->msn++;
 	if (pkt->ack_req)
 		owe(qp, ROCE_AETH_ACK_UNLIMITED, pkt->psn); /* coalesced: 9.7.5.1.2 */
+	return RESP_DONE;
+}
+
+static enum resp_step
+resp_send_only(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	struct xport_resp *r = &qp->resp;
+	uint32_t len = pkt->payload_len;
+
+	if (!r->have_recv && !xport_resp_take_recv(qp, out))
+		return RESP_CHECK_PSN; /* RNR */
+	if (len > r->recv_cap ||
+	    (len && xport_sg_scatter(qp, r->recv.sg_list, r->recv.num_sge, 0, pkt->payload, len) !=
+			    MR_OK))
+		return RESP_CHECK_PSN; /* the receive WQE is taken, as CHECK_RESOURCE takes it */
+	r->nak_sent = false;
+	r->msg_len = len;
+	r->epsn = roce_psn_add(pkt->psn, 1);
+	r->msn++;
+	if (!post_recv_cqe(qp, ctx, WC_SUCCESS, now, out))
+		return RESP_DONE; /* CQ overflow: the QP is in error */
+	if (pkt->ack_req)
+		owe(qp, ROCE_AETH_ACK_UNLIMITED, pkt->psn);
 	return RESP_DONE;
 }
 
@@ -1030,7 +1078,7 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 		.pkt = pkt,
 		.kind = roce_opcode_table[pkt->opcode].kind,
 	};
-	enum resp_step step = write_only_plain(qp, pkt) ? RESP_WRITE_ONLY : RESP_CHECK_PSN;
+	enum resp_step step = resp_first_step(qp, pkt);
 
 	for (;;) {
 		switch (step) {
@@ -1039,6 +1087,9 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 			break;
 		case RESP_WRITE_ONLY:
 			step = resp_write_only(qp, &ctx);
+			break;
+		case RESP_SEND_ONLY:
+			step = resp_send_only(qp, &ctx, now, out);
 			break;
 		case RESP_CHECK_OP_SEQ:
 			step = resp_check_op_seq(qp, &ctx);

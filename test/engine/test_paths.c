@@ -295,6 +295,97 @@ Test(resp, write_only_step_and_its_hand_overs, .init = setup_resp, .fini = teard
 	cr_assert_eq(xport_qp_rq_psn(S.h[1].qp), psn, "not executed");
 }
 
+/* SEND ONLY (@p opcode: with immediate or not) of @p len bytes to host 1. */
+static struct roce_pkt
+send_only(uint8_t opcode, uint32_t psn, const uint8_t *data, uint32_t len)
+{
+	struct roce_pkt p = req_pkt(&S, opcode, psn);
+
+	p.payload = data;
+	p.payload_len = len;
+	p.imm = 0x01020304;
+	p.ack_req = true;
+	return p;
+}
+
+/* A receive WQE of host 1: @p len bytes of its arena at @p off. */
+static void
+recv1(uint64_t wr_id, uint64_t off, uint32_t len)
+{
+	struct rq_wqe r = rwqe_new(wr_id, sim_va(&S, 1, off), len, S.h[1].arena_key);
+
+	cr_assert(sim_post_recv(&S, 1, &r));
+}
+
+/* The next receive completion of host 1 (there must be one). */
+static struct cqe
+rcqe1(void)
+{
+	struct cqe c;
+
+	cr_assert(sim_poll_cq(&S, 1, true, &c), "no receive completion");
+	return c;
+}
+
+/*
+ * The responder's SEND_ONLY step and its hand-overs, in a row on one QP:
+ * a SEND and a SEND with immediate land and complete; without a receive
+ * WQE, RNR NAK (nothing taken, nothing changed); then one longer than its
+ * receive WQE: that WQE completes with a local length error, the sender
+ * gets an invalid request NAK, the QP goes to error.
+ */
+Test(resp, send_only_step_and_its_hand_overs, .init = setup_resp, .fini = teardown)
+{
+	static const uint8_t a[64] = { 1, 2, 3 }, b[100] = { 7, 7 };
+	struct roce_pkt p;
+	struct cqe c;
+	uint32_t psn = PSN0;
+
+	recv1(11, 0x1000, 64);
+	recv1(12, 0x2000, 64);
+	p = send_only(ROCE_OP_RC_SEND_ONLY, psn, a, sizeof(a));
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn);
+	cr_assert_eq(last()->aeth.msn, 1);
+	c = rcqe1();
+	cr_assert_eq(c.wr_id, 11);
+	cr_assert_eq(c.status, WC_SUCCESS);
+	cr_assert_eq(c.opcode, WC_RECV);
+	cr_assert_eq(c.byte_len, sizeof(a));
+	cr_assert_eq(c.wc_flags & WC_FLAG_WITH_IMM, 0);
+	cr_assert_eq(memcmp(S.h[1].arena + 0x1000, a, sizeof(a)), 0);
+	psn++;
+
+	p = send_only(ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE, psn, a, 10);
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn);
+	cr_assert_eq(last()->aeth.msn, 2);
+	c = rcqe1();
+	cr_assert_eq(c.wr_id, 12);
+	cr_assert_eq(c.byte_len, 10);
+	cr_assert_eq(c.imm_data, 0x01020304);
+	cr_assert_neq(c.wc_flags & WC_FLAG_WITH_IMM, 0);
+	psn++;
+
+	p = send_only(ROCE_OP_RC_SEND_ONLY, psn, a, sizeof(a)); /* no receive WQE */
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(last()->opcode, ROCE_OP_RC_ACKNOWLEDGE);
+	cr_assert_eq(last()->aeth.syndrome & ROCE_AETH_TYPE_MASK, ROCE_AETH_RNR_NAK);
+	cr_assert_eq(last()->psn, psn);
+	cr_assert_eq(cnt(1)[XPORT_CNT_RNR_NAK_TX], 1);
+	cr_assert_eq(xport_qp_rq_psn(S.h[1].qp), psn, "not executed");
+
+	recv1(13, 0x3000, 64);
+	p = send_only(ROCE_OP_RC_SEND_ONLY, psn, b, sizeof(b)); /* longer than the buffer */
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, psn);
+	c = rcqe1();
+	cr_assert_eq(c.wr_id, 13);
+	cr_assert_eq(c.status, WC_LOC_LEN_ERR);
+	cr_assert_eq(cnt(1)[XPORT_CNT_NAK_INV_REQ_TX], 1);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+}
+
 /* A WRITE ONLY with a key the QP's PD does not own: remote access error. */
 Test(resp, write_only_bad_rkey_is_access_error, .init = setup_resp, .fini = teardown)
 {
