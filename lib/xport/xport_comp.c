@@ -20,6 +20,7 @@
 
 #define COMP_STEP_LIST(X) \
 	X(ACK_RUN, "positive ACK: complete the SEND/WRITE WQEs it covers in one pass") \
+	X(READ_ONLY, "the only response of the READ at the head: place it, complete the READ") \
 	X(CHECK_AETH, "reserved syndrome, or a READ response / ATOMIC ACK without positive ACK") \
 	X(GET_WQE, "the oldest uncompleted WQE the response may concern") \
 	X(CHECK_PSN, "complete SEND/WRITE WQEs the response covers; implied NAK") \
@@ -215,6 +216,35 @@ comp_ack_run(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 	}
 	ctx->w = w; /* ACK_RX is counted */
 	return psn_lt(psn, cpsn) ? COMP_DONE : COMP_GET_WQE;
+}
+
+/*
+ * READ RESPONSE ONLY (positive AETH) at the oldest unacknowledged PSN,
+ * the one response of the READ at the head: CHECK_AETH ... COMPLETE, NEXT
+ * in one step, with their effect. Anything else - an earlier WQE still
+ * open (the response acknowledges it first), a length that is not the
+ * READ's, a scatter list not writable, an RTT probe out - goes through
+ * the general steps from CHECK_AETH, which find the same and answer it.
+ */
+static enum comp_step
+comp_read_only(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now, struct xport_out *out)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	uint32_t psn = pkt->psn;
+
+	if (qp->probe_ns || qp->comp.head == qp->req.fetch || psn != qp->comp.psn ||
+	    !psn_lt(psn, qp->req.psn_max) ||
+	    (pkt->aeth.syndrome & ROCE_AETH_TYPE_MASK) != ROCE_AETH_ACK)
+		return COMP_CHECK_AETH;
+	struct xport_swqe *w = swqe_at(qp, qp->comp.head);
+	if (!w->started || w->kind != SWQE_READ || w->first_psn != psn || w->last_psn != psn ||
+	    pkt->payload_len != w->length ||
+	    xport_sg_scatter(qp, w->wqe.sg_list, w->wqe.num_sge, 0, pkt->payload,
+			     pkt->payload_len) != MR_OK)
+		return COMP_CHECK_AETH;
+	progress(qp, roce_psn_add(psn, 1), now);
+	xport_sq_complete_head(qp, now, out, true); /* published at the burst's end */
+	return COMP_DONE;
 }
 
 static enum comp_step
@@ -481,12 +511,17 @@ xport_comp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 	      struct xport_out *out)
 {
 	struct comp_ctx ctx = { .pkt = pkt };
-	enum comp_step step = is_positive_ack(pkt) ? COMP_ACK_RUN : COMP_CHECK_AETH;
+	enum comp_step step = is_positive_ack(pkt) ? COMP_ACK_RUN
+			      : pkt->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY ? COMP_READ_ONLY
+										  : COMP_CHECK_AETH;
 
 	for (;;) {
 		switch (step) {
 		case COMP_ACK_RUN:
 			step = comp_ack_run(qp, &ctx, now);
+			break;
+		case COMP_READ_ONLY:
+			step = comp_read_only(qp, &ctx, now, out);
 			break;
 		case COMP_CHECK_AETH:
 			step = comp_check_aeth(&ctx);

@@ -29,7 +29,7 @@
 #define REQ_STEP_LIST(X) \
 	X(GET_WQE, "take the WQE at cur, copying it from the ring on first use") \
 	X(CHECK_LIMITS, "rd_atomic, fence, send window, rate limit") \
-	X(PLAIN, "an RC SEND/WRITE of one packet nothing holds: build, send, account") \
+	X(PLAIN, "an RC SEND/WRITE/READ of one packet nothing holds: build, send, account") \
 	X(BUILD, "build the next packet of the WQE") \
 	X(ADVANCE, "PSN, offset and WQE bookkeeping after a packet") \
 	X(LOCAL_OP, "bind a memory window or invalidate a key, once earlier WQEs completed") \
@@ -345,8 +345,9 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 	ctx->w = w;
 	if (w->status != WC_SUCCESS)
 		return REQ_LOCAL_ERROR;
-	if (ctx->plain && (w->kind == SWQE_WRITE || w->kind == SWQE_SEND) &&
-	    req->offset == 0 && w->length <= qp->mtu &&
+	if (ctx->plain && req->offset == 0 && w->length <= qp->mtu &&
+	    (w->kind == SWQE_WRITE || w->kind == SWQE_SEND ||
+	     (w->kind == SWQE_READ && req->rd_inflight < qp->cfg.max_rd_atomic)) &&
 	    !((w->wqe.send_flags & WR_FLAG_FENCE) && req->rd_inflight)) {
 		uint32_t outstanding = roce_psn_diff(req->psn, qp->comp.psn);
 		if (!outstanding || outstanding < req->window)
@@ -645,9 +646,10 @@ req_advance(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport
 
 /*
  * CHECK_LIMITS, BUILD and ADVANCE for the common case, with their effect:
- * one packet (SEND/WRITE ONLY, AckReq: the message's last), nothing to
- * wait for (req_get_wqe() checked the fence and the window; no READ or
- * ATOMIC limit applies), no pacing, no probes.
+ * one packet (SEND/WRITE ONLY, AckReq: the message's last) or a READ of
+ * one response packet, nothing to wait for (req_get_wqe() checked the
+ * fence, the window and for a READ the initiator depth), no pacing, no
+ * probes.
  */
 static enum req_step
 req_plain(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_out *out)
@@ -664,14 +666,21 @@ req_plain(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_o
 		qp, out, wire_opcode[w->wqe.opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY], psn);
 	if (!f)
 		return REQ_OUT_FULL;
-	ctx->payload = w->length;
-	ctx->last = true;
-	build_data(qp, ctx, f);
 	f->pkt.ack_req = true;
-	if (xport_sg_gather(qp, w, 0, w->length, out, f) != 0) {
-		w->status = WC_LOC_PROT_ERR;
-		w->err = XPORT_ERR_LOC_KEY;
-		return REQ_LOCAL_ERROR;
+	if (w->kind == SWQE_READ) {
+		f->pkt.reth.va = w->wqe.wr.rdma.remote_addr;
+		f->pkt.reth.rkey = w->wqe.wr.rdma.rkey;
+		f->pkt.reth.length = w->length;
+		f->pkt.payload_len = 0;
+	} else {
+		ctx->payload = w->length;
+		ctx->last = true;
+		build_data(qp, ctx, f);
+		if (xport_sg_gather(qp, w, 0, w->length, out, f) != 0) {
+			w->status = WC_LOC_PROT_ERR;
+			w->err = XPORT_ERR_LOC_KEY;
+			return REQ_LOCAL_ERROR;
+		}
 	}
 	/* no XRCETH without XRC: xrc_srqn is not read (xport_frame_new()) */
 	if (req->psn_max == qp->comp.psn && psn == req->psn_max)
@@ -685,6 +694,8 @@ req_plain(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_o
 	if (psn_lt(req->psn_max, req->psn))
 		req->psn_max = req->psn;
 	req->cur++;
+	if (w->kind == SWQE_READ)
+		req->rd_inflight++;
 	return REQ_GET_WQE;
 }
 

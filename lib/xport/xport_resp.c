@@ -28,7 +28,8 @@
 #define RESP_STEP_LIST(X) \
 	X(CHECK_PSN, "new, duplicate or out of sequence") \
 	X(WRITE_ONLY, "an in-order RC WRITE ONLY into a direct region: every check, place, owe the ACK") \
-	X(SEND_ONLY, "an in-order RC SEND ONLY (with immediate): every check, place, complete, owe the ACK") \
+	X(SEND_ONLY, "an in-order RC SEND ONLY (with immediate): the checks, then EXECUTE") \
+	X(READ_REQUEST, "an in-order RC READ of a direct region: the checks, then EXECUTE") \
 	X(CHECK_OP_SEQ, "FIRST/MIDDLE/LAST order") \
 	X(CHECK_XRC, "XRC TGT: the XRCETH names a live SRQ of the QP's domain") \
 	X(CHECK_OP_VALID, "QP access flags; UD Q_Key") \
@@ -860,16 +861,19 @@ resp_complete(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xp
 }
 
 /*
- * The common cases of CHECK_PSN ... ACKNOWLEDGE in one step each, for an
- * RC QP without XRC and a one-packet message at the expected PSN with no
- * message in progress:
- * - WRITE_ONLY: an RDMA WRITE ONLY without immediate whose RETH length is
- *   the payload (1 byte to one MTU) on a QP granting remote write, its
- *   R_Key good for the range and direct memory (a window's key too);
- * - SEND_ONLY: a SEND ONLY, with immediate or not (no invalidate), of at
- *   most one MTU, without tag matching, fitting its receive WQE, each
- *   piece of which is writable.
- * The step changes nothing before its checks passed, but for what the
+ * Short cuts for the common cases, for an RC QP without XRC and a
+ * one-packet message at the expected PSN with no message in progress:
+ * - WRITE_ONLY, CHECK_PSN ... ACKNOWLEDGE in one step: an RDMA WRITE ONLY
+ *   without immediate whose RETH length is the payload (1 byte to one
+ *   MTU) on a QP granting remote write, its R_Key good for the range and
+ *   direct memory (a window's key too);
+ * - SEND_ONLY, the checks CHECK_PSN ... CHECK_LENGTH, then EXECUTE: a SEND
+ *   ONLY, with immediate or not (no invalidate), of at most one MTU,
+ *   without tag matching, fitting its receive WQE;
+ * - READ_REQUEST, the same for an RDMA READ request of 1 byte to 2^31 on
+ *   a QP granting remote read, its R_Key good for the range and direct
+ *   memory, the oldest responder resource free to take.
+ * A short cut changes nothing before its checks passed, but for what the
  * general steps would do first as well (take the receive WQE); a packet
  * that fails one goes through the general steps from CHECK_PSN, which
  * find the same and answer it (RNR, NAK, drop, indirect region).
@@ -894,6 +898,15 @@ resp_first_step(const struct xport_qp *qp, const struct roce_pkt *pkt)
 			return RESP_CHECK_PSN;
 		step = RESP_SEND_ONLY;
 		break;
+	case ROCE_OP_RC_RDMA_READ_REQUEST: {
+		const struct xport_res *oldest = &r->res[r->res_next];
+
+		if (!(qp->cfg.access_flags & MR_ACCESS_REMOTE_READ) || pkt->reth.length == 0 ||
+		    pkt->reth.length > (1u << 31) || (oldest->pending && !oldest->replay))
+			return RESP_CHECK_PSN;
+		step = RESP_READ_REQUEST;
+		break;
+	}
 	default:
 		return RESP_CHECK_PSN;
 	}
@@ -928,27 +941,29 @@ resp_write_only(struct xport_qp *qp, struct resp_ctx *ctx)
 }
 
 static enum resp_step
-resp_send_only(struct xport_qp *qp, struct resp_ctx *ctx, uint64_t now, struct xport_out *out)
+resp_send_only(struct xport_qp *qp, struct resp_ctx *ctx, struct xport_out *out)
 {
-	const struct roce_pkt *pkt = ctx->pkt;
 	struct xport_resp *r = &qp->resp;
-	uint32_t len = pkt->payload_len;
 
 	if (!r->have_recv && !xport_resp_take_recv(qp, out))
 		return RESP_CHECK_PSN; /* RNR */
-	if (len > r->recv_cap ||
-	    (len && xport_sg_scatter(qp, r->recv.sg_list, r->recv.num_sge, 0, pkt->payload, len) !=
-			    MR_OK))
+	if (ctx->pkt->payload_len > r->recv_cap)
 		return RESP_CHECK_PSN; /* the receive WQE is taken, as CHECK_RESOURCE takes it */
 	r->nak_sent = false;
-	r->msg_len = len;
-	r->epsn = roce_psn_add(pkt->psn, 1);
-	r->msn++;
-	if (!post_recv_cqe(qp, ctx, WC_SUCCESS, now, out))
-		return RESP_DONE; /* CQ overflow: the QP is in error */
-	if (pkt->ack_req)
-		owe(qp, ROCE_AETH_ACK_UNLIMITED, pkt->psn);
-	return RESP_DONE;
+	return RESP_EXECUTE;
+}
+
+static enum resp_step
+resp_read_request(struct xport_qp *qp, struct resp_ctx *ctx)
+{
+	const struct roce_pkt *pkt = ctx->pkt;
+	uint8_t *host;
+
+	if (xport_key_check(qp, pkt->reth.rkey, pkt->reth.va, pkt->reth.length,
+			    MR_ACCESS_REMOTE_READ, &host) != MR_OK)
+		return RESP_CHECK_PSN;
+	qp->resp.nak_sent = false;
+	return RESP_EXECUTE;
 }
 
 static enum resp_step
@@ -1089,7 +1104,10 @@ xport_resp_rx(struct xport_qp *qp, const struct roce_pkt *pkt, uint64_t now,
 			step = resp_write_only(qp, &ctx);
 			break;
 		case RESP_SEND_ONLY:
-			step = resp_send_only(qp, &ctx, now, out);
+			step = resp_send_only(qp, &ctx, out);
+			break;
+		case RESP_READ_REQUEST:
+			step = resp_read_request(qp, &ctx);
 			break;
 		case RESP_CHECK_OP_SEQ:
 			step = resp_check_op_seq(qp, &ctx);

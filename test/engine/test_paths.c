@@ -386,6 +386,37 @@ Test(resp, send_only_step_and_its_hand_overs, .init = setup_resp, .fini = teardo
 	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
 }
 
+/*
+ * The responder's READ_REQUEST short cut and its hand-overs, in a row: a
+ * READ is answered; one of 0 bytes checks no R_Key (the general steps) and
+ * gets an empty response; one with a key the PD does not own gets the
+ * remote access error NAK and runs nothing.
+ */
+Test(resp, read_request_step_and_its_hand_overs, .init = setup_resp, .fini = teardown)
+{
+	memset(S.h[1].arena + READ_OFF, 0x5a, 8);
+	struct roce_pkt p = read_req(PSN0, READ_OFF, 8);
+
+	sim_inject(&S, 1, &p);
+	assert_done(ROP_READ, PSN0);
+	cr_assert_eq(last()->payload_len, 8);
+	cr_assert_eq(last()->aeth.msn, 1);
+
+	p = read_req(PSN0 + 1, READ_OFF, 0);
+	p.reth.rkey ^= 0x100;
+	sim_inject(&S, 1, &p);
+	assert_done(ROP_READ, PSN0 + 1);
+	cr_assert_eq(last()->payload_len, 0);
+
+	uint32_t n = C.n;
+	p = read_req(PSN0 + 2, READ_OFF, 8);
+	p.reth.rkey ^= 0x100;
+	sim_inject(&S, 1, &p);
+	cr_assert_eq(C.n, n + 1, "one NAK, no response");
+	assert_ack(last(), ROCE_AETH_NAK_REM_ACC_ERR, PSN0 + 2);
+	cr_assert_eq(xport_qp_state(S.h[1].qp), XPORT_STATE_ERR);
+}
+
 /* A WRITE ONLY with a key the QP's PD does not own: remote access error. */
 Test(resp, write_only_bad_rkey_is_access_error, .init = setup_resp, .fini = teardown)
 {
@@ -984,6 +1015,50 @@ inject_read_resp(uint8_t opcode, uint32_t psn, const uint8_t *data, uint32_t len
 	r.payload = data;
 	r.payload_len = len;
 	sim_inject(&S, 0, &r);
+}
+
+/*
+ * The completer's READ_ONLY step (the one response of the READ at the
+ * head, at the oldest unacknowledged PSN) and its hand-overs: a response
+ * with a WRITE still open before it (the general steps complete the
+ * WRITE, then place the READ), one of the wrong length (dropped, counted,
+ * nothing placed), then the good one; an ONLY with a NAK syndrome is
+ * malformed (IBTA 9.7.5.1.3: READ responses carry a positive ACK).
+ */
+Test(comp, read_only_step_and_its_hand_overs, .init = setup_comp, .fini = teardown)
+{
+	uint8_t src[64];
+	uint8_t *dst = S.h[0].arena + RD_LOFF;
+
+	fill(src, sizeof(src), 43);
+	post0(WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED, 0, 64, 0);                    /* PSN0 */
+	post0(WR_RDMA_READ, 2, WR_FLAG_SIGNALED, RD_LOFF, 64, RD_ROFF);        /* PSN0 + 1 */
+	post0(WR_RDMA_READ, 3, WR_FLAG_SIGNALED, RD_LOFF + 64, 64, RD_ROFF); /* PSN0 + 2 */
+	sim_poll(&S);
+	cr_assert_eq(sent_since(0, 0), 3);
+
+	inject_read_resp(ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0 + 1, src, 64);
+	assert_cqe0(1, WC_SUCCESS);
+	assert_cqe0(2, WC_SUCCESS);
+	cr_assert_eq(memcmp(dst, src, 64), 0);
+
+	inject_read_resp(ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0 + 2, src, 60);
+	cr_assert_eq(cnt(0)[XPORT_CNT_DROP_BAD_RESP], 1, "60 bytes for a 64-byte READ");
+	struct roce_pkt r = resp_pkt(ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0 + 2,
+				     ROCE_AETH_NAK_PSN_SEQ_ERROR);
+	r.payload = src;
+	r.payload_len = 64;
+	sim_inject(&S, 0, &r);
+	cr_assert_eq(cnt(0)[XPORT_CNT_DROP_BAD_RESP], 2, "a READ response with a NAK");
+	assert_no_cqe0();
+	cr_assert(all_eq(dst + 64, 64, 0), "nothing placed");
+
+	inject_read_resp(ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, PSN0 + 2, src, 64);
+	assert_cqe0(3, WC_SUCCESS);
+	assert_no_cqe0();
+	cr_assert_eq(memcmp(dst + 64, src, 64), 0);
+	cr_assert_eq(cnt(0)[XPORT_CNT_RETRY_IMPLIED_NAK], 0);
+	cr_assert_eq(xport_qp_state(S.h[0].qp), XPORT_STATE_RTS);
 }
 
 /*
