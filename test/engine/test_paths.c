@@ -317,13 +317,13 @@ recv1(uint64_t wr_id, uint64_t off, uint32_t len)
 	cr_assert(sim_post_recv(&S, 1, &r));
 }
 
-/* The next receive completion of host 1 (there must be one). */
+/* The next receive (@p recv) or send completion of host @p h (there must be one). */
 static struct cqe
-rcqe1(void)
+next_cqe(int h, bool recv)
 {
 	struct cqe c;
 
-	cr_assert(sim_poll_cq(&S, 1, true, &c), "no receive completion");
+	cr_assert(sim_poll_cq(&S, h, recv, &c), "no %s completion", recv ? "receive" : "send");
 	return c;
 }
 
@@ -347,7 +347,7 @@ Test(resp, send_only_step_and_its_hand_overs, .init = setup_resp, .fini = teardo
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn);
 	cr_assert_eq(last()->aeth.msn, 1);
-	c = rcqe1();
+	c = next_cqe(1, true);
 	cr_assert_eq(c.wr_id, 11);
 	cr_assert_eq(c.status, WC_SUCCESS);
 	cr_assert_eq(c.opcode, WC_RECV);
@@ -360,7 +360,7 @@ Test(resp, send_only_step_and_its_hand_overs, .init = setup_resp, .fini = teardo
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, psn);
 	cr_assert_eq(last()->aeth.msn, 2);
-	c = rcqe1();
+	c = next_cqe(1, true);
 	cr_assert_eq(c.wr_id, 12);
 	cr_assert_eq(c.byte_len, 10);
 	cr_assert_eq(c.imm_data, 0x01020304);
@@ -379,7 +379,7 @@ Test(resp, send_only_step_and_its_hand_overs, .init = setup_resp, .fini = teardo
 	p = send_only(ROCE_OP_RC_SEND_ONLY, psn, b, sizeof(b)); /* longer than the buffer */
 	sim_inject(&S, 1, &p);
 	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, psn);
-	c = rcqe1();
+	c = next_cqe(1, true);
 	cr_assert_eq(c.wr_id, 13);
 	cr_assert_eq(c.status, WC_LOC_LEN_ERR);
 	cr_assert_eq(cnt(1)[XPORT_CNT_NAK_INV_REQ_TX], 1);
@@ -740,9 +740,7 @@ post0(uint8_t opcode, uint64_t wr_id, uint32_t flags, uint64_t loff, uint32_t le
 static struct cqe
 scqe0(void)
 {
-	struct cqe c;
-	cr_assert(sim_poll_cq(&S, 0, false, &c), "no send completion");
-	return c;
+	return next_cqe(0, false);
 }
 
 static void
