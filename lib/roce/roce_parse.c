@@ -83,7 +83,7 @@ parse_ipv4(size_t len, struct roce_pkt *pkt, struct cursor *c)
 		return ROCE_DROP_IP_VERSION;
 	if ((ip->version_ihl & 0xf) != sizeof(*ip) / 4)
 		return ROCE_DROP_IP_IHL;
-	if (roce_csum_fold(roce_csum_add(0, ip, sizeof(*ip))) != 0xffff)
+	if (roce_ipv4_hdr_sum(ip) != 0xffff)
 		return ROCE_DROP_IP_CHECKSUM;
 	size_t total = be16toh(ip->total_length);
 	if (total < sizeof(*ip) || total > avail)
