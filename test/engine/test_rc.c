@@ -155,15 +155,17 @@ only_ack_of(void *arg, int from, const struct roce_pkt *pkt)
 }
 
 /*
- * The requester's PLAIN step (one-packet RC SEND/WRITE on an unpaced QP,
- * xport_req.c) stands for CHECK_LIMITS, BUILD and ADVANCE. Run the same
+ * The requester's PLAIN step (a one-packet RC SEND/WRITE or one-response
+ * READ on an unpaced QP, xport_req.c) stands for CHECK_LIMITS, BUILD and
+ * ADVANCE. Run the same
  * mix twice: unpaced (PLAIN takes the one-packet WQEs) and with a rate
  * limit (paced: every WQE takes the general steps). The requests on the
  * wire, the completions on both hosts and the requester's counters match.
  * The mix: WRITE, WRITE with immediate of 0 bytes, SEND solicited, SEND
  * with immediate, inline SEND, a WRITE of one MTU exactly, one of MTU + 1
  * (two packets: the general steps in both runs), a READ then a fenced
- * WRITE (the fence holds it: general steps); the second WRITE unsignaled.
+ * WRITE (the fence holds it until the READ completes); the second WRITE
+ * unsignaled.
  */
 #define PLAIN_MIX 10
 #define PLAIN_CAP 64
@@ -289,6 +291,8 @@ Test(plain, plain_step_sends_what_the_general_steps_send, .timeout = 30)
 		cr_assert_eq(a.cnt[same[i]], b.cnt[same[i]], "counter %s",
 			     xport_counter_name(same[i]));
 	cr_assert_eq(a.cnt[XPORT_CNT_RETRANSMIT_PKTS], 0);
+	cr_assert_eq(a.cnt[XPORT_CNT_PACE_WAIT], 0);
+	cr_assert_gt(b.cnt[XPORT_CNT_PACE_WAIT], 0, "the second run was paced");
 }
 
 Test(rc, coalesced_ack_publishes_its_cqes_together)
