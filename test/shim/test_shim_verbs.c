@@ -145,14 +145,21 @@ static pthread_t srv_thread;
 static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int srv_stop;
 
+/*
+ * The daemon's control thread. It holds srv_lock only while it works,
+ * never across a wait: a test that takes the lock to look into the
+ * daemon's tables must not depend on being scheduled within the short
+ * gap between two held waits (on a loaded 2-core machine it may not be,
+ * for many gaps in a row).
+ */
 static void *serve(void *arg)
 {
 	(void)arg;
 	while (!srv_stop) {
 		pthread_mutex_lock(&srv_lock);
-		ctl_server_poll(srv, 5);
+		ctl_server_poll(srv, 0);
 		pthread_mutex_unlock(&srv_lock);
-		usleep(100);
+		usleep(200);
 	}
 	return NULL;
 }
