@@ -5,6 +5,7 @@
 #ifndef ROCE_INTERNAL_H
 #define ROCE_INTERNAL_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,9 +27,9 @@ uint16_t roce_udp_csum_sum(const uint8_t *l3, bool ipv6, const uint8_t *udp, siz
  * @return the folded one's-complement sum of the 20-byte IPv4 header at
  * @p hdr (its checksum field included: 0xffff means it verifies), as
  * roce_csum_fold(roce_csum_add(0, hdr, 20)) computes it, without the loop
- * and the call: five 32-bit words added in host order, folded, swapped
- * once into network order (RFC 1071 1.2: the sum is byte-order
- * independent).
+ * and the call: five 32-bit words added as the host loads them, folded,
+ * then into network order (RFC 1071 1.2: the sum is byte-order
+ * independent), as roce_csum_add() does.
  */
 static inline uint16_t
 roce_ipv4_hdr_sum(const void *hdr)
@@ -45,7 +46,7 @@ roce_ipv4_hdr_sum(const void *hdr)
 	acc = (acc & 0xffff) + (acc >> 16);      /* <= 0x1ffff */
 	acc = (acc & 0xffff) + (acc >> 16);      /* <= 0x10000 */
 	acc = (acc & 0xffff) + (acc >> 16);      /* <= 0xffff */
-	return (uint16_t)(acc << 8 | acc >> 8);
+	return be16toh((uint16_t)acc);
 }
 
 /* roce_parse.c */
