@@ -78,6 +78,20 @@ xport_comp_reset(struct xport_qp *qp)
 	c->progress_ns = 0;
 }
 
+/* The oldest unacknowledged PSN is @p psn after progress: the retry
+ * budgets and the ACK timer start again. */
+static inline void
+progress_reset(struct xport_qp *qp, uint32_t psn, uint64_t now)
+{
+	struct xport_comp *c = &qp->comp;
+
+	c->psn = psn;
+	c->retry_left = qp->cfg.retry_cnt;
+	c->rnr_left = qp->cfg.rnr_retry;
+	c->retrying = false;
+	c->progress_ns = now;
+}
+
 /* Forward progress up to (not including) @p psn: reset the retry budgets
  * (inline: once per WQE a coalesced ACK completes). */
 static inline void
@@ -89,11 +103,7 @@ progress(struct xport_qp *qp, uint32_t psn, uint64_t now)
 		if (qp->probe_ns)
 			xport_cc_acked(qp, psn, now); /* an RTT probe is out (cc = delay) */
 	}
-	c->psn = psn;
-	c->retry_left = qp->cfg.retry_cnt;
-	c->rnr_left = qp->cfg.rnr_retry;
-	c->retrying = false;
-	c->progress_ns = now;
+	progress_reset(qp, psn, now);
 }
 
 static bool
@@ -202,11 +212,7 @@ comp_ack_run(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 	cnt_inc(qp, XPORT_CNT_ACK_RX);
 	if (credit)
 		xport_req_window_acked(qp, credit);
-	c->psn = cpsn;
-	c->retry_left = qp->cfg.retry_cnt;
-	c->rnr_left = qp->cfg.rnr_retry;
-	c->retrying = false;
-	c->progress_ns = now;
+	progress_reset(qp, cpsn, now); /* progress() per WQE, its credit summed above */
 	c->head = head;
 	spsc_ring_release_to(qp->cfg.sq, head - c->skew);
 	qp->req.kick = true;

@@ -69,7 +69,7 @@ struct req_ctx {
 	 * paced one still reads its rate each time (it may end) */
 	bool paced;
 	/* RC without XRC, unpaced, no RTT probes (cc = delay): a one-packet
-	 * SEND/WRITE may take the PLAIN step */
+	 * SEND/WRITE or a one-response READ may take the PLAIN step */
 	bool plain;
 	uint64_t now;       /* the activation's time */
 };
@@ -662,8 +662,8 @@ req_plain(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_o
 		w->first_psn = w->last_psn = psn;
 		w->started = true;
 	}
-	struct xport_frame *f = xport_frame_new(
-		qp, out, wire_opcode[w->wqe.opcode & (WR_OPCODE_SLOTS - 1)][WIRE_ONLY], psn);
+	struct xport_frame *f =
+		xport_frame_new(qp, out, wire_opcode_of(w->wqe.opcode, XPORT_RC, WIRE_ONLY), psn);
 	if (!f)
 		return REQ_OUT_FULL;
 	f->pkt.ack_req = true;
