@@ -458,6 +458,22 @@ build_data(struct xport_qp *qp, struct req_ctx *ctx, struct xport_frame *f)
 	p->payload_len = ctx->payload;
 }
 
+/*
+ * Frame @p f's payload, [offset, offset + len) of @p w's SGEs checked with
+ * their lkeys. @return false when a key refuses it: @p w then carries the
+ * local protection error.
+ */
+static inline bool
+gather_payload(struct xport_qp *qp, struct xport_swqe *w, uint32_t offset, uint32_t len,
+	       struct xport_out *out, struct xport_frame *f)
+{
+	if (xport_sg_gather(qp, w, offset, len, out, f) == 0)
+		return true;
+	w->status = WC_LOC_PROT_ERR;
+	w->err = XPORT_ERR_LOC_KEY;
+	return false;
+}
+
 static inline uint8_t
 wire_opcode_of(uint32_t wr_opcode, uint8_t type, unsigned int pos)
 {
@@ -584,11 +600,8 @@ req_build(struct xport_qp *qp, struct req_ctx *ctx, struct xport_out *out)
 					  (req->ack_req_ns == 0 ||
 					   ctx->now - req->ack_req_ns >= qp->ack_timeout_ns / 4));
 		}
-		if (xport_sg_gather(qp, w, offset, ctx->payload, out, f) != 0) {
-			w->status = WC_LOC_PROT_ERR;
-			w->err = XPORT_ERR_LOC_KEY;
+		if (!gather_payload(qp, w, offset, ctx->payload, out, f))
 			return REQ_LOCAL_ERROR;
-		}
 		break;
 	}
 	}
@@ -676,11 +689,8 @@ req_plain(struct xport_qp *qp, struct req_ctx *ctx, uint64_t now, struct xport_o
 		ctx->payload = w->length;
 		ctx->last = true;
 		build_data(qp, ctx, f);
-		if (xport_sg_gather(qp, w, 0, w->length, out, f) != 0) {
-			w->status = WC_LOC_PROT_ERR;
-			w->err = XPORT_ERR_LOC_KEY;
+		if (!gather_payload(qp, w, 0, w->length, out, f))
 			return REQ_LOCAL_ERROR;
-		}
 	}
 	/* no XRCETH without XRC: xrc_srqn is not read (xport_frame_new()) */
 	if (req->psn_max == qp->comp.psn && psn == req->psn_max)
