@@ -4,10 +4,11 @@
 #
 #   bench/loopback.sh [-r ROUNDS] [-t SEC] [-n LAB] [-P POINTS] NAME:BUILD...
 #
-# One lab per build (scripts/lab.sh -p af_packet -m 4200: path MTU 4096),
-# all up for the whole run, their daemons' workers idle (sleeping) when
-# their build does not run; in every round each point runs once per build,
-# the builds' order reversed every other round. Each run is a single-process
+# In every round each build in turn gets a fresh lab (scripts/lab.sh -p
+# af_packet -m 4200: path MTU 4096) and runs every point once; the builds'
+# order is reversed every other round. One lab at a time: an older daemon
+# whose worker does not sleep when idle would take a CPU from the build
+# being measured. Each run is a single-process
 # roce-perftest on host a (`--single-process`: both QPs on daemon a, frames
 # through its loopback, one worker lcore and the application thread).
 #
@@ -25,14 +26,15 @@
 #           write_bw:64,send_bw:64,read_bw:64,write_bw:4096,write_bw:65536,
 #           write_bw:1048576,read_bw:65536,send_bw:65536,write_lat:8]
 #   -r ROUNDS  [3]   -t SEC  seconds per bandwidth point [3]  -n LAB  lab
-#           name prefix, 1-6 of a-z 0-9 [rlb]: labs LAB0, LAB1, ...
+#           name, 1-8 of a-z 0-9 [rlb]
 #   Also, per build and round: bench/engine_bench OP 64 2000000 for write,
 #   send and read, pinned to CPU 1 (one core: no placement), its engine and
 #   application ns per message.
 #
 # Prints one line per run (round, name, c2c before/after, class, test,
 # size, M msg/s, Gb/s, worker busy ns per message from /roce/lcore/stats;
-# write_lat: typical and p99 us), then medians per name, point and class,
+# write_lat: typical and p99 us; engine_OP: engine and application ns per
+# message), then medians per name, point and class,
 # and the median ratio of every other build to the first over the rounds
 # where both ran in the same class. Raw lines also in $LOOPBACK_OUT
 # (default /tmp/roce-loopback-LAB.txt). Root; labs are brought down at exit.
@@ -61,7 +63,7 @@ shift $((OPTIND - 1))
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 30 ] || die "bad -r"
 [[ $SEC =~ ^[0-9]+$ ]] && [ "$SEC" -ge 1 ] && [ "$SEC" -le 60 ] || die "bad -t"
-[[ $LAB_PFX =~ ^[a-z0-9]{1,6}$ ]] || die "bad lab name '$LAB_PFX'"
+[[ $LAB_PFX =~ ^[a-z0-9]{1,8}$ ]] || die "bad lab name '$LAB_PFX'"
 [ "$(id -u)" = 0 ] || die "must run as root (network namespaces)"
 IFS=, read -r -a PTS <<<"$POINTS"
 for p in "${PTS[@]}"; do
@@ -82,16 +84,16 @@ OUT=${LOOPBACK_OUT:-/tmp/roce-loopback-$LAB_PFX.txt}
 : > "$OUT"
 TMP=$(mktemp -d /tmp/roce-loopback.XXXXXX) || exit 2
 
-lab() { "$SRC/scripts/lab.sh" -n "$LAB_PFX$1" "${@:2}"; }
+lab() { "$SRC/scripts/lab.sh" -n "$LAB_PFX" "$@"; }
 cleanup() {
-	for i in "${!BUILDS[@]}"; do lab "$i" down > /dev/null 2>&1; done
+	lab down > /dev/null 2>&1
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 
 c2c() { timeout 30 "$C2C" 0 1 -q 2>/dev/null | sed -n 's/.*one_way_ns=\([0-9.]*\).*/\1/p' | head -1; }
-busy_ns() { # lab index -> worker 0's busy_ns of daemon a (telemetry)
-	python3 - "/var/run/dpdk/$LAB_PFX$1-a/dpdk_telemetry.v2" <<'EOF' 2>/dev/null
+busy_ns() { # worker 0's busy_ns of daemon a (telemetry)
+	python3 - "/var/run/dpdk/$LAB_PFX-a/dpdk_telemetry.v2" <<'EOF' 2>/dev/null
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
@@ -112,11 +114,11 @@ one_run() { # index test size
 	local i=$1 t=$2 s=$3 b=${BUILDS[$1]} c0 c1 b0 b1 log="$TMP/run.log" args
 	if [ "$t" = write_lat ]; then args=(-n 50000); else args=(-D "$SEC"); fi
 	c0=$(c2c)
-	b0=$(busy_ns "$i")
-	timeout -s INT $((SEC * 3 + 60)) "$SRC/scripts/lab.sh" -n "$LAB_PFX$i" -b "$b" run a \
+	b0=$(busy_ns)
+	timeout -s INT $((SEC * 3 + 60)) "$SRC/scripts/lab.sh" -n "$LAB_PFX" -b "$b" run a \
 		"$b/app/perftest/roce-perftest" "$t" -s "$s" "${args[@]}" --single-process --output csv \
 		> "$log" 2>&1
-	b1=$(busy_ns "$i")
+	b1=$(busy_ns)
 	c1=$(c2c)
 	local it v1 v2
 	it=$(csv_field "$log" iterations)
@@ -126,16 +128,11 @@ one_run() { # index test size
 		v1=$(csv_field "$log" msg_rate_mpps)
 		v2=$(awk -v m="$(csv_field "$log" bw_avg)" 'BEGIN { if (m != "") printf "%.1f", m * 8 * 1.048576 / 1000 }')
 	fi
-	awk -v c0="${c0:--}" -v c1="${c1:--}" -v v1="${v1:--}" -v v2="${v2:--}" -v b0="${b0:-}" -v b1="${b1:-}" \
+	awk -v t="$t" -v c0="${c0:--}" -v c1="${c1:--}" -v v1="${v1:--}" -v v2="${v2:--}" -v b0="${b0:-}" -v b1="${b1:-}" \
 		-v it="${it:-0}" 'BEGIN { printf "%s %s %s %s %s\n", c0, c1, v1, v2,
-		(b0 != "" && b1 != "" && it > 0) ? sprintf("%.1f", (b1 - b0) / it) : "-" }'
+		(b0 != "" && b1 != "" && it > 0 && v2 != "-" && t != "write_lat") ? sprintf("%.1f", (b1 - b0) / it) : "-" }'
 }
 
-for i in "${!BUILDS[@]}"; do
-	lab "$i" down > /dev/null 2>&1
-	lab "$i" -b "${BUILDS[$i]}" -p af_packet -m 4200 up > "$TMP/up.log" 2>&1 ||
-		die "lab $LAB_PFX$i (${NAMES[$i]}) did not come up: $(tail -2 "$TMP/up.log" | tr '\n' ' ')"
-done
 echo "# round name c2c0_ns c2c1_ns test size value1 value2 busy_ns_per_msg (value1/2: M msg/s Gb/s; write_lat: typical p99 us; engine: engine app ns)" | tee -a "$OUT"
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${!BUILDS[@]}")
@@ -144,20 +141,22 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		for ((i = ${#BUILDS[@]} - 1; i >= 0; i--)); do order+=("$i"); done
 	fi
 	for i in "${order[@]}"; do
+		lab down > /dev/null 2>&1 # (the engine alone first, on a quiet CPU 1)
 		for op in write send read; do
 			e=$(taskset -c 1 "${BUILDS[$i]}/bench/engine_bench" "$op" 64 2000000 2>/dev/null)
 			en=$(sed -n 's/.*engine_ns_per_msg=\([0-9.]*\).*/\1/p' <<<"$e")
 			ap=$(sed -n 's/.*app_ns_per_msg=\([0-9.]*\).*/\1/p' <<<"$e")
 			echo "$r ${NAMES[$i]} - - engine_$op 64 ${en:--} ${ap:--} -" | tee -a "$OUT"
 		done
-	done
-	for p in "${PTS[@]}"; do
-		for i in "${order[@]}"; do
+		lab -b "${BUILDS[$i]}" -p af_packet -m 4200 up > "$TMP/up.log" 2>&1 ||
+			die "the lab did not come up for ${NAMES[$i]}: $(tail -2 "$TMP/up.log" | tr '\n' ' ')"
+		for p in "${PTS[@]}"; do
 			echo "$r ${NAMES[$i]} $(one_run "$i" "${p%%:*}" "${p#*:}" | awk -v t="${p%%:*}" -v s="${p#*:}" \
 				'{ print $1, $2, t, s, $3, $4, $5 }')" | tee -a "$OUT"
 		done
 	done
 done
+lab down > /dev/null 2>&1
 
 python3 - "$OUT" "${NAMES[@]}" <<'EOF'
 import collections, math, statistics as st, sys
