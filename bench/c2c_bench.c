@@ -147,6 +147,7 @@ static const char *const sq_mode_name[SQ_MODES] = { "none", "prefetcht0", "prefe
 static _Alignas(64) uint8_t sq_ring[SQ_SLOTS * SQ_SLOT];
 static struct line sq_prod, sq_cons;
 static uint64_t sq_n;
+static unsigned int sq_work = SQ_WORK;
 
 static inline void
 sq_take(const uint8_t *p, enum sq_mode m)
@@ -202,7 +203,7 @@ sq_round(enum sq_mode m)
 			sq_take(&sq_ring[((i + SQ_AHEAD) % SQ_SLOTS) * SQ_SLOT], m);
 		/* the work depends on what the slot holds, as an engine's on its WQE */
 		x += slot[0] + slot[64] + slot[128];
-		for (unsigned int k = 0; k < SQ_WORK; k++)
+		for (unsigned int k = 0; k < sq_work; k++)
 			x = x * 3 + k;
 		sum += x;
 		if ((i + 1) % SQ_RELEASE == 0) /* slots come back in batches, as ACKs complete them */
@@ -283,5 +284,13 @@ main(int argc, char **argv)
 		printf("sq_ring cpus=%d,%d ahead=%u take=%s ns_per_slot=%.1f (median of %d rounds)\n",
 		       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[m], median(r, ROUNDS), ROUNDS);
 	}
+	/* the hand-over alone: no work per slot, the lines taken ahead */
+	sq_work = 0;
+	for (int i = 0; i < ROUNDS; i++)
+		r[i] = sq_round(SQ_T0);
+	printf("sq_ring cpus=%d,%d ahead=%u take=%s work=0 ns_per_slot=%.1f mslots_per_s=%.2f (median "
+	       "of %d rounds)\n",
+	       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[SQ_T0], median(r, ROUNDS), 1e3 / r[ROUNDS / 2],
+	       ROUNDS);
 	return 0;
 }

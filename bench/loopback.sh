@@ -31,8 +31,10 @@
 #   send and read, pinned to CPU 1 (one core: no placement), its engine and
 #   application ns per message.
 #
-# Prints one line per run (round, name, c2c before/after, class, test,
-# size, M msg/s, Gb/s, worker busy ns per message from /roce/lcore/stats;
+# Prints one line per run (round, name, c2c before/after, test, size,
+# M msg/s, Gb/s, worker busy ns per message from /roce/lcore/stats, the
+# ring-alone rate read before the run: c2c_bench's 384-byte slots from
+# CPU 1 to CPU 0 with no work, a bound no consumer of such a ring passes;
 # write_lat: typical and p99 us; engine_OP: engine and application ns per
 # message), then medians per name, point and class,
 # and the median ratio of every other build to the first over the rounds
@@ -91,7 +93,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-c2c() { timeout 30 "$C2C" 0 1 -q 2>/dev/null | sed -n 's/.*one_way_ns=\([0-9.]*\).*/\1/p' | head -1; }
+# "one_way_ns ring_mslots": c2c_bench's line ping-pong and its ring alone
+# (384-byte slots handed from CPU 1 to CPU 0 with no work: the most WQEs
+# per second any consumer of such a ring could take at this placement)
+c2c() {
+	timeout 30 "$C2C" 0 1 -q 2>/dev/null | awk '/^c2c / { sub(/.*one_way_ns=/, ""); o = $1 }
+		/work=0/ { sub(/.*mslots_per_s=/, ""); m = $1 } END { if (o != "") print o, (m != "" ? m : "-") }'
+}
 busy_ns() { # worker 0's busy_ns of daemon a (telemetry)
 	python3 - "/var/run/dpdk/$LAB_PFX-a/dpdk_telemetry.v2" <<'EOF' 2>/dev/null
 import json, socket, sys
@@ -113,13 +121,13 @@ csv_field() { # file column -> the single-process row's value
 one_run() { # index test size
 	local i=$1 t=$2 s=$3 b=${BUILDS[$1]} c0 c1 b0 b1 log="$TMP/run.log" args
 	if [ "$t" = write_lat ]; then args=(-n 50000); else args=(-D "$SEC"); fi
-	c0=$(c2c)
+	read -r c0 ring <<<"$(c2c)"
 	b0=$(busy_ns)
 	timeout -s INT $((SEC * 3 + 60)) "$SRC/scripts/lab.sh" -n "$LAB_PFX" -b "$b" run a \
 		"$b/app/perftest/roce-perftest" "$t" -s "$s" "${args[@]}" --single-process --output csv \
 		> "$log" 2>&1
 	b1=$(busy_ns)
-	c1=$(c2c)
+	read -r c1 _ <<<"$(c2c)"
 	local it v1 v2
 	it=$(csv_field "$log" iterations)
 	if [ "$t" = write_lat ]; then
@@ -128,12 +136,12 @@ one_run() { # index test size
 		v1=$(csv_field "$log" msg_rate_mpps)
 		v2=$(awk -v m="$(csv_field "$log" bw_avg)" 'BEGIN { if (m != "") printf "%.1f", m * 8 * 1.048576 / 1000 }')
 	fi
-	awk -v t="$t" -v c0="${c0:--}" -v c1="${c1:--}" -v v1="${v1:--}" -v v2="${v2:--}" -v b0="${b0:-}" -v b1="${b1:-}" \
-		-v it="${it:-0}" 'BEGIN { printf "%s %s %s %s %s\n", c0, c1, v1, v2,
-		(b0 != "" && b1 != "" && it > 0 && v2 != "-" && t != "write_lat") ? sprintf("%.1f", (b1 - b0) / it) : "-" }'
+	awk -v t="$t" -v ring="${ring:--}" -v c0="${c0:--}" -v c1="${c1:--}" -v v1="${v1:--}" -v v2="${v2:--}" -v b0="${b0:-}" -v b1="${b1:-}" \
+		-v it="${it:-0}" 'BEGIN { printf "%s %s %s %s %s %s\n", c0, c1, v1, v2,
+		(b0 != "" && b1 != "" && it > 0 && v2 != "-" && t != "write_lat") ? sprintf("%.1f", (b1 - b0) / it) : "-", ring }'
 }
 
-echo "# round name c2c0_ns c2c1_ns test size value1 value2 busy_ns_per_msg (value1/2: M msg/s Gb/s; write_lat: typical p99 us; engine: engine app ns)" | tee -a "$OUT"
+echo "# round name c2c0_ns c2c1_ns test size value1 value2 busy_ns_per_msg ring_mslots (value1/2: M msg/s Gb/s; write_lat: typical p99 us; engine: engine app ns)" | tee -a "$OUT"
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${!BUILDS[@]}")
 	if ((r % 2 == 0)); then
@@ -146,13 +154,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			e=$(taskset -c 1 "${BUILDS[$i]}/bench/engine_bench" "$op" 64 2000000 2>/dev/null)
 			en=$(sed -n 's/.*engine_ns_per_msg=\([0-9.]*\).*/\1/p' <<<"$e")
 			ap=$(sed -n 's/.*app_ns_per_msg=\([0-9.]*\).*/\1/p' <<<"$e")
-			echo "$r ${NAMES[$i]} - - engine_$op 64 ${en:--} ${ap:--} -" | tee -a "$OUT"
+			echo "$r ${NAMES[$i]} - - engine_$op 64 ${en:--} ${ap:--} - -" | tee -a "$OUT"
 		done
 		lab -b "${BUILDS[$i]}" -p af_packet -m 4200 up > "$TMP/up.log" 2>&1 ||
 			die "the lab did not come up for ${NAMES[$i]}: $(tail -2 "$TMP/up.log" | tr '\n' ' ')"
 		for p in "${PTS[@]}"; do
 			echo "$r ${NAMES[$i]} $(one_run "$i" "${p%%:*}" "${p#*:}" | awk -v t="${p%%:*}" -v s="${p#*:}" \
-				'{ print $1, $2, t, s, $3, $4, $5 }')" | tee -a "$OUT"
+				'{ print $1, $2, t, s, $3, $4, $5, $6 }')" | tee -a "$OUT"
 		done
 	done
 done
@@ -177,11 +185,16 @@ def cls(r):
     return ("near" if a else "far") if a == b else "mixed"
 num = lambda x: None if x == "-" else float(x)
 runs = collections.defaultdict(dict)
+rings = collections.defaultdict(list)
 for r in rows:
     runs[(r[0], r[4], r[5])][r[1]] = (cls(r), num(r[6]), num(r[7]), num(r[8]))
+    if len(r) > 9 and r[9] != "-" and cls(r) not in ("mixed", "core"):
+        rings[cls(r)].append(float(r[9]))
 print("\n# c2c one-way ns: %s" % (", ".join("%.0f" % x for x in sorted(c2c)) if c2c else "none"))
 if split:
     print("# classes split at %.0f ns: near below, far above; mixed runs left out" % split)
+for c in sorted(rings):
+    print("# %s: the ring alone (c2c_bench, no work per slot) %.1f M slots/s, median of %d readings" % (c, st.median(rings[c]), len(rings[c])))
 print("%-12s %-8s %-7s %-5s %3s %10s %10s %10s" % ("point", "size", "name", "class", "n", "value1", "value2", "busy_ns"))
 med = lambda v: st.median(v) if v else float("nan")
 keys = sorted({(k[1], k[2]) for k in runs}, key=lambda k: (k[0], int(k[1])))

@@ -358,8 +358,9 @@ worker_tx_loop_ref(struct worker *w, uint16_t port_idx, uint16_t local,
 	struct roce_pkt *rec;
 	int32_t i;
 
-	/* a reference never leaves this lcore: worker_of_qpn() depends on the
-	 * QPN alone, so the receive path finds the same owner */
+	/* a reference never leaves this lcore: the owner (qpn_split_owner(),
+	 * worker_of_qpn() without a DIV) depends on the QPN alone, so the
+	 * receive path finds the same one */
 	if (w->capture != NULL ||
 	    qpn_split_owner(w->split, built->dest_qpn & ROCE_QPN_MASK) != w->index ||
 	    len > (size_t)rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM)
