@@ -226,6 +226,19 @@ emit() { # round name test size "c2c0 c2c1 v1 v2 busy ring"
 	echo "$r $n $c0 $c1 $t $s $v1 $v2 $busy $ring" | tee -a "$OUT"
 }
 
+# Every point of one kind for build index I, on a fresh lab of PMD.
+points_on_lab() { # round index kind pmd test_prefix point...
+	local r=$1 i=$2 kind=$3 pmd=$4 pfx=$5 p
+	shift 5
+	[ $# -gt 0 ] || return 0
+	lab -b "${BUILDS[$i]}" -p "$pmd" -m 4200 up > "$TMP/up.log" 2>&1 ||
+		die "the $pmd lab did not come up for ${NAMES[$i]}: $(tail -2 "$TMP/up.log" | tr '\n' ' ')"
+	for p; do
+		emit "$r" "${NAMES[$i]}" "$pfx${p%%:*}" "${p#*:}" "$(perftest_run "$i" "$kind" "${p%%:*}" "${p#*:}")"
+	done
+	lab down > /dev/null 2>&1
+}
+
 echo "# round name c2c0_ns c2c1_ns test size value1 value2 busy_ns_per_msg ring_mslots" | tee -a "$OUT"
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${!BUILDS[@]}")
@@ -242,22 +255,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			ap=$(sed -n 's/.*app_ns_per_msg=\([0-9.]*\).*/\1/p' <<<"$e")
 			emit "$r" "$n" "engine_$op" 64 "- - ${en:--} ${ap:--} - -"
 		done
-		if [ ${#LOOP_PTS[@]} -gt 0 ]; then
-			lab -b "${BUILDS[$i]}" -p af_packet -m 4200 up > "$TMP/up.log" 2>&1 ||
-				die "the loopback lab did not come up for $n: $(tail -2 "$TMP/up.log" | tr '\n' ' ')"
-			for p in "${LOOP_PTS[@]}"; do
-				emit "$r" "$n" "${p%%:*}" "${p#*:}" "$(perftest_run "$i" loop "${p%%:*}" "${p#*:}")"
-			done
-			lab down > /dev/null 2>&1
-		fi
-		if [ ${#MEMIF_PTS[@]} -gt 0 ]; then
-			lab -b "${BUILDS[$i]}" -p memif -m 4200 up > "$TMP/up.log" 2>&1 ||
-				die "the memif lab did not come up for $n: $(tail -2 "$TMP/up.log" | tr '\n' ' ')"
-			for p in "${MEMIF_PTS[@]}"; do
-				emit "$r" "$n" "memif_${p%%:*}" "${p#*:}" "$(perftest_run "$i" memif "${p%%:*}" "${p#*:}")"
-			done
-			lab down > /dev/null 2>&1
-		fi
+		points_on_lab "$r" "$i" loop af_packet "" "${LOOP_PTS[@]}"
+		points_on_lab "$r" "$i" memif memif memif_ "${MEMIF_PTS[@]}"
 	done
 	for f in "${LINK_PTS[@]}"; do
 		emit "$r" link link_memif "$f" "$(link_run "$f")"
