@@ -113,6 +113,8 @@
 	  "of those, over 200 ms apart: long enough to exhaust a peer's transport retries") \
 	X(STALL_MAX_US, "stall_max_us", CTR_S_LCORE, "longest gap between two loop iterations (us)") \
 	X(BELL_WAKES, "bell_wakes", CTR_S_LCORE, "idle QPs woken by their send doorbell") \
+	X(GRACE_WAKES, "grace_wakes", CTR_S_LCORE, \
+	  "QPs woken by a post their lcore saw in the grace after idling (it crossed the doorbell flag)") \
 	X(SCAN_WAKES, "scan_wakes", CTR_S_LCORE, \
 	  "idle QPs woken by the sweep of idle send queues (a post that rang no doorbell)") \
 	X(BELL_STRAYS, "bell_strays", CTR_S_LCORE, \

@@ -23,6 +23,8 @@
 #define IDLE_SCAN 64u             /* idle QPs whose SQ producer index one poll reads */
 #define IDLE_AFTER_NS 200000u     /* a busy QP idle this long stops being polled */
 #define ACTIVE_NONE UINT32_MAX    /* eqp.active_pos of a QP not polled */
+#define GRACE_NS ENGINE_GRACE_NS  /* a QP that went idle: its SQ index read again this long */
+#define GRACE_MAX 32u             /* QPs in that grace at once; more: a sweep of all idle QPs */
 
 /* One engine QP as the worker keeps it (the slot's engine_qp). */
 struct eqp {
@@ -75,6 +77,13 @@ struct elcore {
 	uint32_t sweep_left;
 	uint64_t next_sweep;
 	uint64_t scan_period_ns;
+	/*
+	 * QPs (slots) that went idle less than GRACE_NS ago, with their
+	 * deadlines: their SQ producer index is read every loop until then,
+	 * and once more after (go_idle(), poll_grace()).
+	 */
+	struct grace { uint32_t slot; uint64_t until; } grace[GRACE_MAX];
+	uint32_t n_grace;
 	struct xport_srq *tm[ENGINE_TM_MAX]; /* TM SRQs whose ops rings this lcore consumes */
 	uint32_t n_tm;
 	struct xport_out out;
@@ -313,21 +322,58 @@ mark_idle(struct worker *w, struct elcore *e, struct eqp *q)
 
 /*
  * Busy @p q goes idle: its SQ is no longer polled, so ask the shim for a
- * bell (bell number: its slot) and read the producer index once more. The
- * full fence of spsc_ring_want_bell() orders the flag store before that
- * load and pairs with the one of spsc_ring_publish_bell() in the shim
- * (queue.h): a post either moved the index we read now, or its producer
- * sees the flag and rings. A post seen here keeps the QP busy.
+ * bell (bell number: its slot) and read the producer index once more; a
+ * post seen here keeps the QP busy. The shim publishes its index and then
+ * reads the flag without a fence between (queue.h
+ * spsc_ring_publish_bell()): its load may pass its own store, so a post
+ * racing this can both miss the flag and be missed by this read. Its
+ * store reaches this core within the store buffer's drain, so the QP's
+ * index is read again every loop for GRACE_NS, and once after
+ * (poll_grace()); the sweep of scan_idle() stays the safety net.
  */
 static void
-go_idle(struct worker *w, struct elcore *e, struct eqp *q)
+go_idle(struct worker *w, struct elcore *e, struct eqp *q, uint64_t now)
 {
 	mark_idle(w, e, q);
 	if (!q->rings)
 		return;
 	spsc_ring_want_bell(q->sq, q->slot);
-	if (spsc_ring_prod_acquire(q->sq) != e->bells[q->active_pos].fetched)
+	if (spsc_ring_prod_acquire(q->sq) != e->bells[q->active_pos].fetched) {
 		mark_busy(w, e, q);
+	} else if (e->n_grace < GRACE_MAX) {
+		e->grace[e->n_grace++] = (struct grace){ .slot = e->active[q->active_pos],
+							 .until = now + GRACE_NS };
+	} else {
+		/* too many at once: sweep every idle QP once their stores drained */
+		e->next_sweep = RTE_MIN(e->next_sweep, now + GRACE_NS);
+	}
+}
+
+/* Read the index of each QP in its grace after idling; wake it if it moved. */
+static unsigned int
+poll_grace(struct worker *w, struct elcore *e, uint64_t now)
+{
+	unsigned int work = 0;
+
+	for (uint32_t i = 0; i < e->n_grace;) {
+		struct eqp *q = w->qp[e->grace[i].slot].engine_qp;
+		bool keep = false;
+
+		if (q != NULL && q->active_pos != ACTIVE_NONE && q->active_pos >= e->n_busy) {
+			if (spsc_ring_prod_acquire(q->sq) != e->bells[q->active_pos].fetched) {
+				mark_busy(w, e, q);
+				ctr_add(&w->ctr.v[CTR_GRACE_WAKES], 1);
+				work++;
+			} else {
+				keep = now < e->grace[i].until; /* read once at or after it */
+			}
+		}
+		if (keep)
+			i++;
+		else
+			e->grace[i] = e->grace[--e->n_grace];
+	}
+	return work;
 }
 
 /* ---- send doorbells: the send CQs of this lcore's listed QPs ---- */
@@ -425,7 +471,7 @@ poll_busy(struct worker *w, struct elcore *e, uint32_t pos, uint64_t now)
 	} else if (q->idle_since == 0) {
 		q->idle_since = now;
 	} else if (now - q->idle_since >= IDLE_AFTER_NS) {
-		go_idle(w, e, q);
+		go_idle(w, e, q, now);
 	}
 	return work;
 }
@@ -540,6 +586,8 @@ poll_engine(struct worker *w, uint64_t tsc)
 		mark_busy(w, e, q);
 	}
 	work += poll_bells(w, e); /* before the busy QPs: those woken run in this loop */
+	if (e->n_grace != 0)
+		work += poll_grace(w, e, now);
 	for (uint32_t a = 0; a < e->n_busy;) {
 		uint32_t busy = e->n_busy;
 
