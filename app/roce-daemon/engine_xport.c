@@ -24,7 +24,7 @@
 #define IDLE_AFTER_NS 200000u     /* a busy QP idle this long stops being polled */
 #define ACTIVE_NONE UINT32_MAX    /* eqp.active_pos of a QP not polled */
 #define GRACE_NS ENGINE_GRACE_NS  /* a QP that went idle: its SQ index read again this long */
-#define GRACE_MAX 32u             /* QPs in that grace at once; more: a sweep of all idle QPs */
+#define GRACE_MAX 256u            /* QPs in that grace at once; more: a sweep of all idle QPs */
 
 /* One engine QP as the worker keeps it (the slot's engine_qp). */
 struct eqp {
