@@ -14,7 +14,11 @@
 #          to RTS, nothing posted) and, while they are held, the same perftest;
 # the daemon's Rss and Pss (/proc/PID/smaps_rollup) before and while the QPs
 # are held, and its CPU time (utime + stime of every thread) over each
-# perftest run. Printed per run, then medians per build:
+# perftest run, each run between two readings of bench/c2c_bench -q (c2c=:
+# one-way ns between CPUs 0 and 1 before and after alone, before and after
+# idle; the VM runs them near or far apart and the rate follows). Printed
+# per run, then medians per build, and the ratio's median over the rounds
+# whose four readings fall in one placement class:
 #   alone_mmsgs, idle_mmsgs   message rate of the busy QP (M msg/s)
 #   ratio                     idle / alone (goal >= 0.9)
 #   d_ns / a_ns               CPU ns per message of the daemon (whole process
@@ -68,6 +72,7 @@ for b in "$@"; do
 done
 PERFTEST=${BUILDS[0]}/app/perftest/roce-perftest
 QP_HOLD=${BUILDS[0]}/bench/qp_hold
+C2C=${BUILDS[0]}/bench/c2c_bench
 [ -x "$PERFTEST" ] && [ -x "$QP_HOLD" ] || die "no roce-perftest or bench/qp_hold in ${BUILDS[0]}"
 OUT=${OUT:-/tmp/roce-idle-$LAB_NAME.txt}
 : > "$OUT"
@@ -111,6 +116,11 @@ busy_run() { # build tag
 		printf "%s %s %.1f\n", mr, an, (mr > 0 ? t / hz * 1e9 / (mr * 1e6 * (w > s ? w : s)) : 0) }'
 }
 
+# One-way ns of a cache line between CPUs 0 and 1 (bench/c2c_bench -q):
+# the VM may run them near or far apart, and the 64 B rate follows it
+# (doc/benchmarks.md, session 23), so each run is framed by two readings.
+c2c() { timeout 30 "$C2C" 0 1 -q 2>/dev/null | sed -n 's/^c2c .*one_way_ns=\([0-9.]*\).*/\1/p'; }
+
 one_round() { # build round
 	local b=$1 r=$2 pid alone idle rss0 pss0 rss1 pss1
 	local conf="client_max_qps = 0"
@@ -120,7 +130,10 @@ one_round() { # build round
 		return
 	fi
 	pid=$(daemon_pid)
+	local c0 c1 c2 c3
+	c0=$(c2c)
 	alone=$(busy_run "$b" "alone-$r")
+	c1=$(c2c)
 	rss0=$(smaps_kb "$pid" Rss) pss0=$(smaps_kb "$pid" Pss)
 	"${LAB[@]}" -b "$b" run a "$QP_HOLD" "$QPS" $((SEC * 3 + 30 > 60 ? 60 : SEC * 3 + 30)) connect > "$TMP/hold.log" 2>&1 &
 	HOLD_PID=$!
@@ -135,7 +148,9 @@ one_round() { # build round
 	fi
 	sleep 1
 	rss1=$(smaps_kb "$pid" Rss) pss1=$(smaps_kb "$pid" Pss)
+	c2=$(c2c)
 	idle=$(busy_run "$b" "idle-$r")
+	c3=$(c2c)
 	kill -TERM "$HOLD_PID" 2>/dev/null
 	wait "$HOLD_PID" 2>/dev/null
 	HOLD_PID=""
@@ -143,10 +158,11 @@ one_round() { # build round
 	read -r im ia id <<< "$idle"
 	local line
 	line=$(awk -v b="$b" -v r="$r" -v am="$am" -v aa="$aa" -v ad="$ad" -v im="$im" -v ia="$ia" -v id="$id" \
-		-v r0="$rss0" -v r1="$rss1" -v p0="$pss0" -v p1="$pss1" -v n="$QPS" 'BEGIN {
-		printf "round=%s build=%s alone_mmsgs=%s idle_mmsgs=%s ratio=%s d_ns_alone=%s d_ns_idle=%s a_ns_alone=%s a_ns_idle=%s rss_kb_qp=%.2f pss_kb_qp=%.2f",
+		-v r0="$rss0" -v r1="$rss1" -v p0="$pss0" -v p1="$pss1" -v n="$QPS" \
+		-v c2c="${c0:--},${c1:--},${c2:--},${c3:--}" 'BEGIN {
+		printf "round=%s build=%s alone_mmsgs=%s idle_mmsgs=%s ratio=%s d_ns_alone=%s d_ns_idle=%s a_ns_alone=%s a_ns_idle=%s rss_kb_qp=%.2f pss_kb_qp=%.2f c2c=%s",
 			r, b, am, im, (am > 0 && im != "-" ? sprintf("%.3f", im / am) : "-"), ad, id, aa, ia,
-			(r1 - r0) / n, (p1 - p0) / n }')
+			(r1 - r0) / n, (p1 - p0) / n, c2c }')
 	echo "  $line ($(grep -m1 connected "$TMP/hold.log"))"
 	echo "$line" >> "$OUT"
 }
@@ -170,11 +186,23 @@ function add(k, x) { if (x != "" && x != "-") col[b, k] = col[b, k] " " x }
 { b = kv("build"); if (!(b in seen)) { seen[b] = 1; order[++nb] = b }
   add("am", kv("alone_mmsgs")); add("im", kv("idle_mmsgs")); add("ra", kv("ratio"))
   add("da", kv("d_ns_alone")); add("di", kv("d_ns_idle")); add("aa", kv("a_ns_alone")); add("ai", kv("a_ns_idle"))
-  add("rq", kv("rss_kb_qp")); add("pq", kv("pss_kb_qp")); runs[b]++ }
+  add("rq", kv("rss_kb_qp")); add("pq", kv("pss_kb_qp")); runs[b]++
+  nc = split(kv("c2c"), cv, ","); line_c2c[NR] = kv("c2c"); line_b[NR] = b; line_ra[NR] = kv("ratio")
+  for (i = 1; i <= nc; i++) if (cv[i] != "-" && cv[i] != "") { if (cmin == "" || cv[i] + 0 < cmin) cmin = cv[i] + 0; if (cv[i] + 0 > cmax) cmax = cv[i] + 0 } }
 END {
   printf "%-40s %5s %11s %11s %6s %10s %10s %10s %10s %9s %9s\n", "build", "runs", "alone_Mmsg", "idle_Mmsg", "ratio",
 	"d_ns_alone", "d_ns_idle", "a_ns_alone", "a_ns_idle", "rss_kB/QP", "pss_kB/QP"
   for (i = 1; i <= nb; i++) { b = order[i]
 	printf "%-40s %5d %11s %11s %6s %10s %10s %10s %10s %9s %9s\n", b, runs[b], med(col[b, "am"]), med(col[b, "im"]),
 		med(col[b, "ra"]), med(col[b, "da"]), med(col[b, "di"]), med(col[b, "aa"]), med(col[b, "ai"]),
-		med(col[b, "rq"]), med(col[b, "pq"]) } }' "$OUT"
+		med(col[b, "rq"]), med(col[b, "pq"]) }
+  # the ratio over rounds whose four c2c readings fall on one side of the
+  # split (geometric mean of the extremes, when they spread over twofold)
+  cut = (cmin != "" && cmax > 2 * cmin) ? sqrt(cmin * cmax) : 0
+  for (l in line_b) { nc = split(line_c2c[l], cv, ","); near = 0; far = 0
+	for (i = 1; i <= nc; i++) if (cv[i] != "-" && cv[i] != "") { if (cut == 0 || cv[i] + 0 < cut) near++; else far++ }
+	if (near + far == 4 && (near == 0 || far == 0) && line_ra[l] != "-")
+		same[line_b[l]] = same[line_b[l]] " " line_ra[l] }
+  printf "ratio over rounds in one placement (c2c split at %s ns; all rounds one class when 0):\n", cut ? sprintf("%.0f", cut) : "0"
+  for (i = 1; i <= nb; i++) { b = order[i]; n = split(same[b], tmp, " ")
+	printf "%-40s %5d %6s\n", b, n, med(same[b]) } }' "$OUT"
