@@ -2016,6 +2016,29 @@ past_grace(void)
 		loop_once();
 }
 
+/* QPs a (worker 0, behind its idle QPs) and b (worker 1), all idle, and
+ * the idle QPs' graces and the sweep their overflow asked for over. */
+static void
+idle_pair_past_grace(struct test_qp *a, struct test_qp *b)
+{
+	make_idle_qps();
+	make_qp(a, 4, 5, 0x100, 0x200);
+	make_qp(b, 5, 4, 0x200, 0x100);
+	cr_assert(settle());
+	past_grace();
+}
+
+/* One 4 KiB receive on @p b. */
+static void
+post_recv_of_b(struct test_qp *b, uint64_t wr_id)
+{
+	struct rq_wqe r = { .wr_id = wr_id, .num_sge = 1,
+			    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2, .length = 4096,
+					    .lkey = mr_key } };
+
+	cr_assert_eq(spsc_ring_push(b->rq, &r), 1);
+}
+
 /* The other half of the proof: with the sweep an hour away, a post that
  * rings no bell (after the grace) waits. */
 Test(engine_bell, a_post_that_rings_no_bell_waits_for_the_sweep)
@@ -2023,15 +2046,8 @@ Test(engine_bell, a_post_that_rings_no_bell_waits_for_the_sweep)
 	struct test_qp a, b;
 	uint32_t min_busy;
 
-	make_idle_qps();
-	make_qp(&a, 4, 5, 0x100, 0x200);
-	make_qp(&b, 5, 4, 0x200, 0x100);
-	cr_assert(settle());
-	past_grace();
-	struct rq_wqe r = { .wr_id = 1, .num_sge = 1,
-			    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2, .length = 4096,
-					    .lkey = mr_key } };
-	cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+	idle_pair_past_grace(&a, &b);
+	post_recv_of_b(&b, 1);
 	struct sq_wqe s = wqe(WR_SEND, 7, (uintptr_t)arena, 64);
 
 	cr_assert(post_rung(&a, &s, false), "it should have rung");
@@ -2058,18 +2074,11 @@ Test(engine_bell, a_post_crossing_the_idle_flag_is_seen_in_the_grace)
 	struct test_qp a, b;
 	uint32_t min_busy;
 
-	make_idle_qps();
-	make_qp(&a, 4, 5, 0x100, 0x200);
-	make_qp(&b, 5, 4, 0x200, 0x100);
-	cr_assert(settle());
-	past_grace(); /* the idle QPs' graces and their sweep are over */
+	idle_pair_past_grace(&a, &b);
 	uint64_t grace0 = lcore_ctr(0, CTR_GRACE_WAKES);
 
 	for (uint32_t round = 0; round < 3; round++) {
-		struct rq_wqe r = { .wr_id = round, .num_sge = 1,
-				    .sg_list[0] = { .addr = (uintptr_t)arena + ARENA / 2,
-						    .length = 4096, .lkey = mr_key } };
-		cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+		post_recv_of_b(&b, round);
 		/* a busy for a moment (a packet), then idle: its grace starts */
 		struct sq_wqe s0 = wqe(WR_SEND, 200 + round, (uintptr_t)arena, 64);
 
@@ -2084,7 +2093,7 @@ Test(engine_bell, a_post_crossing_the_idle_flag_is_seen_in_the_grace)
 		while (engine_xport_busy(d.worker[0]) != 0 && rte_get_tsc_cycles() < end)
 			worker_poll(d.worker[0], rte_rdtsc());
 		cr_assert_eq(engine_xport_busy(d.worker[0]), 0, "round %u: a idle", round);
-		cr_assert_eq(spsc_ring_push(b.rq, &r), 1);
+		post_recv_of_b(&b, round);
 		struct sq_wqe s = wqe(WR_SEND, 300 + round, (uintptr_t)arena, 64);
 
 		cr_assert(post_rung(&a, &s, false), "round %u: the flag is set", round);
