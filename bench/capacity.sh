@@ -195,7 +195,7 @@ perftest_run() { # index kind(loop|memif) test size
 # One linkrate run over memif: prints "c2c0 c2c1 mpps gbps - ring".
 EAL=(--no-huge --no-shconf -m 256 --no-pci --no-telemetry --log-level=pmd.net.memif:error)
 link_run() { # frame
-	local f=$1 bsize=2048 sock="$TMP/lr.sock" c0 c1 ring rx tx mpps gbps
+	local f=$1 bsize=2048 sock="$TMP/lr.sock" c0 c1 ring rx mpps gbps
 	while [ $bsize -lt "$f" ]; do bsize=$((bsize * 2)); done
 	read -r c0 ring <<<"$(c2c)"
 	rm -f "$sock"
