@@ -100,7 +100,8 @@ field() { # csv column
 
 # One perftest run; prints "mmsgs app_ns daemon_ns" (empty fields on failure).
 busy_run() { # build tag
-	local pid t0 t1 mr an hz=$(getconf CLK_TCK)
+	local pid t0 t1 mr an hz
+	hz=$(getconf CLK_TCK)
 	pid=$(daemon_pid)
 	t0=$(cpu_ticks "$pid")
 	local w0=$SECONDS
