@@ -359,7 +359,9 @@ poll_grace(struct worker *w, struct elcore *e, uint64_t now)
 		struct eqp *q = w->qp[e->grace[i].slot].engine_qp;
 		bool keep = false;
 
-		if (q != NULL && q->active_pos != ACTIVE_NONE && q->active_pos >= e->n_busy) {
+		/* the slot's QP may be another one by now (destroyed, created): only an
+		 * idle one with a send queue that rings is read */
+		if (q != NULL && q->rings && q->active_pos != ACTIVE_NONE && q->active_pos >= e->n_busy) {
 			if (spsc_ring_prod_acquire(q->sq) != e->bells[q->active_pos].fetched) {
 				mark_busy(w, e, q);
 				ctr_add(&w->ctr.v[CTR_GRACE_WAKES], 1);
