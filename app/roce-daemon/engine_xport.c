@@ -23,7 +23,6 @@
 #define IDLE_SCAN 64u             /* idle QPs whose SQ producer index one poll reads */
 #define IDLE_AFTER_NS 200000u     /* a busy QP idle this long stops being polled */
 #define ACTIVE_NONE UINT32_MAX    /* eqp.active_pos of a QP not polled */
-#define GRACE_NS ENGINE_GRACE_NS  /* a QP that went idle: its SQ index read again this long */
 #define GRACE_MAX 256u            /* QPs in that grace at once; more: a sweep of all idle QPs */
 
 /* One engine QP as the worker keeps it (the slot's engine_qp). */
@@ -78,9 +77,9 @@ struct elcore {
 	uint64_t next_sweep;
 	uint64_t scan_period_ns;
 	/*
-	 * QPs (slots) that went idle less than GRACE_NS ago, with their
-	 * deadlines: their SQ producer index is read every loop until then,
-	 * and once more after (go_idle(), poll_grace()).
+	 * QPs (slots) that went idle less than SPSC_RING_BELL_GRACE_NS ago,
+	 * with their deadlines: their SQ producer index is read every loop
+	 * until then, and once more after (go_idle(), poll_grace()).
 	 */
 	struct grace { uint32_t slot; uint64_t until; } grace[GRACE_MAX];
 	uint32_t n_grace;
@@ -328,7 +327,7 @@ mark_idle(struct worker *w, struct elcore *e, struct eqp *q)
  * spsc_ring_publish_bell()): its load may pass its own store, so a post
  * racing this can both miss the flag and be missed by this read. Its
  * store reaches this core within the store buffer's drain, so the QP's
- * index is read again every loop for GRACE_NS, and once after
+ * index is read again every loop for SPSC_RING_BELL_GRACE_NS, and once after
  * (poll_grace()); the sweep of scan_idle() stays the safety net.
  */
 static void
@@ -342,10 +341,10 @@ go_idle(struct worker *w, struct elcore *e, struct eqp *q, uint64_t now)
 		mark_busy(w, e, q);
 	} else if (e->n_grace < GRACE_MAX) {
 		e->grace[e->n_grace++] = (struct grace){ .slot = e->active[q->active_pos],
-							 .until = now + GRACE_NS };
+							 .until = now + SPSC_RING_BELL_GRACE_NS };
 	} else {
 		/* too many at once: sweep every idle QP once their stores drained */
-		e->next_sweep = RTE_MIN(e->next_sweep, now + GRACE_NS);
+		e->next_sweep = RTE_MIN(e->next_sweep, now + SPSC_RING_BELL_GRACE_NS);
 	}
 }
 

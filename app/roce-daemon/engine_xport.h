@@ -69,13 +69,6 @@ struct xport_qp *engine_xport_qp(struct worker *w, uint32_t qpn);
 uint32_t engine_xport_busy(const struct worker *w);
 
 /**
- * How long after a QP goes idle its lcore still reads its SQ producer
- * index every loop (and once after): a post whose flag load passed its
- * index store (queue.h spsc_ring_publish_bell(), no fence) is seen within
- * it (engine_xport.c go_idle()). Counted as grace_wakes.
- */
-#define ENGINE_GRACE_NS 50000u
-/**
  * Tag matching SRQs (IBV_SRQT_TM) of @p w: every loop takes up to
  * ENGINE_TM_BUDGET operations of each one's ops ring
  * (xport_srq_tm_poll()). At most ENGINE_TM_MAX per lcore.

@@ -41,6 +41,13 @@ extern "C" {
 
 /** spsc_ring.cons_flags: the consumer no longer polls prod; ring bell `bell` after publishing. */
 #define SPSC_RING_WANT_BELL 1u
+/**
+ * How long a consumer that set SPSC_RING_WANT_BELL keeps reading the
+ * producer index (and once after): longer than a store buffer takes to
+ * drain, so a publish whose flag load passed its index store is seen
+ * (spsc_ring_publish_bell(), spsc_ring_want_bell()).
+ */
+#define SPSC_RING_BELL_GRACE_NS 50000u
 
 /** Ring header; the slots follow it. */
 struct spsc_ring {
@@ -262,9 +269,9 @@ spsc_ring_pop(struct spsc_ring *r, void *rec)
  * before that read, so a publish the read misses was stored after the
  * flag was visible. Its producer's flag load may still have passed its
  * own index store (that side has no fence): the consumer must go on
- * reading the index for a grace period longer than a store buffer's
- * drain (microseconds; the daemon reads it for 50 us). A publish after
- * that sees the flag and rings.
+ * reading the index for SPSC_RING_BELL_GRACE_NS, far longer than a store
+ * buffer's drain (microseconds). A publish after that sees the flag and
+ * rings.
  */
 static inline void
 spsc_ring_want_bell(struct spsc_ring *r, uint32_t bell)

@@ -2005,12 +2005,12 @@ Test(engine_bell, a_post_behind_idle_qps_is_found_by_its_bell_without_any_scan)
 			     XPORT_STATE_RTS, "idle QP %u untouched", i);
 }
 
-/* Loop until the grace after idling (ENGINE_GRACE_NS) is over for every QP
+/* Loop until the grace after idling (SPSC_RING_BELL_GRACE_NS) is over for every QP
  * idle now, and a sweep that an overflow of graces asked for is done. */
 static void
 past_grace(void)
 {
-	uint64_t end = rte_get_tsc_cycles() + 3 * (rte_get_tsc_hz() * ENGINE_GRACE_NS / 1000000000u);
+	uint64_t end = rte_get_tsc_cycles() + 3 * (rte_get_tsc_hz() * SPSC_RING_BELL_GRACE_NS / 1000000000u);
 
 	for (unsigned int i = 0; i < 100 || rte_get_tsc_cycles() < end; i++)
 		loop_once();

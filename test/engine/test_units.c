@@ -368,8 +368,6 @@ bell_wait(const struct shm_bells *b, uint64_t ns)
 	return shm_bells_any(b);
 }
 
-#define BELL_GRACE_NS 50000u /* as the daemon's GRACE_NS (engine_xport.c) */
-
 struct bell_stress {
 	struct spsc_ring *r;
 	struct shm_bells *b;
@@ -422,7 +420,7 @@ Test(ring, an_idle_consumer_waiting_for_its_bell_misses_no_record)
 
 		spsc_ring_want_bell(s.r, 77);
 		idled++;
-		for (uint64_t until = mono_ns() + BELL_GRACE_NS;
+		for (uint64_t until = mono_ns() + SPSC_RING_BELL_GRACE_NS;
 		     spsc_ring_prod_acquire(s.r) == seen && mono_ns() < until;)
 			;
 		if (spsc_ring_prod_acquire(s.r) == seen) {
