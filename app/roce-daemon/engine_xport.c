@@ -299,12 +299,19 @@ active_swap(struct worker *w, struct elcore *e, uint32_t i, uint32_t j)
 	eqp_at(w, e, j)->active_pos = j;
 }
 
+/* @p q is listed and idle: its SQ is read only through its doorbell. */
+static inline bool
+is_idle(const struct elcore *e, const struct eqp *q)
+{
+	return q->active_pos != ACTIVE_NONE && q->active_pos >= e->n_busy;
+}
+
 /* Poll @p q every loop from now on (no-op when it is busy or not listed). */
 static inline void
 mark_busy(struct worker *w, struct elcore *e, struct eqp *q)
 {
 	q->idle_since = 0;
-	if (q->active_pos == ACTIVE_NONE || q->active_pos < e->n_busy)
+	if (!is_idle(e, q))
 		return;
 	if (q->rings)
 		spsc_ring_bell_off(q->sq); /* polled again: posts need not ring */
@@ -317,6 +324,13 @@ mark_idle(struct worker *w, struct elcore *e, struct eqp *q)
 {
 	active_swap(w, e, q->active_pos, --e->n_busy);
 	e->bells[e->n_busy] = (struct bell){ .sq = q->sq, .fetched = xport_qp_sq_fetched(q->qp) };
+}
+
+/* Idle @p b's SQ producer index moved past what its QP fetched: a post. */
+static inline bool
+bell_moved(const struct bell *b)
+{
+	return spsc_ring_prod_acquire(b->sq) != b->fetched;
 }
 
 /*
@@ -337,7 +351,7 @@ go_idle(struct worker *w, struct elcore *e, struct eqp *q, uint64_t now)
 	if (!q->rings)
 		return;
 	spsc_ring_want_bell(q->sq, q->slot);
-	if (spsc_ring_prod_acquire(q->sq) != e->bells[q->active_pos].fetched) {
+	if (bell_moved(&e->bells[q->active_pos])) {
 		mark_busy(w, e, q);
 	} else if (e->n_grace < GRACE_MAX) {
 		e->grace[e->n_grace++] = (struct grace){ .slot = e->active[q->active_pos],
@@ -360,8 +374,8 @@ poll_grace(struct worker *w, struct elcore *e, uint64_t now)
 
 		/* the slot's QP may be another one by now (destroyed, created): only an
 		 * idle one with a send queue that rings is read */
-		if (q != NULL && q->rings && q->active_pos != ACTIVE_NONE && q->active_pos >= e->n_busy) {
-			if (spsc_ring_prod_acquire(q->sq) != e->bells[q->active_pos].fetched) {
+		if (q != NULL && q->rings && is_idle(e, q)) {
+			if (bell_moved(&e->bells[q->active_pos])) {
 				mark_busy(w, e, q);
 				ctr_add(&w->ctr.v[CTR_GRACE_WAKES], 1);
 				work++;
@@ -435,7 +449,7 @@ poll_bells(struct worker *w, struct elcore *e)
 					if (q == NULL || q->scq != cq)
 						continue;
 					ours = true;
-					if (q->active_pos != ACTIVE_NONE && q->active_pos >= e->n_busy) {
+					if (is_idle(e, q)) {
 						mark_busy(w, e, q);
 						ctr_add(&w->ctr.v[CTR_BELL_WAKES], 1);
 						work++;
@@ -508,7 +522,7 @@ scan_idle(struct worker *w, struct elcore *e, uint64_t now)
 			e->scan = e->n_busy;
 		const struct bell *b = &e->bells[e->scan];
 
-		if (spsc_ring_prod_acquire(b->sq) == b->fetched) {
+		if (!bell_moved(b)) {
 			e->scan++;
 			continue;
 		}
