@@ -147,7 +147,6 @@ static const char *const sq_mode_name[SQ_MODES] = { "none", "prefetcht0", "prefe
 static _Alignas(64) uint8_t sq_ring[SQ_SLOTS * SQ_SLOT];
 static struct line sq_prod, sq_cons;
 static uint64_t sq_n;
-static unsigned int sq_work = SQ_WORK;
 
 static inline void
 sq_take(const uint8_t *p, enum sq_mode m)
@@ -183,9 +182,10 @@ sq_producer(void *arg)
 	return NULL;
 }
 
-/* One round in mode @p m (the caller pinned to its CPU): @return ns per slot, 0: cannot pin. */
+/* One round in mode @p m with @p work multiply-adds per slot (the caller
+ * pinned to its CPU): @return ns per slot, 0: cannot pin. */
 static double
-sq_round(enum sq_mode m)
+sq_round(enum sq_mode m, unsigned int work)
 {
 	pthread_t t;
 	uint64_t t0, seen = 0, sum = 0, x = 1;
@@ -203,7 +203,7 @@ sq_round(enum sq_mode m)
 			sq_take(&sq_ring[((i + SQ_AHEAD) % SQ_SLOTS) * SQ_SLOT], m);
 		/* the work depends on what the slot holds, as an engine's on its WQE */
 		x += slot[0] + slot[64] + slot[128];
-		for (unsigned int k = 0; k < sq_work; k++)
+		for (unsigned int k = 0; k < work; k++)
 			x = x * 3 + k;
 		sum += x;
 		if ((i + 1) % SQ_RELEASE == 0) /* slots come back in batches, as ACKs complete them */
@@ -280,14 +280,13 @@ main(int argc, char **argv)
 	sq_n = quick ? 20000 : 2000000;
 	for (int m = 0; m < SQ_MODES; m++) {
 		for (int i = 0; i < ROUNDS; i++)
-			r[i] = sq_round((enum sq_mode)m);
+			r[i] = sq_round((enum sq_mode)m, SQ_WORK);
 		printf("sq_ring cpus=%d,%d ahead=%u take=%s ns_per_slot=%.1f (median of %d rounds)\n",
 		       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[m], median(r, ROUNDS), ROUNDS);
 	}
 	/* the hand-over alone: no work per slot, the lines taken ahead */
-	sq_work = 0;
 	for (int i = 0; i < ROUNDS; i++)
-		r[i] = sq_round(SQ_T0);
+		r[i] = sq_round(SQ_T0, 0);
 	printf("sq_ring cpus=%d,%d ahead=%u take=%s work=0 ns_per_slot=%.1f mslots_per_s=%.2f (median "
 	       "of %d rounds)\n",
 	       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[SQ_T0], median(r, ROUNDS), 1e3 / r[ROUNDS / 2],
