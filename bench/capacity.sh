@@ -130,16 +130,8 @@ c2c() {
 	timeout 30 "$C2C" 0 1 -q 2>/dev/null | awk '/^c2c / { sub(/.*one_way_ns=/, ""); o = $1 }
 		/work=0/ { sub(/.*mslots_per_s=/, ""); m = $1 } END { if (o != "") print o, (m != "" ? m : "-") }'
 }
-busy_ns() { # host -> worker 0's busy_ns of its daemon (telemetry)
-	python3 - "/var/run/dpdk/$LAB_NAME-$1/dpdk_telemetry.v2" <<'EOF' 2>/dev/null
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.settimeout(5)
-s.connect(sys.argv[1])
-info = json.loads(s.recv(1024))
-s.send(b"/roce/lcore/stats,0")
-print(int(json.loads(s.recv(info["max_output_len"]))["/roce/lcore/stats"]["busy_ns"]))
-EOF
+busy_ns() { # host -> worker 0's busy_ns of its daemon (telemetry), empty if none
+	"$SRC/bench/roce_counters.py" get "$LAB_NAME-$1" lcore0.busy_ns 2>/dev/null | sed 's/^-$//'
 }
 csv_field() { # file role column -> that row's value
 	awk -F, -v role="$2" -v col="$3" '/^test,/ { for (i = 1; i <= NF; i++) idx[$i] = i; next }

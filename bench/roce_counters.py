@@ -4,6 +4,8 @@
 
   roce_counters.py snap PREFIX... > FILE     one JSON object: PREFIX -> counters
   roce_counters.py delta BEFORE AFTER        what grew, per daemon (non-zero only)
+  roce_counters.py get PREFIX NAME...        those counters of one daemon, one line,
+                                             "-" for one it does not have
 
 Counters per daemon: /roce/port/stats,0 (port totals, ethdev imissed/oerrors
 included as eth_*) and /roce/lcore/stats,0 (worker 0: polls, idle_backoffs),
@@ -30,21 +32,37 @@ def query(prefix, cmd):
         s.close()
 
 
+def counters(prefix, queries=QUERIES):
+    """prefix's counters of @p queries, or None (stderr says why)."""
+    vals = {}
+    try:
+        for cmd, tag in queries:
+            for k, v in (query(prefix, cmd) or {}).items():
+                if isinstance(v, int):
+                    vals[tag + k] = v
+    except (OSError, ValueError, KeyError) as e:
+        print("roce_counters: %s: %s" % (prefix, e), file=sys.stderr)
+        return None
+    return vals
+
+
 def snap(prefixes):
     out = {}
     for p in prefixes:
-        vals = {}
-        try:
-            for cmd, tag in QUERIES:
-                for k, v in (query(p, cmd) or {}).items():
-                    if isinstance(v, int):
-                        vals[tag + k] = v
-        except (OSError, ValueError, KeyError) as e:
-            print("roce_counters: %s: %s" % (p, e), file=sys.stderr)
-            continue
-        out[p] = vals
+        vals = counters(p)
+        if vals is not None:
+            out[p] = vals
     json.dump(out, sys.stdout)
     print()
+
+
+def get(prefix, names):
+    # only the queries the names need (one connect each): a tagged name
+    # ("lcore0.polls") comes from its tag's query, a plain one from the port's
+    needed = [(cmd, tag) for cmd, tag in QUERIES
+              if any(n.startswith(tag) if tag else "." not in n for n in names)]
+    vals = counters(prefix, needed) or {}
+    print(" ".join(str(vals.get(n, "-")) for n in names))
 
 
 def delta(before_file, after_file):
@@ -64,6 +82,8 @@ def main(argv):
         snap(argv[1:])
     elif len(argv) == 3 and argv[0] == "delta":
         delta(argv[1], argv[2])
+    elif len(argv) >= 3 and argv[0] == "get":
+        get(argv[1], argv[2:])
     else:
         print(__doc__.strip(), file=sys.stderr)
         return 2
