@@ -279,7 +279,7 @@ static uint64_t app_ns;
 /*
  * Post one send WQE the way the verbs shim does (shim_fill_send() in
  * drivers/verbs-shim/qp.c): written in place in the ring's next slot, the
- * header lines cleared, one SGE, published on its own as one
+ * header line cleared (not the AV line, which RC leaves alone), one SGE, published on its own as one
  * ibv_post_send() of one WR publishes it.
  */
 static void
@@ -287,7 +287,7 @@ post_send(uint8_t wr_opcode, uint32_t size, uint64_t wr_id)
 {
 	struct sq_wqe *w = spsc_ring_prod_slot(A.sq, 0);
 
-	memset(w, 0, offsetof(struct sq_wqe, sg_list));
+	memset(w, 0, SQ_WQE_HEAD_BYTES); /* as the shim does: RC leaves the AV line alone */
 	w->wr_id = wr_id;
 	w->opcode = wr_opcode;
 	w->send_flags = WR_FLAG_SIGNALED;

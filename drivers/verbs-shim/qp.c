@@ -421,7 +421,7 @@ static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *w
 /* Fill one checked send WR into the WQE @p w. */
 static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const struct ibv_send_wr *wr)
 {
-	memset(w, 0, offsetof(struct sq_wqe, sg_list));
+	memset(w, 0, SQ_WQE_HEAD_BYTES); /* the AV line is UD's only (wqe.h) */
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint8_t)wr->opcode;
 	w->send_flags = wr->send_flags;

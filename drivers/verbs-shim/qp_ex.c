@@ -75,7 +75,7 @@ static struct sq_wqe *shim_wr_open(struct ibv_qp_ex *x, enum ibv_wr_opcode opcod
 		return NULL;
 	}
 	w = spsc_ring_prod_slot(qp->sq, qp->wr_pending);
-	memset(w, 0, offsetof(struct sq_wqe, sg_list));
+	memset(w, 0, SQ_WQE_HEAD_BYTES); /* the AV line is UD's only (wqe.h) */
 	w->wr_id = x->wr_id;
 	w->send_flags = x->wr_flags;
 	w->opcode = (uint8_t)opcode;

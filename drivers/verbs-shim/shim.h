@@ -363,7 +363,7 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap, uin
 
 /*
  * Take the lines a post writes in the SQ slot @p i places past the producer
- * index (its header, AV and first SGE or inline lines) into this core's
+ * index (its header, first SGE or inline line and, on UD, AV line) into this core's
  * cache for writing, before the post that fills it: the daemon's core read
  * them a lap ago, and a store to such a line waits for the line to come
  * back (issue 18; doc/benchmarks.md, session 20). Only a free slot
@@ -377,6 +377,8 @@ static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32
 		return;
 	p = spsc_ring_prod_slot(qp->sq, i);
 	for (unsigned int k = 0; k < 3; k++) {
+		if (k == SQ_WQE_AV_LINE && qp->qp.qp_type != IBV_QPT_UD)
+			continue; /* not written (wqe.h) */
 #if defined(__x86_64__)
 		/* PREFETCHW: a NOP on x86 CPUs without it */
 		__asm__ volatile("prefetchw %0" : : "m"(p[64 * k]));

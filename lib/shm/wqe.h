@@ -20,6 +20,7 @@
 #define QP_WQE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -280,6 +281,13 @@ struct wr_av {
 /**
  * Send WQE (one ibv_send_wr). 384 bytes. The payload is either sg_list
  * [0, num_sge) or, with WR_FLAG_INLINE, inline_data [0, inline_len).
+ *
+ * Its 64-byte lines in a ring: line 0 the header (up to av,
+ * SQ_WQE_HEAD_BYTES), line 1 the AV (SQ_WQE_AV_LINE), lines 2-5 the SGEs or
+ * inline bytes. The AV line is part of a UD WQE only (the engine reads its
+ * av.ah_handle); on every other QP type the shim does not write it and the
+ * engine neither reads nor prefetches it, so a small RC WQE moves two lines
+ * from the application's core to the worker's, not three.
  */
 struct sq_wqe {
 	uint64_t wr_id;
@@ -407,6 +415,13 @@ struct cqe {
 _Static_assert(sizeof(struct wr_sge) == 16, "wr_sge is 16 bytes (ibv_sge)");
 _Static_assert(sizeof(struct wr_av) == 64, "wr_av is 64 bytes");
 _Static_assert(sizeof(struct sq_wqe) == 384, "sq_wqe is 384 bytes");
+/** Bytes of a send WQE's header: what every QP type writes (the line before the AV line). */
+#define SQ_WQE_HEAD_BYTES offsetof(struct sq_wqe, av)
+/** The send WQE line only UD uses (struct sq_wqe). */
+#define SQ_WQE_AV_LINE 1u
+_Static_assert(SQ_WQE_HEAD_BYTES <= 64 * SQ_WQE_AV_LINE, "the header ends in the line before the AV's");
+_Static_assert(offsetof(struct sq_wqe, sg_list) == 64 * (SQ_WQE_AV_LINE + 1),
+	       "the SGEs start in the line after the AV's");
 _Static_assert(sizeof(struct rq_wqe) == 272, "rq_wqe is 272 bytes");
 _Static_assert(sizeof(struct tm_op_wqe) == 312, "tm_op_wqe is 312 bytes");
 _Static_assert(sizeof(struct cqe) == 64, "cqe is 64 bytes");

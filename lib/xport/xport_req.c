@@ -194,8 +194,8 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 
 	w->tm = SWQE_TM_NONE;
 
-	/* the fields up to the address vector; a UD AV from the daemon's table */
-	memcpy(&w->wqe, src, offsetof(struct sq_wqe, av));
+	/* the header; a UD AV from the daemon's table */
+	memcpy(&w->wqe, src, SQ_WQE_HEAD_BYTES);
 	struct wr_opcode_desc op = wr_opcode_desc(w->wqe.opcode);
 
 	w->imm = op.imm;
@@ -306,8 +306,9 @@ prefetch_ahead(const struct xport_qp *qp, uint32_t ridx, uint32_t ahead, bool fr
 		const uint8_t *nx = (const uint8_t *)sq_ring_at(qp, ridx + i);
 
 		__builtin_prefetch(nx);
-		__builtin_prefetch(nx + 64);
-		__builtin_prefetch(nx + 128);
+		if (qp->cfg.type == XPORT_UD) /* the AV line is UD's only (wqe.h) */
+			__builtin_prefetch(nx + 64 * SQ_WQE_AV_LINE);
+		__builtin_prefetch(nx + 64 * (SQ_WQE_AV_LINE + 1));
 	}
 }
 

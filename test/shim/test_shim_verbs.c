@@ -719,6 +719,65 @@ Test(shim_verbs, send_wqe_fields_follow_the_opcode)
 }
 
 /*
+ * An RC WQE leaves its ring slot's AV line alone (wqe.h, SQ_WQE_AV_LINE):
+ * only UD uses it, and a line the shim wrote would move to the worker's
+ * core when the engine takes the WQE. Both ibv_post_send and the
+ * ibv_wr_* builders write the header and the SGE lines only.
+ */
+Test(shim_verbs, rc_posts_leave_the_av_line_alone)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex ix = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &ix);
+	uint64_t buf[4];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .wr.rdma = { 0x1000, 0x77 } },
+			   *bad;
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+
+	cr_assert_not_null(qp);
+	to_rts(qp);
+	struct spsc_ring *sq = fake.qp[(qp->qp_num - 0x11) % FAKE_MAX]->sq.ring;
+
+	for (int how = 0; how < 2; how++) {
+		uint8_t *slot = spsc_ring_prod_slot(sq, 0);
+		uint8_t *av = slot + 64 * SQ_WQE_AV_LINE;
+		struct sq_wqe seen;
+
+		memset(av, 0xee, 64);
+		if (how == 0) {
+			cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+		} else {
+			ibv_wr_start(x);
+			x->wr_id = 1;
+			ibv_wr_rdma_write(x, 0x77, 0x1000);
+			ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 8);
+			cr_assert_eq(ibv_wr_complete(x), 0);
+		}
+		for (int i = 0; i < 64; i++)
+			cr_assert_eq(av[i], 0xee, "%s wrote byte %d of the AV line",
+				     how ? "ibv_wr_complete" : "ibv_post_send", i);
+		cr_assert_eq(engine_complete_sends(qp, 4, &seen), 1);
+		cr_expect_eq(seen.wr.rdma.rkey, 0x77, "the header line is written");
+		cr_expect_eq(seen.sg_list[0].lkey, mr->lkey, "the SGE line is written");
+	}
+	struct ibv_wc wc[8];
+
+	while (ibv_poll_cq(cq, 8, wc) > 0)
+		;
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+}
+
+/*
  * Send doorbells (ipc_shm.h): once the engine has marked a QP's SQ
  * SPSC_RING_WANT_BELL with bell b, ibv_post_send and ibv_wr_complete ring
  * bell b in the send CQ's control block after publishing; without the flag
