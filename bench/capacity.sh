@@ -43,7 +43,8 @@
 # when the readings of the whole run spread more than twofold (split at
 # the geometric mean of the extremes), else "one". The reading before each
 # run also gives the ring alone (c2c_bench's 384-byte slots from CPU 1 to
-# CPU 0 with no work: a bound no consumer of such a ring passes).
+# CPU 0 with no work, two lines each as a small RC WQE: a bound no consumer
+# of such a ring passes).
 #
 # Prints one line per run: round, name, c2c before and after, test, size,
 # value1, value2, busy ns per message (worker 0 of daemon a, and of b over
@@ -125,10 +126,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# "one_way_ns ring_mslots" from c2c_bench -q
+# "one_way_ns ring_mslots" from c2c_bench -q (the ring moving an RC WQE's lines 0 and 2)
 c2c() {
 	timeout 30 "$C2C" 0 1 -q 2>/dev/null | awk '/^c2c / { sub(/.*one_way_ns=/, ""); o = $1 }
-		/work=0/ { sub(/.*mslots_per_s=/, ""); m = $1 } END { if (o != "") print o, (m != "" ? m : "-") }'
+		/work=0.* lines=0,2 / { sub(/.*mslots_per_s=/, ""); m = $1 } END { if (o != "") print o, (m != "" ? m : "-") }'
 }
 busy_ns() { # host -> worker 0's busy_ns of its daemon (telemetry), empty if none
 	"$SRC/bench/roce_counters.py" get "$LAB_NAME-$1" lcore0.busy_ns 2>/dev/null | sed 's/^-$//'
