@@ -168,6 +168,7 @@ struct xport_srq {
 	uint32_t handle;          /**< daemon SRQ handle, echoed in events */
 	uint32_t limit;           /**< srq_limit: event when the count falls below it */
 	bool limit_armed;         /**< set by modify_srq; cleared when the event fires */
+	uint32_t prod_seen;       /**< the engine's: @ref ring's producer index last read (0 at creation) */
 	/**
 	 * @name XRC SRQs (IBTA 9.8.2): reached by number from the XRCETH of a
 	 * request to an XRC TGT QP of the same XRC domain, on the lcore that

@@ -156,6 +156,7 @@ struct xport_resp {
 	bool have_recv;
 	struct rq_wqe recv;
 	uint32_t recv_cap;
+	uint32_t rq_prod_seen; /* the RQ producer index last read (untrusted; recv_avail()) */
 	/*
 	 * Tag matching (a QP of a TM SRQ): the verdict of the current SEND
 	 * from its first packet (enum xport_tm_verdict + 1; 0: a plain

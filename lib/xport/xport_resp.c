@@ -127,6 +127,30 @@ owe(struct xport_qp *qp, uint8_t syndrome, uint32_t psn)
 	qp->resp.ack_psn = psn;
 }
 
+/*
+ * @return receive WQEs published in @p ring (of @p size slots) beyond its
+ * consumer index. @p seen is the engine's copy of the untrusted producer
+ * index: its line, which the application's core writes on every post, is
+ * read again only once the WQEs it showed are taken (as the requester's SQ
+ * index, req_get_wqe()); an application that posts a receive per
+ * completion would otherwise cost a line from its core per message. The
+ * acquire of that read covers the WQEs it showed.
+ */
+static uint32_t
+recv_avail(const struct spsc_ring *ring, uint32_t size, uint32_t *seen)
+{
+	uint32_t cons = spsc_ring_cons_index(ring);
+	uint32_t used = *seen - cons;
+
+	if ((int32_t)used <= 0 || used > size) {
+		*seen = spsc_ring_prod_acquire(ring);
+		used = *seen - cons;
+		if ((int32_t)used <= 0)
+			return 0; /* nothing, or an index behind ours */
+	}
+	return used > size ? size : used;
+}
+
 /* Take the next receive WQE from the SRQ or the RQ. */
 bool
 xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
@@ -135,11 +159,18 @@ xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 	struct xport_srq *srq = qp_srq(qp);
 	struct spsc_ring *ring = srq ? srq->ring : qp->cfg.rq;
 	uint32_t size = srq ? srq_slots(srq) : qp->rq_mask + 1;
+	uint32_t cons = spsc_ring_cons_index(ring);
+	uint32_t avail = recv_avail(ring, size, srq ? &srq->prod_seen : &r->rq_prod_seen);
 
-	if (spsc_ring_count_in(ring, size) == 0)
+	if (avail == 0)
 		return false;
-	const struct rq_wqe *src = spsc_ring_slot_in(ring, size - 1, sizeof(*src),
-						     spsc_ring_cons_index(ring));
+	const struct rq_wqe *src = spsc_ring_slot_in(ring, size - 1, sizeof(*src), cons);
+	if (avail > 1) { /* the next one's header and first SGE, while this one is served */
+		const uint8_t *nx = spsc_ring_slot_in(ring, size - 1, sizeof(*src), cons + 1);
+
+		__builtin_prefetch(nx);
+		__builtin_prefetch(nx + offsetof(struct rq_wqe, sg_list[1]) - 1);
+	}
 	r->recv.wr_id = src->wr_id;
 	r->recv.num_sge = src->num_sge;
 	if (r->recv.num_sge > WQE_MAX_SGE)

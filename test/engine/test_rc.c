@@ -510,6 +510,39 @@ Test(rc, rnr_retry_exhaustion_and_backoff, .init = NULL)
 	cr_assert_eq(cnt(0)[XPORT_CNT_RNR_RETRY], 2, "one per resend after an RNR wait");
 }
 
+/*
+ * The responder's view of the RQ producer index (xport_resp.c
+ * recv_avail()): the receives it saw published are taken in order, and an
+ * index the application moves behind the engine's consumer index posts
+ * nothing (an RNR NAK). Read as unsigned, it was once a full ring of
+ * stale slots.
+ */
+Test(rc, a_receive_index_behind_the_engines_posts_nothing, .init = NULL)
+{
+	setup_params(rnr2);
+	for (uint32_t i = 0; i < 2; i++) {
+		struct rq_wqe r = rwqe_new(10 + i, sim_va(&S, 1, 64 * i), 64, S.h[1].arena_key);
+
+		cr_assert(sim_post_recv(&S, 1, &r));
+	}
+	post_send(0, 1, 0, 8);
+	post_send(0, 2, 0, 8);
+	K.want[1][1] = 2;
+	run_until_sent(2);
+	cr_assert_eq(K.c[1][1][0].wr_id, 10);
+	cr_assert_eq(K.c[1][1][1].wr_id, 11);
+
+	struct spsc_ring *rq = S.h[1].rq;
+
+	__atomic_store_n(&rq->prod, spsc_ring_cons_index(rq) - 1, __ATOMIC_RELEASE);
+	post_send(0, 3, 0, 8);
+	K.want[1][1] = 0;
+	run_until_sent(3);
+	cr_assert_eq(K.c[0][0][2].status, WC_RNR_RETRY_EXC_ERR);
+	cr_assert_eq(K.n[1][1], 2, "nothing received into a stale slot");
+	cr_assert_eq(cnt(1)[XPORT_CNT_RNR_NAK_TX], 3, "rnr_retry 2: three RNR NAKs");
+}
+
 static void
 rnr_inf(struct sim_params *p)
 {
