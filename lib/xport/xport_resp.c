@@ -165,12 +165,6 @@ xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 	if (avail == 0)
 		return false;
 	const struct rq_wqe *src = spsc_ring_slot_in(ring, size - 1, sizeof(*src), cons);
-	if (avail > 1) { /* the next one's header and first SGE, while this one is served */
-		const uint8_t *nx = spsc_ring_slot_in(ring, size - 1, sizeof(*src), cons + 1);
-
-		__builtin_prefetch(nx);
-		__builtin_prefetch(nx + offsetof(struct rq_wqe, sg_list[1]) - 1);
-	}
 	r->recv.wr_id = src->wr_id;
 	r->recv.num_sge = src->num_sge;
 	if (r->recv.num_sge > WQE_MAX_SGE)
