@@ -108,7 +108,7 @@ int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 
 	if (ne <= 0)
 		return 0;
-	pthread_spin_lock(&cq->lock);
+	bool owned = shim_lock(&cq->lock);
 	n = spsc_ring_count(cq->ring); /* acquire: the CQE contents are visible */
 	if (n > (uint32_t)ne)
 		n = (uint32_t)ne;
@@ -117,7 +117,7 @@ int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	if (n)
 		spsc_ring_release(cq->ring, n);
 	what = shim_cq_count_empty(cq, n);
-	pthread_spin_unlock(&cq->lock);
+	shim_unlock(&cq->lock, owned);
 	if (n == 0 && shim_cq_empty_wait(cq, what))
 		return shim_minus1(EIO); /* the daemon is gone */
 	return (int)n;
@@ -134,8 +134,8 @@ int shim_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 void shim_cq_clean(struct shim_cq *cq, uint32_t qpn)
 {
 	uint32_t n, freed = 0;
+	bool owned = shim_lock(&cq->lock);
 
-	pthread_spin_lock(&cq->lock);
 	n = spsc_ring_count(cq->ring); /* acquire: the CQE contents are visible */
 	for (uint32_t i = n; i-- > 0;) {
 		struct cqe *e = spsc_ring_cons_slot(cq->ring, i);
@@ -147,7 +147,7 @@ void shim_cq_clean(struct shim_cq *cq, uint32_t qpn)
 	}
 	if (freed)
 		spsc_ring_release(cq->ring, freed);
-	pthread_spin_unlock(&cq->lock);
+	shim_unlock(&cq->lock, owned);
 }
 
 int shim_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
@@ -174,14 +174,15 @@ static int shim_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr
 
 	if (attr->comp_mask)
 		return shim_ret(EINVAL);
-	pthread_spin_lock(&cq->lock);
+	bool owned = shim_lock(&cq->lock);
 	if (spsc_ring_count(cq->ring) == 0) {
 		unsigned int what = shim_cq_count_empty(cq, 0);
 
-		pthread_spin_unlock(&cq->lock);
+		shim_unlock(&cq->lock, owned);
 		/* ENOENT, "nothing to poll", is no failure: errno stays. */
 		return shim_cq_empty_wait(cq, what) ? shim_ret(EIO) : ENOENT;
 	}
+	cq->lock_owned = owned; /* for end_poll */
 	shim_cq_count_empty(cq, 1);
 	shim_cq_ex_load(cq);
 	return 0;
@@ -206,7 +207,7 @@ static void shim_end_poll(struct ibv_cq_ex *ibcq)
 	if (cq->cur != NULL)
 		spsc_ring_release(cq->ring, 1);
 	cq->cur = NULL;
-	pthread_spin_unlock(&cq->lock);
+	shim_unlock(&cq->lock, cq->lock_owned);
 }
 
 #define CUR(c) (((struct shim_cq *)(c))->cur)
@@ -326,7 +327,7 @@ static struct shim_cq *shim_cq_create(struct ibv_context *context, uint32_t cqe,
 	cq->handle = rsp.u.rsp_CREATE_CQ.handle;
 	cq->wc_flags = wc_flags;
 	cq->yield_after = shim_env_u32(SHIM_POLL_YIELD_ENV, SHIM_POLL_YIELD_DEFAULT, UINT32_MAX);
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	shim_lock_init(&cq->lock);
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);
 	cq->cq.context = context;
@@ -405,7 +406,7 @@ SHIM_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	req.u.req_RESIZE_CQ.handle = cq->handle;
 	req.u.req_RESIZE_CQ.cqe = (uint32_t)cqe;
 	/* No poll may run while the daemon moves the unconsumed CQEs to the new ring. */
-	pthread_spin_lock(&cq->lock);
+	bool owned = shim_lock(&cq->lock);
 	rc = shim_rpc(shim_ctx(ibcq->context), &req, NULL, 0, &rsp, rfds);
 	if (rc == 0 && rfds[0] < 0)
 		rc = EPROTO;
@@ -418,7 +419,7 @@ SHIM_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 			cq->ctrl = old_ctrl;
 		}
 	}
-	pthread_spin_unlock(&cq->lock);
+	shim_unlock(&cq->lock, owned);
 	for (unsigned int i = 0; i < IPC_MAX_FDS; i++)
 		if (rfds[i] >= 0)
 			close(rfds[i]);
@@ -448,7 +449,7 @@ SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 	munmap(cq->shm, cq->shm_size);
-	pthread_spin_destroy(&cq->lock);
+	shim_lock_destroy(&cq->lock);
 	free(cq);
 	return 0;
 }

@@ -186,8 +186,8 @@ void shim_qp_init_common(struct shim_qp *qp, struct ibv_context *context, void *
 			 uint32_t handle, uint32_t qpn, enum ibv_qp_type type)
 {
 	qp->handle = handle;
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	shim_lock_init(&qp->sq_lock);
+	shim_lock_init(&qp->rq_lock);
 	pthread_mutex_init(&qp->qp.mutex, NULL);
 	pthread_cond_init(&qp->qp.cond, NULL);
 	qp->qp.context = context;
@@ -248,11 +248,11 @@ SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	rc = shim_rpc(shim_ctx(ibqp->context), &req, NULL, 0, &rsp, NULL);
 	if (rc)
 		return shim_ret(rc);
-	pthread_spin_lock(&qp->sq_lock);
-	pthread_spin_lock(&qp->rq_lock);
+	bool sq_owned = shim_lock(&qp->sq_lock), rq_owned = shim_lock(&qp->rq_lock);
+
 	ibqp->state = (enum ibv_qp_state)rsp.u.rsp_MODIFY_QP.state;
-	pthread_spin_unlock(&qp->rq_lock);
-	pthread_spin_unlock(&qp->sq_lock);
+	shim_unlock(&qp->rq_lock, rq_owned);
+	shim_unlock(&qp->sq_lock, sq_owned);
 	/* The daemon answered after the engine dropped the QP's work: no CQE follows. */
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
 		shim_qp_clean_cqs(ibqp);
@@ -340,8 +340,8 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->shm != NULL) /* an XRC TGT QP has none */
 		munmap(qp->shm, qp->shm_size);
 	shim_rss_qp_gone(qp);
-	pthread_spin_destroy(&qp->sq_lock);
-	pthread_spin_destroy(&qp->rq_lock);
+	shim_lock_destroy(&qp->sq_lock);
+	shim_lock_destroy(&qp->rq_lock);
 	free(qp);
 	return 0;
 }
@@ -482,7 +482,8 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	bool bell = false;
 	int rc = 0;
 
-	pthread_spin_lock(&qp->sq_lock);
+	bool owned = shim_lock(&qp->sq_lock);
+
 	if (qp->sq == NULL || !shim_send_state_ok(ibqp->state)) { /* XRC TGT: no send queue */
 		rc = EINVAL;
 		goto out;
@@ -503,7 +504,7 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 out:
 	if (n)
 		bell = shim_sq_publish(qp, n); /* release: the doorbell */
-	pthread_spin_unlock(&qp->sq_lock);
+	shim_unlock(&qp->sq_lock, owned);
 	if (bell)
 		shim_sq_ring_bell(qp);
 	if (rc)
@@ -549,8 +550,8 @@ int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 {
 	struct shim_qp *qp = shim_qp(ibqp);
 	int rc;
+	bool owned = shim_lock(&qp->rq_lock);
 
-	pthread_spin_lock(&qp->rq_lock);
 	/* Linux rxe: a receive may be posted from INIT on; a QP with an SRQ has no RQ (XRC neither). */
 	if (qp->rq == NULL || ibqp->state == IBV_QPS_RESET) {
 		*bad = wr;
@@ -559,6 +560,6 @@ int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		rc = shim_post_recv_ring(qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge,
 					 &qp->rq_cons_seen, wr, bad);
 	}
-	pthread_spin_unlock(&qp->rq_lock);
+	shim_unlock(&qp->rq_lock, owned);
 	return shim_ret(rc);
 }

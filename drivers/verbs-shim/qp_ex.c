@@ -22,7 +22,7 @@ static void shim_wr_start(struct ibv_qp_ex *x)
 {
 	struct shim_qp *qp = qpx_of(x);
 
-	pthread_spin_lock(&qp->sq_lock);
+	qp->wr_owned = shim_lock(&qp->sq_lock);
 	qp->wr_pending = 0;
 	qp->wr_cur = NULL;
 	qp->wr_err = 0;
@@ -41,7 +41,7 @@ static int shim_wr_complete(struct ibv_qp_ex *x)
 		bell = shim_sq_publish(qp, qp->wr_pending);
 	qp->wr_pending = 0;
 	qp->wr_cur = NULL;
-	pthread_spin_unlock(&qp->sq_lock);
+	shim_unlock(&qp->sq_lock, qp->wr_owned);
 	if (bell)
 		shim_sq_ring_bell(qp);
 	return shim_ret(rc);
@@ -53,7 +53,7 @@ static void shim_wr_abort(struct ibv_qp_ex *x)
 
 	qp->wr_pending = 0;
 	qp->wr_cur = NULL;
-	pthread_spin_unlock(&qp->sq_lock);
+	shim_unlock(&qp->sq_lock, qp->wr_owned);
 }
 
 /* Open the next slot for @p opcode; on error the setters that follow are ignored. */

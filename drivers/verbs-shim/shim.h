@@ -25,6 +25,7 @@
 #include "ipc_shm.h"
 #include "ipc_verbs.h"
 #include "bell.h"
+#include "lock.h"
 #include "queue.h"
 #include "wqe.h"
 
@@ -204,7 +205,8 @@ struct shim_channel;
 struct shim_cq {
 	struct ibv_cq_ex cq;          /* must be first; ibv_cq is its prefix */
 	uint32_t handle;
-	pthread_spinlock_t lock;      /* consumer side of the ring */
+	struct shim_lock lock;        /* consumer side of the ring (lock.h) */
+	bool lock_owned;              /* ibv_start_poll..end_poll: shim_lock()'s answer */
 	struct spsc_ring *ring;       /* struct cqe records, produced by the daemon */
 	struct ipc_cq_ctrl *ctrl;     /* arm word and notify_count */
 	void *shm;
@@ -268,7 +270,7 @@ struct shim_srq {
 	} v;
 	uint32_t handle;
 	uint32_t srqn;
-	pthread_spinlock_t lock;      /* producer side of the ring */
+	struct shim_lock lock;        /* producer side of the ring (lock.h) */
 	struct spsc_ring *ring;       /* struct rq_wqe records */
 	uint32_t cons_seen;           /* shim_wq_room() of ring, under lock */
 	void *shm;
@@ -302,8 +304,8 @@ struct shim_qp {
 	struct ibv_qp_cap cap;
 	void *shm;
 	uint64_t shm_size;
-	pthread_spinlock_t sq_lock;
-	pthread_spinlock_t rq_lock;
+	struct shim_lock sq_lock;     /* lock.h */
+	struct shim_lock rq_lock;
 	struct spsc_ring *sq;         /* struct sq_wqe records */
 	struct spsc_ring *rq;         /* struct rq_wqe records; NULL with an SRQ */
 	uint32_t sq_cons_seen;        /* shim_wq_room(): under sq_lock */
@@ -311,6 +313,7 @@ struct shim_qp {
 	uint32_t async_events;
 	void *rss_table;              /* an RSS QP (wq.c): its indirection table; else NULL */
 	/* ibv_wr_* builder (between wr_start and wr_complete/abort, sq_lock held) */
+	bool wr_owned;                /* wr_start's shim_lock() answer */
 	uint32_t wr_pending;          /* WQEs written after prod */
 	struct sq_wqe *wr_cur;        /* the WQE wr_set_* complete */
 	int wr_err;                   /* first error, reported by wr_complete */
@@ -410,9 +413,10 @@ static inline void shim_sq_ring_bell(struct shim_qp *qp)
 
 	if (cq == NULL)
 		return;
-	pthread_spin_lock(&cq->lock);
+	bool owned = shim_lock(&cq->lock);
+
 	shm_bell_ring(&cq->ctrl->bells, __atomic_load_n(&qp->sq->bell, __ATOMIC_RELAXED));
-	pthread_spin_unlock(&cq->lock);
+	shim_unlock(&cq->lock, owned);
 }
 
 /* ---- drain.c: UD send queues drain before their AH or QP goes ---- */

@@ -98,7 +98,7 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 		srq->max_num_tags = r->max_num_tags;
 		srq->max_ops = r->max_ops;
 	}
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	shim_lock_init(&srq->lock);
 	pthread_mutex_init(&srq->v.srq.mutex, NULL);
 	pthread_cond_init(&srq->v.srq.cond, NULL);
 	srq->v.srq.context = context;
@@ -201,7 +201,7 @@ SHIM_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (!shim_ctx(ibsrq->context)->dead)
 		shim_wait_async_acks(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed, events);
 	munmap(srq->shm, srq->shm_size);
-	pthread_spin_destroy(&srq->lock);
+	shim_lock_destroy(&srq->lock);
 	free(srq->tm_posted);
 	free(srq);
 	return 0;
@@ -213,9 +213,10 @@ int shim_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	struct shim_srq *srq = shim_srq(ibsrq);
 	int rc;
 
-	pthread_spin_lock(&srq->lock);
+	bool owned = shim_lock(&srq->lock);
+
 	rc = shim_post_recv_ring(srq->ring, srq->max_wr, srq->max_sge, &srq->cons_seen, wr, bad);
-	pthread_spin_unlock(&srq->lock);
+	shim_unlock(&srq->lock, owned);
 	return shim_ret(rc);
 }
 
@@ -256,7 +257,8 @@ int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_o
 		*bad = op;
 		return shim_ret(EINVAL);
 	}
-	pthread_spin_lock(&srq->lock);
+	bool owned = shim_lock(&srq->lock);
+
 	room = shim_wq_room(srq->tm_ops, srq->max_ops, 1, &srq->tm_cons_seen);
 	for (; op != NULL; op = op->next, n++) {
 		struct tm_op_wqe *w;
@@ -299,7 +301,7 @@ int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_o
 	}
 	if (n)
 		spsc_ring_publish(srq->tm_ops, n);
-	pthread_spin_unlock(&srq->lock);
+	shim_unlock(&srq->lock, owned);
 	if (rc)
 		*bad = op;
 	return shim_ret(rc);
