@@ -47,13 +47,17 @@ struct shim_lock {
 	pthread_spinlock_t spin;
 };
 
-/** @return the calling thread's identity for shim_lock.owner (never 0 or 1). */
+/**
+ * @return the calling thread's identity for shim_lock.owner: its
+ * pthread_t, the address of its thread block (never 0 or 1), the same in
+ * every file of the shim. A thread that exits leaves its locks biased to
+ * it; one that reuses its block takes them over, which is safe: only one
+ * live thread has it. A child after fork(2) is the thread that forked.
+ */
 static inline uintptr_t
 shim_lock_self(void)
 {
-	static __thread char me;
-
-	return (uintptr_t)&me;
+	return (uintptr_t)pthread_self();
 }
 
 /** Initialise @p l (unowned). @return 0 or an errno from pthread_spin_init(). */
