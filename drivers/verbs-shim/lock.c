@@ -51,8 +51,8 @@ shim_lock_destroy(struct shim_lock *l)
 /*
  * Make the owner's stores visible before we read held: membarrier() runs a
  * full barrier on every CPU running one of our threads. Should it fail
- * (a child after fork(2) may not inherit the registration), wait a
- * millisecond instead: any store buffer has drained by then.
+ * (the registration follows a child across fork(2), so it should not),
+ * wait a millisecond instead: any store buffer has drained by then.
  */
 static void
 lock_fence_owner(void)
