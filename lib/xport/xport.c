@@ -590,7 +590,7 @@ xport_sq_complete_head(struct xport_qp *qp, uint64_t now, struct xport_out *out,
 	if (!c)
 		return false;
 	xport_sq_cqe(c, qp, w, now);
-	xport_cq_stage(qp->cfg.send_cq, c, false);
+	xport_cq_stage(qp->cfg.send_cq, false, w->status);
 	if (!stage)
 		xport_cq_publish(qp->cfg.send_cq, out);
 	return true;

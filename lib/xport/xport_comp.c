@@ -199,7 +199,7 @@ comp_ack_run(struct xport_qp *qp, struct comp_ctx *ctx, uint64_t now)
 			if (!e)
 				break;
 			xport_sq_cqe(e, qp, n, now);
-			xport_cq_stage(cq, e, false);
+			xport_cq_stage(cq, false, n->status);
 		}
 		uint32_t next = roce_psn_add(n->last_psn, 1);
 		if (psn_lt(cpsn, next))

@@ -623,13 +623,15 @@ xport_cq_commit(struct xport_cq *cq, const struct cqe *c, bool solicited, struct
  * completions, a burst's READ responses and receives), one release store
  * and one fence for them all; any commit on the CQ meanwhile publishes them
  * first (xport_cq_reserve() counts the staged ones: fewer than the ring's
- * slots). Nothing stays staged between engine calls.
+ * slots). Nothing stays staged between engine calls. @p status is the
+ * CQE's, from the caller: read back from the slot, a line the application
+ * reads, it waited for that line (doc/benchmarks.md, session 24).
  */
 static inline void
-xport_cq_stage(struct xport_cq *cq, const struct cqe *c, bool solicited)
+xport_cq_stage(struct xport_cq *cq, bool solicited, uint8_t status)
 {
 	cq->staged++;
-	cq->staged_sol |= solicited || c->status != WC_SUCCESS;
+	cq->staged_sol |= solicited || status != WC_SUCCESS;
 }
 
 /* Publish what xport_cq_stage() kept, if anything. */

@@ -859,7 +859,7 @@ post_recv_cqe(struct xport_qp *qp, struct resp_ctx *ctx, uint8_t status, uint64_
 	if (__builtin_expect(qp->cfg.xrc == XPORT_XRC_TGT, 0))
 		xport_cq_commit(cq, c, pkt->se, out);
 	else
-		xport_cq_stage(cq, c, pkt->se);
+		xport_cq_stage(cq, pkt->se, status);
 	if (rndv && status == WC_SUCCESS)
 		tm_rndv_start(qp);
 	r->tm_v = 0;
