@@ -718,6 +718,19 @@ Test(shim_verbs, send_wqe_fields_follow_the_opcode)
 	cr_assert_eq(ibv_dereg_mr(mr), 0);
 }
 
+/* A small RC QP on @p cq with the ibv_wr_* builders of @p send_ops (4-deep queues, one SGE). */
+static struct ibv_qp *make_qp_ex(struct ibv_cq *cq, uint64_t send_ops)
+{
+	struct ibv_qp_init_attr_ex ix = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = send_ops,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp_ex(ctx, &ix);
+}
+
 /*
  * An RC WQE leaves its ring slot's AV line alone (wqe.h, SQ_WQE_AV_LINE):
  * only UD uses it, and a line the shim wrote would move to the worker's
@@ -727,13 +740,7 @@ Test(shim_verbs, send_wqe_fields_follow_the_opcode)
 Test(shim_verbs, rc_posts_leave_the_av_line_alone)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	struct ibv_qp_init_attr_ex ix = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &ix);
+	struct ibv_qp *qp = make_qp_ex(cq, IBV_QP_EX_WITH_RDMA_WRITE);
 	uint64_t buf[4];
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
@@ -786,13 +793,7 @@ Test(shim_verbs, rc_posts_leave_the_av_line_alone)
 Test(shim_verbs, posts_ring_the_send_cqs_bell_only_when_the_engine_asks)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	struct ibv_qp_init_attr_ex ix = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &ix);
+	struct ibv_qp *qp = make_qp_ex(cq, IBV_QP_EX_WITH_SEND);
 	uint64_t buf[4];
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
