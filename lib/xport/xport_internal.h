@@ -154,9 +154,9 @@ struct xport_resp {
 	uint32_t msg_len;      /* bytes received in the current message */
 	/* SEND target: the receive WQE taken at FIRST/ONLY */
 	bool have_recv;
+	uint32_t rq_prod_seen; /* the RQ producer index last read (untrusted; recv_avail()); in a hole */
 	struct rq_wqe recv;
 	uint32_t recv_cap;
-	uint32_t rq_prod_seen; /* the RQ producer index last read (untrusted; recv_avail()) */
 	/*
 	 * Tag matching (a QP of a TM SRQ): the verdict of the current SEND
 	 * from its first packet (enum xport_tm_verdict + 1; 0: a plain
