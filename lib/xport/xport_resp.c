@@ -129,7 +129,7 @@ owe(struct xport_qp *qp, uint8_t syndrome, uint32_t psn)
 
 /*
  * @return receive WQEs published in @p ring (of @p size slots) beyond its
- * consumer index. @p seen is the engine's copy of the untrusted producer
+ * consumer index @p cons. @p seen is the engine's copy of the untrusted producer
  * index: its line, which the application's core writes on every post, is
  * read again only once the WQEs it showed are taken (as the requester's SQ
  * index, req_get_wqe()); an application that posts a receive per
@@ -137,9 +137,8 @@ owe(struct xport_qp *qp, uint8_t syndrome, uint32_t psn)
  * acquire of that read covers the WQEs it showed.
  */
 static uint32_t
-recv_avail(const struct spsc_ring *ring, uint32_t size, uint32_t *seen)
+recv_avail(const struct spsc_ring *ring, uint32_t size, uint32_t cons, uint32_t *seen)
 {
-	uint32_t cons = spsc_ring_cons_index(ring);
 	uint32_t used = *seen - cons;
 
 	if ((int32_t)used <= 0 || used > size) {
@@ -160,7 +159,7 @@ xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 	struct spsc_ring *ring = srq ? srq->ring : qp->cfg.rq;
 	uint32_t size = srq ? srq_slots(srq) : qp->rq_mask + 1;
 	uint32_t cons = spsc_ring_cons_index(ring);
-	uint32_t avail = recv_avail(ring, size, srq ? &srq->prod_seen : &r->rq_prod_seen);
+	uint32_t avail = recv_avail(ring, size, cons, srq ? &srq->prod_seen : &r->rq_prod_seen);
 
 	if (avail == 0)
 		return false;
