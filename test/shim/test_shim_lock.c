@@ -14,7 +14,8 @@
 
 #include "lock.h"
 
-/* Whether this kernel lets a lock be biased (lock.c's own check). */
+/* Whether this kernel lets a lock be biased: asked here, not of lock.c, so a
+ * registration that wrongly fails shows. */
 static bool
 can_bias(void)
 {
