@@ -300,18 +300,21 @@ main(int argc, char **argv)
 		       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[m], median(r, ROUNDS), ROUNDS);
 	}
 	/* the hand-over alone: no work per slot, the lines taken ahead; all
-	 * three lines, then the header and SGE lines only (a 64 B RC WQE
-	 * whose AV line stays with the application) */
-	static const unsigned int line_sets[] = { SQ_LINES_ALL, 0x5u };
+	 * three lines, then the header and SGE lines (an RC WQE whose AV line
+	 * stays with the application), then the header line only (one whose
+	 * SGE is in its header: wqe.h WR_FLAG_HEAD_DATA) */
+	static const struct { unsigned int mask; const char *name; } line_sets[] = {
+		{ SQ_LINES_ALL, "0,1,2" }, { 0x5u, "0,2" }, { 0x1u, "0" },
+	};
 	for (size_t s = 0; s < sizeof(line_sets) / sizeof(line_sets[0]); s++) {
 		for (int i = 0; i < ROUNDS; i++)
-			r[i] = sq_round(SQ_T0, 0, line_sets[s]);
+			r[i] = sq_round(SQ_T0, 0, line_sets[s].mask);
 		double ns = median(r, ROUNDS); /* before the rate: median() sorts r */
 
 		printf("sq_ring cpus=%d,%d ahead=%u take=%s work=0 lines=%s ns_per_slot=%.1f "
 		       "mslots_per_s=%.2f (median of %d rounds)\n",
-		       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[SQ_T0],
-		       line_sets[s] == SQ_LINES_ALL ? "0,1,2" : "0,2", ns, 1e3 / ns, ROUNDS);
+		       cpu_a, cpu_b, SQ_AHEAD, sq_mode_name[SQ_T0], line_sets[s].name, ns, 1e3 / ns,
+		       ROUNDS);
 	}
 	return 0;
 }

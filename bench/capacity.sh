@@ -126,10 +126,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# "one_way_ns ring_mslots" from c2c_bench -q (the ring moving an RC WQE's lines 0 and 2)
+# "one_way_ns ring_mslots" from c2c_bench -q (the ring moving a small RC WQE's one line)
 c2c() {
 	timeout 30 "$C2C" 0 1 -q 2>/dev/null | awk '/^c2c / { sub(/.*one_way_ns=/, ""); o = $1 }
-		/work=0.* lines=0,2 / { sub(/.*mslots_per_s=/, ""); m = $1 } END { if (o != "") print o, (m != "" ? m : "-") }'
+		/work=0.* lines=0 / { sub(/.*mslots_per_s=/, ""); m = $1 } END { if (o != "") print o, (m != "" ? m : "-") }'
 }
 busy_ns() { # host -> worker 0's busy_ns of its daemon (telemetry), empty if none
 	"$SRC/bench/roce_counters.py" get "$LAB_NAME-$1" lcore0.busy_ns 2>/dev/null | sed 's/^-$//'

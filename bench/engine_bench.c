@@ -279,7 +279,8 @@ static uint64_t app_ns;
 /*
  * Post one send WQE the way the verbs shim does (shim_fill_send() in
  * drivers/verbs-shim/qp.c): written in place in the ring's next slot, the
- * header line cleared (not the AV line, which RC leaves alone), one SGE, published on its own as one
+ * header line cleared (not the AV line, which RC leaves alone), its one SGE
+ * in the header line (WR_FLAG_HEAD_DATA), published on its own as one
  * ibv_post_send() of one WR publishes it.
  */
 static void
@@ -290,9 +291,9 @@ post_send(uint8_t wr_opcode, uint32_t size, uint64_t wr_id)
 	memset(w, 0, SQ_WQE_HEAD_BYTES); /* as the shim does: RC leaves the AV line alone */
 	w->wr_id = wr_id;
 	w->opcode = wr_opcode;
-	w->send_flags = WR_FLAG_SIGNALED;
+	w->send_flags = WR_FLAG_SIGNALED | WR_FLAG_HEAD_DATA; /* one SGE: in the header line */
 	w->num_sge = 1;
-	w->sg_list[0] = (struct wr_sge){ (uintptr_t)A.mem, size, A.key };
+	w->wr.rdma.head.sge = (struct wr_sge){ (uintptr_t)A.mem, size, A.key };
 	w->wr.rdma.remote_addr = (uintptr_t)B.mem;
 	w->wr.rdma.rkey = B.key;
 	spsc_ring_publish(A.sq, 1);

@@ -419,7 +419,7 @@ static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *w
 }
 
 /* Fill one checked send WR into the WQE @p w. */
-static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const struct ibv_send_wr *wr)
+static void shim_fill_send(struct shim_qp *qp, struct sq_wqe *w, const struct ibv_send_wr *wr)
 {
 	memset(w, 0, SQ_WQE_HEAD_BYTES); /* the AV line is UD's only (wqe.h) */
 	w->wr_id = wr->wr_id;
@@ -428,15 +428,23 @@ static void shim_fill_send(const struct shim_qp *qp, struct sq_wqe *w, const str
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint32_t total = 0;
 
+		for (int i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length; /* checked: <= max_inline_data */
+		uint8_t *dst = shim_wqe_payload(qp, w, true, total);
+
+		total = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
-			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr,
+			memcpy(dst + total, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			total += wr->sg_list[i].length;
 		}
 		w->inline_len = (uint16_t)total;
 	} else {
 		if (wr->num_sge > 0)
-			memcpy(w->sg_list, wr->sg_list, (size_t)wr->num_sge * sizeof(struct wr_sge));
+			shim_sge_copy(shim_wqe_payload(qp, w, false, (size_t)wr->num_sge), wr->sg_list,
+				      (size_t)wr->num_sge);
+		else
+			shim_wqe_payload(qp, w, false, 0);
 		w->num_sge = (uint8_t)wr->num_sge;
 	}
 	struct wr_opcode_desc op = wr_opcode_desc(wr->opcode);
@@ -519,7 +527,7 @@ static void shim_fill_recv(struct rq_wqe *w, const struct ibv_recv_wr *wr)
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->reserved = 0;
 	if (wr->num_sge > 0)
-		memcpy(w->sg_list, wr->sg_list, (size_t)wr->num_sge * sizeof(struct wr_sge));
+		shim_sge_copy(w->sg_list, wr->sg_list, (size_t)wr->num_sge);
 }
 
 /* Post @p wr to @p ring of capacity @p cap; shared by QP receive queues and SRQs. */

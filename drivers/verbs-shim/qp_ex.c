@@ -77,7 +77,7 @@ static struct sq_wqe *shim_wr_open(struct ibv_qp_ex *x, enum ibv_wr_opcode opcod
 	w = spsc_ring_prod_slot(qp->sq, qp->wr_pending);
 	memset(w, 0, SQ_WQE_HEAD_BYTES); /* the AV line is UD's only (wqe.h) */
 	w->wr_id = x->wr_id;
-	w->send_flags = x->wr_flags;
+	w->send_flags = x->wr_flags & ~(uint32_t)WR_FLAG_HEAD_DATA; /* the shim's to set */
 	w->opcode = (uint8_t)opcode;
 	qp->wr_pending++;
 	qp->wr_cur = w;
@@ -213,7 +213,7 @@ static void shim_wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t ra
 	if (w) {
 		w->wr.rdma.rkey = rkey;
 		w->wr.rdma.remote_addr = raddr;
-		memcpy(w->inline_data, data, 8);
+		memcpy(shim_wqe_payload(qpx_of(x), w, true, 8), data, 8);
 		w->inline_len = 8;
 		w->num_sge = 0;
 		w->send_flags |= IBV_SEND_INLINE;
@@ -245,8 +245,7 @@ static void shim_wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv
 		qp->wr_err = EINVAL;
 		return;
 	}
-	if (n > 0)
-		memcpy(qp->wr_cur->sg_list, sg, n * sizeof(struct wr_sge));
+	shim_sge_copy(shim_wqe_payload(qp, qp->wr_cur, false, n), sg, n);
 	qp->wr_cur->num_sge = (uint8_t)n;
 	qp->wr_cur->inline_len = 0;
 	qp->wr_cur->send_flags &= ~(uint32_t)IBV_SEND_INLINE;
@@ -268,12 +267,16 @@ static void shim_wr_set_inline_data_list(struct ibv_qp_ex *x, size_t n, const st
 
 	if (qp->wr_cur == NULL)
 		return;
-	dst = qp->wr_cur->inline_data;
 	for (size_t i = 0; i < n; i++) {
 		if (b[i].length > max - total) {
 			qp->wr_err = EINVAL;
 			return;
 		}
+		total += b[i].length;
+	}
+	dst = shim_wqe_payload(qp, qp->wr_cur, true, total);
+	total = 0;
+	for (size_t i = 0; i < n; i++) {
 		memcpy(dst + total, b[i].addr, b[i].length);
 		total += b[i].length;
 	}

@@ -310,6 +310,7 @@ struct shim_qp {
 	struct spsc_ring *rq;         /* struct rq_wqe records; NULL with an SRQ */
 	uint32_t sq_cons_seen;        /* shim_wq_room(): under sq_lock */
 	uint32_t rq_cons_seen;        /* shim_wq_room(): under rq_lock */
+	bool sq_sge_line;             /* the last post wrote its SGE line (shim_wqe_payload()) */
 	uint32_t async_events;
 	void *rss_table;              /* an RSS QP (wq.c): its indirection table; else NULL */
 	/* ibv_wr_* builder (between wr_start and wr_complete/abort, sq_lock held) */
@@ -361,12 +362,60 @@ static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap, uin
 	return used >= cap ? 0 : cap - used;
 }
 
+/*
+ * Copy @p n scatter/gather entries from the application's list into a WQE,
+ * field by field. Applications fill an ibv_sge just before they post it
+ * (perftest: addr, length, lkey, three stores). memcpy() reads an entry as
+ * one 16-byte load, which cannot take its bytes from those three stores
+ * still in the store buffer: it waits until they reach the cache, and they
+ * wait behind the previous post's stores to lines the daemon's core holds.
+ * Loads of the stores' own sizes are forwarded (issue 18; doc/benchmarks.md,
+ * session 25). The asm keeps the compiler from merging the fields back into
+ * one 16-byte load.
+ */
+static inline void shim_sge_copy(struct wr_sge *dst, const struct ibv_sge *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr = src[i].addr;
+		uint32_t length = src[i].length, lkey = src[i].lkey;
+
+		__asm__("" : "+r"(addr), "+r"(length), "+r"(lkey));
+		dst[i].addr = addr;
+		dst[i].length = length;
+		dst[i].lkey = lkey;
+	}
+}
+
+/*
+ * Where the payload of send WQE @p w goes (its opcode set): @p n SGEs or,
+ * with @p is_inline, @p n inline bytes, their number checked against the
+ * QP's caps. The header line when the opcode leaves room there
+ * (wr_kind_head_data()) and the payload fits (one SGE, WQE_HEAD_INLINE
+ * bytes): then the flag WR_FLAG_HEAD_DATA is set and the post writes one
+ * line for the worker's core to take instead of two (wqe.h wr_head_data).
+ * Otherwise the SGE lines, and the flag is cleared. Notes in @p qp which
+ * line the post writes (shim_sq_prefetch()).
+ */
+static inline void *shim_wqe_payload(struct shim_qp *qp, struct sq_wqe *w, bool is_inline, size_t n)
+{
+	bool head = wr_kind_head_data(wr_opcode_desc(w->opcode).kind) &&
+		    (is_inline ? n <= WQE_HEAD_INLINE : n == 1);
+
+	w->send_flags &= ~(uint32_t)WR_FLAG_HEAD_DATA;
+	qp->sq_sge_line = !head && n > 0;
+	if (!head)
+		return is_inline ? (void *)w->inline_data : (void *)w->sg_list;
+	w->send_flags |= WR_FLAG_HEAD_DATA;
+	return is_inline ? (void *)w->wr.rdma.head.inline_data : (void *)&w->wr.rdma.head.sge;
+}
+
 /* Free SQ slots beyond the one being written whose lines a post takes ahead (shim_sq_prefetch()). */
 #define SHIM_SQ_PREFETCH 4u
 
 /*
  * Take the lines a post writes in the SQ slot @p i places past the producer
- * index (its header, first SGE or inline line and, on UD, AV line) into this core's
+ * index (its header, on UD its AV line and, if the last post wrote one, its
+ * first SGE or inline line) into this core's
  * cache for writing, before the post that fills it: the daemon's core read
  * them a lap ago, and a store to such a line waits for the line to come
  * back (issue 18; doc/benchmarks.md, session 20). Only a free slot
@@ -379,9 +428,11 @@ static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32
 	if (i >= room)
 		return;
 	p = spsc_ring_prod_slot(qp->sq, i);
-	for (unsigned int k = 0; k < 3; k++) {
+	for (unsigned int k = 0; k <= SQ_WQE_SGE_LINE; k++) {
 		if (k == SQ_WQE_AV_LINE && qp->qp.qp_type != IBV_QPT_UD)
 			continue; /* not written (wqe.h) */
+		if (k == SQ_WQE_SGE_LINE && !qp->sq_sge_line)
+			continue; /* the last post's payload was in its header: so, likely, the next's */
 #if defined(__x86_64__)
 		/* PREFETCHW: a NOP on x86 CPUs without it */
 		__asm__ volatile("prefetchw %0" : : "m"(p[64 * k]));

@@ -105,6 +105,13 @@ enum wr_send_flag {
 	WR_FLAG_SIGNALED = 1u << 1,  /**< generate a CQE on success */
 	WR_FLAG_SOLICITED = 1u << 2, /**< set SE on the last packet */
 	WR_FLAG_INLINE = 1u << 3,    /**< payload is in inline_data, not sg_list */
+	/**
+	 * Not an ibv_send_flags bit: the payload is in the header line
+	 * (wr.rdma.head, struct wr_head_data), the only SGE (num_sge 1) or, with
+	 * WR_FLAG_INLINE, up to WQE_HEAD_INLINE bytes. Only on the kinds
+	 * wr_kind_head_data() names; the engine fails any other use.
+	 */
+	WR_FLAG_HEAD_DATA = 1u << 31,
 };
 
 /** Completion status (= enum ibv_wc_status). */
@@ -211,6 +218,17 @@ wr_kind_sends_payload(uint8_t kind)
 }
 
 /**
+ * @return true if work requests of @p kind may carry their payload in the
+ * header line (WR_FLAG_HEAD_DATA): their wr fields end before wr.rdma.head
+ */
+static inline bool
+wr_kind_head_data(uint8_t kind)
+{
+	return kind == WR_KIND_SEND || kind == WR_KIND_WRITE || kind == WR_KIND_READ ||
+	       kind == WR_KIND_ATOMIC_WRITE;
+}
+
+/**
  * @return true if work requests of @p kind use a responder resource at the
  * peer, so count against max_rd_atomic (initiator depth) and wait for a
  * response: READ, ATOMIC and, as in Linux rxe, ATOMIC WRITE and FLUSH
@@ -255,6 +273,21 @@ struct wr_sge {
 	uint32_t lkey;   /**< local key of the MR containing [addr, addr+length) */
 };
 
+/** Inline bytes a send WQE's header line holds (struct wr_head_data). */
+#define WQE_HEAD_INLINE 16u
+
+/**
+ * A send WQE's payload in its header line, with WR_FLAG_HEAD_DATA: a small
+ * RC/UC/UD work request (one SGE, or a few inline bytes) then fills one
+ * line instead of two, as a 1-SGE mlx5 WQE fills one 64-byte building
+ * block. The line is the one that crosses from the application's core to
+ * the worker's on every post (issue 18; doc/benchmarks.md, session 25).
+ */
+union wr_head_data {
+	struct wr_sge sge;                      /**< the only SGE (num_sge 1) */
+	uint8_t inline_data[WQE_HEAD_INLINE];   /**< inline bytes [0, inline_len) */
+};
+
 /**
  * A resolved address vector: everything needed to emit a frame to a peer.
  * Used in UD send WQEs (from the AH) and in the RC/UC QP configuration.
@@ -284,7 +317,8 @@ struct wr_av {
  *
  * Its 64-byte lines in a ring: line 0 the header (up to av,
  * SQ_WQE_HEAD_BYTES), line 1 the AV (SQ_WQE_AV_LINE), lines 2-5 the SGEs or
- * inline bytes. The AV line is part of a UD WQE only (the engine reads its
+ * inline bytes (SQ_WQE_SGE_LINE), unless the header holds them
+ * (WR_FLAG_HEAD_DATA: wr.rdma.head; then a RC/UC WQE is its first line only). The AV line is part of a UD WQE only (the engine reads its
  * av.ah_handle); on every other QP type the shim does not write it and the
  * engine neither reads nor prefetches it, so a small RC WQE moves two lines
  * from the application's core to the worker's, not three.
@@ -302,7 +336,7 @@ struct sq_wqe {
 			uint64_t remote_addr;
 			uint32_t rkey;
 			uint32_t reserved;
-			uint64_t reserved2[2];
+			union wr_head_data head; /**< SEND, WRITE, READ, ATOMIC WRITE: WR_FLAG_HEAD_DATA */
 		} rdma;
 		struct {
 			uint64_t remote_addr;  /**< 8-byte aligned */
@@ -330,7 +364,8 @@ struct sq_wqe {
 		struct {
 			uint32_t remote_qpn;
 			uint32_t remote_qkey;  /**< MSB set: use the QP's own Q_Key */
-			uint32_t reserved[6];
+			uint32_t reserved[2];
+			union wr_head_data head; /**< = rdma.head */
 		} ud;
 	} wr;
 	struct wr_av av;         /**< UD: destination, resolved from the AH */
@@ -420,8 +455,15 @@ _Static_assert(sizeof(struct sq_wqe) == 384, "sq_wqe is 384 bytes");
 /** The send WQE line only UD uses (struct sq_wqe). */
 #define SQ_WQE_AV_LINE 1u
 _Static_assert(SQ_WQE_HEAD_BYTES <= 64 * SQ_WQE_AV_LINE, "the header ends in the line before the AV's");
-_Static_assert(offsetof(struct sq_wqe, sg_list) == 64 * (SQ_WQE_AV_LINE + 1),
+/** The first send WQE line of its SGEs or inline bytes (struct sq_wqe). */
+#define SQ_WQE_SGE_LINE (SQ_WQE_AV_LINE + 1)
+_Static_assert(offsetof(struct sq_wqe, sg_list) == 64 * SQ_WQE_SGE_LINE,
 	       "the SGEs start in the line after the AV's");
+_Static_assert(offsetof(struct sq_wqe, wr.rdma.head) + sizeof(union wr_head_data) <= SQ_WQE_HEAD_BYTES,
+	       "the head data is in the header line");
+_Static_assert(offsetof(struct sq_wqe, wr.rdma.head) == offsetof(struct sq_wqe, wr.ud.head),
+	       "RC and UD head data lie at one place");
+_Static_assert(sizeof(union wr_head_data) == sizeof(struct wr_sge), "the head holds one SGE");
 _Static_assert(sizeof(struct rq_wqe) == 272, "rq_wqe is 272 bytes");
 _Static_assert(sizeof(struct tm_op_wqe) == 312, "tm_op_wqe is 312 bytes");
 _Static_assert(sizeof(struct cqe) == 64, "cqe is 64 bytes");

@@ -534,7 +534,7 @@ tm_rndv_complete(struct xport_qp *qp, const struct xport_swqe *w, uint64_t now,
 	if (w->tm != SWQE_TM_RNDV_READ)
 		return true;
 	/* the shadow slot of w may take the FIN: copy what is needed first */
-	memcpy(fin.inline_data, w->wqe.wr.rdma.reserved2, XPORT_TMH_LEN);
+	memcpy(fin.inline_data, w->wqe.wr.rdma.head.inline_data, XPORT_TMH_LEN);
 	c = cq ? xport_cq_reserve(qp, cq, out) : NULL;
 	if (!c)
 		return cq == NULL;

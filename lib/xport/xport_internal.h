@@ -77,7 +77,7 @@ struct xport_swqe {
 enum swqe_tm {
 	SWQE_TM_NONE = 0,
 	SWQE_TM_RNDV_READ, /* READ rvh.len from rvh.va/rkey into the matched entry's SGEs;
-			      wr_id: the entry's; wr.rdma.reserved2: the FIN's TMH */
+			      wr_id: the entry's; wr.rdma.head: the FIN's TMH */
 	SWQE_TM_FIN,       /* SEND of that TMH (inline), after the READ completed */
 };
 
@@ -98,6 +98,7 @@ struct xport_req {
 	bool rnr_wait;
 	bool pace_wait;        /* held by the rate limiter */
 	bool kick;             /* held by a limit or rewound: run after the completer */
+	bool sge_line;         /* the last WQE fetched had its payload in its SGE line, not its header */
 	uint32_t skew;         /* the engine's own WQEs fetched (shadow index - ring index) */
 	uint32_t prod_seen;    /* the SQ producer index last read (ring index, checked) */
 	uint8_t tm_resv;       /* shadow slots promised to a rendezvous being received (0, 1) */

@@ -233,11 +233,32 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 	if (op.kind == WR_KIND_LOCAL)
 		return; /* no payload: its SGEs, if any, are not looked at */
 	uint64_t len = 0;
+	bool head = (w->wqe.send_flags & WR_FLAG_HEAD_DATA) != 0;
+
+	if (head) {
+		/* the payload came with the header line (wqe.h wr_head_data) */
+		qp->req.sge_line = false;
+		if (!wr_kind_head_data(op.kind)) {
+			w->status = WC_LOC_QP_OP_ERR; /* its wr fields overlap the head */
+			w->err = XPORT_ERR_LOC_OPCODE;
+			return;
+		}
+		if (is_inline ? w->wqe.inline_len > WQE_HEAD_INLINE : w->wqe.num_sge != 1)
+			goto len_err;
+	} else {
+		qp->req.sge_line = true;
+	}
 	if (is_inline) {
 		if (w->wqe.inline_len > qp->sq_max_sge * sizeof(struct wr_sge))
 			goto len_err; /* beyond the QP's shadow slot (max_inline_data) */
-		memcpy(w->wqe.inline_data, src->inline_data, w->wqe.inline_len);
+		memcpy(w->wqe.inline_data, head ? w->wqe.wr.rdma.head.inline_data : src->inline_data,
+		       w->wqe.inline_len);
 		len = w->wqe.inline_len;
+	} else if (head) {
+		if (qp->sq_max_sge == 0)
+			goto len_err; /* beyond the QP's shadow slot (max_send_sge) */
+		w->wqe.sg_list[0] = w->wqe.wr.rdma.head.sge;
+		len = w->wqe.sg_list[0].length;
 	} else {
 		if (w->wqe.num_sge > qp->sq_max_sge)
 			goto len_err; /* beyond the QP's shadow slot (max_send_sge) */
@@ -308,7 +329,8 @@ prefetch_ahead(const struct xport_qp *qp, uint32_t ridx, uint32_t ahead, bool fr
 		__builtin_prefetch(nx);
 		if (qp->cfg.type == XPORT_UD) /* the AV line is UD's only (wqe.h) */
 			__builtin_prefetch(nx + 64 * SQ_WQE_AV_LINE);
-		__builtin_prefetch(nx + 64 * (SQ_WQE_AV_LINE + 1));
+		if (qp->req.sge_line) /* the last WQE's payload was not in its header */
+			__builtin_prefetch(nx + 64 * SQ_WQE_SGE_LINE);
 	}
 }
 

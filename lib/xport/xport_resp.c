@@ -383,8 +383,8 @@ tm_rndv_start(struct xport_qp *qp)
 		fin[4 + i] = (uint8_t)(h->app_ctx >> (24 - 8 * i));
 	for (int i = 0; i < 8; i++)
 		fin[8 + i] = (uint8_t)(h->tag >> (56 - 8 * i));
-	_Static_assert(sizeof(rd.wr.rdma.reserved2) == XPORT_TMH_LEN, "the FIN's TMH");
-	memcpy(rd.wr.rdma.reserved2, fin, XPORT_TMH_LEN);
+	_Static_assert(sizeof(rd.wr.rdma.head.inline_data) == XPORT_TMH_LEN, "the FIN's TMH");
+	memcpy(rd.wr.rdma.head.inline_data, fin, XPORT_TMH_LEN);
 	qp->req.tm_resv = 0;
 	xport_req_tm_inject(qp, SWQE_TM_RNDV_READ, &rd, h->len);
 }

@@ -359,6 +359,93 @@ Test(rc, send_with_imm_scatter)
 	cr_assert_eq(check_fill(got, len, 9), -1);
 }
 
+/*
+ * The payload in the header line (wqe.h WR_FLAG_HEAD_DATA, what the verbs
+ * shim writes for a one-SGE or small inline WR): a WRITE, a READ and an
+ * inline SEND carry it as from the SGE line, which holds poison here.
+ */
+static struct sq_wqe
+to_head(struct sq_wqe w)
+{
+	if (w.send_flags & WR_FLAG_INLINE)
+		memcpy(w.wr.rdma.head.inline_data, w.inline_data, w.inline_len);
+	else
+		w.wr.rdma.head.sge = w.sg_list[0];
+	memset(w.sg_list, 0xa5, sizeof(w.sg_list));
+	w.send_flags |= WR_FLAG_HEAD_DATA;
+	return w;
+}
+
+Test(rc, a_payload_in_the_header_line_goes_out_as_from_the_sge_line)
+{
+	fill(S.h[0].arena, 3000, 4);
+	fill(S.h[1].arena + 0x8000, 2000, 6);
+	struct rq_wqe r = rwqe_new(5, sim_va(&S, 1, 0x4000), 64, S.h[1].arena_key);
+	cr_assert(sim_post_recv(&S, 1, &r));
+	struct sq_wqe in = wqe_new(WR_SEND, 3, WR_FLAG_SIGNALED | WR_FLAG_INLINE);
+	in.inline_len = WQE_HEAD_INLINE;
+	memcpy(in.inline_data, "sixteen bytes ok", WQE_HEAD_INLINE);
+	struct sq_wqe w[] = {
+		to_head(wqe_to_peer(0, WR_RDMA_WRITE, 1, WR_FLAG_SIGNALED, 0, 3000, 0x1000)),
+		to_head(wqe_to_peer(0, WR_RDMA_READ, 2, WR_FLAG_SIGNALED, 0x2000, 2000, 0x8000)),
+		to_head(in),
+	};
+	for (size_t i = 0; i < 3; i++)
+		cr_assert(sim_post_send(&S, 0, &w[i]));
+	K.want[1][1] = 1;
+	run_until_sent(3);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(K.c[0][0][i].wr_id, (uint64_t)i + 1);
+		cr_assert_eq(K.c[0][0][i].status, WC_SUCCESS, "WQE %d: status %u", i,
+			     K.c[0][0][i].status);
+	}
+	cr_assert_eq(K.c[0][0][1].byte_len, 2000);
+	cr_assert_eq(check_fill(S.h[1].arena + 0x1000, 3000, 4), -1, "the WRITE's bytes");
+	cr_assert_eq(check_fill(S.h[0].arena + 0x2000, 2000, 6), -1, "the READ's bytes");
+	cr_assert_eq(K.c[1][1][0].byte_len, WQE_HEAD_INLINE);
+	cr_assert_eq(memcmp(S.h[1].arena + 0x4000, "sixteen bytes ok", WQE_HEAD_INLINE), 0,
+		     "the SEND's inline bytes");
+}
+
+/*
+ * WR_FLAG_HEAD_DATA where it does not belong fails the WQE and sends
+ * nothing: on an atomic (whose fields fill the head), with two SGEs, with
+ * more inline bytes than the head holds.
+ */
+Test(rc, a_misused_header_payload_flag_fails_the_wqe)
+{
+	static const struct {
+		uint8_t opcode;
+		uint8_t num_sge;
+		uint16_t inline_len;
+		uint32_t status;
+	} bad[] = {
+		{ WR_ATOMIC_FETCH_AND_ADD, 1, 0, WC_LOC_QP_OP_ERR },
+		{ WR_RDMA_WRITE, 2, 0, WC_LOC_LEN_ERR },
+		{ WR_SEND, 0, WQE_HEAD_INLINE + 1, WC_LOC_LEN_ERR },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (i > 0) {
+			teardown();
+			setup_default();
+		}
+		struct sq_wqe w = wqe_to_peer(0, bad[i].opcode, 7, WR_FLAG_SIGNALED, 0, 8, 64);
+
+		w.send_flags |= WR_FLAG_HEAD_DATA;
+		w.num_sge = bad[i].num_sge;
+		if (bad[i].inline_len) {
+			w.send_flags |= WR_FLAG_INLINE;
+			w.inline_len = bad[i].inline_len;
+		}
+		cr_assert(sim_post_send(&S, 0, &w));
+		run_until_sent(1);
+		cr_assert_eq(K.c[0][0][0].status, bad[i].status, "case %zu: status %u", i,
+			     K.c[0][0][0].status);
+		cr_assert_eq(cnt(0)[XPORT_CNT_TX_PKTS], 0, "case %zu: nothing sent", i);
+	}
+}
+
 Test(rc, read_multi_packet)
 {
 	uint32_t len = 5000;

@@ -246,9 +246,16 @@ static uint32_t engine_complete_sends(struct ibv_qp *qp, uint32_t n, struct sq_w
 	ci = fake.cq[qi->send_cqn % FAKE_MAX];
 	cr_assert_not_null(ci);
 	while (done < n && spsc_ring_count(qi->sq.ring) > 0) {
-		const struct sq_wqe *w = spsc_ring_cons_slot(qi->sq.ring, 0);
+		struct sq_wqe wqe = *(const struct sq_wqe *)spsc_ring_cons_slot(qi->sq.ring, 0);
+		const struct sq_wqe *w = &wqe;
 		struct cqe *e = spsc_ring_prod_slot(ci->ring.ring, 0);
 
+		if (wqe.send_flags & WR_FLAG_HEAD_DATA) { /* as the engine's fetch_wqe(): flag kept */
+			if (wqe.send_flags & IBV_SEND_INLINE)
+				memcpy(wqe.inline_data, wqe.wr.rdma.head.inline_data, WQE_HEAD_INLINE);
+			else
+				wqe.sg_list[0] = wqe.wr.rdma.head.sge;
+		}
 		if (seen)
 			seen[done] = *w;
 		memset(e, 0, sizeof(*e));
@@ -734,46 +741,112 @@ static struct ibv_qp *make_qp_ex(struct ibv_cq *cq, uint64_t send_ops)
 /*
  * An RC WQE leaves its ring slot's AV line alone (wqe.h, SQ_WQE_AV_LINE):
  * only UD uses it, and a line the shim wrote would move to the worker's
- * core when the engine takes the WQE. Both ibv_post_send and the
- * ibv_wr_* builders write the header and the SGE lines only.
+ * core when the engine takes the WQE. A payload that fits the header line
+ * (one SGE, up to WQE_HEAD_INLINE inline bytes, on an opcode whose fields
+ * leave room: wr_kind_head_data()) goes there with WR_FLAG_HEAD_DATA, so
+ * the WQE is one line; any other goes to the SGE line, without the flag.
+ * Both ibv_post_send and the ibv_wr_* builders.
  */
-Test(shim_verbs, rc_posts_leave_the_av_line_alone)
+Test(shim_verbs, rc_posts_write_only_the_lines_their_payload_needs)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	struct ibv_qp *qp = make_qp_ex(cq, IBV_QP_EX_WITH_RDMA_WRITE);
+	struct ibv_qp_init_attr_ex ix = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 2, .max_recv_sge = 1,
+			 .max_inline_data = 32 },
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &ix);
 	uint64_t buf[4];
+	char text[33] = "0123456789abcdefghijklmnopqrstuv";
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE, .wr.rdma = { 0x1000, 0x77 } },
-			   *bad;
+	struct ibv_sge sge[2] = { { (uintptr_t)buf, 8, mr->lkey }, { (uintptr_t)&buf[2], 8, mr->lkey } };
+	struct ibv_sge in[2] = { { (uintptr_t)text, 8, 0 }, { (uintptr_t)text, 32, 0 } };
 	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+	static const struct {
+		const char *what;
+		int opcode, num_sge, inline_len; /* inline_len: 0 SGEs */
+		bool head;
+	} cases[] = {
+		{ "WRITE, one SGE", IBV_WR_RDMA_WRITE, 1, 0, true },
+		{ "WRITE, two SGEs", IBV_WR_RDMA_WRITE, 2, 0, false },
+		{ "SEND, one SGE", IBV_WR_SEND, 1, 0, true },
+		{ "SEND, 8 inline bytes", IBV_WR_SEND, 1, 8, true },
+		{ "SEND, 32 inline bytes", IBV_WR_SEND, 1, 32, false },
+		{ "FETCH_ADD, one SGE", IBV_WR_ATOMIC_FETCH_AND_ADD, 1, 0, false },
+	};
 
 	cr_assert_not_null(qp);
 	to_rts(qp);
 	struct spsc_ring *sq = fake.qp[(qp->qp_num - 0x11) % FAKE_MAX]->sq.ring;
 
-	for (int how = 0; how < 2; how++) {
-		uint8_t *slot = spsc_ring_prod_slot(sq, 0);
-		uint8_t *av = slot + 64 * SQ_WQE_AV_LINE;
-		struct sq_wqe seen;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (int how = 0; how < 2; how++) {
+			const char *api = how ? "ibv_wr_*" : "ibv_post_send";
+			uint8_t *slot = spsc_ring_prod_slot(sq, 0);
+			struct sq_wqe seen;
+			int op = cases[c].opcode, len = cases[c].inline_len;
 
-		memset(av, 0xee, 64);
-		if (how == 0) {
-			cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
-		} else {
-			ibv_wr_start(x);
-			x->wr_id = 1;
-			ibv_wr_rdma_write(x, 0x77, 0x1000);
-			ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf, 8);
-			cr_assert_eq(ibv_wr_complete(x), 0);
+			memset(slot + 64 * SQ_WQE_AV_LINE, 0xee, 128); /* the AV and SGE lines */
+			if (how == 0) {
+				struct ibv_send_wr wr = {
+					.wr_id = 1, .opcode = op, .num_sge = cases[c].num_sge,
+					.sg_list = len ? &in[len == 32] : sge,
+					.send_flags = len ? IBV_SEND_INLINE : 0,
+				}, *bad;
+
+				if (op == IBV_WR_RDMA_WRITE) {
+					wr.wr.rdma.remote_addr = 0x1000;
+					wr.wr.rdma.rkey = 0x77;
+				} else if (op != IBV_WR_SEND) {
+					wr.wr.atomic.remote_addr = 0x1000;
+					wr.wr.atomic.rkey = 0x77;
+				}
+				cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0, "%s %s", api, cases[c].what);
+			} else {
+				ibv_wr_start(x);
+				x->wr_id = 1;
+				if (op == IBV_WR_RDMA_WRITE)
+					ibv_wr_rdma_write(x, 0x77, 0x1000);
+				else if (op == IBV_WR_SEND)
+					ibv_wr_send(x);
+				else
+					ibv_wr_atomic_fetch_add(x, 0x77, 0x1000, 1);
+				if (len)
+					ibv_wr_set_inline_data(x, text, (size_t)len);
+				else
+					ibv_wr_set_sge_list(x, (size_t)cases[c].num_sge, sge);
+				cr_assert_eq(ibv_wr_complete(x), 0, "%s %s", api, cases[c].what);
+			}
+			for (int i = 0; i < 64; i++)
+				cr_assert_eq(slot[64 * SQ_WQE_AV_LINE + i], 0xee,
+					     "%s %s wrote byte %d of the AV line", api, cases[c].what, i);
+			bool line2 = false;
+
+			for (int i = 0; i < 64; i++)
+				line2 |= slot[64 * SQ_WQE_SGE_LINE + i] != 0xee;
+			cr_assert_eq(line2, !cases[c].head, "%s %s: SGE line %s", api, cases[c].what,
+				     line2 ? "written" : "left alone");
+			cr_assert_eq(engine_complete_sends(qp, 4, &seen), 1);
+			cr_assert_eq((seen.send_flags & WR_FLAG_HEAD_DATA) != 0, cases[c].head,
+				     "%s %s: WR_FLAG_HEAD_DATA", api, cases[c].what);
+			if (op != IBV_WR_SEND)
+				cr_expect_eq(op == IBV_WR_RDMA_WRITE ? seen.wr.rdma.rkey : seen.wr.atomic.rkey,
+					     0x77, "%s %s: the header", api, cases[c].what);
+			if (len) {
+				cr_expect_eq(seen.inline_len, len);
+				cr_expect_eq(memcmp(seen.inline_data, text, (size_t)len), 0,
+					     "%s %s: the inline bytes", api, cases[c].what);
+			} else {
+				cr_expect_eq(seen.num_sge, cases[c].num_sge);
+				for (int i = 0; i < cases[c].num_sge; i++)
+					cr_expect(seen.sg_list[i].addr == sge[i].addr &&
+						  seen.sg_list[i].length == 8 && seen.sg_list[i].lkey == mr->lkey,
+						  "%s %s: SGE %d", api, cases[c].what, i);
+			}
 		}
-		for (int i = 0; i < 64; i++)
-			cr_assert_eq(av[i], 0xee, "%s wrote byte %d of the AV line",
-				     how ? "ibv_wr_complete" : "ibv_post_send", i);
-		cr_assert_eq(engine_complete_sends(qp, 4, &seen), 1);
-		cr_expect_eq(seen.wr.rdma.rkey, 0x77, "the header line is written");
-		cr_expect_eq(seen.sg_list[0].lkey, mr->lkey, "the SGE line is written");
 	}
 	struct ibv_wc wc[8];
 
