@@ -189,7 +189,7 @@ ai_dp_srq_create(void *dp, const struct ctl_srq_info *srq)
 	/* xrc_live first: a TGT QP holding this slot from an earlier SRQ lets go */
 	__atomic_store_n(&s->x.xrc_live, 0, __ATOMIC_RELEASE);
 	s->x = (struct xport_srq){
-		.ring = srq->ring.ring, .size = srq->ring.entries,
+		.ring = srq->ring.ring, .size = srq->ring.entries, .stride = srq->ring.stride,
 		.handle = ai_handle(s->gen, srq->srqn),
 		.limit = srq->srq_limit, .limit_armed = srq->srq_limit != 0,
 	};

@@ -157,6 +157,7 @@ ai_dp_qp_create(void *dp, const struct ctl_qp_info *info)
 	q->cfg = (struct xport_cfg){
 		.sq = info->sq.ring, .sq_size = info->sq.entries,
 		.rq = srq ? NULL : info->rq.ring, .rq_size = srq ? 0 : info->rq.entries,
+		.rq_stride = srq ? 0 : info->rq.stride,
 		.srq = srq ? &srq->x : NULL,
 		.send_cq = scq ? &scq->x : NULL, .recv_cq = rcq ? &rcq->x : NULL,
 		/* XRC TGT: the SRQs its requests name, of its domain (ai_cq.c) */

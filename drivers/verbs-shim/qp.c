@@ -38,8 +38,8 @@ static int shim_qp_map(struct shim_qp *qp, const struct ipc_create_qp_rsp *r, in
 	void *shm;
 
 	if (!shim_ring_desc_ok(&r->sq, sizeof(struct sq_wqe), r->cap.max_send_wr, r->shm_size) ||
-	    (!srq && !shim_ring_desc_ok(&r->rq, sizeof(struct rq_wqe), r->cap.max_recv_wr,
-					 r->shm_size)) ||
+	    (!srq && !shim_ring_desc_ok(&r->rq, rq_wqe_stride(r->cap.max_recv_sge),
+					 r->cap.max_recv_wr, r->shm_size)) ||
 	    r->cap.max_send_sge > WQE_MAX_SGE || r->cap.max_recv_sge > WQE_MAX_SGE ||
 	    r->cap.max_inline_data > WQE_MAX_INLINE)
 		return EPROTO;

@@ -61,7 +61,7 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 		}
 	}
 	rc = shim_rpc(shim_ctx(context), &req, NULL, 0, &rsp, rfds);
-	if (rc == 0 && (rfds[0] < 0 || r->ring.stride != sizeof(struct rq_wqe) ||
+	if (rc == 0 && (rfds[0] < 0 || r->ring.stride != rq_wqe_stride(r->max_sge) ||
 			ipc_ring_bytes(r->ring.entries, r->ring.stride) == 0 ||
 			r->max_wr >= r->ring.entries || r->max_sge > WQE_MAX_SGE ||
 			r->ring.offset + ipc_ring_bytes(r->ring.entries, r->ring.stride) > r->shm_size ||

@@ -1050,7 +1050,7 @@ int ctl_h_CREATE_SRQ(const struct ctl_req *x)
 	/* As QPs (lib/qp qp_sem_create): max_wr becomes 2^k - 1, the ring 2^k. */
 	max_sge = q->max_sge ? q->max_sge : 1;
 	entries = ipc_pow2_roundup(q->max_wr + 1);
-	stride = sizeof(struct rq_wqe);
+	stride = rq_wqe_stride(max_sge); /* whole lines (wqe.h) */
 	size = ipc_ring_bytes(entries, stride);
 	if (srq->info.max_num_tags != 0) {
 		/* then the ops ring, then the released counts (ipc_create_srq_rsp) */

@@ -164,7 +164,7 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	struct ctl_srq *srq;
 	struct ibv_qp_init_attr init;
 	struct qp_sem sem;
-	uint32_t sq_n, rq_n = 0;
+	uint32_t sq_n, rq_n = 0, rq_stride = 0;
 	size_t sq_bytes, rq_bytes = 0;
 	struct ctl_qp *qp;
 	uint32_t lcore;
@@ -202,7 +202,8 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	sq_bytes = ipc_ring_bytes(sq_n, sizeof(struct sq_wqe));
 	if (!no_rq) {
 		rq_n = sem.init.cap.max_recv_wr + 1;
-		rq_bytes = ipc_ring_bytes(rq_n, sizeof(struct rq_wqe));
+		rq_stride = rq_wqe_stride(sem.init.cap.max_recv_sge); /* whole lines (wqe.h) */
+		rq_bytes = ipc_ring_bytes(rq_n, rq_stride);
 	}
 	if (sq_bytes == 0 || (!no_rq && rq_bytes == 0))
 		return EINVAL;
@@ -220,7 +221,7 @@ int ctl_h_CREATE_QP(const struct ctl_req *x)
 	qp->sem = sem;
 	ctl_qp_ring(&qp->shm, 0, sq_n, sizeof(struct sq_wqe), &qp->info.sq, &r->sq);
 	if (!no_rq)
-		ctl_qp_ring(&qp->shm, sq_bytes, rq_n, sizeof(struct rq_wqe), &qp->info.rq, &r->rq);
+		ctl_qp_ring(&qp->shm, sq_bytes, rq_n, rq_stride, &qp->info.rq, &r->rq);
 	qp->pd = objs.pd;
 	qp->scq = objs.scq;
 	qp->rcq = objs.rcq;

@@ -9,8 +9,8 @@
  *
  *  ring   producer            consumer            record
  *  SQ     application         daemon lcore        struct sq_wqe
- *  RQ     application         daemon lcore        struct rq_wqe
- *  SRQ    application         daemon lcore        struct rq_wqe
+ *  RQ     application         daemon lcore        struct rq_wqe (rq_wqe_stride() slots)
+ *  SRQ    application         daemon lcore        struct rq_wqe (rq_wqe_stride() slots)
  *  CQ     daemon lcore        application         struct cqe
  *
  * The producer's release store of its index is the doorbell: a polling

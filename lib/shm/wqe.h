@@ -376,13 +376,43 @@ struct sq_wqe {
 	};
 };
 
-/** Receive WQE (one ibv_recv_wr), for RQ and SRQ rings. 272 bytes. */
+/**
+ * Receive WQE (one ibv_recv_wr), for RQ and SRQ rings. 272 bytes; a ring's
+ * slots hold its first rq_wqe_stride(max_sge) bytes (the SGEs the queue allows).
+ */
 struct rq_wqe {
 	uint64_t wr_id;
 	uint32_t num_sge;        /**< <= WQE_MAX_SGE */
 	uint32_t reserved;
 	struct wr_sge sg_list[WQE_MAX_SGE];
 };
+
+/**
+ * @return bytes of an RQ or SRQ slot whose receive WQEs hold up to
+ * @p max_sge SGEs (0 counts as 1): whole 64-byte lines while that is less
+ * than sizeof(struct rq_wqe), else sizeof(struct rq_wqe). A WQE of up to
+ * three SGEs is then one line, and a queue of 1-SGE receives takes 64
+ * bytes a slot instead of 272. The daemon sets each ring's stride from the
+ * queue's max_sge (lib/ctl); the shim checks it, and the engine bounds a
+ * WQE's SGEs by it (rq_wqe_max_sge()).
+ */
+static inline uint32_t
+rq_wqe_stride(uint32_t max_sge)
+{
+	uint32_t n = max_sge == 0 ? 1 : max_sge > WQE_MAX_SGE ? WQE_MAX_SGE : max_sge;
+	uint32_t need = (uint32_t)(offsetof(struct rq_wqe, sg_list) + n * sizeof(struct wr_sge));
+	uint32_t lines = (need + 63u) & ~63u;
+
+	return lines < sizeof(struct rq_wqe) ? lines : (uint32_t)sizeof(struct rq_wqe);
+}
+
+/** @return the SGEs a receive slot of @p stride bytes (rq_wqe_stride()) holds. */
+static inline uint32_t
+rq_wqe_max_sge(uint32_t stride)
+{
+	return stride < offsetof(struct rq_wqe, sg_list) ? 0
+	       : (uint32_t)((stride - offsetof(struct rq_wqe, sg_list)) / sizeof(struct wr_sge));
+}
 
 /** ibv_post_srq_ops operation (= enum ibv_ops_wr_opcode). */
 enum tm_op_code {

@@ -97,6 +97,14 @@ ring_ok(const struct spsc_ring *r, uint32_t trusted, uint32_t elem_size)
 	return r->elem_size == elem_size && size && (size & (size - 1)) == 0 && size <= (1u << 30);
 }
 
+/* A receive slot stride wqe.h's rq_wqe_stride() gives: whole lines, or the whole record. */
+static bool
+rq_stride_ok(uint32_t stride)
+{
+	return stride == sizeof(struct rq_wqe) ||
+	       (stride >= 64 && stride < sizeof(struct rq_wqe) && stride % 64 == 0);
+}
+
 static uint32_t
 sq_slots_of(const struct xport_cfg *cfg)
 {
@@ -142,8 +150,10 @@ cfg_valid(const struct xport_cfg *cfg)
 	    !cfg->recv_cq || !ring_ok(cfg->send_cq->ring, cfg->send_cq->size, sizeof(struct cqe)) ||
 	    !ring_ok(cfg->recv_cq->ring, cfg->recv_cq->size, sizeof(struct cqe)) || !cfg->mrs)
 		return false;
-	if (cfg->srq ? !ring_ok(cfg->srq->ring, cfg->srq->size, sizeof(struct rq_wqe))
-		     : !ring_ok(cfg->rq, cfg->rq_size, sizeof(struct rq_wqe)))
+	uint32_t stride = xport_rq_stride(cfg->srq ? cfg->srq->stride : cfg->rq_stride);
+
+	if (!rq_stride_ok(stride) || (cfg->srq ? !ring_ok(cfg->srq->ring, cfg->srq->size, stride)
+					       : !ring_ok(cfg->rq, cfg->rq_size, stride)))
 		return false;
 	return cfg->type != XPORT_RC || rc_limits_ok(cfg);
 }
@@ -750,8 +760,9 @@ flush_step(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		if (used > qp->rq_mask + 1)
 			used = 0; /* overrun: a broken ring, as the SQ's above */
 		while (budget && used--) {
-			const struct rq_wqe *rw = spsc_ring_slot_in(rq, qp->rq_mask, sizeof(*rw),
-								    spsc_ring_cons_index(rq));
+			const struct rq_wqe *rw =
+				spsc_ring_slot_in(rq, qp->rq_mask, xport_rq_stride(qp->cfg.rq_stride),
+						  spsc_ring_cons_index(rq));
 			uint64_t wr_id = rw->wr_id;
 
 			spsc_ring_release(rq, 1); /* room before the CQE (xport_sq_complete_head) */

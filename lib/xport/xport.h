@@ -165,6 +165,7 @@ struct xport_tm;
 struct xport_srq {
 	struct spsc_ring *ring;   /**< struct rq_wqe ring: the engine is the consumer */
 	uint32_t size;            /**< trusted slots of @ref ring; 0: the header's (see xport_cq) */
+	uint32_t stride;          /**< bytes per slot (wqe.h rq_wqe_stride()); 0: sizeof(struct rq_wqe) */
 	uint32_t handle;          /**< daemon SRQ handle, echoed in events */
 	uint32_t limit;           /**< srq_limit: event when the count falls below it */
 	bool limit_armed;         /**< set by modify_srq; cleared when the event fires */
@@ -322,6 +323,8 @@ struct xport_cfg {
 	 */
 	uint32_t sq_size;
 	uint32_t rq_size;
+	/** Bytes per RQ slot (lib/shm wqe.h rq_wqe_stride()); 0: sizeof(struct rq_wqe). */
+	uint32_t rq_stride;
 	/**
 	 * SGEs a send WQE of this QP may carry, or 16-byte units of its inline
 	 * data if more (ibv_qp_cap max_send_sge / max_inline_data as created):

@@ -528,6 +528,13 @@ xport_frame_new(struct xport_qp *qp, struct xport_out *out, uint8_t opcode, uint
 	return f;
 }
 
+/* Bytes per slot of a receive ring whose configured stride is @p s (0: the whole record). */
+static inline uint32_t
+xport_rq_stride(uint32_t s)
+{
+	return s ? s : (uint32_t)sizeof(struct rq_wqe);
+}
+
 /* Count @p f as sent (payload_len set by the caller). */
 static inline void
 xport_frame_commit(struct xport_qp *qp, struct xport_out *out, struct xport_frame *f)

@@ -158,16 +158,17 @@ xport_resp_take_recv(struct xport_qp *qp, struct xport_out *out)
 	struct xport_srq *srq = qp_srq(qp);
 	struct spsc_ring *ring = srq ? srq->ring : qp->cfg.rq;
 	uint32_t size = srq ? srq_slots(srq) : qp->rq_mask + 1;
+	uint32_t stride = xport_rq_stride(srq ? srq->stride : qp->cfg.rq_stride);
 	uint32_t cons = spsc_ring_cons_index(ring);
 	uint32_t avail = recv_avail(ring, size, cons, srq ? &srq->prod_seen : &r->rq_prod_seen);
 
 	if (avail == 0)
 		return false;
-	const struct rq_wqe *src = spsc_ring_slot_in(ring, size - 1, sizeof(*src), cons);
+	const struct rq_wqe *src = spsc_ring_slot_in(ring, size - 1, stride, cons);
 	r->recv.wr_id = src->wr_id;
 	r->recv.num_sge = src->num_sge;
-	if (r->recv.num_sge > WQE_MAX_SGE)
-		r->recv.num_sge = 0; /* malformed: capacity 0, the message will not fit */
+	if (r->recv.num_sge > rq_wqe_max_sge(stride))
+		r->recv.num_sge = 0; /* malformed (beyond its slot): capacity 0, the message will not fit */
 	uint64_t cap = 0;
 	for (uint32_t i = 0; i < r->recv.num_sge; i++) {
 		struct wr_sge sge = src->sg_list[i]; /* read once: the capacity is what was copied */

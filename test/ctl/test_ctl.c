@@ -282,7 +282,8 @@ Test(ctl, qp_state_machine_like_linux)
 		     "(rxe-peer oracle, device_rxe.txt create std)");
 	cr_assert_eq(q.sq.entries, 32);
 	cr_assert_eq(q.sq.stride, sizeof(struct sq_wqe));
-	cr_assert_eq(q.rq.stride, sizeof(struct rq_wqe));
+	cr_assert_eq(q.cap.max_recv_sge, 2);
+	cr_assert_eq(q.rq.stride, 64, "two receive SGEs: one line a slot (wqe.h rq_wqe_stride())");
 	cr_assert_geq(q.rq.offset, q.sq.offset + q.sq.entries * sizeof(struct sq_wqe));
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTR;

@@ -583,6 +583,7 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 			       MR_ACCESS_REMOTE_ATOMIC | MR_ACCESS_FLUSH_GLOBAL,
 		       &h->arena_key);
 		h->rq_size = p->rq_size;
+		h->rq_elem = p->rq_stride ? p->rq_stride : (uint32_t)sizeof(struct rq_wqe);
 		h->sq = ring_new(pool, p->sq_size, sizeof(struct sq_wqe));
 		h->scq_ring = ring_new(pool, p->cq_size, sizeof(struct cqe));
 		h->rcq_ring = ring_new(pool, p->cq_size, sizeof(struct cqe));
@@ -632,9 +633,10 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 			/* XRC: host 0 sends only (INI), host 1 receives into its XRC SRQ (TGT) */
 			c->xrc = i == 0 ? XPORT_XRC_INI : XPORT_XRC_TGT;
 			if (i == 1) {
-				h->srq_ring = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
+				h->srq_ring = ring_new(pool, p->rq_size, h->rq_elem);
 				h->srq = (struct xport_srq){
-					.ring = h->srq_ring, .size = p->rq_size, .handle = 77,
+					.ring = h->srq_ring, .size = p->rq_size, .stride = p->rq_stride,
+					.handle = 77,
 					.cq = &h->rcq, .pd = SIM_PD, .xrc_live = 77,
 					.xrcd = p->xrc_srq_xrcd ? p->xrc_srq_xrcd : p->xrcd,
 				};
@@ -643,14 +645,15 @@ sim_setup(struct sim *s, const struct sim_params *p, uint64_t seed, struct sim_p
 				c->xrc_ctx = h;
 			}
 		} else if (p->srq && i == 1) {
-			h->srq_ring = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
+			h->srq_ring = ring_new(pool, p->rq_size, h->rq_elem);
 			h->srq = (struct xport_srq){ .ring = h->srq_ring, .size = p->rq_size,
-						     .handle = 77 };
+						     .stride = p->rq_stride, .handle = 77 };
 			c->srq = &h->srq;
 		} else {
-			h->rq = ring_new(pool, p->rq_size, sizeof(struct rq_wqe));
+			h->rq = ring_new(pool, p->rq_size, h->rq_elem);
 			c->rq = h->rq;
 			c->rq_size = p->rq_size;
+			c->rq_stride = p->rq_stride;
 		}
 		c->send_cq = p->xrcd && i == 1 ? NULL : &h->scq;
 		c->recv_cq = p->xrcd ? NULL : &h->rcq;
@@ -695,8 +698,8 @@ sim_release(struct sim *s, struct sim_pool *pool)
 			pool_put(pool, h->qp, block_len(h->qp_mem_len));
 			pool_put(pool, h->arena, block_len(h->arena_len));
 			pool_put(pool, h->sq, ring_len(h->sq, h->cfg.sq_size, sizeof(struct sq_wqe)));
-			pool_put(pool, h->rq, ring_len(h->rq, h->rq_size, sizeof(struct rq_wqe)));
-			pool_put(pool, h->srq_ring, ring_len(h->srq_ring, h->rq_size, sizeof(struct rq_wqe)));
+			pool_put(pool, h->rq, ring_len(h->rq, h->rq_size, h->rq_elem));
+			pool_put(pool, h->srq_ring, ring_len(h->srq_ring, h->rq_size, h->rq_elem));
 			pool_put(pool, h->scq_ring, ring_len(h->scq_ring, h->scq.size, sizeof(struct cqe)));
 			pool_put(pool, h->rcq_ring, ring_len(h->rcq_ring, h->rcq.size, sizeof(struct cqe)));
 		} else {

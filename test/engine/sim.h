@@ -88,6 +88,7 @@ struct sim_host {
 	struct xport_qp *qp;
 	size_t qp_mem_len;        /* bytes of the QP's memory (xport_qp_init) */
 	uint32_t rq_size;         /* slots of its RQ or SRQ ring */
+	uint32_t rq_elem;         /* bytes per slot of that ring */
 	uint64_t timer_at[XPORT_TIMER_COUNT];
 	uint32_t qp_errors;       /* XPORT_EV_QP_ERROR events seen */
 	uint32_t async[32];       /* async events seen, by code */
@@ -131,6 +132,7 @@ struct sim_params {
 	uint32_t psn[2];          /* sq_psn of host 0 / host 1 */
 	uint32_t sq_size, rq_size, cq_size;
 	uint32_t sq_max_sge;      /* xport_cfg.sq_max_sge (0: WQE_MAX_SGE) */
+	uint32_t rq_stride;       /* bytes per RQ / SRQ slot (wqe.h rq_wqe_stride()); 0: the whole record */
 	bool srq;                 /* host 1 uses an SRQ */
 	uint64_t arena_len;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;

@@ -337,6 +337,84 @@ Test(rules, receive_buffer_too_small_is_invalid_request)
 	cr_assert_eq(recv_cqe1().status, WC_LOC_LEN_ERR);
 }
 
+/*
+ * Receive rings of one line a slot (wqe.h rq_wqe_stride(): up to three
+ * SGEs, what the daemon makes for max_recv_sge <= 3), RQ and SRQ: SENDs
+ * land in consecutive slots; a WQE claiming more SGEs than its slot holds
+ * is read as no capacity (the engine does not read past the slot) and the
+ * message is an invalid request.
+ */
+static void
+line_slots(bool srq)
+{
+	struct sim_params p;
+
+	sim_default_params(&p);
+	p.rq_stride = rq_wqe_stride(3);
+	p.srq = srq;
+	cr_assert_eq(p.rq_stride, 64);
+	cr_assert_eq(rq_wqe_max_sge(p.rq_stride), 3);
+	setup_with(&p, 1);
+}
+
+static void
+setup_line_slots(void)
+{
+	line_slots(false);
+}
+
+static void
+setup_line_slots_srq(void)
+{
+	line_slots(true);
+}
+
+static void
+receive_into_line_slots(void)
+{
+	uint8_t data[24];
+
+	for (uint32_t i = 0; i < 3; i++) {
+		struct rq_wqe r = rwqe_new(10 + i, sim_va(&S, 1, 64 * i), 8, S.h[1].arena_key);
+
+		r.sg_list[1] = (struct wr_sge){ sim_va(&S, 1, 4096 + 64 * i), 16, S.h[1].arena_key };
+		r.num_sge = 2;
+		cr_assert(sim_post_recv(&S, 1, &r));
+	}
+	for (uint32_t i = 0; i < 3; i++) {
+		memset(data, 0x30 + (int)i, sizeof(data));
+		struct roce_pkt p = send_only(EPSN + i, data, sizeof(data));
+		sim_inject(&S, 1, &p);
+		assert_ack(last(), ROCE_AETH_ACK_UNLIMITED, EPSN + i);
+		struct cqe c = recv_cqe1();
+		cr_assert_eq(c.wr_id, 10 + i);
+		cr_assert_eq(c.status, WC_SUCCESS);
+		cr_assert_eq(c.byte_len, sizeof(data));
+		cr_assert_eq(S.h[1].arena[64 * i + 7], 0x30 + i, "slot %u's first SGE", i);
+		cr_assert_eq(S.h[1].arena[4096 + 64 * i + 15], 0x30 + i, "slot %u's second SGE", i);
+	}
+	/* four SGEs do not fit a line: the fourth would lie in the next slot */
+	struct rq_wqe r = rwqe_new(20, sim_va(&S, 1, 8192), 4096, S.h[1].arena_key);
+	r.num_sge = 4;
+	cr_assert(sim_post_recv(&S, 1, &r));
+	struct roce_pkt p = send_only(EPSN + 3, data, 8);
+	sim_inject(&S, 1, &p);
+	assert_ack(last(), ROCE_AETH_NAK_INVALID_REQ, EPSN + 3);
+	struct cqe c = recv_cqe1();
+	cr_assert_eq(c.wr_id, 20);
+	cr_assert_eq(c.status, WC_LOC_LEN_ERR);
+}
+
+Test(rules, a_receive_ring_of_line_slots, .init = setup_line_slots)
+{
+	receive_into_line_slots();
+}
+
+Test(rules, an_srq_of_line_slots, .init = setup_line_slots_srq)
+{
+	receive_into_line_slots();
+}
+
 Test(rules, duplicate_write_and_send_reacked_not_reexecuted)
 {
 	uint8_t data[32];

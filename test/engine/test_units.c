@@ -1083,3 +1083,25 @@ Test(counters, every_write_marks_its_counter_dirty)
 	cr_assert_eq(d.unmarked, 0, "%u counter changes without their dirty bit", d.unmarked);
 	sim_fini(&s);
 }
+
+/*
+ * Receive slots (wqe.h rq_wqe_stride()): whole lines while they are
+ * smaller than the whole record, which holds WQE_MAX_SGE SGEs; never larger
+ * than that record, and a slot holds at least the SGEs it was sized for.
+ */
+Test(formats, receive_slot_strides)
+{
+	static const uint32_t want[WQE_MAX_SGE + 1] = {
+		64, 64, 64, 64, 128, 128, 128, 128, 192, 192, 192, 192, 256, 256, 256, 256, 272,
+	};
+
+	for (uint32_t n = 0; n <= WQE_MAX_SGE + 2; n++) {
+		uint32_t s = rq_wqe_stride(n);
+
+		cr_assert_eq(s, want[n > WQE_MAX_SGE ? WQE_MAX_SGE : n], "%u SGEs: %u bytes", n, s);
+		cr_assert_geq(rq_wqe_max_sge(s), n == 0 ? 1 : n > WQE_MAX_SGE ? WQE_MAX_SGE : n);
+		cr_assert_leq(s, sizeof(struct rq_wqe));
+	}
+	cr_assert_eq(rq_wqe_max_sge(sizeof(struct rq_wqe)), WQE_MAX_SGE);
+	cr_assert_eq(rq_wqe_max_sge(8), 0);
+}
