@@ -440,11 +440,8 @@ static void shim_fill_send(struct shim_qp *qp, struct sq_wqe *w, const struct ib
 		}
 		w->inline_len = (uint16_t)total;
 	} else {
-		if (wr->num_sge > 0)
-			shim_sge_copy(shim_wqe_payload(qp, w, false, (size_t)wr->num_sge), wr->sg_list,
-				      (size_t)wr->num_sge);
-		else
-			shim_wqe_payload(qp, w, false, 0);
+		shim_sge_copy(shim_wqe_payload(qp, w, false, (size_t)wr->num_sge), wr->sg_list,
+			      (size_t)wr->num_sge);
 		w->num_sge = (uint8_t)wr->num_sge;
 	}
 	struct wr_opcode_desc op = wr_opcode_desc(wr->opcode);

@@ -97,12 +97,11 @@ ring_ok(const struct spsc_ring *r, uint32_t trusted, uint32_t elem_size)
 	return r->elem_size == elem_size && size && (size & (size - 1)) == 0 && size <= (1u << 30);
 }
 
-/* A receive slot stride wqe.h's rq_wqe_stride() gives: whole lines, or the whole record. */
+/* A receive slot stride wqe.h's rq_wqe_stride() gives for the SGEs it holds. */
 static bool
 rq_stride_ok(uint32_t stride)
 {
-	return stride == sizeof(struct rq_wqe) ||
-	       (stride >= 64 && stride < sizeof(struct rq_wqe) && stride % 64 == 0);
+	return rq_wqe_stride(rq_wqe_max_sge(stride)) == stride;
 }
 
 static uint32_t

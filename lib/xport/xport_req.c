@@ -235,9 +235,9 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 	uint64_t len = 0;
 	bool head = (w->wqe.send_flags & WR_FLAG_HEAD_DATA) != 0;
 
+	qp->req.sge_line = !head;
 	if (head) {
 		/* the payload came with the header line (wqe.h wr_head_data) */
-		qp->req.sge_line = false;
 		if (!wr_kind_head_data(op.kind)) {
 			w->status = WC_LOC_QP_OP_ERR; /* its wr fields overlap the head */
 			w->err = XPORT_ERR_LOC_OPCODE;
@@ -245,8 +245,6 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 		}
 		if (is_inline ? w->wqe.inline_len > WQE_HEAD_INLINE : w->wqe.num_sge != 1)
 			goto len_err;
-	} else {
-		qp->req.sge_line = true;
 	}
 	if (is_inline) {
 		if (w->wqe.inline_len > qp->sq_max_sge * sizeof(struct wr_sge))
@@ -254,16 +252,13 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 		memcpy(w->wqe.inline_data, head ? w->wqe.wr.rdma.head.inline_data : src->inline_data,
 		       w->wqe.inline_len);
 		len = w->wqe.inline_len;
-	} else if (head) {
-		if (qp->sq_max_sge == 0)
-			goto len_err; /* beyond the QP's shadow slot (max_send_sge) */
-		w->wqe.sg_list[0] = w->wqe.wr.rdma.head.sge;
-		len = w->wqe.sg_list[0].length;
 	} else {
+		const struct wr_sge *sg = head ? &w->wqe.wr.rdma.head.sge : src->sg_list;
+
 		if (w->wqe.num_sge > qp->sq_max_sge)
 			goto len_err; /* beyond the QP's shadow slot (max_send_sge) */
 		for (uint32_t i = 0; i < w->wqe.num_sge; i++) {
-			w->wqe.sg_list[i] = src->sg_list[i];
+			w->wqe.sg_list[i] = sg[i];
 			len += w->wqe.sg_list[i].length;
 		}
 	}
