@@ -229,6 +229,36 @@ struct xport_qp {
 };
 _Static_assert(XPORT_CNT_COUNT <= 64, "one dirty bit per counter");
 
+/*
+ * Start moving the line of @p p to this core, to read (xport_prefetch()) or
+ * to write (xport_prefetchw()). Volatile asm, not __builtin_prefetch():
+ * GCC 12 takes a function whose only effects are __builtin_prefetch calls
+ * for one without side effects and deletes its calls (-O2; the requester's
+ * WQE prefetch was never emitted until session 26, doc/benchmarks.md).
+ * PREFETCHW is a NOP on x86 CPUs without it.
+ */
+static inline void
+xport_prefetch(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
+#else
+	__asm__ volatile("" : : "r"(p) : "memory");
+	__builtin_prefetch(p);
+#endif
+}
+
+static inline void
+xport_prefetchw(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__asm__ volatile("" : : "r"(p) : "memory");
+	__builtin_prefetch(p, 1);
+#endif
+}
+
 static inline struct xport_swqe *
 swqe_at(const struct xport_qp *qp, uint32_t idx)
 {

@@ -321,11 +321,11 @@ prefetch_ahead(const struct xport_qp *qp, uint32_t ridx, uint32_t ahead, bool fr
 	for (uint32_t i = fresh ? 1 : last; i <= last; i++) {
 		const uint8_t *nx = (const uint8_t *)sq_ring_at(qp, ridx + i);
 
-		__builtin_prefetch(nx);
+		xport_prefetch(nx);
 		if (qp->cfg.type == XPORT_UD) /* the AV line is UD's only (wqe.h) */
-			__builtin_prefetch(nx + 64 * SQ_WQE_AV_LINE);
+			xport_prefetch(nx + 64 * SQ_WQE_AV_LINE);
 		if (qp->req.sge_line) /* the last WQE's payload was not in its header */
-			__builtin_prefetch(nx + 64 * SQ_WQE_SGE_LINE);
+			xport_prefetch(nx + 64 * SQ_WQE_SGE_LINE);
 	}
 }
 
