@@ -98,7 +98,6 @@ struct xport_req {
 	bool rnr_wait;
 	bool pace_wait;        /* held by the rate limiter */
 	bool kick;             /* held by a limit or rewound: run after the completer */
-	bool sge_line;         /* the last WQE fetched had its payload in its SGE line, not its header */
 	uint32_t skew;         /* the engine's own WQEs fetched (shadow index - ring index) */
 	uint32_t prod_seen;    /* the SQ producer index last read (ring index, checked) */
 	uint8_t tm_resv;       /* shadow slots promised to a rendezvous being received (0, 1) */
@@ -233,8 +232,8 @@ _Static_assert(XPORT_CNT_COUNT <= 64, "one dirty bit per counter");
  * Start moving the line of @p p to this core, to read (xport_prefetch()) or
  * to write (xport_prefetchw()). Volatile asm, not __builtin_prefetch():
  * GCC 12 takes a function whose only effects are __builtin_prefetch calls
- * for one without side effects and deletes its calls (-O2; the requester's
- * WQE prefetch was never emitted until session 26, doc/benchmarks.md).
+ * for one without side effects and deletes its calls (-O2: the requester's
+ * WQE prefetch of sessions 20-25 was never emitted, doc/benchmarks.md).
  * PREFETCHW is a NOP on x86 CPUs without it.
  */
 static inline void
@@ -576,9 +575,17 @@ xport_frame_commit(struct xport_qp *qp, struct xport_out *out, struct xport_fram
 	cnt_add(qp, XPORT_CNT_TX_BYTES, f->pkt.payload_len);
 }
 
+/* CQE slots beyond the next one whose line xport_cq_slot_free() takes for writing */
+#define XPORT_CQ_PREFETCH 4u
+
 /*
  * The slot for the next CQE of @p cq if the cached consumer index shows
- * room, else NULL (xport_cq_reserve() then looks again); no side effect.
+ * room, else NULL (xport_cq_reserve() then looks again); nothing is
+ * written. The line of the free slot XPORT_CQ_PREFETCH later is taken for
+ * writing now: the application's core read it a lap ago, and a store that
+ * waits for that line to come back holds up every store behind it
+ * (doc/benchmarks.md, session 26). A slot the application gave back is
+ * one it no longer reads, so nothing moves twice.
  */
 static inline struct cqe *
 xport_cq_slot_free(struct xport_cq *cq)
@@ -589,6 +596,8 @@ xport_cq_slot_free(struct xport_cq *cq)
 
 	if (__builtin_expect(prod - cq->cons_cache >= size || cq->overflowed, 0))
 		return NULL;
+	if (prod + XPORT_CQ_PREFETCH - cq->cons_cache < size)
+		xport_prefetchw(spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod + XPORT_CQ_PREFETCH));
 	return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
 }
 

@@ -23,9 +23,6 @@
 
 #include "xport_internal.h"
 
-/* WQEs the requester prefetches beyond the one it fetches (prefetch_ahead()) */
-#define XPORT_SQ_PREFETCH 4u
-
 #define REQ_STEP_LIST(X) \
 	X(GET_WQE, "take the WQE at cur, copying it from the ring on first use") \
 	X(CHECK_LIMITS, "rd_atomic, fence, send window, rate limit") \
@@ -235,7 +232,6 @@ fetch_wqe(struct xport_qp *qp, uint32_t idx, uint32_t ridx)
 	uint64_t len = 0;
 	bool head = (w->wqe.send_flags & WR_FLAG_HEAD_DATA) != 0;
 
-	qp->req.sge_line = !head;
 	if (head) {
 		/* the payload came with the header line (wqe.h wr_head_data) */
 		if (!wr_kind_head_data(op.kind)) {
@@ -302,33 +298,6 @@ xport_req_tm_inject(struct xport_qp *qp, uint8_t tm, const struct sq_wqe *wqe, u
 	qp->req.kick = true;
 }
 
-/*
- * Start moving the lines of published WQEs the application's core wrote,
- * up to XPORT_SQ_PREFETCH WQEs beyond ring index @p ridx (just fetched),
- * while the ones before them are sent: a line takes about as long to come
- * from the other core as a WQE takes to send (doc/benchmarks.md, session
- * 20), so the next WQE alone arrives late. @p ahead: WQEs published beyond
- * @p ridx. After a new producer index (@p fresh) all of them up to the
- * distance, then the one that came into it.
- */
-static void
-prefetch_ahead(const struct xport_qp *qp, uint32_t ridx, uint32_t ahead, bool fresh)
-{
-	uint32_t last = ahead < XPORT_SQ_PREFETCH ? ahead : XPORT_SQ_PREFETCH;
-
-	if (last == 0)
-		return;
-	for (uint32_t i = fresh ? 1 : last; i <= last; i++) {
-		const uint8_t *nx = (const uint8_t *)sq_ring_at(qp, ridx + i);
-
-		xport_prefetch(nx);
-		if (qp->cfg.type == XPORT_UD) /* the AV line is UD's only (wqe.h) */
-			xport_prefetch(nx + 64 * SQ_WQE_AV_LINE);
-		if (qp->req.sge_line) /* the last WQE's payload was not in its header */
-			xport_prefetch(nx + 64 * SQ_WQE_SGE_LINE);
-	}
-}
-
 static enum req_step
 req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 {
@@ -343,21 +312,19 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 			return REQ_IDLE;
 		/* The producer index is a line the application's core writes on
 		 * every post: read it only when the WQEs it showed last time are
-		 * fetched (a miss per burst of posts, not per WQE). */
-		bool fresh = false;
+		 * fetched (a miss per burst of posts, not per WQE). No prefetch of
+		 * the WQEs it shows: measured, it costs (doc/benchmarks.md, session 26). */
 		if ((int32_t)(req->prod_seen - rfetch) <= 0) {
 			uint32_t prod = spsc_ring_prod_acquire(qp->cfg.sq);
 			/* the shim may not run ahead by more than the ring (untrusted index) */
 			if (prod == rfetch || prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
 				return REQ_IDLE;
 			req->prod_seen = prod;
-			fresh = true;
 		}
 		if (qp->state == XPORT_STATE_SQD)
 			return REQ_IDLE; /* drain: start nothing new */
 		fetch_wqe(qp, req->fetch, rfetch);
 		req->fetch++;
-		prefetch_ahead(qp, rfetch, req->prod_seen - rfetch - 1, fresh);
 	}
 	struct xport_swqe *w = swqe_at(qp, req->cur);
 	ctx->w = w;
