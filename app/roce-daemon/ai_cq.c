@@ -38,6 +38,18 @@ ai_dp_cq_create(void *dp, const struct ctl_cq_info *cq)
 	return 0;
 }
 
+/*
+ * The arm word the engine reads after publishing CQEs (xport_cq.arm), or
+ * NULL for a CQ without a completion channel: no event can reach its
+ * application, so nothing waits on it and the engine neither reads the
+ * word nor fences each publish against it (ipc_shm.h; issue 18).
+ */
+static uint32_t *
+ai_cq_arm_word(const struct ctl_cq_info *info)
+{
+	return info->event_fd >= 0 ? &info->ctrl->arm : NULL;
+}
+
 /* Move the unconsumed CQEs of @p from into @p to (fresh, empty) and point the engine's view there. */
 static int
 cq_move(struct ai_cq *c, const struct ctl_cq_info *to, const struct ctl_cq_info *from)
@@ -57,7 +69,7 @@ cq_move(struct ai_cq *c, const struct ctl_cq_info *to, const struct ctl_cq_info 
 			 __ATOMIC_SEQ_CST);
 	c->x.ring = n;
 	c->x.size = nsz;
-	c->x.arm = &to->ctrl->arm;
+	c->x.arm = ai_cq_arm_word(to);
 	/* bells rung before the move (the shim rings the new block from now on) */
 	for (uint64_t sum = shm_bells_take_summary(&from->ctrl->bells); sum != 0; sum &= sum - 1) {
 		uint32_t i = (uint32_t)__builtin_ctzll(sum);
@@ -360,7 +372,7 @@ ai_cq_bind(struct ai_cq *c, uint32_t lcore)
 	c->lcore = lcore;
 	c->nqps = 1;
 	c->x = (struct xport_cq){
-		.ring = c->info->ring.ring, .size = c->info->ring.entries, .arm = &c->info->ctrl->arm,
+		.ring = c->info->ring.ring, .size = c->info->ring.entries, .arm = ai_cq_arm_word(c->info),
 		.bells = &c->info->ctrl->bells,
 		.handle = ai_handle(c->gen, c->info->cqn),
 	};

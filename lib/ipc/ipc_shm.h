@@ -32,6 +32,9 @@
  * notify_count and writes one byte to the completion channel's socket pair
  * (the daemon holds the writing end, the application the reading end). The shim's
  * ibv_get_cq_event() reads one byte and finds the CQ whose notify_count moved.
+ * A CQ made without a completion channel has no event to wait for: the
+ * daemon's engine does not read its arm word (xport_cq.arm NULL), so an
+ * ibv_req_notify_cq on it changes nothing, as no event could be read.
  */
 #ifndef IPC_SHM_H
 #define IPC_SHM_H

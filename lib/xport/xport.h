@@ -136,7 +136,7 @@ struct xport_cq {
 	 * 0: the header's size, only when the consumer is trusted (tests).
 	 */
 	uint32_t size;
-	uint32_t *arm;            /**< shared word written by req_notify_cq: 1 next, 2 solicited; NULL: none */
+	uint32_t *arm;            /**< shared word written by req_notify_cq: 1 next, 2 solicited; NULL: no notification (and no fence per publish) */
 	/**
 	 * Send doorbells of the QPs whose send CQ this is (lib/shm bell.h), in
 	 * the CQ's shared control block: read by the daemon's engine loop, not

@@ -635,10 +635,15 @@ xport_cq_publish_n(struct xport_cq *cq, uint32_t n, const struct cqe *c, bool so
 	 * loads prod (ipc_shm.h). Without a full fence here our load can pass
 	 * our store (x86 store buffer): both sides read the old value and the
 	 * wakeup is lost (the application sleeps on a CQ that holds a CQE).
+	 * The fence waits for every store before it, the CQEs' lines and the
+	 * index the application's core holds: a CQ nobody can wait on (no
+	 * arm word: no completion channel) does without it.
 	 */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (cq->arm && __atomic_load_n(cq->arm, __ATOMIC_RELAXED))
-		xport_cq_notify(cq, solicited || (c != NULL && c->status != WC_SUCCESS), out);
+	if (cq->arm) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(cq->arm, __ATOMIC_RELAXED))
+			xport_cq_notify(cq, solicited || (c != NULL && c->status != WC_SUCCESS), out);
+	}
 }
 
 /* The work completion of send WQE @p w, written into CQ slot @p c. */

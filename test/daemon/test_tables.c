@@ -24,6 +24,7 @@
 #include "mcast_table.h"
 #include "neigh.h"
 #include "port.h"
+#include "ai_cq.h"
 #include "worker.h"
 
 /* ---- GIDs and attributes ---- */
@@ -563,4 +564,28 @@ Test(worker, qpn_split_is_mod_and_div)
 			}
 	}
 	cr_assert_eq(bad, 0, "%llu QPNs split wrongly", (unsigned long long)bad);
+}
+
+/*
+ * The engine's view of a CQ holds its arm word only when the CQ has a
+ * completion channel: without one no event can reach the application, and
+ * the engine then neither reads the word nor fences each publish against
+ * it (ai_cq.c ai_cq_arm_word(); issue 18, doc/benchmarks.md session 26).
+ */
+Test(ai_cq, only_a_cq_with_a_channel_has_its_arm_word_read)
+{
+	struct ipc_cq_ctrl ctrl[2];
+	struct ctl_cq_info info[2] = {
+		{ .cqn = 1, .event_fd = -1, .ctrl = &ctrl[0] },
+		{ .cqn = 2, .event_fd = 7, .ctrl = &ctrl[1] },
+	};
+	struct ai_cq c[2] = { { .info = &info[0] }, { .info = &info[1] } };
+
+	memset(ctrl, 0, sizeof(ctrl));
+	cr_assert_eq(ai_cq_bind(&c[0], 0), 0);
+	cr_assert_eq(ai_cq_bind(&c[1], 0), 0);
+	cr_assert_null(c[0].x.arm, "no channel: nothing to notify");
+	cr_assert_eq(c[1].x.arm, &ctrl[1].arm, "a channel: the engine reads its arm word");
+	cr_assert_eq(c[0].x.bells, &ctrl[0].bells, "the send doorbells either way");
+	cr_assert_eq(ai_cq_bind(&c[0], 1), -EINVAL, "bound to lcore 0");
 }
