@@ -229,24 +229,13 @@ struct xport_qp {
 _Static_assert(XPORT_CNT_COUNT <= 64, "one dirty bit per counter");
 
 /*
- * Start moving the line of @p p to this core, to read (xport_prefetch()) or
- * to write (xport_prefetchw()). Volatile asm, not __builtin_prefetch():
- * GCC 12 takes a function whose only effects are __builtin_prefetch calls
- * for one without side effects and deletes its calls (-O2: the requester's
- * WQE prefetch of sessions 20-25 was never emitted, doc/benchmarks.md).
+ * Start moving the line of @p p to this core for writing. Volatile asm,
+ * not __builtin_prefetch(): GCC 12 takes a function whose only effects
+ * are __builtin_prefetch calls for one without side effects and deletes
+ * its calls (-O2: the requester's WQE prefetch of sessions 20-25 was never
+ * emitted, doc/benchmarks.md session 26; test engine_prefetch).
  * PREFETCHW is a NOP on x86 CPUs without it.
  */
-static inline void
-xport_prefetch(const void *p)
-{
-#if defined(__x86_64__)
-	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
-#else
-	__asm__ volatile("" : : "r"(p) : "memory");
-	__builtin_prefetch(p);
-#endif
-}
-
 static inline void
 xport_prefetchw(const void *p)
 {
