@@ -433,12 +433,7 @@ static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32
 			continue; /* not written (wqe.h) */
 		if (k == SQ_WQE_SGE_LINE && !qp->sq_sge_line)
 			continue; /* the last post's payload was in its header: so, likely, the next's */
-#if defined(__x86_64__)
-		/* PREFETCHW: a NOP on x86 CPUs without it */
-		__asm__ volatile("prefetchw %0" : : "m"(p[64 * k]));
-#else
-		__builtin_prefetch(p + 64 * k, 1);
-#endif
+		spsc_ring_prefetchw(p + 64 * k);
 	}
 }
 

@@ -306,6 +306,25 @@ spsc_ring_slot_in(const struct spsc_ring *r, uint32_t mask, uint32_t elem_size, 
 }
 
 /**
+ * Start taking the line of @p p (a slot this side will write) into this
+ * core's cache for writing: the other side's core read it a lap ago, and a
+ * store to it would wait for the line to come back. Volatile asm, not a
+ * bare __builtin_prefetch(): GCC 12 deletes the calls of a function whose
+ * only effects are __builtin_prefetch() calls (doc/benchmarks.md, session
+ * 26; test engine_prefetch). PREFETCHW is a NOP on x86 CPUs without it.
+ */
+static inline void
+spsc_ring_prefetchw(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__asm__ volatile("" : : "r"(p) : "memory");
+	__builtin_prefetch(p, 1);
+#endif
+}
+
+/**
  * @return records available to the consumer, clamped to the caller's
  * @p size. Precondition: called by the consumer (acquire on prod).
  */

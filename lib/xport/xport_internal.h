@@ -228,25 +228,6 @@ struct xport_qp {
 };
 _Static_assert(XPORT_CNT_COUNT <= 64, "one dirty bit per counter");
 
-/*
- * Start moving the line of @p p to this core for writing. Volatile asm,
- * not __builtin_prefetch(): GCC 12 takes a function whose only effects
- * are __builtin_prefetch calls for one without side effects and deletes
- * its calls (-O2: the requester's WQE prefetch of sessions 20-25 was never
- * emitted, doc/benchmarks.md session 26; test engine_prefetch).
- * PREFETCHW is a NOP on x86 CPUs without it.
- */
-static inline void
-xport_prefetchw(const void *p)
-{
-#if defined(__x86_64__)
-	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-	__asm__ volatile("" : : "r"(p) : "memory");
-	__builtin_prefetch(p, 1);
-#endif
-}
-
 static inline struct xport_swqe *
 swqe_at(const struct xport_qp *qp, uint32_t idx)
 {
@@ -586,7 +567,7 @@ xport_cq_slot_free(struct xport_cq *cq)
 	if (__builtin_expect(prod - cq->cons_cache >= size || cq->overflowed, 0))
 		return NULL;
 	if (prod + XPORT_CQ_PREFETCH - cq->cons_cache < size)
-		xport_prefetchw(spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod + XPORT_CQ_PREFETCH));
+		spsc_ring_prefetchw(spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod + XPORT_CQ_PREFETCH));
 	return spsc_ring_slot_in(r, size - 1, sizeof(struct cqe), prod);
 }
 
