@@ -226,8 +226,8 @@ int pt_bw_post_receives(struct pt_side *s)
 
 	for (uint32_t q = 0; q < (uint32_t)s->num_qps; q++) {
 		/* receives left over from an earlier size count for this one */
-		s->pub.qp[q].recv_posted = s->rx[q].outstanding;
-		while (s->rx[q].outstanding < want)
+		s->pub.qp[q].recv_posted = pt_rx_outstanding(&s->rx[q]);
+		while (pt_rx_outstanding(&s->rx[q]) < want)
 			if (pt_post_recv(s, q))
 				return -1;
 	}
@@ -285,7 +285,7 @@ int pt_poll_recv(struct pt_side *s)
 		c = &s->pub.qp[q];
 		if (s->p->verify)
 			pt_check_received(s, q, &wc[i]);
-		s->rx[q].outstanding--;
+		s->rx[q].done_total++;
 		c->received++;
 		s->n_received++;
 		if (c->recv_posted < s->iters && pt_post_recv(s, q))

@@ -514,7 +514,6 @@ int pt_post_recv(struct pt_side *s, uint32_t qp)
 		return -1;
 	}
 	ring->posted_total++;
-	ring->outstanding++;
 	s->pub.qp[qp].recv_posted++;
 	return 0;
 }
