@@ -543,6 +543,8 @@ int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
 		if (rc)
 			break;
 		shim_fill_recv(spsc_ring_prod_slot(ring, n), wr);
+		if (n + SHIM_RQ_PREFETCH < room)
+			spsc_ring_prefetchw(spsc_ring_prod_slot(ring, n + SHIM_RQ_PREFETCH));
 	}
 	if (n)
 		spsc_ring_publish(ring, n);

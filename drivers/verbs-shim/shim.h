@@ -438,6 +438,14 @@ static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32
 }
 
 /*
+ * Free RQ or SRQ slots beyond the one being written whose first line a post
+ * takes ahead for writing (shim_post_recv_ring()), as shim_sq_prefetch()
+ * does for the SQ: the worker's core read that line a lap ago. Only a free
+ * slot (below the room the post saw): a published one is the daemon's.
+ */
+#define SHIM_RQ_PREFETCH 4u
+
+/*
  * Publish @p n send WQEs (sq_lock held). @return whether the daemon asked
  * for a bell (the QP is idle there): the caller then calls
  * shim_sq_ring_bell() once sq_lock is released. Every writer of an SQ
