@@ -46,6 +46,15 @@ static void shim_cqe_to_wc(const struct cqe *e, struct ibv_wc *wc)
  * thread on this CPU (the lcore) runs first; with none, the call returns at
  * once and the application keeps polling. ROCE_SHIM_POLL_YIELD sets
  * yield_after for CQs created afterwards (0: spin, never yield).
+ *
+ * The polls in a row are the calling thread's, on whichever CQs
+ * (shim_empty_polls): a poll that finds a completion on any CQ restarts the
+ * count. A thread that polls a quiet CQ between polls of a busy one is not
+ * idle. Counted per CQ, perftest's send_bw (its send CQ polled on every step
+ * and signaled every 100th WR) passed the count on its send CQ and yielded
+ * on nearly every step while its receive CQ was full: a system call on
+ * every step, and 23 % of the application's samples (doc/benchmarks.md,
+ * session 27).
  */
 #define SHIM_POLL_YIELD_ENV "ROCE_SHIM_POLL_YIELD"
 #define SHIM_POLL_YIELD_DEFAULT 64u
@@ -63,13 +72,16 @@ static void shim_cqe_to_wc(const struct cqe *e, struct ibv_wc *wc)
 #define SHIM_EMPTY_YIELD 1u /* sched_yield() */
 #define SHIM_EMPTY_CHECK 2u /* ask shim_ctx_lost() */
 
+/* Empty polls in a row of this thread, on any CQ (saturating). */
+static __thread uint32_t shim_empty_polls;
+
 /* Called with the lock held: SHIM_EMPTY_* for the caller after an empty (@p n == 0) poll. */
 static inline unsigned int shim_cq_count_empty(struct shim_cq *cq, uint32_t n)
 {
 	unsigned int what = 0;
 
 	if (n != 0) {
-		cq->empty_polls = 0;
+		shim_empty_polls = 0;
 		cq->lost_check = 0;
 		return 0;
 	}
@@ -77,12 +89,10 @@ static inline unsigned int shim_cq_count_empty(struct shim_cq *cq, uint32_t n)
 		cq->lost_check = 0;
 		what |= SHIM_EMPTY_CHECK;
 	}
-	if (cq->yield_after == 0)
+	if (shim_empty_polls < UINT32_MAX)
+		shim_empty_polls++;
+	if (cq->yield_after == 0 || shim_empty_polls <= cq->yield_after)
 		return what;
-	if (cq->empty_polls < cq->yield_after) {
-		cq->empty_polls++;
-		return what;
-	}
 	return what | SHIM_EMPTY_YIELD;
 }
 

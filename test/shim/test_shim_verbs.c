@@ -1259,6 +1259,11 @@ Test(shim_verbs, empty_polls_yield_the_cpu_after_a_while)
 	for (int i = 0; i < 200; i++)
 		cr_assert_eq(ibv_poll_cq(spin, 4, wc), 0);
 	cr_expect_eq(yields, 0, "ROCE_SHIM_POLL_YIELD=0 never yields");
+	/* the count is the thread's: a completion on any CQ restarts it */
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+	cr_assert_eq(engine_complete_sends(qp, 1, NULL), 1);
+	cr_assert_eq(ibv_poll_cq(cq, 4, wc), 1);
+	yields = 0;
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(ibv_start_poll(cx3, &pa), ENOENT);
 	cr_expect_eq(yields, 2, "ROCE_SHIM_POLL_YIELD=3: start_poll yields from the 4th empty poll");
@@ -1268,6 +1273,45 @@ Test(shim_verbs, empty_polls_yield_the_cpu_after_a_while)
 	cr_assert_eq(ibv_destroy_cq(spin), 0);
 	cr_assert_eq(ibv_destroy_qp(qp), 0);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/*
+ * The empty polls in a row are the thread's, on any CQ: a thread that polls
+ * a quiet CQ between polls of a busy one is not idle (perftest's send_bw:
+ * its send CQ, signaled every 100th WR, polled on every step beside its busy
+ * receive CQ) and does not yield; once nothing completes anywhere, it does.
+ */
+Test(shim_verbs, a_thread_finding_completions_on_another_cq_does_not_yield)
+{
+	struct ibv_wc wc[4];
+
+	yield_thread = pthread_self();
+	cr_assert_eq(unsetenv("ROCE_SHIM_POLL_YIELD"), 0);
+	struct ibv_cq *quiet = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *busy = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp = make_qp(busy, IBV_QPT_RC, 8, 1);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	cr_assert_not_null(quiet);
+	to_rts(qp);
+	yields = 0;
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(ibv_poll_cq(quiet, 4, wc), 0);
+		if (i % 8 == 7) {
+			cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0);
+			cr_assert_eq(engine_complete_sends(qp, 1, NULL), 1);
+			cr_assert_eq(ibv_poll_cq(busy, 4, wc), 1);
+		}
+	}
+	cr_expect_eq(yields, 0, "200 empty polls of a quiet CQ, a completion on the other every 8th: no yield");
+	for (int i = 0; i < 70; i++)
+		cr_assert_eq(ibv_poll_cq(quiet, 4, wc), 0);
+	cr_expect_eq(yields, 6, "nothing anywhere: the 65th empty poll in a row and each after yield");
+
+	yield_thread = (pthread_t)0;
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(busy), 0);
+	cr_assert_eq(ibv_destroy_cq(quiet), 0);
 }
 
 Test(shim_verbs, completion_channel_and_resize)
