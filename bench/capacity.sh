@@ -55,7 +55,10 @@
 # first over the rounds where both ran in the same class; and, per class,
 # the issue's ratios: memif 64 B WRITE rate / loopback's, and memif
 # payload Gb/s of >= 4 KiB messages / linkrate's payload rate (Mpps x
-# (FRAME - 58) bytes: Ethernet, IPv4, UDP, BTH and ICRC taken off). Raw
+# (FRAME - 58) bytes: Ethernet, IPv4, UDP, BTH and ICRC taken off); and
+# write_lat's typical latency over its floor, twice the class's median
+# c2c one-way time (a half round trip hands a line to the worker and one
+# back, each what c2c_bench times; doc/benchmarks.md, session 27). Raw
 # lines also in $CAPACITY_OUT (default /tmp/roce-capacity-LAB.txt). Root;
 # labs are brought down at exit.
 set -uo pipefail
@@ -316,6 +319,19 @@ for t, s in keys:
         for c, v in sorted(by.items()):
             print("%-15s %-8s %-7s %-5s %3d   %s/%s of value1: %.3f (%.3f-%.3f)" % (t, s, n, c, len(v), n,
                   names[0], st.median(v), min(v), max(v)))
+# write_lat's floor: a half round trip moves at least two lines between the
+# cores (the post to the worker, the data back), each the hand-over that
+# c2c_bench times (one_way_ns), so 2 x one_way_ns of the class.
+c2c_by = collections.defaultdict(list)
+for r in rows:
+    c = cls(r)
+    if c not in ("mixed", "core"):
+        c2c_by[c] += [float(x) for x in r[2:4] if x != "-"]
+print("\n# write_lat typical / its floor (2 x c2c one-way of the class; goal <= 0.6 us)")
+for (t, s, n, c), (v1, v2) in sorted(medians.items()):
+    if t == "write_lat" and v1 and c2c_by.get(c):
+        floor = 2 * st.median(c2c_by[c]) / 1000
+        print("%-7s %-5s write_lat %s B: %.3f us / floor %.3f us = %.2f" % (n, c, s, v1, floor, v1 / floor))
 print("\n# issue 18's ratios, medians per class")
 for n in names:
     for c in ("near", "far", "one"):
