@@ -72,8 +72,13 @@ static void shim_cqe_to_wc(const struct cqe *e, struct ibv_wc *wc)
 #define SHIM_EMPTY_YIELD 1u /* sched_yield() */
 #define SHIM_EMPTY_CHECK 2u /* ask shim_ctx_lost() */
 
-/* Empty polls in a row of this thread, on any CQ (saturating). */
-static __thread uint32_t shim_empty_polls;
+/*
+ * Empty polls in a row of this thread, on any CQ (saturating). Initial-exec:
+ * one %fs-relative access per poll instead of a __tls_get_addr() call; a
+ * library loaded with dlopen() (pyverbs) takes its four bytes from the
+ * static TLS that glibc keeps spare for that.
+ */
+static __thread uint32_t shim_empty_polls __attribute__((tls_model("initial-exec")));
 
 /* Called with the lock held: SHIM_EMPTY_* for the caller after an empty (@p n == 0) poll. */
 static inline unsigned int shim_cq_count_empty(struct shim_cq *cq, uint32_t n)
