@@ -218,7 +218,7 @@ struct shim_cq {
 	uint32_t async_events;        /* async events handed to the app */
 	struct shim_cq *ch_next;      /* channel's CQ list */
 	uint32_t lost_check;          /* empty polls since the last shim_ctx_lost() (under lock) */
-	uint32_t yield_after;         /* this thread's empty polls in a row, on any CQ, before an empty poll of this CQ yields; 0: never (cq.c) */
+	uint32_t yield_after;         /* thread's empty polls in a row before this CQ yields; 0: never */
 };
 static inline struct shim_cq *shim_cq(struct ibv_cq *c) { return (struct shim_cq *)c; }
 
