@@ -50,6 +50,8 @@ static int shim_qp_map(struct shim_qp *qp, const struct ipc_create_qp_rsp *r, in
 	qp->shm_size = r->shm_size;
 	qp->sq = (struct spsc_ring *)((uint8_t *)shm + r->sq.offset);
 	qp->rq = srq ? NULL : (struct spsc_ring *)((uint8_t *)shm + r->rq.offset);
+	qp->sq_prod = __atomic_load_n(&qp->sq->prod, __ATOMIC_RELAXED);
+	qp->rq_prod = qp->rq ? __atomic_load_n(&qp->rq->prod, __ATOMIC_RELAXED) : 0;
 	return 0;
 }
 
@@ -493,18 +495,19 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		rc = EINVAL;
 		goto out;
 	}
-	room = shim_wq_room(qp->sq, qp->cap.max_send_wr, 1, &qp->sq_cons_seen);
+	room = shim_wq_room(qp->sq, qp->sq_prod, qp->cap.max_send_wr, 1, &qp->sq_cons_seen);
 	for (; wr != NULL; wr = wr->next, n++) {
 		rc = shim_check_send(qp, wr);
 		if (rc == 0 && n == room) {
-			room = shim_wq_room(qp->sq, qp->cap.max_send_wr, n + 1, &qp->sq_cons_seen);
+			room = shim_wq_room(qp->sq, qp->sq_prod, qp->cap.max_send_wr, n + 1,
+					    &qp->sq_cons_seen);
 			if (n == room)
 				rc = ENOMEM;
 		}
 		if (rc)
 			break;
 		shim_sq_prefetch(qp, n + SHIM_SQ_PREFETCH, room);
-		shim_fill_send(qp, spsc_ring_prod_slot(qp->sq, n), wr);
+		shim_fill_send(qp, spsc_ring_slot(qp->sq, qp->sq_prod + n), wr);
 	}
 out:
 	if (n)
@@ -528,26 +531,28 @@ static void shim_fill_recv(struct rq_wqe *w, const struct ibv_recv_wr *wr)
 }
 
 /* Post @p wr to @p ring of capacity @p cap; shared by QP receive queues and SRQs. */
-int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
+int shim_post_recv_ring(struct spsc_ring *ring, uint32_t *prod, uint32_t cap, uint32_t max_sge,
 			uint32_t *cons_seen, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	uint32_t room = shim_wq_room(ring, cap, 1, cons_seen);
+	uint32_t room = shim_wq_room(ring, *prod, cap, 1, cons_seen);
 	uint32_t n = 0;
 	int rc = 0;
 
 	for (; wr != NULL; wr = wr->next, n++) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
 			rc = EINVAL;
-		else if (n == room && (room = shim_wq_room(ring, cap, n + 1, cons_seen)) == n)
+		else if (n == room && (room = shim_wq_room(ring, *prod, cap, n + 1, cons_seen)) == n)
 			rc = ENOMEM;
 		if (rc)
 			break;
-		shim_fill_recv(spsc_ring_prod_slot(ring, n), wr);
+		shim_fill_recv(spsc_ring_slot(ring, *prod + n), wr);
 		if (n + SHIM_RQ_PREFETCH < room)
-			spsc_ring_prefetchw(spsc_ring_prod_slot(ring, n + SHIM_RQ_PREFETCH));
+			spsc_ring_prefetchw(spsc_ring_slot(ring, *prod + n + SHIM_RQ_PREFETCH));
 	}
-	if (n)
-		spsc_ring_publish(ring, n);
+	if (n) {
+		*prod += n;
+		spsc_ring_publish_to(ring, *prod);
+	}
 	if (rc)
 		*bad = wr;
 	return rc;
@@ -564,8 +569,8 @@ int shim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		*bad = wr;
 		rc = EINVAL;
 	} else {
-		rc = shim_post_recv_ring(qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge,
-					 &qp->rq_cons_seen, wr, bad);
+		rc = shim_post_recv_ring(qp->rq, &qp->rq_prod, qp->cap.max_recv_wr,
+					 qp->cap.max_recv_sge, &qp->rq_cons_seen, wr, bad);
 	}
 	shim_unlock(&qp->rq_lock, owned);
 	return shim_ret(rc);

@@ -70,11 +70,12 @@ static struct sq_wqe *shim_wr_open(struct ibv_qp_ex *x, enum ibv_wr_opcode opcod
 		return NULL;
 	}
 	if (qp->wr_pending >=
-	    shim_wq_room(qp->sq, qp->cap.max_send_wr, qp->wr_pending + 1, &qp->sq_cons_seen)) {
+	    shim_wq_room(qp->sq, qp->sq_prod, qp->cap.max_send_wr, qp->wr_pending + 1,
+			 &qp->sq_cons_seen)) {
 		qp->wr_err = ENOMEM;
 		return NULL;
 	}
-	w = spsc_ring_prod_slot(qp->sq, qp->wr_pending);
+	w = spsc_ring_slot(qp->sq, qp->sq_prod + qp->wr_pending);
 	memset(w, 0, SQ_WQE_HEAD_BYTES); /* the AV line is UD's only (wqe.h) */
 	w->wr_id = x->wr_id;
 	w->send_flags = x->wr_flags & ~(uint32_t)WR_FLAG_HEAD_DATA; /* the shim's to set */

@@ -271,6 +271,7 @@ struct shim_srq {
 	uint32_t srqn;
 	struct shim_lock lock;        /* producer side of the ring (lock.h) */
 	struct spsc_ring *ring;       /* struct rq_wqe records */
+	uint32_t prod;                /* ring's producer index, our own copy (shim_wq_room()), under lock */
 	uint32_t cons_seen;           /* shim_wq_room() of ring, under lock */
 	void *shm;
 	uint64_t shm_size;
@@ -278,6 +279,7 @@ struct shim_srq {
 	uint32_t max_sge;
 	/* IBV_SRQT_TM (max_num_tags 0 otherwise); under lock */
 	struct spsc_ring *tm_ops;     /* struct tm_op_wqe records, max_ops + 1 slots */
+	uint32_t tm_prod;             /* tm_ops' producer index, our own copy */
 	uint32_t tm_cons_seen;        /* shim_wq_room() of tm_ops */
 	uint32_t max_num_tags;
 	uint32_t max_ops;
@@ -307,6 +309,8 @@ struct shim_qp {
 	struct shim_lock rq_lock;
 	struct spsc_ring *sq;         /* struct sq_wqe records */
 	struct spsc_ring *rq;         /* struct rq_wqe records; NULL with an SRQ */
+	uint32_t sq_prod;             /* sq's producer index, our own copy (shim_wq_room()): under sq_lock */
+	uint32_t rq_prod;             /* rq's, under rq_lock */
 	uint32_t sq_cons_seen;        /* shim_wq_room(): under sq_lock */
 	uint32_t rq_cons_seen;        /* shim_wq_room(): under rq_lock */
 	bool sq_sge_line;             /* the last post wrote its SGE line (shim_wqe_payload()) */
@@ -335,12 +339,17 @@ void shim_qp_init_common(struct shim_qp *qp, struct ibv_context *context, void *
 			 uint32_t handle, uint32_t qpn, enum ibv_qp_type type);
 int shim_check_send_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
 bool shim_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op);
-int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
+int shim_post_recv_ring(struct spsc_ring *ring, uint32_t *prod, uint32_t cap, uint32_t max_sge,
 			uint32_t *cons_seen, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 /*
- * Producer side of a work queue: how many more WQEs fit, given the queue's
- * capacity @p cap (the reported max_wr, at most the ring size). The daemon
+ * Producer side of a work queue: how many more WQEs fit past @p prod, the
+ * ring's producer index, given the queue's
+ * capacity @p cap (the reported max_wr, at most the ring size). The shim
+ * alone moves the producer index and keeps its own copy of it (sq_prod,
+ * rq_prod, the SRQ's prod, tm_prod; spsc_ring_publish_to()): the daemon's
+ * core reads that line on every poll, and reading it back cost two misses
+ * per post (issue 18; doc/benchmarks.md, session 28). The daemon
  * releases a slot when the WQE completes. *@p seen is the consumer index as
  * last read: the index is read again (acquire, pairing with the daemon's
  * release) only when that copy shows fewer than @p want free slots, because
@@ -348,10 +357,9 @@ int shim_post_recv_ring(struct spsc_ring *ring, uint32_t cap, uint32_t max_sge,
  * on each post is a cache miss per post. The index only moves forward (a
  * QP's reset moves it to prod), so an old copy can only under-count.
  */
-static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t cap, uint32_t want,
-				    uint32_t *seen)
+static inline uint32_t shim_wq_room(const struct spsc_ring *r, uint32_t prod, uint32_t cap,
+				    uint32_t want, uint32_t *seen)
 {
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
 	uint32_t used = prod - *seen;
 
 	if (used >= cap || cap - used < want) {
@@ -426,7 +434,7 @@ static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32
 
 	if (i >= room)
 		return;
-	p = spsc_ring_prod_slot(qp->sq, i);
+	p = spsc_ring_slot(qp->sq, qp->sq_prod + i);
 	for (unsigned int k = 0; k <= SQ_WQE_SGE_LINE; k++) {
 		if (k == SQ_WQE_AV_LINE && qp->qp.qp_type != IBV_QPT_UD)
 			continue; /* not written (wqe.h) */
@@ -452,7 +460,8 @@ static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32
  */
 static inline bool shim_sq_publish(struct shim_qp *qp, uint32_t n)
 {
-	return spsc_ring_publish_bell(qp->sq, n) != 0;
+	qp->sq_prod += n;
+	return spsc_ring_publish_bell_to(qp->sq, qp->sq_prod) != 0;
 }
 
 /*

@@ -92,8 +92,10 @@ static struct ibv_srq *shim_srq_create(struct ibv_pd *pd, void *srq_context,
 	srq->max_wr = r->max_wr;
 	srq->max_sge = r->max_sge;
 	srq->ring = (struct spsc_ring *)((uint8_t *)srq->shm + r->ring.offset);
+	srq->prod = __atomic_load_n(&srq->ring->prod, __ATOMIC_RELAXED);
 	if (tm != NULL) {
 		srq->tm_ops = (struct spsc_ring *)((uint8_t *)srq->shm + r->tm_ops.offset);
+		srq->tm_prod = __atomic_load_n(&srq->tm_ops->prod, __ATOMIC_RELAXED);
 		srq->tm_released = (const uint32_t *)((uint8_t *)srq->shm + r->tm_released);
 		srq->max_num_tags = r->max_num_tags;
 		srq->max_ops = r->max_ops;
@@ -215,7 +217,8 @@ int shim_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 
 	bool owned = shim_lock(&srq->lock);
 
-	rc = shim_post_recv_ring(srq->ring, srq->max_wr, srq->max_sge, &srq->cons_seen, wr, bad);
+	rc = shim_post_recv_ring(srq->ring, &srq->prod, srq->max_wr, srq->max_sge, &srq->cons_seen,
+				 wr, bad);
 	shim_unlock(&srq->lock, owned);
 	return shim_ret(rc);
 }
@@ -259,7 +262,7 @@ int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_o
 	}
 	bool owned = shim_lock(&srq->lock);
 
-	room = shim_wq_room(srq->tm_ops, srq->max_ops, 1, &srq->tm_cons_seen);
+	room = shim_wq_room(srq->tm_ops, srq->tm_prod, srq->max_ops, 1, &srq->tm_cons_seen);
 	for (; op != NULL; op = op->next, n++) {
 		struct tm_op_wqe *w;
 		int64_t idx = 0;
@@ -271,13 +274,14 @@ int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_o
 		    (op->opcode == IBV_WR_TAG_DEL && op->tm.handle >= srq->max_num_tags))
 			rc = EINVAL;
 		else if (n == room &&
-			 (room = shim_wq_room(srq->tm_ops, srq->max_ops, n + 1, &srq->tm_cons_seen)) == n)
+			 (room = shim_wq_room(srq->tm_ops, srq->tm_prod, srq->max_ops, n + 1,
+					      &srq->tm_cons_seen)) == n)
 			rc = ENOMEM;
 		else if (op->opcode == IBV_WR_TAG_ADD && (idx = shim_tm_index(srq)) < 0)
 			rc = ENOMEM;
 		if (rc)
 			break;
-		w = spsc_ring_prod_slot(srq->tm_ops, n);
+		w = spsc_ring_slot(srq->tm_ops, srq->tm_prod + n);
 		memset(w, 0, offsetof(struct tm_op_wqe, sg_list));
 		w->wr_id = op->wr_id;
 		w->opcode = op->opcode;
@@ -299,8 +303,10 @@ int shim_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *op, struct ibv_o
 			op->tm.handle = (uint32_t)idx;
 		}
 	}
-	if (n)
-		spsc_ring_publish(srq->tm_ops, n);
+	if (n) {
+		srq->tm_prod += n;
+		spsc_ring_publish_to(srq->tm_ops, srq->tm_prod);
+	}
 	shim_unlock(&srq->lock, owned);
 	if (rc)
 		*bad = op;
