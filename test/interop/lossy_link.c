@@ -5,7 +5,7 @@
  * no loadable modules, CONFIG_NET_SCH_NETEM unset).
  *
  *   lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] [--seed N] [--all] [--ecn-ms D]
- *              [--paused] IF_A IF_B
+ *              [--paused] [--drop-cm MSG] IF_A IF_B
  *
  * Every frame received on one interface is sent out of the other (AF_PACKET,
  * outgoing frames ignored). RoCEv2 frames (IPv4/IPv6 UDP to port 4791; every
@@ -27,6 +27,11 @@
  *               duplicated=U reordered=O
  * A frame held back for reordering is sent when impairments go off.
  *
+ * --drop-cm MSG (REQ, MRA, REJ, REP, RTU, DREQ, DREP, ...) also drops the
+ * first IB CM message of that name in each direction while impairing, so a
+ * test can take one handshake step away. A dropped CM message (a MAD to
+ * QP1), chosen or by chance, is named as it goes:
+ *   lossy_link: dropped CM DREQ A->B
  * Runs until SIGTERM/SIGINT, then prints one line per direction:
  *   lossy_link: A->B frames=N impaired=I dropped=D duplicated=U reordered=O
  *               overrun=R send_failed=F marked=M max_wait_us=W
@@ -75,6 +80,7 @@ struct link_dir {
 	uint8_t held[LINK_FRAME_MAX];
 	size_t held_len;            /* 0: nothing held */
 	uint64_t frames, impaired, dropped, duplicated, reordered;
+	bool dropped_cm;            /* --drop-cm done this way */
 	uint64_t send_failed;       /* sendmmsg() refused the frame */
 	uint64_t marked;            /* CE set: waited --ecn-ms or more */
 	uint64_t max_wait_ns;       /* longest wait in the input queue */
@@ -91,6 +97,7 @@ struct link_opts {
 	uint64_t seed;
 	bool all;
 	uint64_t ecn_ns;            /* mark CE at this wait; 0: never */
+	const char *drop_cm;        /* --drop-cm: drop the first such CM message each way */
 };
 
 static volatile sig_atomic_t stop;
@@ -144,6 +151,28 @@ is_roce(const uint8_t *f, size_t len)
 	if (type == 0x86dd)
 		return f[l2 + 6] == 17 && (f[l2 + 42] << 8 | f[l2 + 43]) == ROCE_UDP_PORT;
 	return false;
+}
+
+/*
+ * The IB CM message RoCEv2 frame @p f carries (a UD SEND to QP1 whose MAD
+ * is of the CM class), e.g. "DREQ", or NULL. IBTA Vol. 1 12.6: the
+ * attribute ID names the message; 9.2: BTH (12 bytes), DETH (8) after UDP.
+ */
+static const char *
+cm_mad_name(const uint8_t *f, size_t len)
+{
+	static const char *const names[] = { "REQ", "MRA", "REJ", "REP", "RTU", "DREQ",
+					     "DREP", "SIDR_REQ", "SIDR_REP", "LAP", "APR" };
+	size_t l2 = (f[12] == 0x81 && f[13] == 0x00) ? 18 : 14, bth;
+	uint16_t type = (uint16_t)(f[l2 - 2] << 8 | f[l2 - 1]), attr;
+
+	bth = type == 0x0800 ? l2 + (size_t)(f[l2] & 0x0f) * 4 + 8 : l2 + 40 + 8;
+	/* BTH opcode UD SEND_ONLY, destination QP 1; MAD class 0x07 (CM) */
+	if (len < bth + 12 + 8 + 24 || f[bth] != 0x64 ||
+	    (f[bth + 5] << 16 | f[bth + 6] << 8 | f[bth + 7]) != 1 || f[bth + 20 + 1] != 0x07)
+		return NULL;
+	attr = (uint16_t)(f[bth + 20 + 16] << 8 | f[bth + 20 + 17]);
+	return attr >= 0x10 && attr <= 0x1a ? names[attr - 0x10] : NULL;
 }
 
 /*
@@ -304,8 +333,16 @@ forward(struct link_dir *d, const struct link_opts *o, bool on, uint8_t *f, size
 		return;
 	}
 	d->impaired++;
-	if (rng_uniform() < o->loss) {
+	const char *cm = roce ? cm_mad_name(f, len) : NULL;
+	bool chosen = o->drop_cm != NULL && !d->dropped_cm && cm != NULL && strcmp(cm, o->drop_cm) == 0;
+
+	if (chosen || rng_uniform() < o->loss) {
+		d->dropped_cm |= chosen;
 		d->dropped++;
+		if (cm != NULL) { /* for the tests: which handshake step went missing */
+			printf("lossy_link: dropped CM %s %s\n", cm, d->name);
+			fflush(stdout);
+		}
 		return;
 	}
 	if (d->held_len == 0 && rng_uniform() < o->reorder) {
@@ -379,7 +416,8 @@ main(int argc, char **argv)
 		{ "loss", required_argument, NULL, 'l' }, { "dup", required_argument, NULL, 'd' },
 		{ "reorder", required_argument, NULL, 'r' }, { "seed", required_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' }, { "ecn-ms", required_argument, NULL, 'e' },
-		{ "paused", no_argument, NULL, 'p' }, { NULL, 0, NULL, 0 },
+		{ "paused", no_argument, NULL, 'p' }, { "drop-cm", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct link_opts o = { .seed = 1 };
 	static struct link_dir dir[2];
@@ -402,9 +440,11 @@ main(int argc, char **argv)
 		case 'a': o.all = true; break;
 		case 'e': o.ecn_ns = (uint64_t)(pct_arg(optarg, "ecn-ms") * 100 * 1e6); break;
 		case 'p': want_impair = 0; break;
+		case 'c': o.drop_cm = optarg; break;
 		default:
 			fprintf(stderr, "usage: lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] "
-				"[--seed N] [--all] [--ecn-ms 0..100] [--paused] IF_A IF_B\n");
+				"[--seed N] [--all] [--ecn-ms 0..100] [--paused] [--drop-cm MSG] "
+				"IF_A IF_B\n");
 			return 2;
 		}
 	}

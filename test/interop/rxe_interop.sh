@@ -59,7 +59,9 @@
 #   through a qemu wrapper, rxe's active MTU is 4096; 1500: the harness as is,
 #   4096 cases skipped), INTEROP_DAEMON_IP (198.18.0.2), INTEROP_BUDGET (800 s
 #   for all cases after the boot: ~83 cases at 5-16 s each on a PVM host with a TCG guest; a case left unrun for want of it fails), INTEROP_MAX_RETRIES (2: reruns after an
-#   lcore stall, in the whole run), INTEROP_CASES (regex: run only matching
+#   lcore stall or a CM DREQ the lossy link dropped, in the whole run),
+#   INTEROP_LOSSY_ARGS (the loss phase's impairments, lossy_link options:
+#   "--loss 2 --dup 1 --reorder 2 --seed 7"), INTEROP_CASES (regex: run only matching
 #   cases), INTEROP_CAPTURE (1: per-case pcap on rxeveth0, kept for failed
 #   cases), INTEROP_HOLD (1: stop after the basic checks until WORK/release
 #   exists, for debugging by hand).
@@ -636,6 +638,19 @@ probe_naks() {
     result "$name/naks-$way" $((! $?)) "daemon nak_${way}_remote_access_error +$got_acc (want $acc), nak_${way}_invalid_request +$got_inv (want $inv)"
 }
 
+# cm_dropped 'MSG DIR': CM messages MSG the lossy link has dropped so far in
+# direction DIR (A->B: rxe's tap to our veth).
+cm_dropped() {
+    local n
+    n=$(grep -c "^lossy_link: dropped CM $1\$" "$W/host/lossy_link.log" 2>/dev/null)
+    echo "${n:-0}"
+}
+
+# cm_dropped_names: the CM messages the lossy link dropped, in order, one line.
+cm_dropped_names() {
+    sed -n 's/^lossy_link: dropped CM //p' "$W/host/lossy_link.log" 2>/dev/null | tr '\n' ',' | sed 's/,$//'
+}
+
 # first_error FILE: the line that says what went wrong, else the last one.
 first_error() {
     grep -m1 -iE "fail|unable|couldn.t|error|invalid|exceeded|refused|not found" "$1" ||
@@ -666,8 +681,9 @@ run_pair() {
         [[ $kind == probe && $dir == rs ]] && hcmd="$hcmd $RXE_RESPONDER_SKIP"
     fi
     [[ -e $W/s_last ]] || stats >"$W/s_last"
-    local stalls0
+    local stalls0 dreq0
     stalls0=$(stalls_long)
+    dreq0=$(cm_dropped 'DREQ A->B')
     capture_start "$name"
     if [[ $dir == rs ]]; then
         publish "$gname" "$T" "$gcmd"
@@ -751,6 +767,17 @@ run_pair() {
                 # Transport retries exhausted while our lcore did not poll for
                 # over 200 ms: the machine, not the stack.
                 evidence="stalls_long +$stalls"
+            elif ((! ok)) && [[ $kind == cm* && $dir == us && $grc == 0 ]] &&
+                ((hrc == 124 || hrc == 143)) && (($(cm_dropped 'DREQ A->B') > dreq0)); then
+                # rxe's client ended; our server, waiting for DISCONNECTED,
+                # did not (killed). The lossy link dropped rxe's DREQ
+                # meanwhile, and rping's client destroys its ID right after
+                # rdma_disconnect(): Linux cm.c cm_destroy_id() then cancels
+                # the DREQ's retries (DREQ_SENT -> TimeWait), so the DREQ lost
+                # was all our side would ever hear (doc/rdma-cm.md; our CM
+                # keeps a destroyed connection's DREQ retries, so the rs
+                # direction gets no such pass).
+                evidence="the lossy link dropped rxe's CM DREQ (dropped so far: $(cm_dropped_names)); rxe's CM cancels a destroyed ID's DREQ retries"
             elif ((! ok)) && [[ $kind == cm && $dir == rs ]] &&
                 grep -qE "RDMA_CM_EVENT_REJECTED; error: 8" "$hfile"; then
                 # The guest kernel refused our data connection: its perftest
@@ -874,7 +901,8 @@ fi
 # lossy_link replaces the bridge between the guest's tap and our veth.
 ip -n "$NS" link set rxetap0 nomaster
 ip -n "$NS" link set rxeveth0 nomaster
-ip netns exec "$NS" "$INTEROP_LOSSY" --loss 2 --dup 1 --reorder 2 --seed 7 rxetap0 rxeveth0 >"$W/host/lossy_link.log" 2>&1 &
+# shellcheck disable=SC2086 # INTEROP_LOSSY_ARGS: several words
+ip netns exec "$NS" "$INTEROP_LOSSY" ${INTEROP_LOSSY_ARGS:---loss 2 --dup 1 --reorder 2 --seed 7} rxetap0 rxeveth0 >"$W/host/lossy_link.log" 2>&1 &
 LOSSY_PID=$!
 sleep 0.5
 if alive "$LOSSY_PID"; then
