@@ -908,7 +908,14 @@ xport_qp_idle(const struct xport_qp *qp)
 	 */
 	if (req->kick || (req->cur != req->fetch && !req->rnr_wait && !req->pace_wait))
 		return false;
-	/* nothing posted since (in RTR too: such a post waits for RTS) */
+	/* nothing posted since (in RTR too: such a post waits for RTS). The
+	 * requester's last run just read the index and found nothing: not
+	 * again, it is a line the application's core writes on every post and
+	 * a poll of a caught-up QP would miss on it twice (issue 18). A post
+	 * since then is seen by the next poll, long before IDLE_AFTER_NS of
+	 * idle polls lets the QP go idle (the daemon's engine_xport.c). */
+	if (req->caught_up)
+		return true;
 	return spsc_ring_prod_acquire(qp->cfg.sq) == req->fetch - req->skew;
 }
 

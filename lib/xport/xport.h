@@ -636,7 +636,11 @@ void xport_qp_poll(struct xport_qp *qp, uint64_t now, struct xport_out *out);
  * fires (xport_qp_timer_expired()) or the state changes: nothing posted and
  * unsent, no ACK or READ response owed, RTS or RTR. A scheduler polls only
  * the QPs for which this is false, and after any of those four events.
- * Reads the SQ producer index (shared memory) and a few engine fields.
+ * Reads the SQ producer index (shared memory) and a few engine fields,
+ * unless the requester's last run (xport_qp_poll(), or a received ACK's)
+ * read it and found nothing new: that answer stands, so a post since then
+ * is seen by the next poll. Call it right after a poll, as the daemon's
+ * scheduler does; it lets a QP go idle only after many idle polls in a row.
  */
 bool xport_qp_idle(const struct xport_qp *qp);
 

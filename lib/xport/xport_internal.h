@@ -98,6 +98,7 @@ struct xport_req {
 	bool rnr_wait;
 	bool pace_wait;        /* held by the rate limiter */
 	bool kick;             /* held by a limit or rewound: run after the completer */
+	bool caught_up;        /* the last run read the producer index: nothing new (xport_qp_idle()) */
 	uint32_t skew;         /* the engine's own WQEs fetched (shadow index - ring index) */
 	uint32_t prod_seen;    /* the SQ producer index last read (ring index, checked) */
 	uint8_t tm_resv;       /* shadow slots promised to a rendezvous being received (0, 1) */

@@ -328,7 +328,11 @@ req_get_wqe(struct xport_qp *qp, struct req_ctx *ctx)
 		if ((int32_t)(req->prod_seen - rfetch) <= 0) {
 			uint32_t prod = spsc_ring_prod_acquire(qp->cfg.sq);
 			/* the shim may not run ahead by more than the ring (untrusted index) */
-			if (prod == rfetch || prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
+			if (prod == rfetch) {
+				req->caught_up = true;
+				return REQ_IDLE;
+			}
+			if (prod - (qp->comp.head - qp->comp.skew) > qp->sq_mask + 1)
 				return REQ_IDLE;
 			req->prod_seen = prod;
 		}
@@ -723,6 +727,7 @@ xport_req_run(struct xport_qp *qp, uint64_t now, struct xport_out *out)
 		    !xport_cc_probing(qp);
 
 	qp->req.kick = false;
+	qp->req.caught_up = false;
 	for (;;) {
 		switch (step) {
 		case REQ_GET_WQE:
