@@ -506,7 +506,7 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		}
 		if (rc)
 			break;
-		shim_sq_prefetch(qp, n + SHIM_SQ_PREFETCH, room);
+		shim_sq_prefetch(qp, n + SHIM_WQ_PREFETCH, room);
 		shim_fill_send(qp, spsc_ring_slot(qp->sq, qp->sq_prod + n), wr);
 	}
 out:
@@ -546,8 +546,8 @@ int shim_post_recv_ring(struct spsc_ring *ring, uint32_t *prod, uint32_t cap, ui
 		if (rc)
 			break;
 		shim_fill_recv(spsc_ring_slot(ring, *prod + n), wr);
-		if (n + SHIM_RQ_PREFETCH < room)
-			spsc_ring_prefetchw(spsc_ring_slot(ring, *prod + n + SHIM_RQ_PREFETCH));
+		if (n + SHIM_WQ_PREFETCH < room)
+			spsc_ring_prefetchw(spsc_ring_slot(ring, *prod + n + SHIM_WQ_PREFETCH));
 	}
 	if (n) {
 		*prod += n;

@@ -416,8 +416,14 @@ static inline void *shim_wqe_payload(struct shim_qp *qp, struct sq_wqe *w, bool 
 	return is_inline ? (void *)w->wr.rdma.head.inline_data : (void *)&w->wr.rdma.head.sge;
 }
 
-/* Free SQ slots beyond the one being written whose lines a post takes ahead (shim_sq_prefetch()). */
-#define SHIM_SQ_PREFETCH 4u
+/*
+ * Free slots beyond the one being written whose lines a post takes ahead
+ * for writing, on every work queue: the SQ (shim_sq_prefetch()), RQs and
+ * SRQs (shim_post_recv_ring(): their first line). The worker's core read
+ * those lines a lap ago. Only a free slot (below the room the post saw): a
+ * published one is the daemon's to read.
+ */
+#define SHIM_WQ_PREFETCH 4u
 
 /*
  * Take the lines a post writes in the SQ slot @p i places past the producer
@@ -443,14 +449,6 @@ static inline void shim_sq_prefetch(const struct shim_qp *qp, uint32_t i, uint32
 		spsc_ring_prefetchw(p + 64 * k);
 	}
 }
-
-/*
- * Free RQ or SRQ slots beyond the one being written whose first line a post
- * takes ahead for writing (shim_post_recv_ring()), as shim_sq_prefetch()
- * does for the SQ: the worker's core read that line a lap ago. Only a free
- * slot (below the room the post saw): a published one is the daemon's.
- */
-#define SHIM_RQ_PREFETCH 4u
 
 /*
  * Publish @p n send WQEs (sq_lock held). @return whether the daemon asked
