@@ -6,6 +6,7 @@
  *
  *   lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] [--seed N] [--all] [--ecn-ms D]
  *              [--paused] [--drop-cm MSG] IF_A IF_B
+ *   lossy_link --names PCAP
  *
  * Every frame received on one interface is sent out of the other (AF_PACKET,
  * outgoing frames ignored). RoCEv2 frames (IPv4/IPv6 UDP to port 4791; every
@@ -32,6 +33,10 @@
  * test can take one handshake step away. A dropped CM message (a MAD to
  * QP1), chosen or by chance, is named as it goes:
  *   lossy_link: dropped CM DREQ A->B
+ * --names PCAP prints, for each frame of a classic pcap file (Ethernet) that
+ * the relay would name so, its number (from 1) and the CM message: the
+ * test of that parse against a capture of rxe's handshake (meson test
+ * lossy_link_names).
  * Runs until SIGTERM/SIGINT, then prints one line per direction:
  *   lossy_link: A->B frames=N impaired=I dropped=D duplicated=U reordered=O
  *               overrun=R send_failed=F marked=M max_wait_us=W
@@ -173,6 +178,42 @@ cm_mad_name(const uint8_t *f, size_t len)
 		return NULL;
 	attr = (uint16_t)(f[bth + 20 + 16] << 8 | f[bth + 20 + 17]);
 	return attr >= 0x10 && attr <= 0x1a ? names[attr - 0x10] : NULL;
+}
+
+/*
+ * --names: the CM messages of the frames in pcap file @p path, one line
+ * each ("N NAME"). @return 0, or 2 when the file is not a little-endian
+ * classic pcap of Ethernet frames.
+ */
+static int
+print_names(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	uint32_t gh[6], rh[4];
+	static uint8_t frame[LINK_FRAME_MAX];
+	unsigned long n = 0;
+
+	if (f == NULL || fread(gh, sizeof(gh), 1, f) != 1 ||
+	    (gh[0] != 0xa1b2c3d4u && gh[0] != 0xa1b23c4du) || gh[5] != 1) {
+		fprintf(stderr, "lossy_link: %s: not a pcap file of Ethernet frames\n", path);
+		if (f != NULL)
+			fclose(f);
+		return 2;
+	}
+	while (fread(rh, sizeof(rh), 1, f) == 1) {
+		const char *cm;
+
+		n++;
+		if (rh[2] > sizeof(frame) || fread(frame, rh[2], 1, f) != 1) {
+			fprintf(stderr, "lossy_link: %s: frame %lu cut short\n", path, n);
+			fclose(f);
+			return 2;
+		}
+		if (is_roce(frame, rh[2]) && (cm = cm_mad_name(frame, rh[2])) != NULL)
+			printf("%lu %s\n", n, cm);
+	}
+	fclose(f);
+	return 0;
 }
 
 /*
@@ -417,7 +458,7 @@ main(int argc, char **argv)
 		{ "reorder", required_argument, NULL, 'r' }, { "seed", required_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' }, { "ecn-ms", required_argument, NULL, 'e' },
 		{ "paused", no_argument, NULL, 'p' }, { "drop-cm", required_argument, NULL, 'c' },
-		{ NULL, 0, NULL, 0 },
+		{ "names", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
 	};
 	struct link_opts o = { .seed = 1 };
 	static struct link_dir dir[2];
@@ -441,10 +482,11 @@ main(int argc, char **argv)
 		case 'e': o.ecn_ns = (uint64_t)(pct_arg(optarg, "ecn-ms") * 100 * 1e6); break;
 		case 'p': want_impair = 0; break;
 		case 'c': o.drop_cm = optarg; break;
+		case 'n': return print_names(optarg);
 		default:
 			fprintf(stderr, "usage: lossy_link [--loss PCT] [--dup PCT] [--reorder PCT] "
 				"[--seed N] [--all] [--ecn-ms 0..100] [--paused] [--drop-cm MSG] "
-				"IF_A IF_B\n");
+				"IF_A IF_B | --names PCAP\n");
 			return 2;
 		}
 	}
