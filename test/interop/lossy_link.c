@@ -72,6 +72,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cm.h"
+#include "roce.h"
+
 #define LINK_FRAME_MAX 16384
 #define LINK_HOLD_MS 5
 #define LINK_SOCK_BUF (64 << 20)
@@ -159,25 +162,25 @@ is_roce(const uint8_t *f, size_t len)
 }
 
 /*
- * The IB CM message RoCEv2 frame @p f carries (a UD SEND to QP1 whose MAD
- * is of the CM class), e.g. "DREQ", or NULL. IBTA Vol. 1 12.6: the
- * attribute ID names the message; 9.2: BTH (12 bytes), DETH (8) after UDP.
+ * The IB CM message RoCEv2 frame @p f carries, e.g. "DREQ" (cm_attr_name()),
+ * or NULL: not a MAD of the CM class to QP1 (lib/roce's parser, the ICRC
+ * not checked; the MAD header's class and attribute ID, IBTA Vol. 1 13.4.2).
  */
 static const char *
 cm_mad_name(const uint8_t *f, size_t len)
 {
-	static const char *const names[] = { "REQ", "MRA", "REJ", "REP", "RTU", "DREQ",
-					     "DREP", "SIDR_REQ", "SIDR_REP", "LAP", "APR" };
-	size_t l2 = (f[12] == 0x81 && f[13] == 0x00) ? 18 : 14, bth;
-	uint16_t type = (uint16_t)(f[l2 - 2] << 8 | f[l2 - 1]), attr;
+	struct roce_pkt pkt;
+	enum roce_drop_reason why;
+	const char *name;
+	uint16_t attr;
 
-	bth = type == 0x0800 ? l2 + (size_t)(f[l2] & 0x0f) * 4 + 8 : l2 + 40 + 8;
-	/* BTH opcode UD SEND_ONLY, destination QP 1; MAD class 0x07 (CM) */
-	if (len < bth + 12 + 8 + 24 || f[bth] != 0x64 ||
-	    (f[bth + 5] << 16 | f[bth + 6] << 8 | f[bth + 7]) != 1 || f[bth + 20 + 1] != 0x07)
+	if (roce_classify(f, len, ROCE_CLASSIFY_NO_ICRC, &pkt, &why) != ROCE_CLASS_ROCE ||
+	    why != ROCE_DROP_NONE || pkt.dest_qpn != CM_GSI_QPN || pkt.payload_len < 18 ||
+	    pkt.payload[1] != CM_MAD_MGMT_CLASS)
 		return NULL;
-	attr = (uint16_t)(f[bth + 20 + 16] << 8 | f[bth + 20 + 17]);
-	return attr >= 0x10 && attr <= 0x1a ? names[attr - 0x10] : NULL;
+	attr = (uint16_t)(pkt.payload[16] << 8 | pkt.payload[17]);
+	name = cm_attr_name(attr);
+	return strcmp(name, "unknown") != 0 ? name : NULL; /* its answer for another ID */
 }
 
 /*
@@ -374,10 +377,14 @@ forward(struct link_dir *d, const struct link_opts *o, bool on, uint8_t *f, size
 		return;
 	}
 	d->impaired++;
-	const char *cm = roce ? cm_mad_name(f, len) : NULL;
-	bool chosen = o->drop_cm != NULL && !d->dropped_cm && cm != NULL && strcmp(cm, o->drop_cm) == 0;
+	/* the frame's CM name only when it decides or is logged, not per frame */
+	bool named = roce && o->drop_cm != NULL && !d->dropped_cm;
+	const char *cm = named ? cm_mad_name(f, len) : NULL;
+	bool chosen = cm != NULL && strcmp(cm, o->drop_cm) == 0;
 
 	if (chosen || rng_uniform() < o->loss) {
+		if (!named && roce)
+			cm = cm_mad_name(f, len);
 		d->dropped_cm |= chosen;
 		d->dropped++;
 		if (cm != NULL) { /* for the tests: which handshake step went missing */
