@@ -133,23 +133,12 @@ spsc_ring_prod_slot(const struct spsc_ring *r, uint32_t i)
 }
 
 /**
- * Publish @p n records written into spsc_ring_prod_slot(0..n-1).
- * Precondition: called by the producer, n <= free count. Release store:
- * the record contents become visible before the index.
- */
-static inline void
-spsc_ring_publish(struct spsc_ring *r, uint32_t n)
-{
-	uint32_t prod = __atomic_load_n(&r->prod, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->prod, prod + n, __ATOMIC_RELEASE);
-}
-
-/**
  * Publish the records before @p prod, the producer's own copy of its index
  * (spsc_ring_publish() without reading the index back). Precondition: called
  * by the producer, which alone moves the index, so its copy is the index.
- * The consumer's core reads that line on every poll: a producer that loads
- * it back misses on it, twice per post (the slot, then the publish).
+ * Release store: the record contents become visible before the index. The
+ * consumer's core reads that line on every poll: a producer that loads it
+ * back misses on it, twice per post (the slot, then the publish).
  */
 static inline void
 spsc_ring_publish_to(struct spsc_ring *r, uint32_t prod)
@@ -158,7 +147,17 @@ spsc_ring_publish_to(struct spsc_ring *r, uint32_t prod)
 }
 
 /**
- * spsc_ring_publish(), then whether the consumer asked for a bell
+ * Publish @p n records written into spsc_ring_prod_slot(0..n-1).
+ * Precondition: called by the producer, n <= free count.
+ */
+static inline void
+spsc_ring_publish(struct spsc_ring *r, uint32_t n)
+{
+	spsc_ring_publish_to(r, __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + n);
+}
+
+/**
+ * spsc_ring_publish_to(), then whether the consumer asked for a bell
  * (SPSC_RING_WANT_BELL): a consumer that stopped reading the producer index
  * (an idle QP of the daemon) must then be told, with shm_bell_ring(r->bell)
  * on the bells it named (bell.h). No fence orders the index store before
@@ -173,18 +172,17 @@ spsc_ring_publish_to(struct spsc_ring *r, uint32_t prod)
  * store order; release on weaker models).
  */
 static inline int
-spsc_ring_publish_bell(struct spsc_ring *r, uint32_t n)
-{
-	spsc_ring_publish(r, n);
-	return (__atomic_load_n(&r->cons_flags, __ATOMIC_ACQUIRE) & SPSC_RING_WANT_BELL) != 0;
-}
-
-/** spsc_ring_publish_bell() with the producer's own index copy (spsc_ring_publish_to()). */
-static inline int
 spsc_ring_publish_bell_to(struct spsc_ring *r, uint32_t prod)
 {
 	spsc_ring_publish_to(r, prod);
 	return (__atomic_load_n(&r->cons_flags, __ATOMIC_ACQUIRE) & SPSC_RING_WANT_BELL) != 0;
+}
+
+/** spsc_ring_publish_bell_to() of the index read back plus @p n (spsc_ring_publish()). */
+static inline int
+spsc_ring_publish_bell(struct spsc_ring *r, uint32_t n)
+{
+	return spsc_ring_publish_bell_to(r, __atomic_load_n(&r->prod, __ATOMIC_RELAXED) + n);
 }
 
 /**

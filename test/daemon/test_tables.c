@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,40 +474,29 @@ Test(mcast_table, only_igmp_and_mld_go_to_the_control_thread)
 
 /* ---- QP1 frames: byte for byte what Linux rxe sends (gsi.h) ---- */
 
-/* The next record of a classic little-endian pcap; @return its length, 0 at the end. */
-static size_t
-pcap_next(FILE *f, uint8_t *buf, size_t cap)
-{
-	uint32_t rec[4];
-
-	if (fread(rec, sizeof(rec), 1, f) != 1 || rec[2] > cap)
-		return 0;
-	return fread(buf, 1, rec[2], f) == rec[2] ? rec[2] : 0;
-}
-
 Test(gsi, our_qp1_frames_match_the_rxe_capture_byte_for_byte)
 {
 	const char *dir = getenv("ROCE_PCAP_DIR");
-	char path[4096];
-	uint8_t frame[2048], ours[2048];
-	uint32_t hdr[6];
+	char path[4096], err[PCAP_ERRBUF_SIZE];
+	uint8_t ours[2048];
 	unsigned int n_qp1 = 0;
-	size_t len;
-	FILE *f;
+	struct pcap_pkthdr *h;
+	const u_char *frame;
+	pcap_t *pc;
 
 	cr_assert_not_null(dir, "ROCE_PCAP_DIR is not set");
 	snprintf(path, sizeof(path), "%s/rc_send_rdmacm.pcap", dir);
-	f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s", path);
-	cr_assert_eq(fread(hdr, sizeof(hdr), 1, f), 1);
-	cr_assert_eq(hdr[0], 0xa1b2c3d4u);
-	cr_assert_eq(hdr[5], 1, "Ethernet");
-	while ((len = pcap_next(f, frame, sizeof(frame))) > 0) {
+	pc = pcap_open_offline(path, err);
+	cr_assert_not_null(pc, "%s: %s", path, err);
+	cr_assert_eq(pcap_datalink(pc), DLT_EN10MB, "Ethernet");
+	while (pcap_next_ex(pc, &h, &frame) == 1) {
 		struct roce_pkt pkt;
 		enum roce_drop_reason why;
 		struct cm_path to;
 
-		if (roce_classify(frame, len, 0, &pkt, &why) != ROCE_CLASS_ROCE || pkt.dest_qpn != 1)
+		cr_assert_eq(h->caplen, h->len, "whole frames");
+		if (roce_classify(frame, h->caplen, 0, &pkt, &why) != ROCE_CLASS_ROCE ||
+		    pkt.dest_qpn != 1)
 			continue;
 		cr_assert_eq(why, ROCE_DROP_NONE);
 		cr_assert_eq(gsi_check(&pkt), GSI_OK, "rxe's MADs pass our receive check");
@@ -523,7 +513,7 @@ Test(gsi, our_qp1_frames_match_the_rxe_capture_byte_for_byte)
 		cr_assert_arr_eq(ours, frame, pkt.frame_len, "QP1 frame %u differs", n_qp1);
 		n_qp1++;
 	}
-	fclose(f);
+	pcap_close(pc);
 	cr_assert_geq(n_qp1, 9, "REQ REP RTU x2, DREQ DREP...");
 }
 

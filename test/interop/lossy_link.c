@@ -33,10 +33,10 @@
  * test can take one handshake step away. A dropped CM message (a MAD to
  * QP1), chosen or by chance, is named as it goes:
  *   lossy_link: dropped CM DREQ A->B
- * --names PCAP prints, for each frame of a classic pcap file (Ethernet) that
- * the relay would name so, its number (from 1) and the CM message: the
- * test of that parse against a capture of rxe's handshake (meson test
- * lossy_link_names).
+ * --names PCAP prints, for each frame of a capture of Ethernet frames (pcap
+ * or pcapng, read by libpcap) that the relay would name so, its number
+ * (from 1) and the CM message: the test of that parse against a capture of
+ * rxe's handshake (meson test lossy_link_names).
  * Runs until SIGTERM/SIGINT, then prints one line per direction:
  *   lossy_link: A->B frames=N impaired=I dropped=D duplicated=U reordered=O
  *               overrun=R send_failed=F marked=M max_wait_us=W
@@ -61,6 +61,7 @@
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <pcap/pcap.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -184,39 +185,48 @@ cm_mad_name(const uint8_t *f, size_t len)
 }
 
 /*
- * --names: the CM messages of the frames in pcap file @p path, one line
- * each ("N NAME"). @return 0, or 2 when the file is not a little-endian
- * classic pcap of Ethernet frames.
+ * --names: the CM messages of the frames in capture @p path (read by
+ * libpcap: classic pcap or pcapng), one line each ("N NAME"). @return 0,
+ * or 2 when it is not a capture of Ethernet frames or is cut short.
  */
 static int
 print_names(const char *path)
 {
+	char err[PCAP_ERRBUF_SIZE];
 	FILE *f = fopen(path, "rb");
-	uint32_t gh[6], rh[4];
-	static uint8_t frame[LINK_FRAME_MAX];
+	pcap_t *pc = f != NULL ? pcap_fopen_offline(f, err) : NULL; /* then pcap_close() closes f */
+	struct pcap_pkthdr *h;
+	const u_char *frame;
 	unsigned long n = 0;
+	int rc;
 
-	if (f == NULL || fread(gh, sizeof(gh), 1, f) != 1 ||
-	    (gh[0] != 0xa1b2c3d4u && gh[0] != 0xa1b23c4du) || gh[5] != 1) {
-		fprintf(stderr, "lossy_link: %s: not a pcap file of Ethernet frames\n", path);
+	if (pc == NULL) {
+		fprintf(stderr, "lossy_link: %s: %s\n", path, f != NULL ? err : strerror(errno));
 		if (f != NULL)
-			fclose(f);
+			fclose(f); /* pcap_fopen_offline() failed: still ours */
 		return 2;
 	}
-	while (fread(rh, sizeof(rh), 1, f) == 1) {
+	if (pcap_datalink(pc) != DLT_EN10MB) {
+		fprintf(stderr, "lossy_link: %s: not a capture of Ethernet frames\n", path);
+		pcap_close(pc);
+		return 2;
+	}
+	while ((rc = pcap_next_ex(pc, &h, &frame)) == 1) {
 		const char *cm;
 
 		n++;
-		if (rh[2] > sizeof(frame) || fread(frame, rh[2], 1, f) != 1) {
-			fprintf(stderr, "lossy_link: %s: frame %lu cut short\n", path, n);
-			fclose(f);
+		if (h->caplen != h->len) {
+			fprintf(stderr, "lossy_link: %s: frame %lu was captured cut short\n", path, n);
+			pcap_close(pc);
 			return 2;
 		}
-		if (is_roce(frame, rh[2]) && (cm = cm_mad_name(frame, rh[2])) != NULL)
+		if (is_roce(frame, h->caplen) && (cm = cm_mad_name(frame, h->caplen)) != NULL)
 			printf("%lu %s\n", n, cm);
 	}
-	fclose(f);
-	return 0;
+	if (rc == PCAP_ERROR)
+		fprintf(stderr, "lossy_link: %s: after frame %lu: %s\n", path, n, pcap_geterr(pc));
+	pcap_close(pc);
+	return rc == PCAP_ERROR ? 2 : 0;
 }
 
 /*
