@@ -110,29 +110,30 @@ int pt_poll_send(struct pt_side *s, struct ibv_wc *wc, int max)
 	return n;
 }
 
-/* Post iteration c->posted of QP @p q with @p flags (SIGNALED or 0). */
+/*
+ * Post iteration c->posted of QP @p q with @p flags (SIGNALED or 0). The WR
+ * and SGE are the side's own, filled in again, not built anew: every store
+ * of a post waits in the store buffer behind the WQE line, whose owner is
+ * the daemon's core (x86 commits stores in order), and zeroing a whole WR
+ * per post was a third of this function's samples with the cores far apart
+ * (doc/benchmarks.md, session 29). pt_side_reset_run() set what stays.
+ */
 static int pt_post_one(struct pt_side *s, uint32_t q, unsigned int flags, pt_prepare_fn *prep)
 {
 	struct pt_qp_counts *c = &s->pub.qp[q];
 	uint64_t iter = c->posted;
-	struct ibv_sge sge = {
-		.addr = (uint64_t)(uintptr_t)pt_tx_slot(s, q, iter),
-		.length = (uint32_t)s->size,
-		.lkey = s->mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = pt_wr_id(q, iter),
-		.sg_list = &sge,
-		.num_sge = 1,
-		.send_flags = flags,
-	}, *bad;
+	struct ibv_sge *sge = &s->post_sge;
+	struct ibv_send_wr *wr = &s->post_wr, *bad;
 
-	prep(s, q, iter, &wr, &sge);
-	if ((wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_RDMA_WRITE) && s->size <= (uint64_t)s->inline_size)
-		wr.send_flags |= IBV_SEND_INLINE;
+	sge->addr = (uint64_t)(uintptr_t)pt_tx_slot(s, q, iter);
+	wr->wr_id = pt_wr_id(q, iter);
+	wr->send_flags = flags;
+	prep(s, q, iter, wr, sge);
+	if ((wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_RDMA_WRITE) && s->size <= (uint64_t)s->inline_size)
+		wr->send_flags |= IBV_SEND_INLINE;
 	if (s->tposted && s->n_posted < s->ts_cap)
 		s->tposted[s->n_posted] = pt_now_ns();
-	if (ibv_post_send(s->qp[q], &wr, &bad)) {
+	if (ibv_post_send(s->qp[q], wr, &bad)) {
 		fprintf(stderr, " Couldn't post send: QP %u iteration %lu\n", q, (unsigned long)iter);
 		return -1;
 	}

@@ -307,6 +307,14 @@ struct pt_side {
 	uint64_t verify_errors;
 	uint64_t lost;
 	uint64_t *rx_expect;         /**< next expected iteration per QP (--verify) */
+	/**
+	 * The send WR and SGE every post of this side fills in (perftest's
+	 * ctx->wr[]): pt_side_reset_run() sets what stays (one SGE of the
+	 * message size, the MR), a post the address, wr_id and flags, and the
+	 * mode's prepare (pt_prepare_fn) the fields it owns.
+	 */
+	struct ibv_send_wr post_wr;
+	struct ibv_sge post_sge;
 };
 
 /** A result row: one message size. */
@@ -382,6 +390,8 @@ static inline uint64_t pt_wr_n(uint64_t wr_id) { return wr_id & ((UINT64_C(1) <<
 int pt_post_recv(struct pt_side *s, uint32_t qp);
 
 /* ---- bw.c: engines shared by the modes --------------------------------- */
+/** Fill in @p wr and @p sge for iteration @p iter of @p qp: they are the side's
+ *  own, kept from the last post, so it sets every field it uses on every call. */
 typedef void pt_prepare_fn(struct pt_side *s, uint32_t qp, uint64_t iter,
 			   struct ibv_send_wr *wr, struct ibv_sge *sge);
 typedef void pt_complete_fn(struct pt_side *s, uint32_t qp, uint64_t first, uint64_t end);

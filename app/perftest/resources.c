@@ -479,6 +479,10 @@ int pt_side_reset_run(struct pt_side *s, uint64_t size)
 	s->rr = 0;
 	memset(&s->win, 0, sizeof(s->win));
 	s->verify_checked = s->verify_errors = s->lost = 0;
+	memset(&s->post_wr, 0, sizeof(s->post_wr));
+	s->post_wr.sg_list = &s->post_sge;
+	s->post_wr.num_sge = 1;
+	s->post_sge = (struct ibv_sge){ .length = (uint32_t)size, .lkey = s->mr->lkey };
 	if (!p->duration && s->role == PT_ROLE_CLIENT && !s->tposted) {
 		uint64_t n = p->iters * (uint64_t)s->num_qps;
 
