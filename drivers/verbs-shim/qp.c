@@ -384,25 +384,47 @@ static bool shim_send_state_ok(enum ibv_qp_state s)
  * ibv_send_wr of rdma-core 44 cannot carry its placement type and
  * selectivity, and its ibv_qp_ex has no wr_flush: no application reaches it.
  */
-bool shim_opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
+/* The table's entry for @p op on a QP of type @p t; kind WR_KIND_NONE when it cannot post it. */
+static struct wr_opcode_desc shim_opcode_on(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
+	struct wr_opcode_desc d = wr_opcode_desc((uint32_t)op);
+
 	if ((uint32_t)op == WR_FLUSH)
-		return false;
+		d.kind = WR_KIND_NONE;
 	if (t == IBV_QPT_XRC_SEND) { /* an XRC INI QP sends as RC (IBTA 9.8.2) */
 		/* IBTA 1.5 ATOMIC WRITE has no XRC opcode in the engine (nor in rxe) */
 		if ((uint32_t)op == WR_ATOMIC_WRITE)
-			return false;
+			d.kind = WR_KIND_NONE;
 		t = IBV_QPT_RC;
 	}
-	return wr_opcode_valid((uint32_t)op, (uint32_t)t);
+	if (!wr_desc_valid_on(&d, (uint32_t)t))
+		d.kind = WR_KIND_NONE;
+	return d;
 }
 
-/* Everything that makes a send WR invalid (EINVAL), checked before it takes a slot. */
-static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *wr)
+bool shim_opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
+{
+	return shim_opcode_on(t, op).kind != WR_KIND_NONE;
+}
+
+/* What shim_check_send() learnt of a valid send WR, for shim_fill_send(). */
+struct shim_send_info {
+	struct wr_opcode_desc op; /* the opcode table's entry, read once per post */
+	uint32_t inline_len;      /* IBV_SEND_INLINE: the bytes of its SGEs; else 0 */
+};
+
+/*
+ * Everything that makes a send WR invalid (EINVAL), checked before it takes
+ * a slot. @return 0 and what the fill needs in @p info, or EINVAL
+ */
+static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *wr,
+			   struct shim_send_info *info)
 {
 	enum ibv_qp_type t = qp->qp.qp_type;
 
-	if (!shim_opcode_ok(t, wr->opcode) || wr->num_sge < 0)
+	info->op = shim_opcode_on(t, wr->opcode);
+	info->inline_len = 0;
+	if (info->op.kind == WR_KIND_NONE || wr->num_sge < 0)
 		return EINVAL;
 	if (t == IBV_QPT_UD && wr->wr.ud.ah == NULL)
 		return EINVAL;
@@ -411,30 +433,30 @@ static int shim_check_send(const struct shim_qp *qp, const struct ibv_send_wr *w
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t total = 0;
 
-		if (!wr_kind_sends_payload(wr_opcode_desc(wr->opcode).kind))
+		if (!wr_kind_sends_payload(info->op.kind))
 			return EINVAL; /* READ, ATOMIC */
 		for (int i = 0; i < wr->num_sge; i++)
 			total += wr->sg_list[i].length;
-		return total > qp->cap.max_inline_data ? EINVAL : 0;
+		if (total > qp->cap.max_inline_data)
+			return EINVAL;
+		info->inline_len = (uint32_t)total;
+		return 0;
 	}
 	return (uint32_t)wr->num_sge > qp->cap.max_send_sge ? EINVAL : 0;
 }
 
-/* Fill one checked send WR into the WQE @p w. */
-static void shim_fill_send(struct shim_qp *qp, struct sq_wqe *w, const struct ibv_send_wr *wr)
+/* Fill send WR @p wr, checked by shim_check_send() (@p info), into the WQE @p w. */
+static void shim_fill_send(struct shim_qp *qp, struct sq_wqe *w, const struct ibv_send_wr *wr,
+			   const struct shim_send_info *info)
 {
 	memset(w, 0, SQ_WQE_HEAD_BYTES); /* the AV line is UD's only (wqe.h) */
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint8_t)wr->opcode;
 	w->send_flags = wr->send_flags;
 	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *dst = shim_wqe_payload(qp, w, true, info->inline_len);
 		uint32_t total = 0;
 
-		for (int i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length; /* checked: <= max_inline_data */
-		uint8_t *dst = shim_wqe_payload(qp, w, true, total);
-
-		total = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
 			memcpy(dst + total, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
@@ -446,7 +468,7 @@ static void shim_fill_send(struct shim_qp *qp, struct sq_wqe *w, const struct ib
 			      (size_t)wr->num_sge);
 		w->num_sge = (uint8_t)wr->num_sge;
 	}
-	struct wr_opcode_desc op = wr_opcode_desc(wr->opcode);
+	const struct wr_opcode_desc op = info->op;
 
 	switch (op.kind) {
 	case WR_KIND_WRITE:
@@ -497,7 +519,9 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	}
 	room = shim_wq_room(qp->sq, qp->sq_prod, qp->cap.max_send_wr, 1, &qp->sq_cons_seen);
 	for (; wr != NULL; wr = wr->next, n++) {
-		rc = shim_check_send(qp, wr);
+		struct shim_send_info info;
+
+		rc = shim_check_send(qp, wr, &info);
 		if (rc == 0 && n == room) {
 			room = shim_wq_room(qp->sq, qp->sq_prod, qp->cap.max_send_wr, n + 1,
 					    &qp->sq_cons_seen);
@@ -507,7 +531,7 @@ int shim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		if (rc)
 			break;
 		shim_sq_prefetch(qp, n + SHIM_WQ_PREFETCH, room);
-		shim_fill_send(qp, spsc_ring_slot(qp->sq, qp->sq_prod + n), wr);
+		shim_fill_send(qp, spsc_ring_slot(qp->sq, qp->sq_prod + n), wr, &info);
 	}
 out:
 	if (n)
