@@ -41,11 +41,13 @@
 struct shim_lock {
 	/** 1 while the owner holds the lock without the spin lock; the owner's only. */
 	uint32_t held;
-	/** The owner's shim_lock_self(), SHIM_LOCK_UNOWNED or SHIM_LOCK_SHARED; set under @ref spin. */
-	uintptr_t owner;
 	/** Taken by every thread but the owner, and by the owner once shared. */
 	pthread_spinlock_t spin;
+	/** The owner's shim_lock_self(), SHIM_LOCK_UNOWNED or SHIM_LOCK_SHARED; set under @ref spin. */
+	uintptr_t owner;
 };
+_Static_assert(sizeof(struct shim_lock) == 2 * sizeof(uint32_t) + sizeof(uintptr_t),
+	       "no padding: held and spin share a word (16 bytes a lock, not 24)");
 
 /**
  * @return the calling thread's identity for shim_lock.owner: its
