@@ -115,7 +115,7 @@ int pt_poll_send(struct pt_side *s, struct ibv_wc *wc, int max)
  * and SGE are the side's own, filled in again, not built anew: every store
  * of a post waits in the store buffer behind the WQE line, whose owner is
  * the daemon's core (x86 commits stores in order), and zeroing a whole WR
- * per post was a third of this function's samples with the cores far apart
+ * per post was half of this function's samples with the cores far apart
  * (doc/benchmarks.md, session 29). pt_side_reset_run() set what stays.
  */
 static int pt_post_one(struct pt_side *s, uint32_t q, unsigned int flags, pt_prepare_fn *prep)
