@@ -379,12 +379,12 @@ static bool shim_send_state_ok(enum ibv_qp_state s)
 }
 
 /*
- * The WR opcode table (wqe.h): TSO and DRIVER1 are not supported. FLUSH
- * (14, rdma-core 45's IBV_WR_FLUSH) is the engine's, but struct
+ * The WR opcode table's entry (wqe.h) for @p op on a QP of type @p t, kind
+ * WR_KIND_NONE when it cannot post it. TSO and DRIVER1 are not supported.
+ * FLUSH (14, rdma-core 45's IBV_WR_FLUSH) is the engine's, but struct
  * ibv_send_wr of rdma-core 44 cannot carry its placement type and
  * selectivity, and its ibv_qp_ex has no wr_flush: no application reaches it.
  */
-/* The table's entry for @p op on a QP of type @p t; kind WR_KIND_NONE when it cannot post it. */
 static struct wr_opcode_desc shim_opcode_on(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
 	struct wr_opcode_desc d = wr_opcode_desc((uint32_t)op);

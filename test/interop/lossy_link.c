@@ -220,7 +220,7 @@ print_names(const char *path)
 			pcap_close(pc);
 			return 2;
 		}
-		if (is_roce(frame, h->caplen) && (cm = cm_mad_name(frame, h->caplen)) != NULL)
+		if ((cm = cm_mad_name(frame, h->caplen)) != NULL) /* it parses the frame */
 			printf("%lu %s\n", n, cm);
 	}
 	if (rc == PCAP_ERROR)
